@@ -1,0 +1,81 @@
+/* pairkit.h - the common part of the pairkit C API: status codes, the
+ * caller's context (error message, progress callback, cancellation), and
+ * backend selection.
+ *
+ * Every public function returns a pk_status. On failure it writes a message
+ * naming the file, line or field into ctx->message; the library itself never
+ * prints, never exits and never installs signal handlers. A context may be
+ * used by one thread at a time; distinct contexts are independent.
+ */
+#ifndef PAIRKIT_PAIRKIT_H
+#define PAIRKIT_PAIRKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PK_VERSION_STRING "0.1.0"
+
+typedef enum pk_status {
+    PK_OK = 0,
+    PK_ERR_IO,          /* a file could not be opened, read or written */
+    PK_ERR_PARSE,       /* malformed input; the message names file and line */
+    PK_ERR_INVALID,     /* an argument or option is out of range */
+    PK_ERR_NOMEM,       /* a host allocation failed */
+    PK_ERR_CUDA,        /* a CUDA call failed; the message names it */
+    PK_ERR_UNSUPPORTED, /* asked for a backend or feature not built or not present */
+    PK_ERR_CANCELLED,   /* the progress callback asked to stop */
+    PK_ERR_INTERNAL     /* a self-check failed: a bug, please report it */
+} pk_status;
+
+typedef enum pk_backend {
+    PK_BACKEND_AUTO = 0, /* CUDA when built in and a device is present, else CPU */
+    PK_BACKEND_CPU,
+    PK_BACKEND_CUDA
+} pk_backend;
+
+/* Called from the calling thread with the fraction of work done (0..1).
+ * Return non-zero to cancel: the running function then returns
+ * PK_ERR_CANCELLED promptly (within a fraction of a second) and writes no
+ * result. */
+typedef int (*pk_progress_fn)(void *user, double fraction_done);
+
+#define PK_MESSAGE_MAX 512
+
+typedef struct pk_context {
+    char message[PK_MESSAGE_MAX]; /* set on failure; empty on success */
+    pk_progress_fn progress;      /* optional */
+    void *progress_user;
+    int n_threads;                /* CPU threads; 0 = OpenMP's default */
+    int cuda_device;              /* CUDA device ordinal for PK_BACKEND_CUDA */
+} pk_context;
+
+/* A context with defaults: no progress callback, all threads, device 0. */
+void pk_context_init(pk_context *ctx);
+
+/* A short constant English name for a status ("parse error"). */
+const char *pk_status_str(pk_status status);
+
+/* Name of a backend ("auto", "cpu", "cuda"), and the reverse. */
+const char *pk_backend_name(pk_backend backend);
+pk_status pk_backend_parse(const char *name, pk_backend *out);
+
+/* 1 when the library was built with CUDA, 0 otherwise. */
+int pk_cuda_built(void);
+
+/* Number of usable CUDA devices: 0 when not built with CUDA, when there is
+ * no driver or no device. Never fails. */
+int pk_cuda_device_count(void);
+
+/* Resolve PK_BACKEND_AUTO to CPU or CUDA; an explicit PK_BACKEND_CUDA with
+ * no device gives PK_ERR_UNSUPPORTED with a message. */
+pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

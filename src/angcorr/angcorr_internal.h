@@ -1,0 +1,162 @@
+/* angcorr_internal.h - what the angcorr backends share: unit vectors, the
+ * reference dot product, and the edge table that lets a float32 kernel bin
+ * exactly.
+ *
+ * Slots: a pair's "slot" is its bin index + 1, with slot 0 for separations
+ * below theta_min and slot n_bins + 1 for those at or above theta_max. Slots
+ * grow with the separation, so they shrink with the dot product.
+ *
+ * The invariant every kernel keeps: the slot of a pair equals
+ * pk_angcorr_slot_ref(bins, pk_angcorr_dot_ref(...)) of the float64
+ * reference, bit for bit. A float32 kernel proves its slot from the
+ * uncertainty windows below or settles the pair with pk_edge_table_slot_fp64.
+ */
+#ifndef PAIRKIT_ANGCORR_INTERNAL_H
+#define PAIRKIT_ANGCORR_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../common/common.h"
+#include "pairkit/angcorr.h"
+
+/* The reference dot product, evaluated exactly as written: two products
+ * added, then the third product added, each rounded to double (this file
+ * and its users are compiled with -ffp-contract=off). */
+static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double x2, double y2,
+                                        double z2) {
+    double d = x1 * x2 + y1 * y2;
+    return d + z1 * z2;
+}
+
+/* Unit vectors in double, the reference's: x = cos(dec) cos(ra),
+ * y = cos(dec) sin(ra), z = sin(dec). One allocation (x owns it). */
+typedef struct pk_unit_vectors {
+    size_t n;
+    double *x, *y, *z;
+} pk_unit_vectors;
+
+pk_status pk_unit_vectors_make(pk_context *ctx, const pk_catalog *cat, pk_unit_vectors *out);
+void pk_unit_vectors_free(pk_unit_vectors *v);
+
+/* The reference slot of a dot product: acos of the clamped dot, then the
+ * bins' rule. */
+int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot);
+
+/* Chord-squared uncertainty windows and the cell table.
+ *
+ * dot_threshold[s] (s = 0..n_bins) is the smallest double d whose reference
+ * slot is <= s, so for every double d: slot(d) = #{s : d < T_s}. These are
+ * found by bisection over the doubles against pk_angcorr_slot_ref itself.
+ *
+ * In chord-squared space, c2 = 2 - 2 d, boundary s sits at C_s = 2 - 2 T_s.
+ * A float32 c2 computed from float32 unit vectors is within
+ * PK_C2_ERROR(c2) of the exact value (derivation in docs/angcorr.md), so
+ * [c2_lo[s], c2_hi[s]) = C_s -/+ that bound, rounded outwards, holds every c2
+ * whose side of boundary s float32 cannot decide. Those pairs are settled in
+ * float64.
+ *
+ * cell_slot maps the top bits of a float c2 (exponent and the first
+ * cell_mantissa_bits of the mantissa) to the slot of the cell's lower end.
+ * Within a cell without the PK_CELL_MULTI flag at most one uncertainty
+ * window starts, that of boundary s0 = cell_slot, so
+ *   slot = s0 + (c2 >= c2_hi[s0]), uncertain when c2_lo[s0] <= c2 < c2_hi[s0].
+ */
+#define PK_CELL_MULTI ((int32_t)0x40000000)
+#define PK_CELL_SLOT_MASK ((int32_t)0x3fffffff)
+
+typedef struct pk_edge_table {
+    int32_t n_slots;        /* n_bins + 2 */
+    int32_t n_bounds;       /* n_bins + 1 */
+    double *dot_threshold;  /* [n_bounds], non-increasing, may hold +-inf */
+    float *c2_lo, *c2_hi;   /* [n_bounds + 1]; the extra entry is +inf */
+    int32_t *cell_slot;     /* [n_cells] */
+    int32_t n_cells;
+    int32_t cell_shift;     /* bits(c2) >> cell_shift ... */
+    int32_t cell_base;      /* ... - cell_base = cell index (clamped) */
+    double multi_share;     /* share of cells flagged PK_CELL_MULTI */
+} pk_edge_table;
+
+/* Mantissa bits of c2 that index the cell table. 9 keeps the table of the
+ * default bins (21 binades x 512 cells x 4 bytes = 43 KB) inside the 48 KB
+ * L1 of the 2-core benchmark machine; see docs/performance.md. */
+#define PK_CELL_MANTISSA_BITS 9
+
+#define PK_ANGCORR_KERNEL_CUDA_FIRST 100
+
+pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_table *t);
+void pk_edge_table_free(pk_edge_table *t);
+
+/* Slot of an exact float64 dot product: #{s : d < T_s}. */
+int32_t pk_edge_table_slot_fp64(const pk_edge_table *t, double dot);
+
+/* Cell of a float c2 >= 0. */
+static inline int32_t pk_edge_table_cell(const pk_edge_table *t, float c2) {
+    union {
+        float f;
+        int32_t i;
+    } u = {c2};
+    int32_t idx = (u.i >> t->cell_shift) - t->cell_base;
+    if (idx < 0) idx = 0;
+    if (idx >= t->n_cells) idx = t->n_cells - 1;
+    return idx;
+}
+
+/* Slot of a float c2 by search over the windows; -1 when c2 lies in an
+ * uncertainty window (settle in float64). Any cell, flagged or not. */
+int32_t pk_edge_table_slot_search(const pk_edge_table *t, float c2);
+
+/* A pair-counting job in the form every CPU kernel takes. */
+typedef struct pk_pair_job {
+    const pk_edge_table *table;
+    size_t n_a, n_b;
+    const double *xa, *ya, *za; /* double unit vectors */
+    const double *xb, *yb, *zb;
+    const float *fxa, *fya, *fza; /* the same rounded to float */
+    const float *fxb, *fyb, *fzb;
+    int autocorr; /* b is a; count j > i only */
+} pk_pair_job;
+
+/* Slot of pair (i, j) of a job, when float32 could not decide. */
+static inline int32_t pk_pair_slot_fp64(const pk_pair_job *job, size_t i, size_t j) {
+    double d = pk_angcorr_dot_ref(job->xa[i], job->ya[i], job->za[i], job->xb[j], job->yb[j],
+                                  job->zb[j]);
+    return pk_edge_table_slot_fp64(job->table, d);
+}
+
+/* Count a block of pairs: i in [i0, i1), j in [j0, j1) (and j > i when
+ * job->autocorr) into 4 interleaved uint32 histograms hist4[4][stride]
+ * (each lane of a vector writes its own copy, which breaks the store-to-load
+ * chains of repeated bins). Returns pairs settled in float64. The block must
+ * hold fewer than 2^32 pairs. */
+typedef uint64_t (*pk_block_fn)(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                                uint32_t *hist4, size_t stride);
+
+uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                                 uint32_t *hist4, size_t stride);
+uint64_t pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                               uint32_t *hist4, size_t stride);
+uint64_t pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                                 uint32_t *hist4, size_t stride);
+
+/* The reference count: slots[n_bins + 2] += every ordered pair (i, j) with
+ * i in [i0, i1), j in [0, n_b), through acos in double. */
+void pk_angcorr_ref_rows(const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b,
+                         size_t i0, size_t i1, uint64_t *slots);
+
+/* CPU pair counting into slots[n_bins + 2] (all slots, including the two
+ * out-of-range ones). */
+pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
+                               const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
+                               pk_pair_stats *stats, pk_progress *progress);
+
+#ifdef PK_HAVE_CUDA
+/* CUDA kernels are numbered from PK_ANGCORR_KERNEL_CUDA_FIRST; cuda.cu
+ * names them and picks PK_ANGCORR_KERNEL_CUDA_BEST. */
+const char *pk_angcorr_cuda_kernel_name(int kernel);
+int pk_angcorr_cuda_kernel_from_name(const char *name);
+pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
+                                const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
+                                pk_pair_stats *stats, pk_progress *progress);
+#endif
+
+#endif

@@ -1,0 +1,319 @@
+/* api.c - the public angcorr entry points: kernel choice, the edge table,
+ * the sums every run asserts, the estimators and the output formats.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "angcorr_internal.h"
+
+static const struct {
+    int kernel;
+    const char *name;
+} cpu_kernels[] = {
+    {PK_ANGCORR_KERNEL_REF, "ref"},
+    {PK_ANGCORR_KERNEL_CPU_SCALAR, "scalar"},
+    {PK_ANGCORR_KERNEL_CPU_AVX2, "avx2"},
+    {PK_ANGCORR_KERNEL_CPU_AVX512, "avx512"},
+};
+#define N_CPU_KERNELS (sizeof cpu_kernels / sizeof cpu_kernels[0])
+
+const char *pk_angcorr_kernel_name(int kernel) {
+    if (kernel == PK_ANGCORR_KERNEL_BEST) return "best";
+    for (size_t k = 0; k < N_CPU_KERNELS; k++)
+        if (cpu_kernels[k].kernel == kernel) return cpu_kernels[k].name;
+#ifdef PK_HAVE_CUDA
+    return pk_angcorr_cuda_kernel_name(kernel);
+#else
+    return NULL;
+#endif
+}
+
+int pk_angcorr_kernel_from_name(const char *name) {
+    if (strcmp(name, "best") == 0) return PK_ANGCORR_KERNEL_BEST;
+    for (size_t k = 0; k < N_CPU_KERNELS; k++)
+        if (strcmp(cpu_kernels[k].name, name) == 0) return cpu_kernels[k].kernel;
+#ifdef PK_HAVE_CUDA
+    return pk_angcorr_cuda_kernel_from_name(name);
+#else
+    return -1;
+#endif
+}
+
+int pk_angcorr_kernel_available(int kernel) {
+    switch (kernel) {
+    case PK_ANGCORR_KERNEL_BEST:
+    case PK_ANGCORR_KERNEL_REF:
+    case PK_ANGCORR_KERNEL_CPU_SCALAR: return 1;
+    case PK_ANGCORR_KERNEL_CPU_AVX2: return pk_cpu_has_avx2_fma();
+    case PK_ANGCORR_KERNEL_CPU_AVX512: return pk_cpu_has_avx512();
+    default:
+#ifdef PK_HAVE_CUDA
+        return kernel >= PK_ANGCORR_KERNEL_CUDA_FIRST && pk_angcorr_cuda_kernel_name(kernel) != NULL &&
+               pk_cuda_device_count() > 0;
+#else
+        return 0;
+#endif
+    }
+}
+
+static int is_cuda_kernel(int kernel) {
+    return kernel >= PK_ANGCORR_KERNEL_CUDA_FIRST;
+}
+
+/* The fastest CPU kernel this CPU runs (measured order: docs/performance.md). */
+static int best_cpu_kernel(void) {
+    if (pk_cpu_has_avx512()) return PK_ANGCORR_KERNEL_CPU_AVX512;
+    if (pk_cpu_has_avx2_fma()) return PK_ANGCORR_KERNEL_CPU_AVX2;
+    return PK_ANGCORR_KERNEL_CPU_SCALAR;
+}
+
+/* Settle backend and kernel from the options. */
+static pk_status choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
+                               int *kernel) {
+    pk_angcorr_options o = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
+    if (opts) o = *opts;
+    if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
+        if (!pk_angcorr_kernel_name(o.kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o.kernel);
+        if (!pk_angcorr_kernel_available(o.kernel))
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (not built, or not supported by this %s)",
+                           pk_angcorr_kernel_name(o.kernel), is_cuda_kernel(o.kernel) ? "machine" : "CPU");
+        *backend = is_cuda_kernel(o.kernel) ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
+        if (o.backend != PK_BACKEND_AUTO && o.backend != *backend)
+            return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
+                           pk_angcorr_kernel_name(o.kernel), pk_backend_name(o.backend));
+        *kernel = o.kernel;
+        return PK_OK;
+    }
+    pk_status st = pk_backend_resolve(ctx, o.backend, backend);
+    if (st) return st;
+#ifdef PK_HAVE_CUDA
+    if (*backend == PK_BACKEND_CUDA) {
+        *kernel = PK_ANGCORR_KERNEL_CUDA_BEST;
+        return PK_OK;
+    }
+#endif
+    *kernel = best_cpu_kernel();
+    return PK_OK;
+}
+
+static uint64_t pairs_visited_estimate(const pk_catalog *a, const pk_catalog *b) {
+    return b ? (uint64_t)a->n * b->n : (uint64_t)a->n * (a->n + 1) / 2;
+}
+
+/* One count with a ready table into all slots, then the sum check. */
+static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a,
+                             const pk_catalog *b, const pk_bins *bins, const pk_edge_table *table,
+                             uint64_t *slots, pk_pair_stats *stats, pk_progress *progress) {
+    memset(stats, 0, sizeof *stats);
+    memset(slots, 0, (size_t)table->n_slots * sizeof(uint64_t));
+    double t0 = pk_now();
+    pk_status st;
+#ifdef PK_HAVE_CUDA
+    if (backend == PK_BACKEND_CUDA)
+        st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, slots, stats, progress);
+    else
+#endif
+        st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, slots, stats, progress);
+    (void)backend;
+    if (st) return st;
+    stats->seconds = pk_now() - t0;
+    stats->kernel = kernel;
+    uint64_t n_b = b ? b->n : a->n;
+    stats->pairs_total = (uint64_t)a->n * n_b;
+    uint64_t sum = 0;
+    for (int32_t s = 0; s < table->n_slots; s++) sum += slots[s];
+    stats->pairs_in_range = sum - slots[0] - slots[table->n_slots - 1];
+    if (sum != stats->pairs_total)
+        return pk_fail(ctx, PK_ERR_INTERNAL,
+                       "pair count check failed: the histogram holds %llu pairs, expected %llu (kernel %s)",
+                       (unsigned long long)sum, (unsigned long long)stats->pairs_total,
+                       pk_angcorr_kernel_name(kernel));
+    return PK_OK;
+}
+
+pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
+                           const pk_catalog *b, const pk_bins *bins, uint64_t *counts,
+                           pk_pair_stats *stats) {
+    pk_clear(ctx);
+    if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
+    pk_backend backend;
+    int kernel;
+    pk_status st = choose_kernel(ctx, opts, &backend, &kernel);
+    if (st) return st;
+    pk_edge_table table;
+    if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
+    uint64_t *slots = malloc((size_t)table.n_slots * sizeof(uint64_t));
+    if (!slots) {
+        pk_edge_table_free(&table);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    pk_pair_stats local;
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, (double)pairs_visited_estimate(a, b), 0.0, 1.0);
+    st = count_slots(ctx, backend, kernel, a, b, bins, &table, slots, &local, &progress);
+    if (st == PK_OK) {
+        memcpy(counts, slots + 1, bins->n_bins * sizeof(uint64_t));
+        if (stats) *stats = local;
+    }
+    free(slots);
+    pk_edge_table_free(&table);
+    return st;
+}
+
+/* ---- estimators ---------------------------------------------------------- */
+
+pk_status pk_estimator_parse(const char *name, pk_estimator *out) {
+    if (strcmp(name, "ls") == 0 || strcmp(name, "landy-szalay") == 0) *out = PK_ESTIMATOR_LANDY_SZALAY;
+    else if (strcmp(name, "natural") == 0 || strcmp(name, "peebles-hauser") == 0) *out = PK_ESTIMATOR_NATURAL;
+    else if (strcmp(name, "hamilton") == 0) *out = PK_ESTIMATOR_HAMILTON;
+    else if (strcmp(name, "davis-peebles") == 0 || strcmp(name, "dp") == 0) *out = PK_ESTIMATOR_DAVIS_PEEBLES;
+    else return PK_ERR_INVALID;
+    return PK_OK;
+}
+
+const char *pk_estimator_name(pk_estimator estimator) {
+    switch (estimator) {
+    case PK_ESTIMATOR_LANDY_SZALAY: return "landy-szalay";
+    case PK_ESTIMATOR_NATURAL: return "natural";
+    case PK_ESTIMATOR_HAMILTON: return "hamilton";
+    case PK_ESTIMATOR_DAVIS_PEEBLES: return "davis-peebles";
+    }
+    return "unknown";
+}
+
+void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins,
+                 const uint64_t *dd, const uint64_t *dr, const uint64_t *rr, double *omega) {
+    double nd = (double)n_data, nr = (double)n_random;
+    double f_dd = nd * nd, f_dr = nd * nr, f_rr = nr * nr;
+    for (size_t k = 0; k < n_bins; k++) {
+        double DD = (double)dd[k], DR = (double)dr[k], RR = (double)rr[k];
+        double w = NAN;
+        switch (estimator) {
+        case PK_ESTIMATOR_LANDY_SZALAY:
+            if (rr[k] == 0) break;
+            if (n_data == n_random) w = (DD - 2.0 * DR + RR) / RR;
+            else w = (DD / f_dd - 2.0 * DR / f_dr + RR / f_rr) / (RR / f_rr);
+            break;
+        case PK_ESTIMATOR_NATURAL:
+            if (rr[k] == 0) break;
+            w = (DD / f_dd) / (RR / f_rr) - 1.0;
+            break;
+        case PK_ESTIMATOR_HAMILTON:
+            if (dr[k] == 0) break;
+            w = (DD / f_dd) * (RR / f_rr) / ((DR / f_dr) * (DR / f_dr)) - 1.0;
+            break;
+        case PK_ESTIMATOR_DAVIS_PEEBLES:
+            if (dr[k] == 0) break;
+            w = (DD / f_dd) / (DR / f_dr) - 1.0;
+            break;
+        }
+        omega[k] = w;
+    }
+}
+
+/* ---- the whole correlation --------------------------------------------- */
+
+void pk_angcorr_result_free(pk_angcorr_result *result) {
+    if (!result) return;
+    free(result->dd);
+    free(result->dr);
+    free(result->rr);
+    free(result->omega);
+    memset(result, 0, sizeof *result);
+}
+
+pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                         const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                         pk_angcorr_result *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    if (!data || !random || data->n == 0 || random->n == 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
+    pk_backend backend;
+    int kernel;
+    pk_status st = choose_kernel(ctx, opts, &backend, &kernel);
+    if (st) return st;
+    pk_edge_table table;
+    if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
+    size_t n = bins->n_bins;
+    out->n_bins = n;
+    out->n_data = data->n;
+    out->n_random = random->n;
+    out->estimator = estimator;
+    out->dd = malloc(n * sizeof(uint64_t));
+    out->dr = malloc(n * sizeof(uint64_t));
+    out->rr = malloc(n * sizeof(uint64_t));
+    out->omega = malloc(n * sizeof(double));
+    uint64_t *slots = malloc((size_t)table.n_slots * sizeof(uint64_t));
+    if (!out->dd || !out->dr || !out->rr || !out->omega || !slots) {
+        free(slots);
+        pk_edge_table_free(&table);
+        pk_angcorr_result_free(out);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    double w_dd = (double)pairs_visited_estimate(data, NULL);
+    double w_dr = (double)pairs_visited_estimate(data, random);
+    double w_rr = (double)pairs_visited_estimate(random, NULL);
+    double total = w_dd + w_dr + w_rr;
+    struct {
+        const pk_catalog *a, *b;
+        uint64_t *dst;
+        pk_pair_stats *stats;
+        double base, span;
+    } steps[3] = {
+        {data, NULL, out->dd, &out->stats_dd, 0.0, w_dd / total},
+        {data, random, out->dr, &out->stats_dr, w_dd / total, w_dr / total},
+        {random, NULL, out->rr, &out->stats_rr, (w_dd + w_dr) / total, w_rr / total},
+    };
+    for (int k = 0; k < 3 && st == PK_OK; k++) {
+        pk_progress progress;
+        double work = k == 0 ? w_dd : k == 1 ? w_dr : w_rr;
+        pk_progress_begin(&progress, ctx, work, steps[k].base, steps[k].span);
+        st = count_slots(ctx, backend, kernel, steps[k].a, steps[k].b, bins, &table, slots, steps[k].stats,
+                         &progress);
+        if (st == PK_OK) memcpy(steps[k].dst, slots + 1, n * sizeof(uint64_t));
+    }
+    free(slots);
+    pk_edge_table_free(&table);
+    if (st) {
+        pk_angcorr_result_free(out);
+        return st;
+    }
+    pk_estimate(estimator, data->n, random->n, n, out->dd, out->dr, out->rr, out->omega);
+    return PK_OK;
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static double rad_to_deg(double r) {
+    return r * (180.0 / M_PI);
+}
+
+pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                                 const pk_bins *bins) {
+    pk_atomic_file f;
+    pk_status st = pk_atomic_open(ctx, &f, path);
+    if (st) return st;
+    fprintf(f.fp, "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n");
+    for (size_t k = 0; k < result->n_bins; k++) {
+        if (result->rr[k] == 0) continue;
+        fprintf(f.fp, "%6.3f\t%15f\t%15ld\t%15ld\t%15ld\n", rad_to_deg(bins->edges[k]), result->omega[k],
+                (long)result->dd[k], (long)result->dr[k], (long)result->rr[k]);
+    }
+    return pk_atomic_commit(ctx, &f);
+}
+
+pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                               const pk_bins *bins) {
+    pk_atomic_file f;
+    pk_status st = pk_atomic_open(ctx, &f, path);
+    if (st) return st;
+    fprintf(f.fp, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n");
+    for (size_t k = 0; k < result->n_bins; k++) {
+        fprintf(f.fp, "%.17g,%.17g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]),
+                rad_to_deg(bins->edges[k + 1]), result->omega[k], (unsigned long long)result->dd[k],
+                (unsigned long long)result->dr[k], (unsigned long long)result->rr[k]);
+    }
+    return pk_atomic_commit(ctx, &f);
+}

@@ -1,0 +1,279 @@
+/* bins.c - separation bins, the reference binning rule, and the edge table
+ * that turns it into exact float32 decisions.
+ *
+ * The edge table is derived from pk_angcorr_slot_ref alone (bisection over
+ * the doubles), so it is exact for any bins the rule accepts, provided the
+ * rule is monotone in the dot product; tests/test_angcorr_edges.c checks
+ * that around every threshold and against the reference on pairs built to
+ * sit on bin edges.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "angcorr_internal.h"
+
+static pk_status bins_alloc(pk_context *ctx, pk_bins *out, size_t n_bins) {
+    memset(out, 0, sizeof *out);
+    if (n_bins == 0) return pk_fail(ctx, PK_ERR_INVALID, "bins: the number of bins must be at least 1");
+    if (n_bins > 10000000) return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins is more than the 10,000,000 supported", n_bins);
+    out->edges = malloc((n_bins + 1) * sizeof(double));
+    if (!out->edges) return pk_fail(ctx, PK_ERR_NOMEM, "bins: out of memory");
+    out->n_bins = n_bins;
+    return PK_OK;
+}
+
+pk_status pk_bins_linear(pk_context *ctx, double theta_min, double width, size_t n_bins, pk_bins *out) {
+    if (!isfinite(theta_min) || theta_min < 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_min must be finite and >= 0");
+    if (!isfinite(width) || width <= 0) return pk_fail(ctx, PK_ERR_INVALID, "bins: the bin width must be > 0");
+    pk_status st = bins_alloc(ctx, out, n_bins);
+    if (st) return st;
+    out->kind = PK_BINS_LINEAR;
+    out->theta_min = theta_min;
+    out->width = width;
+    for (size_t k = 0; k <= n_bins; k++) out->edges[k] = theta_min + (double)k * width;
+    return PK_OK;
+}
+
+pk_status pk_bins_default(pk_context *ctx, pk_bins *out) {
+    return pk_bins_linear(ctx, 0.0, 0.25 * (M_PI / 180.0), 1440, out);
+}
+
+pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_t n_bins, pk_bins *out) {
+    if (!(theta_min > 0) || !isfinite(theta_min))
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: log bins need theta_min > 0");
+    if (!(theta_max > theta_min) || !isfinite(theta_max))
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_max must be greater than theta_min");
+    pk_status st = bins_alloc(ctx, out, n_bins);
+    if (st) return st;
+    out->kind = PK_BINS_EDGES;
+    out->theta_min = theta_min;
+    double step = log(theta_max / theta_min) / (double)n_bins;
+    for (size_t k = 0; k <= n_bins; k++) out->edges[k] = theta_min * exp((double)k * step);
+    out->edges[0] = theta_min;
+    out->edges[n_bins] = theta_max;
+    for (size_t k = 1; k <= n_bins; k++) {
+        if (!(out->edges[k] > out->edges[k - 1])) {
+            pk_bins_free(out);
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu log bins are too narrow for [%g, %g]", n_bins,
+                           theta_min, theta_max);
+        }
+    }
+    return PK_OK;
+}
+
+pk_status pk_bins_from_edges(pk_context *ctx, const double *edges, size_t n_edges, pk_bins *out) {
+    if (n_edges < 2) return pk_fail(ctx, PK_ERR_INVALID, "bins: an edge list needs at least 2 edges");
+    for (size_t k = 0; k < n_edges; k++) {
+        if (!isfinite(edges[k]) || edges[k] < 0)
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: edge %zu is not a finite angle >= 0", k + 1);
+        if (k > 0 && !(edges[k] > edges[k - 1]))
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: edges must increase (edge %zu <= edge %zu)", k + 1, k);
+    }
+    pk_status st = bins_alloc(ctx, out, n_edges - 1);
+    if (st) return st;
+    out->kind = PK_BINS_EDGES;
+    out->theta_min = edges[0];
+    memcpy(out->edges, edges, n_edges * sizeof(double));
+    return PK_OK;
+}
+
+void pk_bins_free(pk_bins *bins) {
+    if (!bins) return;
+    free(bins->edges);
+    memset(bins, 0, sizeof *bins);
+}
+
+int64_t pk_bins_index(const pk_bins *bins, double theta) {
+    int64_t n = (int64_t)bins->n_bins;
+    if (bins->kind == PK_BINS_LINEAR) {
+        if (theta < bins->theta_min) return -1;
+        double q = floor((theta - bins->theta_min) / bins->width);
+        return q >= (double)n ? n : (int64_t)q;
+    }
+    const double *e = bins->edges;
+    if (theta < e[0]) return -1;
+    if (theta >= e[n]) return n;
+    int64_t lo = 0, hi = n; /* e[lo] <= theta < e[hi] */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (e[mid] <= theta) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* ---- the edge table ------------------------------------------------------ */
+
+/* Doubles in [-1, 1] mapped to integers in the same order. */
+static int64_t ordered_from_double(double d) {
+    int64_t i;
+    memcpy(&i, &d, sizeof i);
+    return i < 0 ? (int64_t)(INT64_MIN - i) : i;
+}
+
+static double double_from_ordered(int64_t i) {
+    if (i < 0) i = INT64_MIN - i;
+    double d;
+    memcpy(&d, &i, sizeof d);
+    return d;
+}
+
+/* T_s: the smallest double d in [-1, 1] with slot_ref(d) <= s. */
+static double dot_threshold(const pk_bins *bins, int64_t s) {
+    if (pk_angcorr_slot_ref(bins, 1.0) > s) return INFINITY; /* no dot reaches slot <= s */
+    if (pk_angcorr_slot_ref(bins, -1.0) <= s) return -INFINITY; /* every dot does */
+    int64_t lo = ordered_from_double(-1.0), hi = ordered_from_double(1.0);
+    /* slot(lo) > s, slot(hi) <= s */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (pk_angcorr_slot_ref(bins, double_from_ordered(mid)) <= s) hi = mid;
+        else lo = mid;
+    }
+    return double_from_ordered(hi);
+}
+
+/* Bound on |c2(float32) - c2(exact, from the double unit vectors)| for a
+ * pair whose chord squared is near c, with a factor 4 of headroom over the
+ * derivation in docs/angcorr.md: 2^-21 sqrt(c) from rounding the unit
+ * vectors and differences, 2^-22 c from the three roundings of the sum, and
+ * an absolute term for the squared rounding errors and the float64 dot. */
+static double c2_error_bound(double c) {
+    if (c < 0) c = 0;
+    return ldexp(sqrt(c), -19) + ldexp(c, -20) + 1e-12;
+}
+
+static float float_down(double v) {
+    float f = (float)v;
+    if ((double)f > v) f = nextafterf(f, -(float)INFINITY);
+    return f;
+}
+
+static float float_up(double v) {
+    float f = (float)v;
+    if ((double)f < v) f = nextafterf(f, (float)INFINITY);
+    return f;
+}
+
+static float float_from_bits(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* #{s : c2_hi[s] <= c}: boundaries certainly passed at c. */
+static int32_t bounds_passed(const pk_edge_table *t, float c) {
+    int32_t lo = 0, hi = t->n_bounds; /* answer in [lo, hi] */
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (t->c2_hi[mid] <= c) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+int32_t pk_edge_table_slot_search(const pk_edge_table *t, float c2) {
+    int32_t s = bounds_passed(t, c2);
+    if (c2 >= t->c2_lo[s]) return -1; /* inside the window of boundary s */
+    return s;
+}
+
+int32_t pk_edge_table_slot_fp64(const pk_edge_table *t, double dot) {
+    /* #{s : dot < T_s}; T is non-increasing, so that is the first s with
+     * dot >= T_s. */
+    int32_t lo = 0, hi = t->n_bounds;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (dot < t->dot_threshold[mid]) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_table *t) {
+    memset(t, 0, sizeof *t);
+    if (bins->n_bins > (size_t)(PK_CELL_SLOT_MASK - 4))
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: too many bins for the edge table");
+    t->n_bounds = (int32_t)bins->n_bins + 1;
+    t->n_slots = (int32_t)bins->n_bins + 2;
+    t->dot_threshold = malloc((size_t)t->n_bounds * sizeof(double));
+    t->c2_lo = pk_aligned_alloc(((size_t)t->n_bounds + 1) * sizeof(float));
+    t->c2_hi = pk_aligned_alloc(((size_t)t->n_bounds + 1) * sizeof(float));
+    if (!t->dot_threshold || !t->c2_lo || !t->c2_hi) {
+        pk_edge_table_free(t);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the edge table");
+    }
+    for (int32_t s = 0; s < t->n_bounds; s++) {
+        double T = dot_threshold(bins, s);
+        t->dot_threshold[s] = T;
+        if (isinf(T) && T > 0) { /* boundary never crossed: always passed */
+            t->c2_lo[s] = t->c2_hi[s] = -INFINITY;
+        } else if (isinf(T)) { /* never passed */
+            t->c2_lo[s] = t->c2_hi[s] = INFINITY;
+        } else {
+            double c = 2.0 - 2.0 * T;
+            double m = c2_error_bound(c * 1.01 + 1e-12);
+            t->c2_lo[s] = float_down(c - m);
+            t->c2_hi[s] = float_up(c + m);
+        }
+    }
+    t->c2_lo[t->n_bounds] = t->c2_hi[t->n_bounds] = INFINITY;
+    /* Windows may only widen: make both edges non-decreasing in s. */
+    for (int32_t s = t->n_bounds - 1; s > 0; s--)
+        if (t->c2_lo[s - 1] > t->c2_lo[s]) t->c2_lo[s - 1] = t->c2_lo[s];
+    for (int32_t s = 1; s < t->n_bounds; s++)
+        if (t->c2_hi[s] < t->c2_hi[s - 1]) t->c2_hi[s] = t->c2_hi[s - 1];
+
+    /* Cells: the binade of the smallest positive window edge (less one) up
+     * to the binade of 4 (c2 <= 4 + rounding), PK_CELL_MANTISSA_BITS of
+     * mantissa each. */
+    int e_min = -20;
+    for (int32_t s = 0; s < t->n_bounds; s++) {
+        float lo = t->c2_lo[s];
+        if (lo > 0 && isfinite(lo)) {
+            int e;
+            frexpf(lo, &e);
+            if (e - 2 < e_min) e_min = e - 2;
+            break;
+        }
+    }
+    if (e_min < -125) e_min = -125;
+    int m = PK_CELL_MANTISSA_BITS;
+    t->cell_shift = 23 - m;
+    int32_t bits_lo, bits_top;
+    float f_lo = ldexpf(1.0f, e_min), f_top = 8.0f;
+    memcpy(&bits_lo, &f_lo, sizeof bits_lo);
+    memcpy(&bits_top, &f_top, sizeof bits_top);
+    t->cell_base = bits_lo >> t->cell_shift;
+    t->n_cells = (bits_top >> t->cell_shift) - t->cell_base;
+    t->cell_slot = pk_aligned_alloc((size_t)t->n_cells * sizeof(int32_t));
+    if (!t->cell_slot) {
+        pk_edge_table_free(t);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the edge table");
+    }
+    int32_t n_multi = 0;
+    for (int32_t c = 0; c < t->n_cells; c++) {
+        float a = c == 0 ? 0.0f : float_from_bits((c + t->cell_base) << t->cell_shift);
+        float b = c == t->n_cells - 1 ? INFINITY : float_from_bits((c + 1 + t->cell_base) << t->cell_shift);
+        int32_t s0 = bounds_passed(t, a);
+        int32_t entry = s0;
+        if (s0 + 1 <= t->n_bounds && t->c2_lo[s0 + 1] < b) {
+            entry |= PK_CELL_MULTI;
+            n_multi++;
+        }
+        t->cell_slot[c] = entry;
+    }
+    t->multi_share = (double)n_multi / (double)t->n_cells;
+    return PK_OK;
+}
+
+void pk_edge_table_free(pk_edge_table *t) {
+    if (!t) return;
+    free(t->dot_threshold);
+    pk_aligned_free(t->c2_lo);
+    pk_aligned_free(t->c2_hi);
+    pk_aligned_free(t->cell_slot);
+    memset(t, 0, sizeof *t);
+}

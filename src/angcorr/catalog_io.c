@@ -1,0 +1,211 @@
+/* catalog_io.c - reading sky catalogs. The native text format: the object
+ * count, then that many rows "ra dec" separated by spaces or tabs, LF or
+ * CRLF line ends. Values are parsed to double (never float: parsing to
+ * float first moves thousands of pairs across bin edges) and checked: every
+ * error names the file and the line.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "angcorr_internal.h"
+
+double pk_units_to_rad(double value, pk_units units) {
+    switch (units) {
+    case PK_UNITS_ARCMIN: return value * (M_PI / 10800.0);
+    case PK_UNITS_DEG: return value * (M_PI / 180.0);
+    case PK_UNITS_RAD: return value;
+    }
+    return value;
+}
+
+pk_status pk_units_parse(const char *name, pk_units *out) {
+    if (strcmp(name, "arcmin") == 0) *out = PK_UNITS_ARCMIN;
+    else if (strcmp(name, "deg") == 0) *out = PK_UNITS_DEG;
+    else if (strcmp(name, "rad") == 0) *out = PK_UNITS_RAD;
+    else return PK_ERR_INVALID;
+    return PK_OK;
+}
+
+static const char *units_name(pk_units units) {
+    return units == PK_UNITS_ARCMIN ? "arcmin" : units == PK_UNITS_DEG ? "deg" : "rad";
+}
+
+/* Largest |dec| in the given units: 90 degrees. */
+static double dec_limit(pk_units units) {
+    return units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
+}
+
+static pk_status catalog_alloc(pk_context *ctx, size_t n, const char *where, pk_catalog *out) {
+    memset(out, 0, sizeof *out);
+    out->ra = malloc((n ? n : 1) * sizeof(double));
+    out->dec = malloc((n ? n : 1) * sizeof(double));
+    if (!out->ra || !out->dec) {
+        pk_catalog_free(out);
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %zu objects", where, n);
+    }
+    out->n = n;
+    return PK_OK;
+}
+
+void pk_catalog_free(pk_catalog *catalog) {
+    if (!catalog) return;
+    free(catalog->ra);
+    free(catalog->dec);
+    memset(catalog, 0, sizeof *catalog);
+}
+
+/* Check one position given in `units`; on failure the message says
+ * "<where>: <problem>". */
+static pk_status check_position(pk_context *ctx, double ra, double dec, pk_units units, const char *where) {
+    if (!isfinite(ra)) return pk_fail(ctx, PK_ERR_PARSE, "%s: ra is not a finite number", where);
+    if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
+    double lim = dec_limit(units);
+    if (dec < -lim || dec > lim)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %.17g %s is outside [-90, 90] degrees", where, dec,
+                       units_name(units));
+    return PK_OK;
+}
+
+pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec,
+                                 pk_units units, const char *field, pk_catalog *out) {
+    pk_clear(ctx);
+    if (n == 0) return pk_fail(ctx, PK_ERR_INVALID, "%s: the catalog is empty", field);
+    pk_status st = catalog_alloc(ctx, n, field, out);
+    if (st) return st;
+    for (size_t i = 0; i < n; i++) {
+        char where[256];
+        snprintf(where, sizeof where, "%s[%zu]", field, i);
+        if ((st = check_position(ctx, ra[i], dec[i], units, where)) != PK_OK) {
+            pk_catalog_free(out);
+            return st;
+        }
+        out->ra[i] = pk_units_to_rad(ra[i], units);
+        out->dec[i] = pk_units_to_rad(dec[i], units);
+    }
+    return PK_OK;
+}
+
+/* A cursor over the lines of a text file. */
+typedef struct line_reader {
+    char *p, *end;
+    size_t line;
+} line_reader;
+
+/* Next line, NUL-terminated in place, with CR/LF stripped; NULL at EOF. */
+static char *next_line(line_reader *r) {
+    if (r->p >= r->end) return NULL;
+    char *s = r->p;
+    char *nl = memchr(s, '\n', (size_t)(r->end - s));
+    char *e = nl ? nl : r->end;
+    r->p = nl ? nl + 1 : r->end;
+    if (e > s && e[-1] == '\r') e--;
+    *e = '\0';
+    r->line++;
+    return s;
+}
+
+static int is_blank(const char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    return *s == '\0';
+}
+
+/* Parse one double token from *s; fails on text, leaves *s past it. */
+static int parse_double(char **s, double *v, char *token, size_t token_size) {
+    char *p = *s;
+    while (*p == ' ' || *p == '\t') p++;
+    char *start = p;
+    while (*p && *p != ' ' && *p != '\t') p++;
+    size_t len = (size_t)(p - start);
+    snprintf(token, token_size, "%.*s", (int)(len < 40 ? len : 40), start);
+    if (len == 0) return 0;
+    char saved = *p;
+    *p = '\0';
+    char *endp;
+    *v = strtod(start, &endp); /* overflow gives inf, which the range check reports */
+    int ok = endp == p;
+    *p = saved;
+    *s = p;
+    return ok;
+}
+
+static pk_status read_native(pk_context *ctx, const char *path, char *text, size_t size, pk_units units,
+                             pk_catalog *out) {
+    line_reader r = {text, text + size, 0};
+    char *line;
+    while ((line = next_line(&r)) != NULL && is_blank(line)) {
+    }
+    if (!line) return pk_fail(ctx, PK_ERR_PARSE, "%s: empty file, expected the object count on line 1", path);
+    size_t count_line = r.line;
+    char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    char *endp;
+    errno = 0;
+    long long n = strtoll(p, &endp, 10);
+    if (endp == p || !is_blank(endp) || errno == ERANGE)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'",
+                       path, count_line, p);
+    if (n < 1) return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count must be at least 1", path, count_line);
+    if ((unsigned long long)n > (unsigned long long)(size / 4 + 1))
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count says %lld objects but the file is only %zu bytes",
+                       path, count_line, n, size);
+    pk_status st = catalog_alloc(ctx, (size_t)n, path, out);
+    if (st) return st;
+    size_t rows = 0;
+    while ((line = next_line(&r)) != NULL) {
+        if (is_blank(line)) continue;
+        if (rows == (size_t)n) {
+            pk_catalog_free(out);
+            return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: more rows than the %lld objects the count on line %zu says",
+                           path, r.line, n, count_line);
+        }
+        double v[2];
+        char token[48];
+        p = line;
+        for (int c = 0; c < 2; c++) {
+            if (!parse_double(&p, &v[c], token, sizeof token)) {
+                pk_catalog_free(out);
+                if (token[0] == '\0')
+                    return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected 2 values (ra dec), found %d", path, r.line, c);
+                return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: %s '%s' is not a number", path, r.line,
+                               c == 0 ? "ra" : "dec", token);
+            }
+        }
+        if (!is_blank(p)) {
+            pk_catalog_free(out);
+            return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected 2 values (ra dec), found more", path, r.line);
+        }
+        char where[300];
+        snprintf(where, sizeof where, "%s:%zu", path, r.line);
+        if ((st = check_position(ctx, v[0], v[1], units, where)) != PK_OK) {
+            pk_catalog_free(out);
+            return st;
+        }
+        out->ra[rows] = pk_units_to_rad(v[0], units);
+        out->dec[rows] = pk_units_to_rad(v[1], units);
+        rows++;
+    }
+    if (rows != (size_t)n) {
+        pk_catalog_free(out);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count on line %zu says %lld objects but the file has %zu rows",
+                       path, r.line, count_line, n, rows);
+    }
+    return PK_OK;
+}
+
+pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_catalog *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    char *text;
+    size_t size;
+    pk_status st = pk_read_file(ctx, path, &text, &size);
+    if (st) return st;
+    if (memchr(text, '\0', size)) {
+        free(text);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: not a text catalog (it contains NUL bytes)", path);
+    }
+    st = read_native(ctx, path, text, size, units, out);
+    free(text);
+    return st;
+}

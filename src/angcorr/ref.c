@@ -1,0 +1,45 @@
+/* ref.c - the float64 reference of angcorr, and the specification every
+ * other kernel is tested against. Kept as simple as possible and never
+ * optimised: every ordered pair, acos of the clamped double dot product of
+ * double unit vectors, then the bins' rule.
+ */
+#include <math.h>
+
+#include "angcorr_internal.h"
+
+pk_status pk_unit_vectors_make(pk_context *ctx, const pk_catalog *cat, pk_unit_vectors *out) {
+    out->n = cat->n;
+    out->x = pk_aligned_alloc(3 * (cat->n + 16) * sizeof(double));
+    if (!out->x) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu unit vectors", cat->n);
+    out->y = out->x + cat->n + 16;
+    out->z = out->y + cat->n + 16;
+    for (size_t i = 0; i < cat->n; i++) {
+        double cd = cos(cat->dec[i]);
+        out->x[i] = cd * cos(cat->ra[i]);
+        out->y[i] = cd * sin(cat->ra[i]);
+        out->z[i] = sin(cat->dec[i]);
+    }
+    return PK_OK;
+}
+
+void pk_unit_vectors_free(pk_unit_vectors *v) {
+    pk_aligned_free(v->x);
+    v->x = v->y = v->z = NULL;
+    v->n = 0;
+}
+
+int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot) {
+    if (dot > 1.0) dot = 1.0;
+    if (dot < -1.0) dot = -1.0;
+    return pk_bins_index(bins, acos(dot)) + 1;
+}
+
+void pk_angcorr_ref_rows(const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b,
+                         size_t i0, size_t i1, uint64_t *slots) {
+    for (size_t i = i0; i < i1; i++) {
+        for (size_t j = 0; j < b->n; j++) {
+            double dot = pk_angcorr_dot_ref(a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);
+            slots[pk_angcorr_slot_ref(bins, dot)]++;
+        }
+    }
+}

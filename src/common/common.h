@@ -1,0 +1,75 @@
+/* common.h - internal helpers shared by every workload: error reporting into
+ * the caller's context, wall-clock timing, CPU feature detection, and files
+ * written atomically (temporary file + rename) so that no reader ever sees a
+ * half-written output.
+ *
+ * Invariant: nothing here prints or exits; failures travel back as a
+ * pk_status with a message in ctx->message.
+ */
+#ifndef PAIRKIT_COMMON_H
+#define PAIRKIT_COMMON_H
+
+#include <stdio.h>
+
+#include "pairkit/pairkit.h"
+
+#if defined(__GNUC__)
+#define PK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PK_PRINTF(a, b)
+#endif
+
+/* Record a formatted message in ctx (if any) and return status. */
+pk_status pk_fail(pk_context *ctx, pk_status status, const char *fmt, ...) PK_PRINTF(3, 4);
+
+/* Clear ctx->message at the start of a public call. */
+void pk_clear(pk_context *ctx);
+
+/* Seconds on a monotonic clock. */
+double pk_now(void);
+
+/* CPU features, detected once. */
+int pk_cpu_has_avx2_fma(void);
+int pk_cpu_has_avx512(void);
+
+/* Allocation with a cache-line alignment; free with pk_aligned_free. */
+void *pk_aligned_alloc(size_t bytes);
+void pk_aligned_free(void *p);
+
+/* Atomic output: pk_atomic_open creates a temporary file beside `path`;
+ * pk_atomic_commit flushes, fsyncs and renames it over `path`;
+ * pk_atomic_abort removes it. Exactly one of commit or abort must follow a
+ * successful open. A full disk or any write error makes commit fail, remove
+ * the temporary file and leave an existing `path` untouched. */
+typedef struct pk_atomic_file {
+    FILE *fp;
+    char *path;
+    char *tmp_path;
+} pk_atomic_file;
+
+pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path);
+pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
+void pk_atomic_abort(pk_atomic_file *f);
+
+/* Read a whole file into memory with a terminating NUL (not counted in
+ * *size). Errors name the file. */
+pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size);
+
+/* Progress reporting from inside OpenMP regions: only the thread that
+ * created the tracker (the caller's) calls the callback; other threads add
+ * work done. pk_progress_add returns non-zero once cancellation was asked. */
+typedef struct pk_progress {
+    pk_context *ctx;
+    double total;      /* units of work in this stage */
+    double base, span; /* fraction range of this stage within the call */
+    double done;       /* updated atomically */
+    double last_report;
+    volatile int cancelled;
+} pk_progress;
+
+void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double base, double span);
+/* Add work from any thread; report (from the owning thread) at most ~20
+ * times a second. Returns non-zero when cancelled. */
+int pk_progress_add(pk_progress *p, double work, int is_owner_thread);
+
+#endif

@@ -1,0 +1,160 @@
+/* platform.c - clocks, CPU features, aligned memory, whole-file reads and
+ * atomic file output (temporary file + fsync + rename). */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+double pk_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int pk_cpu_has_avx2_fma(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+int pk_cpu_has_avx512(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+    return 0;
+#endif
+}
+
+void *pk_aligned_alloc(size_t bytes) {
+    void *p = NULL;
+    if (bytes == 0) bytes = 64;
+    if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+    return p;
+}
+
+void pk_aligned_free(void *p) {
+    free(p);
+}
+
+pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        fclose(fp);
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (len == cap) {
+            size_t ncap = cap * 2;
+            char *nbuf = realloc(buf, ncap + 1);
+            if (!nbuf) {
+                free(buf);
+                fclose(fp);
+                return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, ncap);
+            }
+            buf = nbuf;
+            cap = ncap;
+        }
+        size_t got = fread(buf + len, 1, cap - len, fp);
+        len += got;
+        if (got == 0) break;
+    }
+    int err = ferror(fp);
+    fclose(fp);
+    if (err) {
+        free(buf);
+        return pk_fail(ctx, PK_ERR_IO, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    *data = buf;
+    *size = len;
+    return PK_OK;
+}
+
+pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
+    memset(f, 0, sizeof *f);
+    size_t n = strlen(path);
+    f->path = malloc(n + 1);
+    f->tmp_path = malloc(n + 16);
+    if (!f->path || !f->tmp_path) {
+        free(f->path);
+        free(f->tmp_path);
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    memcpy(f->path, path, n + 1);
+    snprintf(f->tmp_path, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(f->tmp_path);
+    if (fd < 0) {
+        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        free(f->path);
+        free(f->tmp_path);
+        memset(f, 0, sizeof *f);
+        return st;
+    }
+    f->fp = fdopen(fd, "wb");
+    if (!f->fp) {
+        close(fd);
+        unlink(f->tmp_path);
+        free(f->path);
+        free(f->tmp_path);
+        memset(f, 0, sizeof *f);
+        return pk_fail(ctx, PK_ERR_IO, "%s: cannot create", path);
+    }
+    return PK_OK;
+}
+
+static void atomic_release(pk_atomic_file *f) {
+    free(f->path);
+    free(f->tmp_path);
+    memset(f, 0, sizeof *f);
+}
+
+pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f) {
+    int failed = ferror(f->fp) != 0;
+    int saved_errno = 0;
+    if (fflush(f->fp) != 0) {
+        failed = 1;
+        saved_errno = errno;
+    }
+    if (!failed && fsync(fileno(f->fp)) != 0) {
+        failed = 1;
+        saved_errno = errno;
+    }
+    if (fclose(f->fp) != 0 && !failed) {
+        failed = 1;
+        saved_errno = errno;
+    }
+    f->fp = NULL;
+    if (!failed && rename(f->tmp_path, f->path) != 0) {
+        failed = 1;
+        saved_errno = errno;
+    }
+    if (failed) {
+        unlink(f->tmp_path);
+        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", f->path,
+                               saved_errno ? strerror(saved_errno) : "stream error");
+        atomic_release(f);
+        return st;
+    }
+    atomic_release(f);
+    return PK_OK;
+}
+
+void pk_atomic_abort(pk_atomic_file *f) {
+    if (f->fp) fclose(f->fp);
+    if (f->tmp_path) unlink(f->tmp_path);
+    atomic_release(f);
+}

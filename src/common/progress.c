@@ -1,0 +1,31 @@
+/* progress.c - progress and cancellation from inside parallel loops. Worker
+ * threads add the work they finished; only the caller's thread invokes the
+ * user's callback, so callbacks never run concurrently. */
+#include "common.h"
+
+void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double base, double span) {
+    p->ctx = ctx;
+    p->total = total > 0 ? total : 1;
+    p->base = base;
+    p->span = span;
+    p->done = 0;
+    p->last_report = 0;
+    p->cancelled = 0;
+}
+
+int pk_progress_add(pk_progress *p, double work, int is_owner_thread) {
+#pragma omp atomic
+    p->done += work;
+    if (is_owner_thread && p->ctx && p->ctx->progress) {
+        double now = pk_now();
+        if (now - p->last_report > 0.05) {
+            double done;
+#pragma omp atomic read
+            done = p->done;
+            p->last_report = now;
+            double frac = p->base + p->span * (done / p->total);
+            if (p->ctx->progress(p->ctx->progress_user, frac > 1 ? 1 : frac)) p->cancelled = 1;
+        }
+    }
+    return p->cancelled;
+}

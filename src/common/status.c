@@ -1,0 +1,75 @@
+/* status.c - status names, the caller's context, backend selection. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+void pk_context_init(pk_context *ctx) {
+    memset(ctx, 0, sizeof *ctx);
+}
+
+void pk_clear(pk_context *ctx) {
+    if (ctx) ctx->message[0] = '\0';
+}
+
+pk_status pk_fail(pk_context *ctx, pk_status status, const char *fmt, ...) {
+    if (ctx) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+const char *pk_status_str(pk_status status) {
+    switch (status) {
+    case PK_OK: return "ok";
+    case PK_ERR_IO: return "I/O error";
+    case PK_ERR_PARSE: return "parse error";
+    case PK_ERR_INVALID: return "invalid argument";
+    case PK_ERR_NOMEM: return "out of memory";
+    case PK_ERR_CUDA: return "CUDA error";
+    case PK_ERR_UNSUPPORTED: return "unsupported";
+    case PK_ERR_CANCELLED: return "cancelled";
+    case PK_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *pk_backend_name(pk_backend backend) {
+    switch (backend) {
+    case PK_BACKEND_AUTO: return "auto";
+    case PK_BACKEND_CPU: return "cpu";
+    case PK_BACKEND_CUDA: return "cuda";
+    }
+    return "unknown";
+}
+
+pk_status pk_backend_parse(const char *name, pk_backend *out) {
+    if (strcmp(name, "auto") == 0) *out = PK_BACKEND_AUTO;
+    else if (strcmp(name, "cpu") == 0) *out = PK_BACKEND_CPU;
+    else if (strcmp(name, "cuda") == 0) *out = PK_BACKEND_CUDA;
+    else return PK_ERR_INVALID;
+    return PK_OK;
+}
+
+#ifndef PK_HAVE_CUDA
+int pk_cuda_built(void) { return 0; }
+int pk_cuda_device_count(void) { return 0; }
+#endif
+
+pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {
+    if (wanted == PK_BACKEND_CPU) {
+        *resolved = PK_BACKEND_CPU;
+        return PK_OK;
+    }
+    int devices = pk_cuda_device_count();
+    if (wanted == PK_BACKEND_CUDA && devices == 0) {
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "--backend cuda: %s",
+                       pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
+    }
+    *resolved = devices > 0 ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
+    return PK_OK;
+}

@@ -1,0 +1,118 @@
+/* cli.c - error printing, the progress line, Ctrl-C and option parsing for
+ * the pairkit command. */
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
+    if (st == PK_ERR_CANCELLED) {
+        fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
+        return 130;
+    }
+    fprintf(stderr, "pairkit %s: %s\n", cmd, ctx && ctx->message[0] ? ctx->message : pk_status_str(st));
+    return st == PK_ERR_INVALID ? 2 : 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pairkit %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see 'pairkit %s --help')\n", cmd);
+    va_end(ap);
+    return 2;
+}
+
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+int cli_interrupted(void) {
+    return interrupted != 0;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct progress_state {
+    const char *label;
+    int show;
+    int shown;
+    double start;
+} progress_state;
+
+static progress_state progress;
+
+static int on_progress(void *user, double fraction) {
+    progress_state *p = user;
+    if (p->show) {
+        double el = now_s() - p->start;
+        if (el > 0.5) {
+            double left = fraction > 0.01 ? el * (1 - fraction) / fraction : (double)NAN;
+            fprintf(stderr, "\r%s %5.1f%%  elapsed %.1f s  left %.1f s   ", p->label, 100.0 * fraction, el, left);
+            fflush(stderr);
+            p->shown = 1;
+        }
+    }
+    return interrupted != 0;
+}
+
+void cli_progress_attach(pk_context *ctx, const char *label, int quiet) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    progress.label = label;
+    progress.show = !quiet && isatty(STDERR_FILENO);
+    progress.shown = 0;
+    progress.start = now_s();
+    ctx->progress = on_progress;
+    ctx->progress_user = &progress;
+}
+
+void cli_progress_done(pk_context *ctx) {
+    if (progress.shown) fprintf(stderr, "\r%*s\r", 70, "");
+    progress.shown = 0;
+    ctx->progress = NULL;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *text, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v)) {
+        cli_usage_error(cmd, "%s expects a number, got '%s'", opt, text);
+        return 1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || text[0] == '-') {
+        cli_usage_error(cmd, "%s expects a whole number, got '%s'", opt, text);
+        return 1;
+    }
+    *out = (size_t)v;
+    return 0;
+}

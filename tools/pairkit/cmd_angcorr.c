@@ -1,0 +1,180 @@
+/* cmd_angcorr.c - `pairkit angcorr DATA RANDOM`: the correlation function
+ * in the course format (omega.out), optional CSV, and a PNG plot. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pairkit/angcorr.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit angcorr DATA RANDOM [options]\n"
+            "  Angular two-point correlation w(theta) of a data and a random catalog,\n"
+            "  with exact bins (every pair in the bin the float64 reference gives it).\n"
+            "  Catalogs: the object count, then rows 'ra dec' (arcmin by default).\n\n"
+            "  -o, --output FILE    the course format (default omega.out)\n"
+            "  --csv FILE           also a CSV with bin edges and counts\n"
+            "  --png FILE           plot of w(theta) (default: the output name with .png;\n"
+            "                       'none' for no plot)\n"
+            "  --units U            arcmin (default), deg or rad\n"
+            "  --bin-width DEG      linear bin width in degrees (default 0.25)\n"
+            "  --nbins N            number of bins (default 1440)\n"
+            "  --theta-min DEG      start of the first bin (default 0)\n"
+            "  --log THETA_MAX      logarithmic bins from --theta-min (> 0) to THETA_MAX degrees\n"
+            "  --estimator E        ls (Landy-Szalay, default), natural, hamilton, dp\n"
+            "  --backend B          auto (default), cpu or cuda\n"
+            "  --kernel K           a specific kernel (see 'pairkit bench angcorr --list')\n"
+            "  --threads N          CPU threads (default: all)\n"
+            "  -q, --quiet          no progress line, no summary\n");
+}
+
+int cmd_angcorr(int argc, char **argv) {
+    const char *cmd = "angcorr";
+    const char *paths[2] = {NULL, NULL};
+    const char *out_path = "omega.out", *csv_path = NULL, *png_path = NULL;
+    pk_units units = PK_UNITS_ARCMIN;
+    double width_deg = 0.25, theta_min_deg = 0.0, log_max_deg = 0.0;
+    size_t n_bins = 1440;
+    int quiet = 0;
+    pk_estimator estimator = PK_ESTIMATOR_LANDY_SZALAY;
+    pk_angcorr_options opts = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
+    pk_context ctx;
+    pk_context_init(&ctx);
+    int n_paths = 0;
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        int has_value = k + 1 < argc;
+#define NEXT() (has_value ? argv[++k] : NULL)
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            const char *v = NEXT();
+            if (!v) return cli_usage_error(cmd, "%s needs a value", a);
+            if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_path = v;
+            else if (strcmp(a, "--csv") == 0) csv_path = v;
+            else if (strcmp(a, "--png") == 0) png_path = v;
+            else if (strcmp(a, "--units") == 0) {
+                if (pk_units_parse(v, &units)) return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg or rad", v);
+            } else if (strcmp(a, "--bin-width") == 0) {
+                if (cli_parse_double(cmd, a, v, &width_deg)) return 2;
+            } else if (strcmp(a, "--theta-min") == 0) {
+                if (cli_parse_double(cmd, a, v, &theta_min_deg)) return 2;
+            } else if (strcmp(a, "--log") == 0) {
+                if (cli_parse_double(cmd, a, v, &log_max_deg)) return 2;
+            } else if (strcmp(a, "--nbins") == 0) {
+                if (cli_parse_size(cmd, a, v, &n_bins)) return 2;
+            } else if (strcmp(a, "--estimator") == 0) {
+                if (pk_estimator_parse(v, &estimator))
+                    return cli_usage_error(cmd, "--estimator: '%s' is not ls, natural, hamilton or dp", v);
+            } else if (strcmp(a, "--backend") == 0) {
+                if (pk_backend_parse(v, &opts.backend))
+                    return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
+            } else if (strcmp(a, "--kernel") == 0) {
+                opts.kernel = pk_angcorr_kernel_from_name(v);
+                if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
+            } else if (strcmp(a, "--threads") == 0) {
+                size_t t;
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                ctx.n_threads = (int)t;
+            } else {
+                return cli_usage_error(cmd, "unknown option '%s'", a);
+            }
+        } else {
+            if (n_paths == 2) return cli_usage_error(cmd, "expected two catalogs, got a third: '%s'", a);
+            paths[n_paths++] = a;
+        }
+#undef NEXT
+    }
+    if (n_paths != 2) return cli_usage_error(cmd, "expected two catalogs: DATA RANDOM");
+
+    pk_bins bins;
+    pk_status st;
+    if (log_max_deg > 0)
+        st = pk_bins_log(&ctx, theta_min_deg * (M_PI / 180.0), log_max_deg * (M_PI / 180.0), n_bins, &bins);
+    else
+        st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
+    if (st) return cli_error(cmd, st, &ctx);
+
+    pk_catalog data, random;
+    if ((st = pk_catalog_read(&ctx, paths[0], units, &data)) != PK_OK) {
+        pk_bins_free(&bins);
+        return cli_error(cmd, st, &ctx);
+    }
+    if ((st = pk_catalog_read(&ctx, paths[1], units, &random)) != PK_OK) {
+        pk_catalog_free(&data);
+        pk_bins_free(&bins);
+        return cli_error(cmd, st, &ctx);
+    }
+
+    pk_angcorr_result result;
+    cli_progress_attach(&ctx, "angcorr", quiet);
+    st = pk_angcorr_run(&ctx, &opts, &data, &random, &bins, estimator, &result);
+    cli_progress_done(&ctx);
+    int rc = 0;
+    if (st) {
+        rc = cli_error(cmd, st, &ctx);
+    } else {
+        if ((st = pk_angcorr_write_omega(&ctx, out_path, &result, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
+        if (!rc && csv_path && (st = pk_angcorr_write_csv(&ctx, csv_path, &result, &bins)) != PK_OK)
+            rc = cli_error(cmd, st, &ctx);
+        char *png_default = NULL;
+        if (!rc && !(png_path && strcmp(png_path, "none") == 0)) {
+            if (!png_path) {
+                size_t len = strlen(out_path);
+                png_default = malloc(len + 5);
+                strcpy(png_default, out_path);
+                char *dot = strrchr(png_default, '.');
+                char *slash = strrchr(png_default, '/');
+                if (dot && (!slash || dot > slash)) *dot = '\0';
+                strcat(png_default, ".png");
+                png_path = png_default;
+            }
+            double *theta = malloc(result.n_bins * sizeof(double));
+            double *w = malloc(result.n_bins * sizeof(double));
+            size_t n = 0;
+            for (size_t k = 0; k < result.n_bins; k++) {
+                if (result.rr[k] == 0 || !isfinite(result.omega[k])) continue;
+                double lo = bins.edges[k], hi = bins.edges[k + 1];
+                theta[n] = (log_max_deg > 0 ? sqrt(lo * hi) : 0.5 * (lo + hi)) * (180.0 / M_PI);
+                w[n] = result.omega[k];
+                n++;
+            }
+            char title[128];
+            snprintf(title, sizeof title, "w(#gh) %s, %zu x %zu objects", pk_estimator_name(estimator),
+                     (size_t)result.n_data, (size_t)result.n_random);
+            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, NULL, n, log_max_deg > 0, 0};
+            if (cli_plot_png(cmd, png_path, &plot)) rc = 1;
+            free(theta);
+            free(w);
+        }
+        if (!rc && !quiet) {
+            const pk_pair_stats *s[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
+            const char *names[3] = {"DD", "DR", "RR"};
+            double total_s = 0, visited = 0, fp64 = 0;
+            for (int k = 0; k < 3; k++) {
+                fprintf(stderr, "%s: %llu pairs (%llu in range), %.3f s, %.3g pairs/s, %.4f%% settled in float64\n",
+                        names[k], (unsigned long long)s[k]->pairs_total, (unsigned long long)s[k]->pairs_in_range,
+                        s[k]->seconds, (double)s[k]->pairs_visited / s[k]->seconds,
+                        100.0 * (double)s[k]->pairs_fp64 / (double)s[k]->pairs_visited);
+                total_s += s[k]->seconds;
+                visited += (double)s[k]->pairs_visited;
+                fp64 += (double)s[k]->pairs_fp64;
+            }
+            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s; wrote %s%s%s%s%s\n",
+                    pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, out_path,
+                    csv_path ? ", " : "", csv_path ? csv_path : "", png_path && strcmp(png_path, "none") ? ", " : "",
+                    png_path && strcmp(png_path, "none") ? png_path : "");
+        }
+        free(png_default);
+        pk_angcorr_result_free(&result);
+    }
+    pk_catalog_free(&data);
+    pk_catalog_free(&random);
+    pk_bins_free(&bins);
+    return rc;
+}

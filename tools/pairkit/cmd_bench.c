@@ -1,0 +1,188 @@
+/* cmd_bench.c - `pairkit bench WORKLOAD`: a workload's kernels, from the
+ * naive one to the fastest, under one protocol: the first run of each kernel
+ * reported apart as cold, then warm rounds in which the kernels take turns
+ * (interleaved, the order rotating each round) so that drift of the machine
+ * hits all of them alike; median and minimum of the warm runs. On the GPU
+ * the times are device-event kernel times. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pairkit/angcorr.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void bench_usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit bench angcorr [DATA RANDOM] [options]\n"
+            "  Times DD + DR + RR for each kernel (bundled catalogs by default).\n"
+            "  --kernels a,b,c   kernels in ladder order (default: every available\n"
+            "                    kernel of the backend except ref)\n"
+            "  --backend B       cpu (default) or cuda\n"
+            "  --runs N          warm runs per kernel (default 5)\n"
+            "  --n N             use the first N objects of each catalog\n"
+            "  --threads N       CPU threads\n"
+            "  --list            list the kernels and exit\n");
+}
+
+static pk_catalog head(const pk_catalog *c, size_t n) {
+    pk_catalog h = *c;
+    if (n && n < h.n) h.n = n;
+    return h;
+}
+
+static int bench_angcorr(int argc, char **argv) {
+    const char *cmd = "bench angcorr";
+    const char *paths[2] = {"data/galaxy/data_100k_arcmin.txt", "data/galaxy/flat_100k_arcmin.txt"};
+    int n_paths = 0, runs = 5;
+    size_t n_sub = 0;
+    char *kernel_list = NULL;
+    pk_backend backend = PK_BACKEND_CPU;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            bench_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--list") == 0) {
+            for (int id = 1; id < 1000; id++) {
+                const char *name = pk_angcorr_kernel_name(id);
+                if (name) printf("%-16s %s\n", name, pk_angcorr_kernel_available(id) ? "available" : "not available here");
+            }
+            return 0;
+        } else if (a[0] == '-') {
+            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            const char *v = argv[++k];
+            size_t t;
+            if (strcmp(a, "--kernels") == 0) kernel_list = strdup(v);
+            else if (strcmp(a, "--backend") == 0) {
+                if (pk_backend_parse(v, &backend)) return cli_usage_error(cmd, "--backend: '%s'?", v);
+            } else if (strcmp(a, "--runs") == 0) {
+                if (cli_parse_size(cmd, a, v, &t) || t < 1) return 2;
+                runs = (int)t;
+            } else if (strcmp(a, "--n") == 0) {
+                if (cli_parse_size(cmd, a, v, &n_sub)) return 2;
+            } else if (strcmp(a, "--threads") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                ctx.n_threads = (int)t;
+            } else
+                return cli_usage_error(cmd, "unknown option '%s'", a);
+        } else {
+            if (n_paths == 2) return cli_usage_error(cmd, "at most two catalogs");
+            paths[n_paths++] = a;
+        }
+    }
+    int kernels[64], n_kernels = 0;
+    if (kernel_list) {
+        for (char *tok = strtok(kernel_list, ","); tok && n_kernels < 64; tok = strtok(NULL, ",")) {
+            int id = pk_angcorr_kernel_from_name(tok);
+            if (id <= 0) return cli_usage_error(cmd, "unknown kernel '%s'", tok);
+            if (!pk_angcorr_kernel_available(id)) {
+                fprintf(stderr, "pairkit %s: kernel '%s' is not available here, skipped\n", cmd, tok);
+                continue;
+            }
+            kernels[n_kernels++] = id;
+        }
+        free(kernel_list);
+    } else {
+        int cuda = backend == PK_BACKEND_CUDA;
+        for (int id = 2; id < 1000 && n_kernels < 64; id++) {
+            if (!pk_angcorr_kernel_name(id) || !pk_angcorr_kernel_available(id)) continue;
+            if ((id >= 100) != cuda) continue;
+            kernels[n_kernels++] = id;
+        }
+    }
+    if (n_kernels == 0) return cli_usage_error(cmd, "no kernel to run on backend %s", pk_backend_name(backend));
+
+    pk_catalog cat[2];
+    pk_status st;
+    for (int c = 0; c < 2; c++)
+        if ((st = pk_catalog_read(&ctx, paths[c], PK_UNITS_ARCMIN, &cat[c])) != PK_OK) return cli_error(cmd, st, &ctx);
+    pk_catalog data = head(&cat[0], n_sub), random = head(&cat[1], n_sub);
+    pk_bins bins;
+    pk_bins_default(&ctx, &bins);
+
+    double *times = calloc((size_t)n_kernels * (size_t)runs, sizeof(double));
+    double *cold = calloc((size_t)n_kernels, sizeof(double));
+    double *fp64_share = calloc((size_t)n_kernels, sizeof(double));
+    int *identical = calloc((size_t)n_kernels, sizeof(int));
+    uint64_t *first_counts = NULL;
+    double pairs_visited = 0;
+    printf("pairkit bench angcorr: DD+DR+RR of %zu x %zu objects, %zu bins, %d warm runs per kernel\n", data.n,
+           random.n, bins.n_bins, runs);
+    fflush(stdout);
+    for (int round = 0; round <= runs; round++) {
+        for (int q = 0; q < n_kernels; q++) {
+            int kk = (q + round) % n_kernels; /* rotate the order each round */
+            pk_angcorr_options opts = {PK_BACKEND_AUTO, kernels[kk]};
+            pk_angcorr_result r;
+            if ((st = pk_angcorr_run(&ctx, &opts, &data, &random, &bins, PK_ESTIMATOR_LANDY_SZALAY, &r)) != PK_OK)
+                return cli_error(cmd, st, &ctx);
+            const pk_pair_stats *s[3] = {&r.stats_dd, &r.stats_dr, &r.stats_rr};
+            double t = 0, fp = 0, vis = 0;
+            int on_gpu = kernels[kk] >= 100;
+            for (int c = 0; c < 3; c++) {
+                t += on_gpu ? s[c]->kernel_ms * 1e-3 : s[c]->seconds;
+                fp += (double)s[c]->pairs_fp64;
+                vis += (double)s[c]->pairs_visited;
+            }
+            if (round == 0) {
+                cold[kk] = t;
+                fp64_share[kk] = fp / vis;
+                pairs_visited = vis;
+                size_t nb = bins.n_bins;
+                if (!first_counts) {
+                    first_counts = malloc(3 * nb * sizeof(uint64_t));
+                    memcpy(first_counts, r.dd, nb * sizeof(uint64_t));
+                    memcpy(first_counts + nb, r.dr, nb * sizeof(uint64_t));
+                    memcpy(first_counts + 2 * nb, r.rr, nb * sizeof(uint64_t));
+                }
+                identical[kk] = memcmp(first_counts, r.dd, nb * sizeof(uint64_t)) == 0 &&
+                                memcmp(first_counts + nb, r.dr, nb * sizeof(uint64_t)) == 0 &&
+                                memcmp(first_counts + 2 * nb, r.rr, nb * sizeof(uint64_t)) == 0;
+            } else {
+                times[(size_t)kk * (size_t)runs + (size_t)(round - 1)] = t;
+            }
+            pk_angcorr_result_free(&r);
+        }
+    }
+    printf("%-16s %10s %10s %10s %12s %10s %9s %s\n", "kernel", "cold ms", "median ms", "min ms", "pairs/s",
+           "fp64 share", "vs first", "counts");
+    double first_median = 0;
+    for (int kk = 0; kk < n_kernels; kk++) {
+        double *v = times + (size_t)kk * (size_t)runs;
+        double med = median(v, runs), mn = v[0];
+        for (int r = 1; r < runs; r++) mn = v[r] < mn ? v[r] : mn;
+        if (kk == 0) first_median = med;
+        printf("%-16s %10.2f %10.2f %10.2f %12.3g %10.5f %8.2fx %s\n", pk_angcorr_kernel_name(kernels[kk]),
+               cold[kk] * 1e3, med * 1e3, mn * 1e3, pairs_visited / med, fp64_share[kk], first_median / med,
+               kk == 0 ? "(reference for this table)" : identical[kk] ? "identical" : "DIFFERENT");
+    }
+    int bad = 0;
+    for (int kk = 0; kk < n_kernels; kk++) bad |= !identical[kk];
+    free(times), free(cold), free(fp64_share), free(identical), free(first_counts);
+    pk_catalog_free(&cat[0]);
+    pk_catalog_free(&cat[1]);
+    pk_bins_free(&bins);
+    return bad ? 1 : 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "angcorr") == 0) return bench_angcorr(argc - 1, argv + 1);
+    return cli_usage_error("bench", "unknown workload '%s'", argv[1]);
+}

@@ -1,0 +1,45 @@
+/* main.c - the pairkit command: one subcommand per workload, plus bench. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"angcorr", cmd_angcorr, "angular two-point correlation of a data and a random catalog"},
+    {"bench", cmd_bench, "time a workload's kernels, from the naive one to the fastest"},
+};
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: pairkit <command> [options]   (pairkit <command> --help for more)\n\ncommands:\n");
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        fprintf(out, "  %-12s %s\n", commands[k].name, commands[k].summary);
+    fprintf(out, "  %-12s %s\n", "version", "print the version and the backends of this build");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        printf("pairkit %s  (CUDA backend: %s, CUDA devices: %d)\n", PK_VERSION_STRING,
+               pk_cuda_built() ? "built" : "not built", pk_cuda_device_count());
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
+        if (strcmp(name, commands[k].name) == 0) return commands[k].run(argc - 1, argv + 1);
+    fprintf(stderr, "pairkit: unknown command '%s'\n", name);
+    usage(stderr);
+    return 2;
+}

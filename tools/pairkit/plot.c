@@ -1,0 +1,98 @@
+/* plot.c - PNG plots through PLplot's cairo driver (axes, ticks, labels,
+ * error bars). The file is drawn under a temporary name and renamed, so a
+ * failed plot leaves no partial PNG. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifdef PK_HAVE_PLPLOT
+#include <plplot.h>
+
+int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
+    size_t n = 0;
+    double *x = malloc((plot->n + 1) * sizeof(double));
+    double *y = malloc((plot->n + 1) * sizeof(double));
+    double *ylo = malloc((plot->n + 1) * sizeof(double));
+    double *yhi = malloc((plot->n + 1) * sizeof(double));
+    if (!x || !y || !ylo || !yhi) {
+        free(x), free(y), free(ylo), free(yhi);
+        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, path);
+        return 1;
+    }
+    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    for (size_t k = 0; k < plot->n; k++) {
+        double xv = plot->x[k], yv = plot->y[k];
+        double e = plot->yerr ? plot->yerr[k] : 0;
+        if (!isfinite(xv) || !isfinite(yv) || (plot->log_x && xv <= 0) || (plot->log_y && yv <= 0)) continue;
+        double lo = yv - (isfinite(e) ? e : 0), hi = yv + (isfinite(e) ? e : 0);
+        if (plot->log_y && lo <= 0) lo = yv;
+        x[n] = plot->log_x ? log10(xv) : xv;
+        y[n] = plot->log_y ? log10(yv) : yv;
+        ylo[n] = plot->log_y ? log10(lo) : lo;
+        yhi[n] = plot->log_y ? log10(hi) : hi;
+        if (x[n] < xmin) xmin = x[n];
+        if (x[n] > xmax) xmax = x[n];
+        if (ylo[n] < ymin) ymin = ylo[n];
+        if (yhi[n] > ymax) ymax = yhi[n];
+        n++;
+    }
+    if (n == 0) {
+        free(x), free(y), free(ylo), free(yhi);
+        fprintf(stderr, "pairkit %s: %s: nothing to plot (no finite values)\n", cmd, path);
+        return 1;
+    }
+    if (xmax == xmin) xmin -= 0.5, xmax += 0.5;
+    if (ymax == ymin) ymin -= 0.5, ymax += 0.5;
+    double xpad = 0.02 * (xmax - xmin), ypad = 0.05 * (ymax - ymin);
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 16);
+    snprintf(tmp, len + 16, "%s.tmp%ld.png", path, (long)getpid());
+
+    plsdev("pngcairo");
+    plsfnam(tmp);
+    plspage(0.0, 0.0, 1000, 650, 0, 0);
+    plscolbg(255, 255, 255);
+    plinit();
+    plscol0(1, 0, 0, 0);
+    plcol0(1);
+    int axis = (plot->log_x ? 10 : 0) + (plot->log_y ? 20 : 0);
+    plenv(xmin - xpad, xmax + xpad, ymin - ypad, ymax + ypad, 0, axis);
+    pllab(plot->xlabel, plot->ylabel, plot->title);
+    if (!plot->log_y && ymin < 0 && ymax > 0) {
+        plscol0(2, 160, 160, 160);
+        plcol0(2);
+        double zx[2] = {xmin - xpad, xmax + xpad}, zy[2] = {0, 0};
+        plline(2, zx, zy);
+    }
+    plscol0(3, 31, 119, 180);
+    plcol0(3);
+    plline((PLINT)n, x, y);
+    plpoin((PLINT)n, x, y, 17);
+    if (plot->yerr) plerry((PLINT)n, x, ylo, yhi);
+    plend();
+    free(x), free(y), free(ylo), free(yhi);
+
+    int ok = access(tmp, F_OK) == 0 && rename(tmp, path) == 0;
+    if (!ok) {
+        unlink(tmp);
+        fprintf(stderr, "pairkit %s: %s: could not write the PNG plot\n", cmd, path);
+    }
+    free(tmp);
+    return ok ? 0 : 1;
+}
+
+#else
+
+int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
+    (void)plot;
+    fprintf(stderr, "pairkit %s: %s: this build has no PLplot; rebuild with libplplot-dev to get PNG plots\n", cmd,
+            path);
+    return 1;
+}
+
+#endif
