@@ -82,6 +82,9 @@ typedef struct pk_edge_table {
 #define PK_CELL_MANTISSA_BITS 9
 
 #define PK_ANGCORR_KERNEL_CUDA_FIRST 100
+/* The CUDA kernel PK_ANGCORR_KERNEL_BEST picks (defined in cuda.cu). */
+extern const int pk_angcorr_cuda_best_kernel;
+#define PK_ANGCORR_KERNEL_CUDA_BEST pk_angcorr_cuda_best_kernel
 
 pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_table *t);
 void pk_edge_table_free(pk_edge_table *t);
