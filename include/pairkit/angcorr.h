@@ -84,9 +84,11 @@ int64_t pk_bins_index(const pk_bins *bins, double theta);
 typedef enum pk_angcorr_kernel {
     PK_ANGCORR_KERNEL_BEST = 0,
     PK_ANGCORR_KERNEL_REF,        /* float64 reference: acos per pair, single thread */
-    PK_ANGCORR_KERNEL_CPU_SCALAR, /* float32 chord table + float64 settling, portable C, OpenMP */
-    PK_ANGCORR_KERNEL_CPU_AVX2,   /* the same with AVX2 + FMA, OpenMP */
-    PK_ANGCORR_KERNEL_CPU_AVX512, /* the same with AVX-512, OpenMP */
+    PK_ANGCORR_KERNEL_CPU_SCALAR, /* float32 chord-squared table + float64 settling, portable C, OpenMP */
+    PK_ANGCORR_KERNEL_CPU_AVX2_TABLE,   /* the same with AVX2 + FMA gathers */
+    PK_ANGCORR_KERNEL_CPU_AVX512_TABLE, /* the same with AVX-512 gathers */
+    PK_ANGCORR_KERNEL_CPU_AVX2,   /* AVX2: arithmetic bin for linear bins, table otherwise */
+    PK_ANGCORR_KERNEL_CPU_AVX512, /* AVX-512: arithmetic bin for linear bins, table otherwise */
     PK_ANGCORR_KERNEL_COUNT_      /* CUDA kernels are numbered from 100 (angcorr_cuda.h) */
 } pk_angcorr_kernel;
 

@@ -108,8 +108,36 @@ static inline int32_t pk_edge_table_cell(const pk_edge_table *t, float c2) {
  * uncertainty window (settle in float64). Any cell, flagged or not. */
 int32_t pk_edge_table_slot_search(const pk_edge_table *t, float c2);
 
+/* The arithmetic path for linear bins (CPU SIMD kernels). For chord
+ * squared c2 <= 2 (separations up to 90 degrees) the bin coordinate
+ * t = (theta - theta_min) / width is computed in float32 as
+ *   t = sqrt(c2) * Q(c2) - theta_min / width,
+ * Q a degree-7 fit of 2 asin(sqrt(y) / 2) / sqrt(y) / width on [0, 2]
+ * (relative error 1.8e-8; 8.8e-8 when evaluated in float32). A pair is
+ * decided when t lies at least margin_t from every existing edge; any other
+ * pair, and every pair with c2 > 2, goes through the edge table. margin_t
+ * bounds the float32 error of t: PK_LINEAR_THETA_MARGIN radians (the c2 error
+ * of bins.c carried to theta, the fit, the square root from rsqrt plus one
+ * Newton step, and the evaluation) over the width, plus 4 ulps of t. */
+#define PK_LINEAR_THETA_MARGIN 6e-6
+#define PK_LINEAR_DEGREE 7
+
+typedef struct pk_linear_fast {
+    float coef[PK_LINEAR_DEGREE + 1]; /* Q, constant term first, already / width */
+    float t_offset;                   /* theta_min / width */
+    float margin_t;
+    float low_edge_from;  /* check the edge below t only when t >= this (0.5 when
+                             theta_min == 0: no separation lies below 0) */
+    int32_t last_slot;    /* n_bins + 1 */
+} pk_linear_fast;
+
+/* Fill lf for linear bins when the margin stays small (< 0.05 bin);
+ * returns 0 (not usable) otherwise. */
+int pk_linear_fast_init(const pk_bins *bins, pk_linear_fast *lf);
+
 /* A pair-counting job in the form every CPU kernel takes. */
 typedef struct pk_pair_job {
+    const pk_linear_fast *linear; /* NULL: use the edge table for every pair */
     const pk_edge_table *table;
     size_t n_a, n_b;
     const double *xa, *ya, *za; /* double unit vectors */
@@ -140,6 +168,11 @@ uint64_t pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, siz
                                uint32_t *hist4, size_t stride);
 uint64_t pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
                                  uint32_t *hist4, size_t stride);
+/* The arithmetic path (job->linear must be set). */
+uint64_t pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                                      uint32_t *hist4, size_t stride);
+uint64_t pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0,
+                                        size_t j1, uint32_t *hist4, size_t stride);
 
 /* The reference count: slots[n_bins + 2] += every ordered pair (i, j) with
  * i in [i0, i1), j in [0, n_b), through acos in double. */

@@ -13,6 +13,8 @@ static const struct {
 } cpu_kernels[] = {
     {PK_ANGCORR_KERNEL_REF, "ref"},
     {PK_ANGCORR_KERNEL_CPU_SCALAR, "scalar"},
+    {PK_ANGCORR_KERNEL_CPU_AVX2_TABLE, "avx2-table"},
+    {PK_ANGCORR_KERNEL_CPU_AVX512_TABLE, "avx512-table"},
     {PK_ANGCORR_KERNEL_CPU_AVX2, "avx2"},
     {PK_ANGCORR_KERNEL_CPU_AVX512, "avx512"},
 };
@@ -45,8 +47,10 @@ int pk_angcorr_kernel_available(int kernel) {
     case PK_ANGCORR_KERNEL_BEST:
     case PK_ANGCORR_KERNEL_REF:
     case PK_ANGCORR_KERNEL_CPU_SCALAR: return 1;
-    case PK_ANGCORR_KERNEL_CPU_AVX2: return pk_cpu_has_avx2_fma();
-    case PK_ANGCORR_KERNEL_CPU_AVX512: return pk_cpu_has_avx512();
+    case PK_ANGCORR_KERNEL_CPU_AVX2:
+    case PK_ANGCORR_KERNEL_CPU_AVX2_TABLE: return pk_cpu_has_avx2_fma();
+    case PK_ANGCORR_KERNEL_CPU_AVX512:
+    case PK_ANGCORR_KERNEL_CPU_AVX512_TABLE: return pk_cpu_has_avx512();
     default:
 #ifdef PK_HAVE_CUDA
         return kernel >= PK_ANGCORR_KERNEL_CUDA_FIRST && pk_angcorr_cuda_kernel_name(kernel) != NULL &&

@@ -277,3 +277,30 @@ void pk_edge_table_free(pk_edge_table *t) {
     pk_aligned_free(t->cell_slot);
     memset(t, 0, sizeof *t);
 }
+
+/* ---- the arithmetic path for linear bins ---------------------------------- */
+
+/* Q(y) ~ 2 asin(sqrt(y) / 2) / sqrt(y) on [0, 2]: polynomial through the
+ * Chebyshev nodes of degree 7, max relative error 1.8e-8 (8.8e-8 in
+ * float32 Horner form), both measured on 200,001 points. */
+static const double linear_q[PK_LINEAR_DEGREE + 1] = {
+    0.9999999887111961,    0.04166738667901692,   0.00468007152619307,   0.0007262632726982335,
+    6.535698831062609e-05, 7.37692906826193e-05,  -2.199370519469654e-05, 6.69396869546854e-06,
+};
+
+int pk_linear_fast_init(const pk_bins *bins, pk_linear_fast *lf) {
+    memset(lf, 0, sizeof *lf);
+    if (bins->kind != PK_BINS_LINEAR) return 0;
+    double inv_w = 1.0 / bins->width;
+    double t_max = (M_PI / 2 - bins->theta_min) * inv_w;
+    if (t_max < 0) t_max = 0;
+    double t_range = (M_PI / 2) * inv_w + 1.0; /* largest |intermediate| of t */
+    double margin = PK_LINEAR_THETA_MARGIN * inv_w + 4.0 * ldexp(t_range, -23);
+    if (margin > 0.05 || t_max > 1e6) return 0;
+    for (int k = 0; k <= PK_LINEAR_DEGREE; k++) lf->coef[k] = (float)(linear_q[k] * inv_w);
+    lf->t_offset = (float)(bins->theta_min * inv_w);
+    lf->margin_t = (float)margin;
+    lf->low_edge_from = bins->theta_min == 0.0 ? 0.5f : -(float)INFINITY;
+    lf->last_slot = (int32_t)bins->n_bins + 1;
+    return 1;
+}

@@ -39,12 +39,14 @@ uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, s
     return n_fp64;
 }
 
-static pk_block_fn block_fn_for(int kernel) {
+static pk_block_fn block_fn_for(int kernel, int linear) {
     switch (kernel) {
     case PK_ANGCORR_KERNEL_CPU_SCALAR: return pk_angcorr_block_scalar;
 #if defined(__x86_64__)
-    case PK_ANGCORR_KERNEL_CPU_AVX2: return pk_angcorr_block_avx2;
-    case PK_ANGCORR_KERNEL_CPU_AVX512: return pk_angcorr_block_avx512;
+    case PK_ANGCORR_KERNEL_CPU_AVX2_TABLE: return pk_angcorr_block_avx2;
+    case PK_ANGCORR_KERNEL_CPU_AVX512_TABLE: return pk_angcorr_block_avx512;
+    case PK_ANGCORR_KERNEL_CPU_AVX2: return linear ? pk_angcorr_block_avx2_linear : pk_angcorr_block_avx2;
+    case PK_ANGCORR_KERNEL_CPU_AVX512: return linear ? pk_angcorr_block_avx512_linear : pk_angcorr_block_avx512;
 #endif
     default: return NULL;
     }
@@ -92,7 +94,9 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
         pk_unit_vectors_free(&vb);
         return st;
     }
-    pk_block_fn block = block_fn_for(kernel);
+    pk_linear_fast linear;
+    int use_linear = pk_linear_fast_init(bins, &linear);
+    pk_block_fn block = block_fn_for(kernel, use_linear);
     if (!block) {
         pk_unit_vectors_free(&va);
         pk_unit_vectors_free(&vb);
@@ -101,6 +105,7 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
 
     pk_pair_job job = {0};
     job.table = table;
+    job.linear = use_linear ? &linear : NULL;
     job.n_a = a->n;
     job.n_b = b->n;
     job.xa = va.x, job.ya = va.y, job.za = va.z;

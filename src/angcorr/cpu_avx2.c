@@ -72,4 +72,78 @@ pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, s
     return n_fp64;
 }
 
+/* The arithmetic path for linear bins, 8 pairs a step (see
+ * pk_linear_fast in angcorr_internal.h and cpu_avx512.c). */
+__attribute__((target("avx2,fma"))) uint64_t
+pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                             uint32_t *hist4, size_t stride) {
+    const pk_linear_fast *lf = job->linear;
+    (void)stride;
+    const __m256 q0 = _mm256_set1_ps(lf->coef[0]), q1 = _mm256_set1_ps(lf->coef[1]),
+                 q2 = _mm256_set1_ps(lf->coef[2]), q3 = _mm256_set1_ps(lf->coef[3]),
+                 q4 = _mm256_set1_ps(lf->coef[4]), q5 = _mm256_set1_ps(lf->coef[5]),
+                 q6 = _mm256_set1_ps(lf->coef[6]), q7 = _mm256_set1_ps(lf->coef[7]);
+    const __m256 tiny = _mm256_set1_ps(0x1p-60f), two = _mm256_set1_ps(2.0f);
+    const __m256 half = _mm256_set1_ps(0.5f), three_halves = _mm256_set1_ps(1.5f);
+    const __m256 t_offset = _mm256_set1_ps(lf->t_offset), margin = _mm256_set1_ps(lf->margin_t);
+    const __m256 high_frac = _mm256_set1_ps(1.0f - lf->margin_t);
+    const __m256 low_from = _mm256_set1_ps(lf->low_edge_from);
+    const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
+    const __m256i last = _mm256_set1_epi32(lf->last_slot);
+    uint32_t *h = hist4;
+    uint64_t n_fp64 = 0;
+    int32_t slot[8] __attribute__((aligned(32)));
+    float c2v[8] __attribute__((aligned(32)));
+
+    for (size_t i = i0; i < i1; i++) {
+        size_t j = j0;
+        if (job->autocorr && j < i + 1) j = i + 1;
+        float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
+        const __m256 xi = _mm256_set1_ps(fx), yi = _mm256_set1_ps(fy), zi = _mm256_set1_ps(fz);
+        for (; j + 8 <= j1; j += 8) {
+            __m256 dx = _mm256_sub_ps(xi, _mm256_loadu_ps(job->fxb + j));
+            __m256 dy = _mm256_sub_ps(yi, _mm256_loadu_ps(job->fyb + j));
+            __m256 dz = _mm256_sub_ps(zi, _mm256_loadu_ps(job->fzb + j));
+            __m256 c2 = _mm256_mul_ps(dx, dx);
+            c2 = _mm256_fmadd_ps(dy, dy, c2);
+            c2 = _mm256_fmadd_ps(dz, dz, c2);
+            __m256 cm = _mm256_max_ps(c2, tiny);
+            __m256 r = _mm256_rsqrt_ps(cm);
+            __m256 c0 = _mm256_mul_ps(cm, r);
+            __m256 c = _mm256_mul_ps(c0, _mm256_fnmadd_ps(_mm256_mul_ps(c0, r), half, three_halves));
+            __m256 p = _mm256_fmadd_ps(q7, c2, q6);
+            p = _mm256_fmadd_ps(p, c2, q5);
+            p = _mm256_fmadd_ps(p, c2, q4);
+            p = _mm256_fmadd_ps(p, c2, q3);
+            p = _mm256_fmadd_ps(p, c2, q2);
+            p = _mm256_fmadd_ps(p, c2, q1);
+            p = _mm256_fmadd_ps(p, c2, q0);
+            __m256 t = _mm256_fmsub_ps(c, p, t_offset);
+            __m256 k = _mm256_floor_ps(t);
+            __m256 f = _mm256_sub_ps(t, k);
+            __m256 unsure = _mm256_or_ps(
+                _mm256_and_ps(_mm256_cmp_ps(f, margin, _CMP_LT_OQ), _mm256_cmp_ps(t, low_from, _CMP_GE_OQ)),
+                _mm256_or_ps(_mm256_cmp_ps(f, high_frac, _CMP_GT_OQ), _mm256_cmp_ps(c2, two, _CMP_GT_OQ)));
+            __m256i s = _mm256_add_epi32(_mm256_cvttps_epi32(k), one);
+            s = _mm256_min_epi32(_mm256_max_epi32(s, zero), last);
+            _mm256_store_si256((__m256i *)slot, s);
+            int u = _mm256_movemask_ps(unsure);
+            if (u) {
+                _mm256_store_ps(c2v, c2);
+                while (u) {
+                    int l = __builtin_ctz((unsigned)u);
+                    u &= u - 1;
+                    slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
+                }
+            }
+            for (int l = 0; l < 8; l++) h[slot[l]]++;
+        }
+        for (; j < j1; j++) {
+            int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
+            h[s]++;
+        }
+    }
+    return n_fp64;
+}
+
 #endif
