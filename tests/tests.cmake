@@ -23,7 +23,7 @@ function(pk_test name)
 endfunction()
 
 #pk_test(test_angcorr_ref)
-#pk_test(test_angcorr_edges)
+pk_test(test_angcorr_edges)
 pk_test(test_angcorr_random)
 #pk_test(test_angcorr_input)
 #pk_test(test_angcorr_cli)

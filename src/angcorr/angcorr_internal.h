@@ -119,7 +119,7 @@ int32_t pk_edge_table_slot_search(const pk_edge_table *t, float c2);
  * bounds the float32 error of t: PK_LINEAR_THETA_MARGIN radians (the c2 error
  * of bins.c carried to theta, the fit, the square root from rsqrt plus one
  * Newton step, and the evaluation) over the width, plus 4 ulps of t. */
-#define PK_LINEAR_THETA_MARGIN 6e-6
+#define PK_LINEAR_THETA_MARGIN 2.5e-6
 #define PK_LINEAR_DEGREE 7
 
 typedef struct pk_linear_fast {

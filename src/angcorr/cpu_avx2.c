@@ -72,6 +72,21 @@ pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, s
     return n_fp64;
 }
 
+/* Add one to h[s[l]] for the 8 lanes, two lanes per 64-bit extract. */
+__attribute__((target("avx2"))) static inline void hist_add8(uint32_t *h, __m256i s) {
+    __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
+    uint64_t a = (uint64_t)_mm_cvtsi128_si64(lo), b = (uint64_t)_mm_extract_epi64(lo, 1);
+    uint64_t c = (uint64_t)_mm_cvtsi128_si64(hi), d = (uint64_t)_mm_extract_epi64(hi, 1);
+    h[(uint32_t)a]++;
+    h[a >> 32]++;
+    h[(uint32_t)b]++;
+    h[b >> 32]++;
+    h[(uint32_t)c]++;
+    h[c >> 32]++;
+    h[(uint32_t)d]++;
+    h[d >> 32]++;
+}
+
 /* The arithmetic path for linear bins, 8 pairs a step (see
  * pk_linear_fast in angcorr_internal.h and cpu_avx512.c). */
 __attribute__((target("avx2,fma"))) uint64_t
@@ -126,17 +141,18 @@ pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1, size_
                 _mm256_or_ps(_mm256_cmp_ps(f, high_frac, _CMP_GT_OQ), _mm256_cmp_ps(c2, two, _CMP_GT_OQ)));
             __m256i s = _mm256_add_epi32(_mm256_cvttps_epi32(k), one);
             s = _mm256_min_epi32(_mm256_max_epi32(s, zero), last);
-            _mm256_store_si256((__m256i *)slot, s);
             int u = _mm256_movemask_ps(unsure);
             if (u) {
+                _mm256_store_si256((__m256i *)slot, s);
                 _mm256_store_ps(c2v, c2);
                 while (u) {
                     int l = __builtin_ctz((unsigned)u);
                     u &= u - 1;
                     slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
                 }
+                s = _mm256_load_si256((const __m256i *)slot);
             }
-            for (int l = 0; l < 8; l++) h[slot[l]]++;
+            hist_add8(h, s);
         }
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);

@@ -1,0 +1,136 @@
+/* test_angcorr_edges.c - pairs built to lie on bin edges, a few ulps either
+ * side of them, and at distances around the float32 uncertainty margins;
+ * and the edge table's thresholds against the reference rule, ulp by ulp.
+ * These are the pairs a float32 kernel gets wrong if its margins are short. */
+#include <float.h>
+
+#include "angcorr/angcorr_internal.h"
+#include "angcorr_util.h"
+
+/* Point at separation theta from (ra, dec) in direction `bearing`. */
+static void offset_point(double ra, double dec, double theta, double bearing, double *ra2, double *dec2) {
+    double sd = sin(dec) * cos(theta) + cos(dec) * sin(theta) * cos(bearing);
+    if (sd > 1) sd = 1;
+    if (sd < -1) sd = -1;
+    *dec2 = asin(sd);
+    *ra2 = ra + atan2(sin(bearing) * sin(theta) * cos(dec), cos(theta) - sin(dec) * sd);
+}
+
+static void edge_pairs(check_rng *rng, const pk_bins *bins, const char *name, double dec_lo, double dec_hi) {
+    const double deltas[] = {0.0, 1e-15, -1e-15, 1e-12, -1e-12, 1e-9, -1e-9, 3e-7, -3e-7, 1e-6, -1e-6,
+                             2e-6, -2e-6, 4e-6, -4e-6, 7e-6, -7e-6, 1.5e-5, -1.5e-5, 5e-5, -5e-5};
+    const size_t n_delta = sizeof deltas / sizeof deltas[0];
+    size_t n = 1500;
+    pk_catalog a = test_catalog(rng, n, 0, 2 * M_PI, dec_lo, dec_hi);
+    pk_catalog b = test_catalog(rng, n, 0, 2 * M_PI, dec_lo, dec_hi);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)(check_uniform(rng) * (double)bins->n_bins);
+        double edge = bins->edges[k];
+        if (edge > M_PI) edge = M_PI - 0.01 * check_uniform(rng);
+        double theta = edge + deltas[i % n_delta];
+        if (theta < 0) theta = -theta;
+        offset_point(a.ra[i], a.dec[i], theta, 2 * M_PI * check_uniform(rng), &b.ra[i], &b.dec[i]);
+        /* a few ulps either side of the constructed point */
+        int ulps = (int)(i / n_delta % 7) - 3;
+        for (int u = 0; u < (ulps < 0 ? -ulps : ulps); u++) b.ra[i] = nextafter(b.ra[i], ulps < 0 ? -INFINITY : INFINITY);
+    }
+    char what[160];
+    snprintf(what, sizeof what, "edge pairs, %s bins, dec [%.2f, %.2f]", name, dec_lo, dec_hi);
+    test_against_ref(what, &a, &b, bins, NULL, 0);
+    /* The same pairs as one catalog: autocorrelation with them inside. */
+    pk_catalog both = a;
+    both.n = 2 * n;
+    both.ra = malloc(2 * n * sizeof(double));
+    both.dec = malloc(2 * n * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        both.ra[2 * i] = a.ra[i], both.dec[2 * i] = a.dec[i];
+        both.ra[2 * i + 1] = b.ra[i], both.dec[2 * i + 1] = b.dec[i];
+    }
+    snprintf(what, sizeof what, "edge pairs auto, %s bins", name);
+    test_against_ref(what, &both, NULL, bins, NULL, 0);
+    pk_catalog_free(&a);
+    pk_catalog_free(&b);
+    pk_catalog_free(&both);
+}
+
+/* One point against many points each placed within +-spread radians of a
+ * bin edge: every pair of the count is a near-edge pair, so a margin that is
+ * too short shows as a wrong count with high probability. */
+static void dense_edges(check_rng *rng, const pk_bins *bins, const char *name, double spread) {
+    size_t n = 40000;
+    for (int rep = 0; rep < 12; rep++) {
+        pk_catalog a = test_catalog(rng, 1, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        if (rep == 0) a.dec[0] = M_PI / 2 - 1e-3;
+        pk_catalog b = test_catalog(rng, n, 0, 1, 0, 1);
+        double max_edge = bins->edges[bins->n_bins] < M_PI ? bins->edges[bins->n_bins] : M_PI;
+        for (size_t i = 0; i < n; i++) {
+            size_t k;
+            do {
+                k = (size_t)(check_uniform(rng) * (double)(bins->n_bins + 1));
+            } while (bins->edges[k] > max_edge);
+            double theta = fabs(bins->edges[k] + spread * (2 * check_uniform(rng) - 1));
+            offset_point(a.ra[0], a.dec[0], theta, 2 * M_PI * check_uniform(rng), &b.ra[i], &b.dec[i]);
+        }
+        char what[160];
+        snprintf(what, sizeof what, "dense edges +-%.1e rad, %s bins, rep %d", spread, name, rep);
+        test_against_ref(what, &a, &b, bins, NULL, 0);
+        pk_catalog_free(&a);
+        pk_catalog_free(&b);
+    }
+}
+
+/* Every threshold of the edge table against the reference rule, for
+ * doubles within a few hundred ulps of it and random doubles. */
+static void thresholds(check_rng *rng, const pk_bins *bins, const char *name) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_edge_table t;
+    CHECK_OK(pk_edge_table_build(&ctx, bins, &t), &ctx);
+    int bad = 0;
+    for (int32_t s = 0; s < t.n_bounds && bad < 5; s++) {
+        double T = t.dot_threshold[s];
+        if (!isfinite(T)) continue;
+        double d = T;
+        for (int u = 0; u < 300; u++) d = nextafter(d, -INFINITY);
+        for (int u = 0; u < 600 && bad < 5; u++, d = nextafter(d, INFINITY)) {
+            int64_t want = pk_angcorr_slot_ref(bins, d);
+            int32_t got = pk_edge_table_slot_fp64(&t, d);
+            if (want != got) bad++;
+            CHECK(want == got, "%s: dot %.17g: threshold rule gives slot %d, reference %lld", name, d, got,
+                  (long long)want);
+        }
+    }
+    for (int r = 0; r < 200000 && bad < 5; r++) {
+        double d = 2 * check_uniform(rng) - 1;
+        if (r % 2) d = 1 - ldexp(check_uniform(rng), -(int)(check_uniform(rng) * 50));
+        int64_t want = pk_angcorr_slot_ref(bins, d);
+        int32_t got = pk_edge_table_slot_fp64(&t, d);
+        if (want != got) bad++;
+        CHECK(want == got, "%s: dot %.17g: slot %d vs reference %lld", name, d, got, (long long)want);
+    }
+    pk_edge_table_free(&t);
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(777);
+    printf("seed %llu\n", rng.s);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_bins def, fine, offs, logb, wide;
+    CHECK_OK(pk_bins_default(&ctx, &def), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.01 * M_PI / 180, 4000, &fine), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.7 * M_PI / 180, 0.3 * M_PI / 180, 300, &offs), &ctx);
+    CHECK_OK(pk_bins_log(&ctx, 0.01 * M_PI / 180, 10 * M_PI / 180, 20, &logb), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.0, 2.0 * M_PI / 180, 90, &wide), &ctx);
+    const pk_bins *all[5] = {&def, &fine, &offs, &logb, &wide};
+    const char *names[5] = {"default", "fine", "offset", "log", "wide"};
+    for (int k = 0; k < 5; k++) {
+        thresholds(&rng, all[k], names[k]);
+        edge_pairs(&rng, all[k], names[k], 0, M_PI / 2);
+        edge_pairs(&rng, all[k], names[k], -M_PI / 2, M_PI / 2);
+        dense_edges(&rng, all[k], names[k], 8e-6);
+        dense_edges(&rng, all[k], names[k], 1e-7);
+    }
+    for (int k = 0; k < 5; k++) pk_bins_free((pk_bins *)all[k]);
+    return check_finish("test_angcorr_edges");
+}
