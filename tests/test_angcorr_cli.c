@@ -1,0 +1,126 @@
+/* test_angcorr_cli.c - `pairkit angcorr` end to end: the course format, CSV,
+ * the PNG plot, identical output from every kernel and thread count, and
+ * Ctrl-C during a long run (stops within a second, writes nothing). */
+#include <math.h>
+#include <signal.h>
+#include <time.h>
+
+#include "angcorr_util.h"
+#include "cli_util.h"
+
+static void write_catalog(const char *name, check_rng *rng, size_t n) {
+    FILE *fp = fopen(cli_path(name), "w");
+    fprintf(fp, "%zu\n", n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(fp, "%.6f\t%.6f\n", 5400.0 * check_uniform(rng), 5400.0 * check_uniform(rng));
+    fclose(fp);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(4242);
+    cli_scratch();
+    write_catalog("d.txt", &rng, 1500);
+    write_catalog("r.txt", &rng, 2100);
+
+    int rc = cli_run("angcorr d.txt r.txt -o omega.out --csv omega.csv --png omega.png -q");
+    char *err = cli_stderr();
+    CHECK(rc == 0, "exit %d: %s", rc, err ? err : "");
+    free(err);
+    char *omega = cli_read(cli_path("omega.out"));
+    CHECK(omega != NULL, "omega.out written");
+    if (omega) {
+        const char *header = "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n";
+        CHECK(strncmp(omega, header, strlen(header)) == 0, "header line");
+        /* every row: %6.3f\t%15f\t%15ld\t%15ld\t%15ld; the counts add up */
+        unsigned long long sum[3] = {0, 0, 0};
+        int rows = 0, bad_rows = 0;
+        for (char *line = strchr(omega, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+            double start, w;
+            long dd, dr, rr;
+            char *nl = strchr(line, '\n');
+            if (!nl) break;
+            if (nl - line != 6 + 1 + 15 + 1 + 15 + 1 + 15 + 1 + 15) bad_rows++;
+            if (sscanf(line, "%lf\t%lf\t%ld\t%ld\t%ld", &start, &w, &dd, &dr, &rr) != 5 || rr <= 0) bad_rows++;
+            sum[0] += (unsigned long long)dd, sum[1] += (unsigned long long)dr, sum[2] += (unsigned long long)rr;
+            rows++;
+        }
+        CHECK(bad_rows == 0 && rows > 100, "%d rows, %d malformed", rows, bad_rows);
+        CHECK(sum[0] == 1500ull * 1500 && sum[1] == 1500ull * 2100 && sum[2] == 2100ull * 2100,
+              "sums %llu %llu %llu", sum[0], sum[1], sum[2]);
+    }
+    char *csv = cli_read(cli_path("omega.csv"));
+    CHECK(csv && strncmp(csv, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n", 41) == 0, "CSV header");
+    if (csv) {
+        int lines = 0;
+        for (char *p = csv; *p; p++) lines += *p == '\n';
+        CHECK(lines == 1441, "CSV has a row per bin: %d lines", lines);
+    }
+    free(csv);
+    char *png = cli_read(cli_path("omega.png"));
+    CHECK(png && memcmp(png, "\x89PNG", 4) == 0, "PNG plot written");
+    free(png);
+
+    /* Same bytes from every kernel and thread count. */
+    const char *variants[] = {"--kernel scalar", "--kernel avx2 --threads 1", "--kernel avx512", "--kernel avx2-table",
+                              "--kernel ref", "--backend cpu --threads 2"};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        char args[256];
+        snprintf(args, sizeof args, "angcorr d.txt r.txt -o v.out --png none -q %s", variants[v]);
+        rc = cli_run(args);
+        char *e = cli_stderr();
+        if (rc != 0 && e && strstr(e, "cannot run here")) {
+            printf("%s: not supported by this CPU, skipped\n", variants[v]);
+            free(e);
+            continue;
+        }
+        free(e);
+        char *other = cli_read(cli_path("v.out"));
+        CHECK(rc == 0 && other && omega && strcmp(other, omega) == 0, "%s: output differs", variants[v]);
+        free(other);
+    }
+    free(omega);
+
+    /* Log bins and the other estimators run and write a plot. */
+    rc = cli_run("angcorr d.txt r.txt -o log.out --theta-min 0.01 --log 10 --nbins 20 --estimator hamilton -q");
+    CHECK(rc == 0 && cli_count_files("log.png") == 1, "log bins with Hamilton (exit %d)", rc);
+
+    /* Ctrl-C: the bundled problem with the scalar kernel runs for tens of
+     * seconds; SIGINT after one second must end it within a second more,
+     * exit 130, and leave no output. */
+    {
+        char cwd[512];
+        if (!getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+        char data[600], rnd[600];
+        snprintf(data, sizeof data, "%s/data/galaxy/data_100k_arcmin.txt", cwd);
+        snprintf(rnd, sizeof rnd, "%s/data/galaxy/flat_100k_arcmin.txt", cwd);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (chdir(cli_dir) != 0) _exit(99);
+            if (!freopen("sigint_err.txt", "w", stderr)) _exit(99);
+            execl(cli_binary(), cli_binary(), "angcorr", data, rnd, "-o", "sigint.out", "--kernel", "scalar", (char *)NULL);
+            _exit(98);
+        }
+        struct timespec one = {1, 0};
+        nanosleep(&one, NULL);
+        double t0 = now_s();
+        kill(pid, SIGINT);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        double took = now_s() - t0;
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 130, "exit status after SIGINT: %d",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+        CHECK(took < 1.0, "stopped %.2f s after SIGINT", took);
+        CHECK(cli_count_files("sigint.") == 0, "no output after SIGINT");
+        char *e = cli_read(cli_path("sigint_err.txt"));
+        CHECK(e && strstr(e, "interrupted"), "says it was interrupted: %s", e ? e : "");
+        free(e);
+    }
+    cli_scratch_remove();
+    return check_finish("test_angcorr_cli");
+}

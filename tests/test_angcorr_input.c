@@ -1,0 +1,106 @@
+/* test_angcorr_input.c - bad catalogs: each gives a clear error naming the
+ * file and line, a non-zero exit from the command, and no output file
+ * (an existing one is left as it was). Valid oddities (CRLF, tabs, blank
+ * lines) are read. */
+#include "cli_util.h"
+#include "pairkit/angcorr.h"
+
+static const char *good = "3\n60 60\n61.5 60\n62 61\n";
+
+/* The library reports `status` and a message containing every `needle`. */
+static void expect_bad(const char *name, const char *text, pk_status status, const char *needle1, const char *needle2) {
+    if (text) cli_write(name, text); /* NULL: the file does not exist */
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_catalog c;
+    pk_status st = pk_catalog_read(&ctx, cli_path(name), PK_UNITS_ARCMIN, &c);
+    CHECK(st == status, "%s: status %d, want %d (%s)", name, (int)st, (int)status, ctx.message);
+    CHECK(strstr(ctx.message, name) != NULL, "%s: message names the file: %s", name, ctx.message);
+    CHECK(!needle1 || strstr(ctx.message, needle1), "%s: message has '%s': %s", name, needle1, ctx.message);
+    CHECK(!needle2 || strstr(ctx.message, needle2), "%s: message has '%s': %s", name, needle2, ctx.message);
+    if (st == PK_OK) pk_catalog_free(&c);
+
+    /* The command: non-zero exit, message on stderr, old output untouched. */
+    cli_write("omega.out", "previous result\n");
+    char args[512];
+    snprintf(args, sizeof args, "angcorr %s good.txt -o omega.out -q", name);
+    int rc = cli_run(args);
+    char *err = cli_stderr();
+    CHECK(rc != 0, "%s: command exit code %d", name, rc);
+    CHECK(err && strstr(err, name), "%s: stderr names the file: %s", name, err ? err : "");
+    CHECK(!needle1 || (err && strstr(err, needle1)), "%s: stderr has '%s'", name, needle1);
+    char *old = cli_read(cli_path("omega.out"));
+    CHECK(old && strcmp(old, "previous result\n") == 0, "%s: the old omega.out was changed", name);
+    CHECK(cli_count_files(".tmp") == 0 && cli_count_files(".png") == 0, "%s: a partial file was left", name);
+    free(err);
+    free(old);
+}
+
+int main(void) {
+    cli_scratch();
+    cli_write("good.txt", good);
+
+    expect_bad("missing.txt", NULL, PK_ERR_IO, "cannot open", NULL);
+    expect_bad("count_large.txt", "4\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, "says 4 objects but the file has 3 rows", NULL);
+    expect_bad("count_small.txt", "2\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, ":4:", "more rows than the 2 objects");
+    expect_bad("text.txt", "3\n60 60\n61 abc\n62 61\n", PK_ERR_PARSE, ":3:", "'abc' is not a number");
+    expect_bad("text_suffix.txt", "3\n60 60\n61 60x\n62 61\n", PK_ERR_PARSE, ":3:", "'60x' is not a number");
+    expect_bad("nan.txt", "3\n60 60\nnan 60\n62 61\n", PK_ERR_PARSE, ":3:", "ra is not a finite number");
+    expect_bad("inf.txt", "3\n60 60\n61 -inf\n62 61\n", PK_ERR_PARSE, ":3:", "dec is not a finite number");
+    expect_bad("overflow.txt", "3\n60 60\n61 1e999\n62 61\n", PK_ERR_PARSE, ":3:", "not a finite number");
+    expect_bad("dec_high.txt", "3\n60 60\n61 5400.5\n62 61\n", PK_ERR_PARSE, ":3:", "outside [-90, 90] degrees");
+    expect_bad("dec_low.txt", "3\n60 60\n61 60\n62 -6000\n", PK_ERR_PARSE, ":4:", "outside [-90, 90] degrees");
+    expect_bad("empty.txt", "", PK_ERR_PARSE, "empty file", NULL);
+    expect_bad("blank.txt", "\n  \n", PK_ERR_PARSE, "empty file", NULL);
+    expect_bad("no_count.txt", "60 60\n61 60\n", PK_ERR_PARSE, ":1:", "object count");
+    expect_bad("zero.txt", "0\n", PK_ERR_PARSE, "at least 1", NULL);
+    expect_bad("three_values.txt", "2\n60 60 1\n61 60\n", PK_ERR_PARSE, ":2:", "found more");
+    expect_bad("one_value.txt", "2\n60 60\n61\n", PK_ERR_PARSE, ":3:", "expected 2 values");
+    expect_bad("binary.txt", "\x7f" "ELF\x02\x01\x01 binary", PK_ERR_PARSE, ":1:", "object count");
+    {
+        /* a NUL in the middle: write it by hand */
+        FILE *fp = fopen(cli_path("nul.txt"), "wb");
+        fwrite("2\n60 60\n6\0 60\n", 1, 15, fp);
+        fclose(fp);
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_catalog c;
+        CHECK(pk_catalog_read(&ctx, cli_path("nul.txt"), PK_UNITS_ARCMIN, &c) == PK_ERR_PARSE, "NUL byte: %s", ctx.message);
+    }
+
+    /* Valid: CRLF, tabs, blank lines, trailing spaces, exponents. */
+    {
+        cli_write("crlf.txt", "3\r\n60\t60\r\n\r\n61.5 \t 60 \r\n6.2e1\t61\r\n");
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_catalog c;
+        pk_status st = pk_catalog_read(&ctx, cli_path("crlf.txt"), PK_UNITS_ARCMIN, &c);
+        CHECK(st == PK_OK, "CRLF and tabs are valid: %s", ctx.message);
+        if (st == PK_OK) {
+            CHECK(c.n == 3, "3 objects");
+            CHECK(c.ra[2] == pk_units_to_rad(62.0, PK_UNITS_ARCMIN) && c.dec[1] == pk_units_to_rad(60.0, PK_UNITS_ARCMIN),
+                  "values parsed as double and converted");
+            pk_catalog_free(&c);
+        }
+        int rc = cli_run("angcorr crlf.txt good.txt -o crlf.out -q --png none");
+        CHECK(rc == 0, "the command reads CRLF catalogs (exit %d)", rc);
+    }
+    /* Units: 90 degrees of dec is the limit in every unit. */
+    {
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_catalog c;
+        cli_write("deg.txt", "2\n10 90\n350 -90\n");
+        CHECK(pk_catalog_read(&ctx, cli_path("deg.txt"), PK_UNITS_DEG, &c) == PK_OK, "deg at the poles: %s", ctx.message);
+        pk_catalog_free(&c);
+        CHECK(pk_catalog_read(&ctx, cli_path("deg.txt"), PK_UNITS_RAD, &c) == PK_ERR_PARSE, "90 rad is out of range");
+    }
+    /* Bad options of the command. */
+    CHECK(cli_run("angcorr good.txt good.txt --units parsec") == 2, "bad --units");
+    CHECK(cli_run("angcorr good.txt good.txt --nbins 12x") == 2, "bad --nbins");
+    CHECK(cli_run("angcorr good.txt good.txt --bin-width -1 -q") != 0, "negative bin width");
+    CHECK(cli_run("angcorr good.txt") == 2, "one catalog only");
+    CHECK(cli_run("angcorr good.txt good.txt --kernel nonsense") == 2, "unknown kernel");
+    cli_scratch_remove();
+    return check_finish("test_angcorr_input");
+}
