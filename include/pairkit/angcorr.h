@@ -89,7 +89,11 @@ typedef enum pk_angcorr_kernel {
     PK_ANGCORR_KERNEL_CPU_AVX512_TABLE, /* the same with AVX-512 gathers */
     PK_ANGCORR_KERNEL_CPU_AVX2,   /* AVX2: arithmetic bin for linear bins, table otherwise */
     PK_ANGCORR_KERNEL_CPU_AVX512, /* AVX-512: arithmetic bin for linear bins, table otherwise */
-    PK_ANGCORR_KERNEL_COUNT_      /* CUDA kernels are numbered from 100 (angcorr_cuda.h) */
+    /* The usual fast loop, kept as the speed anchor: float32 dot product and a
+     * polynomial acos, no settling. INEXACT: it misbins pairs near edges and
+     * is never chosen by PK_ANGCORR_KERNEL_BEST. Linear bins only. */
+    PK_ANGCORR_KERNEL_CPU_APPROX,
+    PK_ANGCORR_KERNEL_COUNT_ /* CUDA kernels are numbered from 100 */
 } pk_angcorr_kernel;
 
 typedef struct pk_angcorr_options {
@@ -108,6 +112,10 @@ typedef struct pk_pair_stats {
 } pk_pair_stats;
 
 const char *pk_angcorr_kernel_name(int kernel);
+/* 1 when the kernel's counts equal the reference's by construction; the
+ * anchors that reproduce the usual approximate kernels answer 0 (their
+ * names contain "approx"). */
+int pk_angcorr_kernel_exact(int kernel);
 /* Look a kernel up by name ("ref", "scalar", "avx2", ...); -1 if unknown. */
 int pk_angcorr_kernel_from_name(const char *name);
 /* 1 if the kernel can run here (built in, CPU supports it, device present). */

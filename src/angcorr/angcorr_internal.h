@@ -125,6 +125,7 @@ int32_t pk_edge_table_slot_search(const pk_edge_table *t, float c2);
 typedef struct pk_linear_fast {
     float coef[PK_LINEAR_DEGREE + 1]; /* Q, constant term first, already / width */
     float t_offset;                   /* theta_min / width */
+    float inv_width;                  /* 1 / width */
     float margin_t;
     float low_edge_from;  /* check the edge below t only when t >= this (0.5 when
                              theta_min == 0: no separation lies below 0) */

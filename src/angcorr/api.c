@@ -17,6 +17,7 @@ static const struct {
     {PK_ANGCORR_KERNEL_CPU_AVX512_TABLE, "avx512-table"},
     {PK_ANGCORR_KERNEL_CPU_AVX2, "avx2"},
     {PK_ANGCORR_KERNEL_CPU_AVX512, "avx512"},
+    {PK_ANGCORR_KERNEL_CPU_APPROX, "cpu-approx-acos"},
 };
 #define N_CPU_KERNELS (sizeof cpu_kernels / sizeof cpu_kernels[0])
 
@@ -29,6 +30,11 @@ const char *pk_angcorr_kernel_name(int kernel) {
 #else
     return NULL;
 #endif
+}
+
+int pk_angcorr_kernel_exact(int kernel) {
+    const char *name = pk_angcorr_kernel_name(kernel);
+    return name && !strstr(name, "approx");
 }
 
 int pk_angcorr_kernel_from_name(const char *name) {
@@ -46,7 +52,8 @@ int pk_angcorr_kernel_available(int kernel) {
     switch (kernel) {
     case PK_ANGCORR_KERNEL_BEST:
     case PK_ANGCORR_KERNEL_REF:
-    case PK_ANGCORR_KERNEL_CPU_SCALAR: return 1;
+    case PK_ANGCORR_KERNEL_CPU_SCALAR:
+    case PK_ANGCORR_KERNEL_CPU_APPROX: return 1;
     case PK_ANGCORR_KERNEL_CPU_AVX2:
     case PK_ANGCORR_KERNEL_CPU_AVX2_TABLE: return pk_cpu_has_avx2_fma();
     case PK_ANGCORR_KERNEL_CPU_AVX512:

@@ -299,6 +299,7 @@ int pk_linear_fast_init(const pk_bins *bins, pk_linear_fast *lf) {
     if (margin > 0.05 || t_max > 1e6) return 0;
     for (int k = 0; k <= PK_LINEAR_DEGREE; k++) lf->coef[k] = (float)(linear_q[k] * inv_w);
     lf->t_offset = (float)(bins->theta_min * inv_w);
+    lf->inv_width = (float)inv_w;
     lf->margin_t = (float)margin;
     lf->low_edge_from = bins->theta_min == 0.0 ? 0.5f : -(float)INFINITY;
     lf->last_slot = (int32_t)bins->n_bins + 1;
