@@ -22,4 +22,5 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPK_SANITIZE=ON -DPK
 cmake --build build-asan -j "$jobs" >> build-asan.log 2>&1 || { tail -80 build-asan.log; exit 1; }
 echo "== tests under sanitizers"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp" \
   ctest --output-on-failure -j "$jobs" -LE "slow|cuda|nosan")
