@@ -1,17 +1,36 @@
 /* cuda.cu - the CUDA backend of angcorr.
  *
- * Kernels are numbered from PK_ANGCORR_KERNEL_CUDA_FIRST, naive first. Every
- * kernel bins exactly: a pair's slot equals the float64 reference's. The
- * float64 dot product is evaluated with __dmul_rn/__dadd_rn so that no FMA
- * contraction can make it differ from the host's (-ffp-contract=off).
+ * Kernels are numbered from PK_ANGCORR_KERNEL_CUDA_FIRST in ladder order,
+ * from the naive one (a thread per pair, float64) to the fastest; each rung
+ * adds one change, so `pairkit bench angcorr --backend cuda` shows what
+ * each bought (docs/performance.md). Every kernel but cuda-approx-acos bins
+ * exactly: a pair's slot equals the float64 reference's. cuda-approx-acos
+ * is the usual float32 kernel (polynomial acos), kept as the anchor the
+ * exact ones are measured against; it misbins and is never chosen.
+ *
+ * The exact tiled kernels compute one float32 value q per pair and look it
+ * up in the GPU edge table (gpu_table.h) held in shared memory; pairs that
+ * fall into an uncertainty window are settled in float64 inside the kernel,
+ * with __dmul_rn/__dadd_rn so that no fma contraction can make the dot
+ * product differ from the host's (-ffp-contract=off), and the host's
+ * threshold search. Autocorrelations visit j > i once and count it twice;
+ * self-pairs are added on the host in float64.
+ *
+ * Work is cut into tiles of rows x columns handed out through an atomic
+ * counter to resident blocks, each with its own shared histogram flushed
+ * once into the global one. Launches come in chunks of at most
+ * chunk_pairs pairs, with progress reported and cancellation honoured
+ * between chunks.
  */
 #include <cuda_runtime.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern "C" {
 #include "angcorr_internal.h"
+#include "gpu_table.h"
 }
 #include "../common/cuda_check.cuh"
 
@@ -19,6 +38,21 @@ enum {
     /* one thread per ordered pair, float64 dot, search of the thresholds,
      * global atomics: the simplest exact kernel */
     PK_ANGCORR_KERNEL_CUDA_NAIVE = PK_ANGCORR_KERNEL_CUDA_FIRST,
+    /* the usual float32 kernel: tiles, shared histograms, symmetry, cos of
+     * the RA difference, polynomial acos. Inexact: the anchor only. */
+    PK_ANGCORR_KERNEL_CUDA_APPROX_ACOS,
+    /* the CPU's exact method on tiles: float32 chord squared, clamped cell
+     * index, windows, float64 settling; a row per thread */
+    PK_ANGCORR_KERNEL_CUDA_CHORD,
+    /* + the sum started at a small offset, so q >= offset: no clamps */
+    PK_ANGCORR_KERNEL_CUDA_CHORD_OFFSET,
+    /* + four rows per thread: each column read from shared serves four pairs */
+    PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4,
+    /* + catalogs in spatial (Morton) order: a warp's pairs share bins, so
+     * its shared-memory gathers and atomics stop conflicting */
+    PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED,
+    /* + q = (1 + offset) - dot: three fmas in place of six operations */
+    PK_ANGCORR_KERNEL_CUDA_DOT,
 };
 
 static const struct {
@@ -26,6 +60,12 @@ static const struct {
     const char *name;
 } cuda_kernels[] = {
     {PK_ANGCORR_KERNEL_CUDA_NAIVE, "cuda-naive"},
+    {PK_ANGCORR_KERNEL_CUDA_APPROX_ACOS, "cuda-approx-acos"},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD, "cuda-chord"},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_OFFSET, "cuda-chord-offset"},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4, "cuda-chord-rows4"},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED, "cuda-chord-sorted"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT, "cuda-dot"},
 };
 #define N_CUDA_KERNELS (sizeof cuda_kernels / sizeof cuda_kernels[0])
 
@@ -40,6 +80,8 @@ extern "C" int pk_angcorr_cuda_kernel_from_name(const char *name) {
         if (strcmp(cuda_kernels[k].name, name) == 0) return cuda_kernels[k].kernel;
     return -1;
 }
+
+/* ---- shared device pieces ------------------------------------------------ */
 
 /* The reference dot product, rounded exactly as on the host. */
 __device__ __forceinline__ double dot_rn(double x1, double y1, double z1, double x2, double y2, double z2) {
@@ -57,84 +99,657 @@ __device__ __forceinline__ int slot_fp64(const double *thr, int n_bounds, double
     return lo;
 }
 
-__global__ void naive_kernel(const double *__restrict__ a, size_t n_a, const double *__restrict__ b, size_t n_b,
-                             const double *__restrict__ thr, int n_bounds, unsigned long long *slots) {
-    size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n_a * n_b) return;
-    size_t i = p / n_b, j = p % n_b;
-    double d = dot_rn(a[i], a[n_a + i], a[2 * n_a + i], b[j], b[n_b + j], b[2 * n_b + j]);
-    atomicAdd(&slots[slot_fp64(thr, n_bounds, d)], 1ull);
+/* Double unit vectors as x[n], y[n], z[n] (n = stride). */
+struct Vectors64 {
+    const double *v;
+    size_t stride;
+};
+
+__device__ __forceinline__ double dot_pair(Vectors64 a, size_t i, Vectors64 b, size_t j) {
+    return dot_rn(a.v[i], a.v[a.stride + i], a.v[2 * a.stride + i], b.v[j], b.v[b.stride + j],
+                  b.v[2 * b.stride + j]);
 }
 
-/* Host unit vectors (the reference's) as x[n], y[n], z[n]. */
-static pk_status upload_vectors(pk_context *ctx, const pk_catalog *c, double **dev) {
-    pk_unit_vectors v;
-    pk_status st = pk_unit_vectors_make(ctx, c, &v);
-    if (st) return st;
-    double *host = (double *)malloc(3 * c->n * sizeof(double));
-    if (!host) {
-        pk_unit_vectors_free(&v);
+/* ---- the naive kernel ------------------------------------------------------ */
+
+__global__ void naive_kernel(Vectors64 a, size_t i0, size_t n_rows, Vectors64 b, size_t n_b,
+                             const double *__restrict__ thr, int n_bounds, unsigned long long *slots) {
+    size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n_rows * n_b) return;
+    size_t i = i0 + p / n_b, j = p % n_b;
+    atomicAdd(&slots[slot_fp64(thr, n_bounds, dot_pair(a, i, b, j))], 1ull);
+}
+
+/* ---- the tiled kernels ------------------------------------------------------ */
+
+/* Threads per block; columns per tile (one float4 per thread to load). */
+#define TILE_THREADS 256
+#define TILE_COLS 256
+
+enum { SPACE_CHORD = 0, SPACE_DOT = 1, SPACE_APPROX = 2 };
+
+struct TiledArgs {
+    const float4 *pa, *pb; /* float points, padded with zeros to whole tiles */
+    int n_a, n_b;
+    int autocorr;
+    Vectors64 a64, b64;    /* the settling path's double vectors */
+    const double *thr;     /* [n_bounds] */
+    int n_bounds;
+    const float2 *lohi;    /* [n_bounds + 2] */
+    const unsigned short *cells;
+    int n_cells, cell_base;
+    float offset;          /* chord: fma start; dot: 1 + offset */
+    float theta_min, inv_width; /* approx: linear bins */
+    int n_bins;
+    const int2 *items;     /* (row tile, column tile) */
+    int n_items;
+    unsigned *counter;     /* next item of this chunk */
+    unsigned long long *slots, *n_fp64;
+};
+
+/* Shared memory of a block: the windows, the histogram (one u32 every 8
+ * bytes, so that 8 * slot addresses both it and lohi; the last entry takes
+ * masked-out pairs), the cells, the column tile. */
+struct TiledLayout {
+    size_t lohi, hist, cells, tile, bytes;
+};
+
+static TiledLayout tiled_layout(int space, int n_bounds, int n_cells) {
+    TiledLayout l;
+    l.lohi = 0; /* at offset 0, so that a window's address is 8 * slot + a constant */
+    size_t n_lohi = space == SPACE_APPROX ? 0 : (size_t)n_bounds + 2;
+    l.hist = l.lohi + 8 * n_lohi;
+    l.cells = l.hist + 8 * ((size_t)n_bounds + 3);
+    l.tile = l.cells + (space == SPACE_APPROX ? 0 : 2 * (size_t)n_cells);
+    l.tile = (l.tile + 15) & ~(size_t)15;
+    l.bytes = l.tile + (size_t)TILE_COLS * sizeof(float4);
+    return l;
+}
+
+/* acos by Abramowitz and Stegun 4.4.46 (|error| <= 2e-8 in exact
+ * arithmetic) with the square root from the hardware reciprocal square
+ * root, as the usual float32 kernels have it. */
+__device__ __forceinline__ float acos_poly(float x) {
+    float ax = fabsf(x);
+    float p = -0.0012624911f;
+    p = fmaf(p, ax, 0.0066700901f);
+    p = fmaf(p, ax, -0.0170881256f);
+    p = fmaf(p, ax, 0.0308918810f);
+    p = fmaf(p, ax, -0.0501743046f);
+    p = fmaf(p, ax, 0.0889789874f);
+    p = fmaf(p, ax, -0.2145988016f);
+    p = fmaf(p, ax, 1.5707963050f);
+    float y = fmaxf(1.0f - ax, 1e-30f);
+    float r = y * rsqrtf(y) * p;
+    return x < 0 ? 3.14159265358979f - r : r;
+}
+
+/* The settling path: the byte offset 8 * slot of a pair float32 could not
+ * decide (or whose cell holds several windows). */
+__device__ __noinline__ unsigned settle(float q, unsigned e, const float2 *lohi, const double *thr, int n_bounds,
+                                        Vectors64 a64, size_t i, Vectors64 b64, size_t j, unsigned *fp64_count) {
+    if (e == 8u * (unsigned)(n_bounds + 1)) { /* a multi cell: search the windows */
+        int lo = 0, hi = n_bounds;
+        while (lo < hi) {
+            int mid = (lo + hi) >> 1;
+            if (lohi[mid].y <= q) lo = mid + 1;
+            else hi = mid;
+        }
+        if (q < lohi[lo].x) return 8u * (unsigned)lo;
+    }
+    atomicAdd(fp64_count, 1u);
+    return 8u * (unsigned)slot_fp64(thr, n_bounds, dot_pair(a64, i, b64, j));
+}
+
+/* q of a pair: chord space offset + |pi - pj|^2, dot space (1 + offset) -
+ * pi.pj, each an fma chain. */
+template <int SPACE, bool CLAMP>
+__device__ __forceinline__ float pair_q(float4 pi, float4 pj, float offset) {
+    if constexpr (SPACE == SPACE_CHORD) {
+        float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
+        if constexpr (CLAMP) return fmaf(dz, dz, fmaf(dy, dy, dx * dx));
+        else return fmaf(dz, dz, fmaf(dy, dy, fmaf(dx, dx, offset)));
+    } else {
+        return fmaf(-pi.z, pj.z, fmaf(-pi.y, pj.y, fmaf(-pi.x, pj.x, offset)));
+    }
+}
+
+template <bool CLAMP>
+__device__ __forceinline__ unsigned cell_entry(float q, const unsigned short *cellp, const TiledArgs &g) {
+    unsigned idx = __float_as_uint(q) >> PK_GPU_CELL_SHIFT;
+    if constexpr (CLAMP) {
+        int c = (int)idx - g.cell_base;
+        c = min(max(c, 0), g.n_cells - 1);
+        idx = (unsigned)c;
+    }
+    return cellp[idx];
+}
+
+/* The usual float32 kernel's slot, as a byte offset 8 * slot. */
+__device__ __forceinline__ unsigned approx_entry(float4 pi, float4 pj, const TiledArgs &g) {
+    float d = fmaf(pi.z * pj.z, __cosf(pi.x - pj.x), pi.y * pj.y);
+    d = fminf(fmaxf(d, -1.0f), 1.0f);
+    float t = (acos_poly(d) - g.theta_min) * g.inv_width;
+    int k = t < 0.0f ? -1 : (int)fminf(t, (float)g.n_bins);
+    return 8u * (unsigned)(k + 1);
+}
+
+/* All pairs of a tile: the thread's K rows against the TILE_COLS columns.
+ * Per column, the K pairs are decided from the tables; only when one of
+ * them fell into a window does the warp take the settling branch, which
+ * looks the undecided ones up again and settles them. */
+template <int SPACE, bool CLAMP, int K, bool MASKED>
+__device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *tile, size_t r0, size_t c0,
+                                           const TiledArgs &g, const unsigned char *sm_lohi,
+                                           const unsigned short *cellp, unsigned char *sm_hist,
+                                           unsigned *fp64_count) {
+    const unsigned trash = 8u * (unsigned)(g.n_bounds + 2);
+#pragma unroll 2
+    for (int jj = 0; jj < TILE_COLS; jj++) {
+        float4 pj = tile[jj];
+        size_t j = c0 + (size_t)jj;
+        unsigned e[K];
+        if constexpr (SPACE == SPACE_APPROX) {
+#pragma unroll
+            for (int k = 0; k < K; k++) e[k] = approx_entry(pi[k], pj, g);
+        } else {
+            float q[K];
+            bool any_unsure = false;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                q[k] = pair_q<SPACE, CLAMP>(pi[k], pj, g.offset);
+                unsigned e0 = cell_entry<CLAMP>(q[k], cellp, g);
+                float2 w = *(const float2 *)(sm_lohi + e0);
+                bool up = q[k] >= w.y;
+                any_unsure |= q[k] >= w.x && !up;
+                e[k] = up ? e0 + 8u : e0;
+            }
+            if (any_unsure) {
+#pragma unroll
+                for (int k = 0; k < K; k++) {
+                    unsigned e0 = cell_entry<CLAMP>(q[k], cellp, g);
+                    float2 w = *(const float2 *)(sm_lohi + e0);
+                    if (q[k] >= w.x && q[k] < w.y)
+                        e[k] = settle(q[k], e0, (const float2 *)sm_lohi, g.thr, g.n_bounds, g.a64,
+                                      r0 + threadIdx.x + (size_t)k * TILE_THREADS, g.b64, j, fp64_count);
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            if constexpr (MASKED) {
+                size_t i = r0 + threadIdx.x + (size_t)k * TILE_THREADS;
+                bool valid = i < (size_t)g.n_a && j < (size_t)g.n_b && (!g.autocorr || j > i);
+                e[k] = valid ? e[k] : trash;
+            }
+            atomicAdd((unsigned *)(sm_hist + e[k]), 1u);
+        }
+    }
+}
+
+/* Add the block's histogram to the global one and clear it. */
+__device__ __forceinline__ void flush_hist(unsigned char *sm_hist, int n_slots, unsigned long long *slots) {
+    for (int s = threadIdx.x; s < n_slots; s += TILE_THREADS) {
+        unsigned c = ((unsigned *)sm_hist)[2 * s];
+        if (c) {
+            atomicAdd(&slots[s], (unsigned long long)c);
+            ((unsigned *)sm_hist)[2 * s] = 0;
+        }
+    }
+}
+
+template <int SPACE, bool CLAMP, int K>
+__global__ void __launch_bounds__(TILE_THREADS) tiled_kernel(TiledArgs g, TiledLayout lay) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int s_item;
+    __shared__ unsigned s_fp64;
+    float4 *tile = (float4 *)(smem + lay.tile);
+    unsigned char *sm_lohi = smem;
+    unsigned char *sm_hist = smem + lay.hist;
+    unsigned short *sm_cells = (unsigned short *)(smem + lay.cells);
+    const int n_hist = g.n_bounds + 3;
+    const unsigned tid = threadIdx.x;
+
+    if constexpr (SPACE != SPACE_APPROX) {
+        for (int s = tid; s < g.n_bounds + 2; s += TILE_THREADS) ((float2 *)sm_lohi)[s] = g.lohi[s];
+        for (int c = tid; c < g.n_cells; c += TILE_THREADS) sm_cells[c] = g.cells[c];
+    }
+    for (int s = tid; s < n_hist; s += TILE_THREADS) ((unsigned *)sm_hist)[2 * s] = 0;
+    if (tid == 0) s_fp64 = 0;
+    /* index bits(q) >> shift straight into the cells of the unclamped
+     * tables; the clamped ones subtract the base first */
+    const unsigned short *cellp = CLAMP ? sm_cells : sm_cells - g.cell_base;
+    const size_t rows = (size_t)K * TILE_THREADS;
+    /* the u32 counters take at most 2^31 pairs between flushes */
+    const unsigned items_per_flush = (unsigned)((1u << 31) / (rows * TILE_COLS));
+    unsigned items_done = 0;
+
+    for (;;) {
+        if (tid == 0) s_item = (int)atomicAdd(g.counter, 1u);
+        __syncthreads();
+        int it = s_item;
+        if (it >= g.n_items) break;
+        int2 rc = g.items[it];
+        size_t r0 = (size_t)rc.x * rows, c0 = (size_t)rc.y * TILE_COLS;
+        tile[tid] = g.pb[c0 + tid];
+        float4 pi[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) pi[k] = g.pa[r0 + tid + (size_t)k * TILE_THREADS];
+        __syncthreads();
+        bool masked = (g.autocorr && c0 < r0 + rows) || c0 + TILE_COLS > (size_t)g.n_b || r0 + rows > (size_t)g.n_a;
+        if (masked)
+            tile_pairs<SPACE, CLAMP, K, true>(pi, tile, r0, c0, g, sm_lohi, cellp, sm_hist, &s_fp64);
+        else
+            tile_pairs<SPACE, CLAMP, K, false>(pi, tile, r0, c0, g, sm_lohi, cellp, sm_hist, &s_fp64);
+        __syncthreads();
+        if (++items_done == items_per_flush) {
+            flush_hist(sm_hist, g.n_bounds + 2, g.slots);
+            items_done = 0;
+            __syncthreads();
+        }
+    }
+    flush_hist(sm_hist, g.n_bounds + 2, g.slots);
+    if (tid == 0 && s_fp64) atomicAdd(g.n_fp64, (unsigned long long)s_fp64);
+}
+
+/* ---- the kernels' table ---------------------------------------------------- */
+
+typedef void (*tiled_fn)(TiledArgs, TiledLayout);
+
+struct KernelSpec {
+    int kernel;
+    int space;    /* SPACE_* */
+    int clamped;  /* chord cells with a clamped index */
+    int rows;     /* rows per thread */
+    int sorted;   /* catalogs in Morton order */
+    tiled_fn fn;  /* NULL: the naive kernel */
+};
+
+static const KernelSpec kernel_specs[] = {
+    {PK_ANGCORR_KERNEL_CUDA_NAIVE, SPACE_CHORD, 0, 0, 0, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_APPROX_ACOS, SPACE_APPROX, 0, 1, 0, tiled_kernel<SPACE_APPROX, false, 1>},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD, SPACE_CHORD, 1, 1, 0, tiled_kernel<SPACE_CHORD, true, 1>},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_OFFSET, SPACE_CHORD, 0, 1, 0, tiled_kernel<SPACE_CHORD, false, 1>},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4, SPACE_CHORD, 0, 4, 0, tiled_kernel<SPACE_CHORD, false, 4>},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED, SPACE_CHORD, 0, 4, 1, tiled_kernel<SPACE_CHORD, false, 4>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT, SPACE_DOT, 0, 4, 1, tiled_kernel<SPACE_DOT, false, 4>},
+};
+
+static const KernelSpec *spec_of(int kernel) {
+    for (size_t k = 0; k < sizeof kernel_specs / sizeof kernel_specs[0]; k++)
+        if (kernel_specs[k].kernel == kernel) return &kernel_specs[k];
+    return NULL;
+}
+
+/* Dot space resolves q to about 5e-7 whatever the separation, chord space
+ * to a fraction of it: below a first boundary of 2^-16 in chord squared
+ * (0.22 degree) the dot windows would hold a large share of the first
+ * bin's pairs, so cuda-dot runs as cuda-chord-sorted there. */
+#define DOT_MIN_FIRST_BOUNDARY_C2 0x1p-16
+
+/* Pairs per launch: 2^34 is about 11 ms of the fastest kernel on an H200
+ * and well under a second on any GPU that runs it at a tenth of that; the
+ * naive kernel does about a hundredth of the pairs per second. */
+#define CHUNK_PAIRS_TILED (1ull << 34)
+#define CHUNK_PAIRS_NAIVE (1ull << 28)
+
+/* ---- host side ------------------------------------------------------------- */
+
+static uint32_t morton_spread10(uint32_t v) {
+    v &= 0x3ff;
+    v = (v | (v << 16)) & 0x030000ff;
+    v = (v | (v << 8)) & 0x0300f00f;
+    v = (v | (v << 4)) & 0x030c30c3;
+    v = (v | (v << 2)) & 0x09249249;
+    return v;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Reorder unit vectors (in place) by the Morton code of the point on
+ * [-1, 1]^3. The order of the objects does not change any count. */
+static pk_status sort_vectors(pk_context *ctx, pk_unit_vectors *v) {
+    size_t n = v->n;
+    uint64_t *key = (uint64_t *)malloc(n * sizeof(uint64_t));
+    double *tmp = (double *)malloc(n * sizeof(double));
+    if (!key || !tmp) {
+        free(key);
+        free(tmp);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
-    memcpy(host, v.x, c->n * sizeof(double));
-    memcpy(host + c->n, v.y, c->n * sizeof(double));
-    memcpy(host + 2 * c->n, v.z, c->n * sizeof(double));
-    pk_unit_vectors_free(&v);
-    st = PK_OK;
-    *dev = NULL;
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(dev, 3 * c->n * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(*dev, host, 3 * c->n * sizeof(double), cudaMemcpyHostToDevice));
-done:
+    for (size_t i = 0; i < n; i++) {
+        uint32_t qx = (uint32_t)((v->x[i] + 1.0) * 511.75), qy = (uint32_t)((v->y[i] + 1.0) * 511.75),
+                 qz = (uint32_t)((v->z[i] + 1.0) * 511.75);
+        uint64_t code = morton_spread10(qx) | morton_spread10(qy) << 1 | morton_spread10(qz) << 2;
+        key[i] = code << 32 | (uint64_t)i;
+    }
+    qsort(key, n, sizeof *key, cmp_u64);
+    double *cols[3] = {v->x, v->y, v->z};
+    for (int c = 0; c < 3; c++) {
+        for (size_t i = 0; i < n; i++) tmp[i] = cols[c][key[i] & 0xffffffffu];
+        memcpy(cols[c], tmp, n * sizeof(double));
+    }
+    free(key);
+    free(tmp);
+    return PK_OK;
+}
+
+/* Everything one count holds on the device; freed by release(). */
+struct DeviceJob {
+    double *a64, *b64, *thr;
+    float4 *pa, *pb;
+    float2 *lohi;
+    unsigned short *cells;
+    int2 *items;
+    unsigned *counters;
+    unsigned long long *slots, *n_fp64;
+    cudaEvent_t ev_start, ev_stop, ev_chunk[2];
+};
+
+static void release(DeviceJob *d) {
+    cudaFree(d->a64);
+    cudaFree(d->b64);
+    cudaFree(d->thr);
+    cudaFree(d->pa);
+    cudaFree(d->pb);
+    cudaFree(d->lohi);
+    cudaFree(d->cells);
+    cudaFree(d->items);
+    cudaFree(d->counters);
+    cudaFree(d->slots);
+    cudaFree(d->n_fp64);
+    cudaEvent_t evs[4] = {d->ev_start, d->ev_stop, d->ev_chunk[0], d->ev_chunk[1]};
+    for (int k = 0; k < 4; k++)
+        if (evs[k]) cudaEventDestroy(evs[k]);
+    memset(d, 0, sizeof *d);
+}
+
+static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t bytes) {
+    PK_CUDA(ctx, cudaMalloc(dev, bytes ? bytes : 1));
+    if (bytes) PK_CUDA(ctx, cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
+    return PK_OK;
+}
+
+/* x, y, z of the double vectors on the device, each padded with zeros to
+ * n_pad (the stride), so that padded rows and columns read zeros. */
+static pk_status upload_vectors64(pk_context *ctx, const pk_unit_vectors *v, size_t n_pad, double **dev) {
+    PK_CUDA(ctx, cudaMalloc((void **)dev, 3 * n_pad * sizeof(double)));
+    PK_CUDA(ctx, cudaMemset(*dev, 0, 3 * n_pad * sizeof(double)));
+    const double *cols[3] = {v->x, v->y, v->z};
+    for (int c = 0; c < 3; c++)
+        PK_CUDA(ctx, cudaMemcpy(*dev + (size_t)c * n_pad, cols[c], v->n * sizeof(double), cudaMemcpyHostToDevice));
+    return PK_OK;
+}
+
+/* The float points a tiled kernel reads, padded with zeros to n_pad. */
+static pk_status upload_points(pk_context *ctx, int space, const pk_catalog *cat, const pk_unit_vectors *v,
+                               size_t n_pad, float4 **dev) {
+    float4 *host = (float4 *)calloc(n_pad, sizeof(float4));
+    if (!host) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < v->n; i++) {
+        if (space == SPACE_APPROX)
+            host[i] = make_float4((float)cat->ra[i], (float)sin(cat->dec[i]), (float)cos(cat->dec[i]), 0.0f);
+        else
+            host[i] = make_float4((float)v->x[i], (float)v->y[i], (float)v->z[i], 0.0f);
+    }
+    pk_status st = upload(ctx, (void **)dev, host, n_pad * sizeof(float4));
     free(host);
+    return st;
+}
+
+/* Launch chunk after chunk, at most two in flight, reporting progress and
+ * honouring cancellation in between. launch(k) enqueues chunk k. */
+template <class Launch>
+static pk_status run_chunks(pk_context *ctx, DeviceJob *d, int n_chunks, const double *chunk_work,
+                            pk_progress *progress, Launch launch) {
+    pk_status st = PK_OK;
+    PK_CUDA(ctx, cudaEventRecord(d->ev_start));
+    for (int k = 0; k < n_chunks; k++) {
+        if ((st = launch(k)) != PK_OK) return st;
+        PK_CUDA(ctx, cudaGetLastError());
+        PK_CUDA(ctx, cudaEventRecord(d->ev_chunk[k & 1]));
+        if (k >= 1) {
+            PK_CUDA(ctx, cudaEventSynchronize(d->ev_chunk[(k - 1) & 1]));
+            if (progress && pk_progress_add(progress, chunk_work[k - 1], 1)) {
+                cudaDeviceSynchronize();
+                return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+            }
+        }
+    }
+    PK_CUDA(ctx, cudaEventRecord(d->ev_stop));
+    PK_CUDA(ctx, cudaEventSynchronize(d->ev_stop));
+    if (progress && n_chunks > 0) pk_progress_add(progress, chunk_work[n_chunks - 1], 1);
+    return PK_OK;
+}
+
+static pk_status count_naive(pk_context *ctx, DeviceJob *d, const pk_unit_vectors *va, const pk_unit_vectors *vb,
+                             const pk_edge_table *table, pk_progress *progress) {
+    pk_status st;
+    if ((st = upload_vectors64(ctx, va, va->n, &d->a64)) != PK_OK) return st;
+    if (vb != va && (st = upload_vectors64(ctx, vb, vb->n, &d->b64)) != PK_OK) return st;
+    Vectors64 a = {d->a64, va->n}, b = {vb != va ? d->b64 : d->a64, vb->n};
+    size_t rows = CHUNK_PAIRS_NAIVE / vb->n;
+    if (rows < 1) rows = 1;
+    int n_chunks = (int)((va->n + rows - 1) / rows);
+    double *work = (double *)malloc((size_t)n_chunks * sizeof(double));
+    if (!work) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_chunks; k++) {
+        size_t i0 = (size_t)k * rows, n_rows = va->n - i0 < rows ? va->n - i0 : rows;
+        work[k] = (double)n_rows * (double)vb->n;
+    }
+    const double *thr = d->thr;
+    int n_bounds = table->n_bounds;
+    unsigned long long *slots = d->slots;
+    st = run_chunks(ctx, d, n_chunks, work, progress, [&](int k) -> pk_status {
+        size_t i0 = (size_t)k * rows, n_rows = va->n - i0 < rows ? va->n - i0 : rows;
+        size_t blocks = (n_rows * vb->n + 255) / 256;
+        naive_kernel<<<(unsigned)blocks, 256>>>(a, i0, n_rows, b, vb->n, thr, n_bounds, slots);
+        return PK_OK;
+    });
+    free(work);
+    return st;
+}
+
+static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *spec, const pk_catalog *a,
+                             const pk_catalog *b, const pk_unit_vectors *va, const pk_unit_vectors *vb,
+                             const pk_bins *bins, const pk_edge_table *table, pk_progress *progress) {
+    int autocorr = vb == va;
+    size_t rows = (size_t)spec->rows * TILE_THREADS;
+    size_t n_rt = (va->n + rows - 1) / rows, n_ct = (vb->n + TILE_COLS - 1) / TILE_COLS;
+    /* pad to whole tiles; an autocorrelation reads a as columns too */
+    size_t pad_a = n_rt * rows, pad_b = n_ct * TILE_COLS;
+    if (autocorr && pad_b > pad_a) pad_a = pad_b;
+    pk_status st;
+    TiledArgs g;
+    memset(&g, 0, sizeof g);
+    g.n_a = (int)va->n;
+    g.n_b = (int)vb->n;
+    g.autocorr = autocorr;
+    g.n_bounds = table->n_bounds;
+    if ((st = upload_points(ctx, spec->space, a, va, pad_a, &d->pa)) != PK_OK) return st;
+    if (!autocorr && (st = upload_points(ctx, spec->space, b, vb, pad_b, &d->pb)) != PK_OK) return st;
+    g.pa = d->pa;
+    g.pb = autocorr ? d->pa : d->pb;
+
+    pk_gpu_table gt;
+    memset(&gt, 0, sizeof gt);
+    if (spec->space == SPACE_APPROX) {
+        if (bins->kind != PK_BINS_LINEAR)
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "cuda-approx-acos takes linear bins only");
+        g.theta_min = (float)bins->theta_min;
+        g.inv_width = (float)(1.0 / bins->width);
+        g.n_bins = (int)bins->n_bins;
+    } else {
+        if ((st = upload_vectors64(ctx, va, pad_a, &d->a64)) != PK_OK) return st;
+        if (!autocorr && (st = upload_vectors64(ctx, vb, pad_b, &d->b64)) != PK_OK) return st;
+        g.a64.v = d->a64;
+        g.a64.stride = pad_a;
+        g.b64.v = autocorr ? d->a64 : d->b64;
+        g.b64.stride = autocorr ? pad_a : pad_b;
+        g.thr = d->thr;
+        if ((st = pk_gpu_table_build(ctx, table, spec->space == SPACE_DOT ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD,
+                                     spec->clamped, &gt)) != PK_OK)
+            return st;
+        st = upload(ctx, (void **)&d->lohi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
+        if (st == PK_OK) st = upload(ctx, (void **)&d->cells, gt.cells, (size_t)gt.n_cells * sizeof(uint16_t));
+        g.lohi = d->lohi;
+        g.cells = d->cells;
+        g.n_cells = gt.n_cells;
+        g.cell_base = gt.cell_base;
+        g.offset = spec->space == SPACE_DOT ? 1.0f + gt.offset : gt.offset;
+        pk_gpu_table_free(&gt);
+        if (st) return st;
+    }
+
+    /* Items in row-major order, cut into chunks by pairs. */
+    size_t n_items = 0;
+    for (size_t rt = 0; rt < n_rt; rt++) n_items += autocorr ? n_ct - (rt * rows) / TILE_COLS : n_ct;
+    int2 *items = (int2 *)malloc((n_items ? n_items : 1) * sizeof(int2));
+    int *chunk_first = (int *)malloc((n_items + 2) * sizeof(int));
+    double *chunk_work = (double *)malloc((n_items + 1) * sizeof(double));
+    if (!items || !chunk_first || !chunk_work) {
+        free(items);
+        free(chunk_first);
+        free(chunk_work);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    int n_chunks = 0;
+    double in_chunk = 0;
+    size_t q = 0;
+    chunk_first[0] = 0;
+    for (size_t rt = 0; rt < n_rt; rt++) {
+        size_t r0 = rt * rows, r1 = r0 + rows < va->n ? r0 + rows : va->n;
+        for (size_t ct = autocorr ? r0 / TILE_COLS : 0; ct < n_ct; ct++) {
+            size_t c0 = ct * TILE_COLS, c1 = c0 + TILE_COLS < vb->n ? c0 + TILE_COLS : vb->n;
+            double pairs = (double)(r1 - r0) * (double)(c1 - c0);
+            if (autocorr && c0 < r1) { /* pairs with j > i only */
+                pairs = 0;
+                for (size_t i = r0; i < r1; i++) pairs += c1 > i + 1 ? (double)(c1 - (i + 1 > c0 ? i + 1 : c0)) : 0.0;
+            }
+            if (in_chunk > 0 && in_chunk + pairs > (double)CHUNK_PAIRS_TILED) {
+                chunk_work[n_chunks] = in_chunk;
+                chunk_first[++n_chunks] = (int)q;
+                in_chunk = 0;
+            }
+            items[q++] = make_int2((int)rt, (int)ct);
+            in_chunk += pairs;
+        }
+    }
+    chunk_work[n_chunks] = in_chunk;
+    chunk_first[++n_chunks] = (int)q;
+    st = upload(ctx, (void **)&d->items, items, n_items * sizeof(int2));
+    free(items);
+    if (st == PK_OK) {
+        int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
+        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells);
+        cudaError_t ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
+        if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
+        if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
+        if (ce == cudaSuccess) ce = cudaFuncSetAttribute(spec->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes);
+        if (ce == cudaSuccess)
+            ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spec->fn, TILE_THREADS, lay.bytes);
+        if (ce != cudaSuccess) {
+            st = pk_fail(ctx, PK_ERR_CUDA, "setting up the tiled kernel failed: %s", cudaGetErrorString(ce));
+        } else if (per_sm < 1) {
+            st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU",
+                         lay.bytes);
+        } else {
+            g.slots = d->slots;
+            g.n_fp64 = d->n_fp64;
+            st = run_chunks(ctx, d, n_chunks, chunk_work, progress, [&](int k) -> pk_status {
+                TiledArgs gk = g;
+                gk.items = d->items + chunk_first[k];
+                gk.n_items = chunk_first[k + 1] - chunk_first[k];
+                gk.counter = d->counters + k;
+                int grid = n_sm * per_sm < gk.n_items ? n_sm * per_sm : gk.n_items;
+                spec->fn<<<grid, TILE_THREADS, lay.bytes>>>(gk, lay);
+                return PK_OK;
+            });
+        }
+    }
+    free(chunk_first);
+    free(chunk_work);
     return st;
 }
 
 extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
                                            const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
                                            pk_pair_stats *stats, pk_progress *progress) {
-    (void)bins;
-    (void)progress;
-    if (!pk_angcorr_cuda_kernel_name(kernel)) return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
-    const pk_catalog *bb = b ? b : a;
+    const KernelSpec *spec = spec_of(kernel);
+    if (!spec) return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
+    int autocorr = b == NULL;
+    if (a->n > (size_t)INT32_MAX / 2 || (b && b->n > (size_t)INT32_MAX / 2))
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "the CUDA kernels take catalogs of at most %d objects", INT32_MAX / 2);
+    /* The table kernels keep windows and histogram in shared memory. */
+    if (spec->fn && spec->space != SPACE_APPROX && bins->n_bins > PK_GPU_TABLE_MAX_BINS)
+        spec = spec_of(PK_ANGCORR_KERNEL_CUDA_NAIVE);
+    if (spec->space == SPACE_DOT && pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
+        spec = spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
+
+    DeviceJob d;
+    memset(&d, 0, sizeof d);
+    pk_unit_vectors va, vb;
+    memset(&va, 0, sizeof va);
+    memset(&vb, 0, sizeof vb);
     pk_status st = PK_OK;
-    double *d_a = NULL, *d_b = NULL, *d_thr = NULL;
-    unsigned long long *d_slots = NULL;
-    cudaEvent_t ev[2] = {NULL, NULL};
     float ms = 0;
-    size_t n_pairs = a->n * bb->n;
+    size_t n_slots = (size_t)table->n_slots;
+    unsigned long long n_fp64 = 0;
     PK_CUDA(ctx, cudaSetDevice(ctx ? ctx->cuda_device : 0));
-    if ((st = upload_vectors(ctx, a, &d_a)) != PK_OK) goto done;
-    if (b && (st = upload_vectors(ctx, b, &d_b)) != PK_OK) goto done;
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d_thr, (size_t)table->n_bounds * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d_thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double),
-                                           cudaMemcpyHostToDevice));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d_slots, (size_t)table->n_slots * sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d_slots, 0, (size_t)table->n_slots * sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev[0]));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev[1]));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev[0]));
-    {
-        const int threads = 256;
-        size_t blocks = (n_pairs + threads - 1) / threads;
-        naive_kernel<<<(unsigned)blocks, threads>>>(d_a, a->n, b ? d_b : d_a, bb->n, d_thr, table->n_bounds, d_slots);
-        PK_CUDA_LAUNCHED(ctx, st, done);
+    if ((st = pk_unit_vectors_make(ctx, a, &va)) != PK_OK) goto done;
+    if (!autocorr && (st = pk_unit_vectors_make(ctx, b, &vb)) != PK_OK) goto done;
+    if (spec->sorted) {
+        if ((st = sort_vectors(ctx, &va)) != PK_OK) goto done;
+        if (!autocorr && (st = sort_vectors(ctx, &vb)) != PK_OK) goto done;
     }
-    PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev[1]));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev[1]));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev[0], ev[1]));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(slots, d_slots, (size_t)table->n_slots * sizeof(uint64_t),
-                                           cudaMemcpyDeviceToHost));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_start));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_stop));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_chunk[0]));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_chunk[1]));
+    if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
+        goto done;
+    /* one spare slot past n_slots: the tiled kernels' masked-out pairs */
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.slots, (n_slots + 1) * sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, (n_slots + 1) * sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.n_fp64, sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, sizeof(unsigned long long)));
+    if (!spec->fn) {
+        if (autocorr) {
+            st = count_naive(ctx, &d, &va, &va, table, progress);
+        } else {
+            st = count_naive(ctx, &d, &va, &vb, table, progress);
+        }
+    } else {
+        st = count_tiled(ctx, &d, spec, a, b, &va, autocorr ? &va : &vb, bins, table, progress);
+    }
+    if (st) goto done;
+    PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, d.ev_start, d.ev_stop));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(slots, d.slots, n_slots * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(&n_fp64, d.n_fp64, sizeof n_fp64, cudaMemcpyDeviceToHost));
     stats->kernel_ms = ms;
-    stats->pairs_visited = n_pairs;
-    stats->pairs_fp64 = n_pairs;
+    if (!spec->fn) {
+        stats->pairs_visited = (uint64_t)a->n * (uint64_t)(b ? b->n : a->n);
+        stats->pairs_fp64 = stats->pairs_visited;
+    } else if (autocorr) {
+        /* j > i counted once: twice that, plus the self-pairs in float64 */
+        for (size_t s = 0; s < n_slots; s++) slots[s] *= 2;
+        for (size_t i = 0; i < a->n; i++)
+            slots[pk_edge_table_slot_fp64(table, pk_angcorr_dot_ref(va.x[i], va.y[i], va.z[i], va.x[i], va.y[i],
+                                                                     va.z[i]))]++;
+        stats->pairs_visited = (uint64_t)a->n * (uint64_t)(a->n - 1) / 2 + a->n;
+        stats->pairs_fp64 = n_fp64 + a->n;
+    } else {
+        stats->pairs_visited = (uint64_t)a->n * (uint64_t)b->n;
+        stats->pairs_fp64 = n_fp64;
+    }
 done:
-    if (ev[0]) cudaEventDestroy(ev[0]);
-    if (ev[1]) cudaEventDestroy(ev[1]);
-    cudaFree(d_a);
-    cudaFree(d_b);
-    cudaFree(d_thr);
-    cudaFree(d_slots);
+    release(&d);
+    pk_unit_vectors_free(&va);
+    pk_unit_vectors_free(&vb);
     return st;
 }
 
-extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_NAIVE;
+extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT;

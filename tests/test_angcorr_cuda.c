@@ -1,0 +1,250 @@
+/* test_angcorr_cuda.c - the CUDA backend of angcorr against the float64
+ * reference.
+ *
+ * Without arguments: first the GPU edge tables on the host (the float32
+ * arithmetic of the kernels emulated with fmaf on pairs built to sit on bin
+ * edges), which needs no device; then, with a device, every exact CUDA
+ * kernel on random catalogs (sizes around the tile edges, the sphere, the
+ * poles, duplicates, five bin layouts). Exits 77 (skipped) without a device.
+ *
+ * `test_angcorr_cuda bundled [N]`: the bundled catalogs (the first N
+ * objects; all by default), DD + DR + RR by the fastest CPU kernel and by
+ * every CUDA kernel; prints each kernel's misbinned counts and fails when
+ * an exact kernel has any. cuda-approx-acos is reported, never required.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "angcorr/angcorr_internal.h"
+#include "angcorr/gpu_table.h"
+#include "angcorr_util.h"
+
+static int is_inexact(const char *name) {
+    return strcmp(name, "cuda-approx-acos") == 0;
+}
+
+/* The CUDA kernels, exact ones only unless with_inexact. */
+static int cuda_kernels(int *ids, int max, int with_inexact) {
+    int n = 0;
+    for (int id = PK_ANGCORR_KERNEL_CUDA_FIRST; id < PK_ANGCORR_KERNEL_CUDA_FIRST + 100 && n < max; id++) {
+        const char *name = pk_angcorr_kernel_name(id);
+        if (!name || (!with_inexact && is_inexact(name))) continue;
+        ids[n++] = id;
+    }
+    return n;
+}
+
+/* ---- the tables on the host ------------------------------------------------ */
+
+static void unit(double ra, double dec, double *v) {
+    double cd = cos(dec);
+    v[0] = cd * cos(ra);
+    v[1] = cd * sin(ra);
+    v[2] = sin(dec);
+}
+
+/* q as the kernels compute it from float unit vectors. */
+static float emulate_q(const pk_gpu_table *g, const double *a, const double *b) {
+    float fa[3] = {(float)a[0], (float)a[1], (float)a[2]}, fb[3] = {(float)b[0], (float)b[1], (float)b[2]};
+    if (g->space == PK_GPU_SPACE_DOT)
+        return fmaf(-fa[2], fb[2], fmaf(-fa[1], fb[1], fmaf(-fa[0], fb[0], 1.0f + g->offset)));
+    float dx = fa[0] - fb[0], dy = fa[1] - fb[1], dz = fa[2] - fb[2];
+    if (g->clamped) return fmaf(dz, dz, fmaf(dy, dy, dx * dx));
+    return fmaf(dz, dz, fmaf(dy, dy, fmaf(dx, dx, g->offset)));
+}
+
+/* Pairs at bin edges +- a few ulps of the separation, and random pairs:
+ * every decided slot must be the reference's. */
+static void check_tables(const char *what, const pk_bins *bins, check_rng *rng) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_edge_table t;
+    CHECK_OK(pk_edge_table_build(&ctx, bins, &t), &ctx);
+    struct {
+        pk_gpu_space space;
+        int clamped;
+        const char *name;
+    } forms[3] = {{PK_GPU_SPACE_CHORD, 1, "chord clamped"}, {PK_GPU_SPACE_CHORD, 0, "chord offset"},
+                  {PK_GPU_SPACE_DOT, 0, "dot"}};
+    for (int f = 0; f < 3; f++) {
+        pk_gpu_table g;
+        CHECK_OK(pk_gpu_table_build(&ctx, &t, forms[f].space, forms[f].clamped, &g), &ctx);
+        long wrong = 0, unsure = 0, total = 0;
+        size_t n_edges = bins->n_bins + 1;
+        for (int rep = 0; rep < 20000; rep++) {
+            double ra = 2 * M_PI * check_uniform(rng), dec = asin(2 * check_uniform(rng) - 1);
+            double theta;
+            if (rep % 4 == 0) {
+                theta = M_PI * check_uniform(rng);
+            } else {
+                double edge = bins->edges[(size_t)(check_uniform(rng) * (double)n_edges)];
+                theta = edge * (1 + ldexp(check_uniform(rng) - 0.5, -8 - (rep % 32))) +
+                        ldexp(check_uniform(rng) - 0.5, -40);
+                if (theta < 0) theta = 0;
+                if (theta > M_PI) theta = M_PI;
+            }
+            double bearing = 2 * M_PI * check_uniform(rng);
+            double dec2 = asin(sin(dec) * cos(theta) + cos(dec) * sin(theta) * cos(bearing));
+            double ra2 = ra + atan2(sin(bearing) * sin(theta) * cos(dec), cos(theta) - sin(dec) * sin(dec2));
+            double a[3], b[3];
+            unit(ra, dec, a);
+            unit(ra2, dec2, b);
+            int64_t ref = pk_angcorr_slot_ref(bins, pk_angcorr_dot_ref(a[0], a[1], a[2], b[0], b[1], b[2]));
+            float q = emulate_q(&g, a, b);
+            CHECK(q >= g.q_min, "%s %s: q %.9g below q_min %.9g", what, forms[f].name, (double)q, (double)g.q_min);
+            int32_t s = pk_gpu_table_slot(&g, q);
+            total++;
+            if (s < 0) unsure++;
+            else if (s != ref) wrong++;
+        }
+        CHECK(wrong == 0, "%s %s: %ld of %ld edge pairs got a wrong slot", what, forms[f].name, wrong, total);
+        printf("  tables %-14s %-15s: %ld pairs near edges, %.3f%% settled in float64, multi cells %.4f%%\n", what,
+               forms[f].name, total, 100.0 * (double)unsure / (double)total, 100.0 * g.multi_share);
+        pk_gpu_table_free(&g);
+    }
+    pk_edge_table_free(&t);
+}
+
+/* ---- the bundled catalogs ---------------------------------------------------- */
+
+static int run_bundled(size_t n_sub) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_catalog cat[2];
+    const char *paths[2] = {"data/galaxy/data_100k_arcmin.txt", "data/galaxy/flat_100k_arcmin.txt"};
+    for (int c = 0; c < 2; c++) {
+        CHECK_OK(pk_catalog_read(&ctx, paths[c], PK_UNITS_ARCMIN, &cat[c]), &ctx);
+        if (check_failures) return check_finish("test_angcorr_cuda bundled");
+        if (n_sub && n_sub < cat[c].n) cat[c].n = n_sub;
+    }
+    pk_bins bins;
+    CHECK_OK(pk_bins_default(&ctx, &bins), &ctx);
+    size_t nb = bins.n_bins;
+    pk_angcorr_options opts = {PK_BACKEND_CPU, PK_ANGCORR_KERNEL_BEST};
+    pk_angcorr_result ref;
+    CHECK_OK(pk_angcorr_run(&ctx, &opts, &cat[0], &cat[1], &bins, PK_ESTIMATOR_LANDY_SZALAY, &ref), &ctx);
+    printf("bundled %zu x %zu, %zu bins; reference: CPU kernel %s (%.2f s)\n", cat[0].n, cat[1].n, nb,
+           pk_angcorr_kernel_name(ref.stats_dd.kernel),
+           ref.stats_dd.seconds + ref.stats_dr.seconds + ref.stats_rr.seconds);
+    printf("%-20s %10s %14s %12s %s\n", "kernel", "kernel ms", "misbinned", "fp64 share", "");
+    int ids[32];
+    int n = cuda_kernels(ids, 32, 1);
+    for (int k = 0; k < n; k++) {
+        const char *name = pk_angcorr_kernel_name(ids[k]);
+        opts.backend = PK_BACKEND_CUDA;
+        opts.kernel = ids[k];
+        pk_angcorr_result r;
+        pk_status st = pk_angcorr_run(&ctx, &opts, &cat[0], &cat[1], &bins, PK_ESTIMATOR_LANDY_SZALAY, &r);
+        CHECK_OK(st, &ctx);
+        if (st) continue;
+        /* counts moved: half the sum of |difference| over DD, DR, RR */
+        uint64_t moved2 = 0;
+        const uint64_t *got[3] = {r.dd, r.dr, r.rr}, *want[3] = {ref.dd, ref.dr, ref.rr};
+        for (int c = 0; c < 3; c++)
+            for (size_t q = 0; q < nb; q++)
+                moved2 += got[c][q] > want[c][q] ? got[c][q] - want[c][q] : want[c][q] - got[c][q];
+        double ms = r.stats_dd.kernel_ms + r.stats_dr.kernel_ms + r.stats_rr.kernel_ms;
+        double fp64 = (double)(r.stats_dd.pairs_fp64 + r.stats_dr.pairs_fp64 + r.stats_rr.pairs_fp64) /
+                      (double)(r.stats_dd.pairs_visited + r.stats_dr.pairs_visited + r.stats_rr.pairs_visited);
+        printf("%-20s %10.2f %14llu %12.6f %s\n", name, ms, (unsigned long long)(moved2 / 2), fp64,
+               is_inexact(name) ? "(inexact anchor)" : moved2 ? "DIFFERENT" : "identical");
+        if (!is_inexact(name))
+            CHECK(moved2 == 0, "bundled: kernel %s misbins %llu counts", name, (unsigned long long)(moved2 / 2));
+        pk_angcorr_result_free(&r);
+    }
+    pk_angcorr_result_free(&ref);
+    pk_bins_free(&bins);
+    pk_catalog_free(&cat[0]);
+    pk_catalog_free(&cat[1]);
+    return check_finish("test_angcorr_cuda bundled");
+}
+
+/* ---- random catalogs --------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    check_rng rng = check_rng_make(20261130);
+    printf("seed %llu\n", rng.s);
+    if (argc >= 2 && strcmp(argv[1], "bundled") == 0) {
+        if (pk_cuda_device_count() == 0) return check_skip("test_angcorr_cuda", "no CUDA device");
+        return run_bundled(argc >= 3 ? (size_t)strtoull(argv[2], NULL, 10) : 0);
+    }
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_bins def, fine, lin, logb, many;
+    CHECK_OK(pk_bins_default(&ctx, &def), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.01 * M_PI / 180, 2000, &fine), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 1.0 * M_PI / 180, 0.5 * M_PI / 180, 100, &lin), &ctx);
+    CHECK_OK(pk_bins_log(&ctx, 0.01 * M_PI / 180, 10 * M_PI / 180, 20, &logb), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.02 * M_PI / 180, PK_GPU_TABLE_MAX_BINS + 500, &many), &ctx);
+    const pk_bins *all_bins[5] = {&def, &fine, &lin, &logb, &many};
+    const char *bin_names[5] = {"default", "fine", "offset-linear", "log", "many"};
+
+    for (int k = 0; k < 4; k++) check_tables(bin_names[k], all_bins[k], &rng);
+
+    if (pk_cuda_device_count() == 0) {
+        printf("test_angcorr_cuda: host table checks: %d checks, %d failed\n", check_count, check_failures);
+        if (check_failures) return 1;
+        return check_skip("test_angcorr_cuda", "no CUDA device (pk_cuda_device_count() == 0)");
+    }
+    int ids[32];
+    int n_ids = cuda_kernels(ids, 32, 0);
+
+    /* Sizes around the tiles (rows of 256 or 1024, columns of 256). */
+    size_t sizes[] = {1, 2, 7, 255, 257, 1025, 2600};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        pk_catalog a = test_catalog(&rng, n, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        pk_catalog b = test_catalog(&rng, n + 37, 0, M_PI / 2, 0, M_PI / 2);
+        for (int k = 0; k < 5; k++) {
+            if (k == 4 && n > 300) continue; /* the naive fallback is slow */
+            char what[128];
+            snprintf(what, sizeof what, "sphere n=%zu bins=%s auto", n, bin_names[k]);
+            test_against_ref(what, &a, NULL, all_bins[k], ids, n_ids);
+            snprintf(what, sizeof what, "patch n=%zu bins=%s cross", n, bin_names[k]);
+            test_against_ref(what, &b, &a, all_bins[k], ids, n_ids);
+        }
+        pk_catalog_free(&a);
+        pk_catalog_free(&b);
+    }
+    /* The poles, where RA means little. */
+    {
+        pk_catalog n_pole = test_catalog(&rng, 700, 0, 2 * M_PI, M_PI / 2 - 0.5 * M_PI / 180, M_PI / 2);
+        pk_catalog s_pole = test_catalog(&rng, 301, 0, 2 * M_PI, -M_PI / 2, -M_PI / 2 + 0.5 * M_PI / 180);
+        n_pole.dec[0] = M_PI / 2;
+        n_pole.dec[1] = M_PI / 2;
+        n_pole.ra[1] = 1.0;
+        s_pole.dec[0] = -M_PI / 2;
+        test_against_ref("north pole auto, fine bins", &n_pole, NULL, &fine, ids, n_ids);
+        test_against_ref("poles cross, default bins", &n_pole, &s_pole, &def, ids, n_ids);
+        test_against_ref("south pole auto, log bins", &s_pole, NULL, &logb, ids, n_ids);
+        pk_catalog_free(&n_pole);
+        pk_catalog_free(&s_pole);
+    }
+    /* Duplicates: every point three times, and one point repeated. */
+    {
+        pk_catalog base = test_catalog(&rng, 400, 0, M_PI / 2, 0, M_PI / 2);
+        pk_catalog dup = base;
+        dup.n = 1200;
+        dup.ra = malloc(1200 * sizeof(double));
+        dup.dec = malloc(1200 * sizeof(double));
+        for (size_t i = 0; i < 1200; i++) {
+            dup.ra[i] = base.ra[i % 400];
+            dup.dec[i] = base.dec[i % 400];
+        }
+        test_against_ref("duplicates auto", &dup, NULL, &def, ids, n_ids);
+        test_against_ref("duplicates cross", &dup, &base, &fine, ids, n_ids);
+        for (size_t i = 0; i < 1200; i++) dup.ra[i] = 0.3, dup.dec[i] = 0.2;
+        test_against_ref("one point repeated", &dup, NULL, &def, ids, n_ids);
+        pk_catalog_free(&base);
+        pk_catalog_free(&dup);
+    }
+    pk_bins_free(&def);
+    pk_bins_free(&fine);
+    pk_bins_free(&lin);
+    pk_bins_free(&logb);
+    pk_bins_free(&many);
+    return check_finish("test_angcorr_cuda");
+}
