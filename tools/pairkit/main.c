@@ -12,6 +12,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"angcorr", cmd_angcorr, "angular two-point correlation of a data and a random catalog"},
+    {"dftimage", cmd_dftimage, "exact direct Fourier (dirty) image of radio visibilities"},
     {"bench", cmd_bench, "time a workload's kernels, from the naive one to the fastest"},
 };
 

@@ -1,0 +1,179 @@
+/* dftimage.h - direct Fourier imaging of radio visibilities.
+ *
+ * The dirty image of N x N pixels with cell size d (radians) is, at pixel
+ * (a, b) with l = (a - c) d, m = (b - c) d, c = floor(N / 2),
+ * n' = sqrt(1 - l^2 - m^2) - 1:
+ *
+ *     I(l, m) = sum_k V_k exp(s 2 pi i (u_k l + v_k m + w_k n'))
+ *
+ * with u, v, w in wavelengths and V_k the weighted visibilities (the
+ * readers apply the weights). The w term is kept: this is the exact
+ * transform. The sign s is -1 for UVFITS and +1 for the .npz format of the
+ * GPU imaging lesson (pk_vis.sign); options may override it. l points east
+ * (increasing right ascension), m north. Details: docs/dftimage.md.
+ *
+ * Images in this API are arrays re[b * n + a] over the (a, b) grid above,
+ * so a grows with l. The FITS and PNG writers flip the first axis so that
+ * east is on the left, as astronomers display the sky.
+ */
+#ifndef PAIRKIT_DFTIMAGE_H
+#define PAIRKIT_DFTIMAGE_H
+
+#include "pairkit/pairkit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- visibilities ------------------------------------------------------ */
+
+/* A set of visibilities, one per baseline, time and channel. u, v, w in
+ * wavelengths; re, im the visibility times its weight (flagged data are
+ * dropped by the readers, never stored). Every value is finite. One
+ * allocation per array; free with pk_vis_free. */
+typedef struct pk_vis {
+    size_t n;
+    double *u, *v, *w;
+    double *re, *im;
+    int sign;             /* the format's sign convention: -1 UVFITS, +1 npz */
+    int has_phase_centre; /* 1 when ra0_deg, dec0_deg are known */
+    double ra0_deg, dec0_deg;
+    double freq_hz;       /* reference frequency, 0 when unknown */
+    char object[72];      /* source name, "" when unknown */
+    char date_obs[32];    /* ISO date of the first record, "" when unknown */
+    size_t n_records;     /* visibilities in the file before flagging */
+    size_t n_flagged;     /* of those, dropped as flagged */
+    double weight_sum;    /* sum of the weights used */
+} pk_vis;
+
+/* How UVFITS weights are used. DATA: weight as stored, weight <= 0 is
+ * flagged (AIPS). ABS: |weight|, only weight == 0 flagged (files whose
+ * writer stored every weight negative). UNIT: weight 1 for every record
+ * whose weight is not 0. */
+typedef enum pk_weights { PK_WEIGHTS_DATA = 0, PK_WEIGHTS_ABS, PK_WEIGHTS_UNIT } pk_weights;
+
+pk_status pk_weights_parse(const char *name, pk_weights *out);
+const char *pk_weights_name(pk_weights weights);
+
+/* Read visibilities: .npz (arrays u, v, w float64 and data complex128, as
+ * numpy.savez writes them; weights are 1) or UVFITS (random groups), told
+ * apart by the file's first bytes. UVFITS: u, v, w from seconds to
+ * wavelengths with each channel's frequency (FQ table IF offsets
+ * included), one visibility per channel and IF, Stokes I from the parallel
+ * hands (XX,YY or RR,LL; either alone when the other is flagged).
+ * Errors name the file and the array, parameter, group or keyword. */
+pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);
+pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out);
+pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);
+
+/* Write u, v, w and data (re + i im) as a .npz that numpy.load reads.
+ * Atomic: on failure no file is left and an existing one is untouched. */
+pk_status pk_vis_write_npz(pk_context *ctx, const char *path, const pk_vis *vis);
+
+/* The benchmark problem: n visibilities with u, v ~ N(0, 300), w ~ N(0, 30)
+ * wavelengths and re, im ~ N(0, 1), deterministic for a given seed on
+ * every machine. sign = +1. */
+pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out);
+
+/* An empty pk_vis with arrays for n visibilities (contents undefined). */
+pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out);
+void pk_vis_free(pk_vis *vis);
+
+/* ---- imaging ----------------------------------------------------------- */
+
+typedef enum pk_precision { PK_PRECISION_SINGLE = 0, PK_PRECISION_DOUBLE } pk_precision;
+
+/* Kernels. CPU ones below; CUDA kernels are numbered from 100 and named by
+ * pk_dftimage_kernel_name. BEST picks the fastest of the backend for the
+ * precision. */
+typedef enum pk_dftimage_kernel {
+    PK_DFTIMAGE_KERNEL_BEST = 0,
+    PK_DFTIMAGE_KERNEL_REF,        /* float64 reference: libm sin and cos per term */
+    PK_DFTIMAGE_KERNEL_CPU_F64,    /* float64, tile-centred phases, OpenMP */
+    PK_DFTIMAGE_KERNEL_CPU_SCALAR, /* float32 polynomial sincos, portable C, OpenMP */
+    PK_DFTIMAGE_KERNEL_CPU_AVX2,   /* the same with AVX2 + FMA */
+    PK_DFTIMAGE_KERNEL_CPU_AVX512  /* the same with AVX-512 */
+} pk_dftimage_kernel;
+
+typedef struct pk_dftimage_options {
+    pk_backend backend;     /* AUTO by default */
+    int kernel;             /* 0 = best for backend and precision */
+    pk_precision precision; /* SINGLE by default */
+    int sign;               /* +1 or -1; 0 = the data's own (pk_vis.sign) */
+    int want_imag;          /* also compute the imaginary part */
+} pk_dftimage_options;
+
+/* A dirty image. re (and im when asked for) hold n * n values, row b at
+ * re + b * n. Free with pk_image_free. */
+typedef struct pk_image {
+    size_t n;
+    double cell; /* radians */
+    double *re, *im;
+    int sign;    /* the sign used */
+    pk_precision precision;
+} pk_image;
+
+typedef struct pk_dftimage_stats {
+    double terms;     /* visibility-pixel terms: n_vis * n * n */
+    double seconds;   /* wall time of the imaging */
+    double kernel_ms; /* device time of the kernels (CUDA), else 0 */
+    int kernel;       /* the kernel that ran */
+} pk_dftimage_stats;
+
+const char *pk_dftimage_kernel_name(int kernel);
+/* Look a kernel up by name ("ref", "avx512", "cuda-final", ...); -1 if unknown. */
+int pk_dftimage_kernel_from_name(const char *name);
+/* 1 if the kernel can run here (built in, CPU supports it, device present). */
+int pk_dftimage_kernel_available(int kernel);
+/* The precision a kernel computes in. */
+pk_precision pk_dftimage_kernel_precision(int kernel);
+
+/* Bytes the image of n x n pixels needs on the host; fails with
+ * PK_ERR_NOMEM and a message when that exceeds the machine's memory or
+ * size_t, so callers learn before any work. */
+pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_t *bytes);
+
+/* The dirty image of vis on n x n pixels of cell radians (0 < n, 0 < cell,
+ * n * cell small enough that every pixel has l^2 + m^2 < 1). stats may be
+ * NULL. Progress is reported; cancellation writes nothing into out.
+ * Reentrant; uses ctx->n_threads CPU threads. */
+pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis,
+                          size_t n, double cell, pk_image *out, pk_dftimage_stats *stats);
+void pk_image_free(pk_image *image);
+
+/* The float64 reference at arbitrary direction cosines: for each point p,
+ * re[p] + i im[p] = sum_k V_k exp(sign 2 pi i (u l_p + v m_p + w n'_p)),
+ * l_p^2 + m_p^2 < 1. im may be NULL. The specification every kernel is
+ * tested against. */
+pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points,
+                                 const double *l, const double *m, double *re, double *im);
+
+/* Direction cosines (l, m) of the sky position (ra, dec) in the SIN
+ * projection about the phase centre (ra0, dec0); all in degrees. l is
+ * east, m north. */
+void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l,
+                    double *m);
+
+/* Relative L2 error of an image against the float64 reference,
+ * ||I - I_ref|| / ||I_ref||, over the real parts (and imaginary parts when
+ * the image has them). With max_pixels == 0 or >= n * n every pixel is
+ * compared; otherwise a fixed pseudo-random subset of max_pixels pixels. */
+pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *image,
+                            size_t max_pixels, double *rel_l2, size_t *n_compared);
+
+/* Write the image as a FITS primary image with a WCS header (RA---SIN /
+ * DEC--SIN about the phase centre when vis has one, else plain l, m),
+ * float32 or float64 as the image's precision; the imaginary part, when
+ * asked and present, as a second image extension named IMAG. East is on
+ * the left: FITS column i holds a = n - 1 - i (CDELT1 < 0). Atomic. */
+pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image,
+                              const pk_vis *vis, int with_imag);
+
+/* Pixel value at FITS column i, row j (0-based) of the written image. */
+double pk_image_fits_value(const pk_image *image, size_t i, size_t j);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

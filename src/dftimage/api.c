@@ -1,0 +1,353 @@
+/* api.c - the public dftimage entry points: kernel names and choice, input
+ * checks, the image allocation (sized against the machine first), the run,
+ * the comparison with the reference, and the benchmark generator.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dftimage_internal.h"
+
+static const struct {
+    int kernel;
+    const char *name;
+    pk_precision precision;
+} cpu_kernels[] = {
+    {PK_DFTIMAGE_KERNEL_REF, "ref", PK_PRECISION_DOUBLE},
+    {PK_DFTIMAGE_KERNEL_CPU_F64, "cpu-f64", PK_PRECISION_DOUBLE},
+    {PK_DFTIMAGE_KERNEL_CPU_SCALAR, "scalar", PK_PRECISION_SINGLE},
+    {PK_DFTIMAGE_KERNEL_CPU_AVX2, "avx2", PK_PRECISION_SINGLE},
+    {PK_DFTIMAGE_KERNEL_CPU_AVX512, "avx512", PK_PRECISION_SINGLE},
+};
+#define N_CPU_KERNELS (sizeof cpu_kernels / sizeof cpu_kernels[0])
+
+const char *pk_dftimage_kernel_name(int kernel) {
+    if (kernel == PK_DFTIMAGE_KERNEL_BEST) return "best";
+    for (size_t k = 0; k < N_CPU_KERNELS; k++)
+        if (cpu_kernels[k].kernel == kernel) return cpu_kernels[k].name;
+#ifdef PK_HAVE_CUDA
+    return pk_dft_cuda_kernel_name(kernel);
+#else
+    return NULL;
+#endif
+}
+
+int pk_dftimage_kernel_from_name(const char *name) {
+    if (strcmp(name, "best") == 0) return PK_DFTIMAGE_KERNEL_BEST;
+    for (size_t k = 0; k < N_CPU_KERNELS; k++)
+        if (strcmp(cpu_kernels[k].name, name) == 0) return cpu_kernels[k].kernel;
+#ifdef PK_HAVE_CUDA
+    return pk_dft_cuda_kernel_from_name(name);
+#else
+    return -1;
+#endif
+}
+
+static int is_cuda_kernel(int kernel) {
+    return kernel >= 100;
+}
+
+int pk_dftimage_kernel_available(int kernel) {
+    switch (kernel) {
+    case PK_DFTIMAGE_KERNEL_BEST:
+    case PK_DFTIMAGE_KERNEL_REF:
+    case PK_DFTIMAGE_KERNEL_CPU_F64:
+    case PK_DFTIMAGE_KERNEL_CPU_SCALAR: return 1;
+    case PK_DFTIMAGE_KERNEL_CPU_AVX2: return pk_cpu_has_avx2_fma();
+    case PK_DFTIMAGE_KERNEL_CPU_AVX512: return pk_cpu_has_avx512();
+    default:
+#ifdef PK_HAVE_CUDA
+        return is_cuda_kernel(kernel) && pk_dft_cuda_kernel_name(kernel) != NULL && pk_cuda_device_count() > 0;
+#else
+        return 0;
+#endif
+    }
+}
+
+pk_precision pk_dftimage_kernel_precision(int kernel) {
+    for (size_t k = 0; k < N_CPU_KERNELS; k++)
+        if (cpu_kernels[k].kernel == kernel) return cpu_kernels[k].precision;
+#ifdef PK_HAVE_CUDA
+    if (is_cuda_kernel(kernel)) return pk_dft_cuda_kernel_precision(kernel);
+#endif
+    return PK_PRECISION_SINGLE;
+}
+
+/* The fastest CPU kernel of a precision on this CPU (docs/performance.md). */
+static int best_cpu_kernel(pk_precision precision) {
+    if (precision == PK_PRECISION_DOUBLE) return PK_DFTIMAGE_KERNEL_CPU_F64;
+    if (pk_cpu_has_avx512()) return PK_DFTIMAGE_KERNEL_CPU_AVX512;
+    if (pk_cpu_has_avx2_fma()) return PK_DFTIMAGE_KERNEL_CPU_AVX2;
+    return PK_DFTIMAGE_KERNEL_CPU_SCALAR;
+}
+
+static pk_status choose_kernel(pk_context *ctx, const pk_dftimage_options *o, pk_backend *backend, int *kernel) {
+    if (o->kernel != PK_DFTIMAGE_KERNEL_BEST) {
+        if (!pk_dftimage_kernel_name(o->kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o->kernel);
+        if (!pk_dftimage_kernel_available(o->kernel))
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (not built, or not supported by this %s)",
+                           pk_dftimage_kernel_name(o->kernel), is_cuda_kernel(o->kernel) ? "machine" : "CPU");
+        *backend = is_cuda_kernel(o->kernel) ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
+        if (o->backend != PK_BACKEND_AUTO && o->backend != *backend)
+            return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
+                           pk_dftimage_kernel_name(o->kernel), pk_backend_name(o->backend));
+        *kernel = o->kernel;
+        return PK_OK;
+    }
+    pk_status st = pk_backend_resolve(ctx, o->backend, backend);
+    if (st) return st;
+#ifdef PK_HAVE_CUDA
+    if (*backend == PK_BACKEND_CUDA) {
+        *kernel = pk_dft_cuda_best(o->precision);
+        return PK_OK;
+    }
+#endif
+    *kernel = best_cpu_kernel(o->precision);
+    return PK_OK;
+}
+
+pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_t *bytes) {
+    size_t planes = want_imag ? 2 : 1;
+    /* The image in double, plus as much again for the backends' scratch
+     * (the reference's pixel coordinates, a device's partial images). */
+    size_t per_pixel = planes * sizeof(double) * 2;
+    if (n == 0) return pk_fail(ctx, PK_ERR_INVALID, "image size must be at least 1 pixel");
+    if (n > ((size_t)1 << 31) || n * n > SIZE_MAX / per_pixel)
+        return pk_fail(ctx, PK_ERR_NOMEM, "an image of %zu x %zu pixels does not fit in memory", n, n);
+    size_t need = n * n * per_pixel;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+        double have = (double)pages * (double)page;
+        if ((double)need > have)
+            return pk_fail(ctx, PK_ERR_NOMEM,
+                           "an image of %zu x %zu pixels needs %.1f GiB, more than this machine's %.1f GiB of memory",
+                           n, n, (double)need / 1073741824.0, have / 1073741824.0);
+    }
+    if (bytes) *bytes = need;
+    return PK_OK;
+}
+
+static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
+    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
+    for (size_t k = 0; k < vis->n; k++) {
+        if (!isfinite(vis->u[k]) || !isfinite(vis->v[k]) || !isfinite(vis->w[k]))
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v or w is not finite", k);
+        if (!isfinite(vis->re[k]) || !isfinite(vis->im[k]))
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: the value is not finite (NaN or inf)", k);
+    }
+    return PK_OK;
+}
+
+pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis,
+                          size_t n, double cell, pk_image *out, pk_dftimage_stats *stats) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
+    if (opts) o = *opts;
+    pk_status st = check_vis(ctx, vis);
+    if (st) return st;
+    if (!(cell > 0) || !isfinite(cell)) return pk_fail(ctx, PK_ERR_INVALID, "cell size must be > 0, got %g", cell);
+    if ((st = pk_dftimage_check_size(ctx, n, o.want_imag, NULL)) != PK_OK) return st;
+    double edge = (double)(n / 2) * cell;
+    if (!(2.0 * edge * edge < 1.0))
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller --cell or --size",
+                       n, cell);
+    int sign = o.sign ? o.sign : vis->sign;
+    if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
+    pk_backend backend = PK_BACKEND_CPU;
+    int kernel = PK_DFTIMAGE_KERNEL_BEST;
+    if ((st = choose_kernel(ctx, &o, &backend, &kernel)) != PK_OK) return st;
+
+    out->n = n;
+    out->cell = cell;
+    out->sign = sign;
+    out->precision = pk_dftimage_kernel_precision(kernel);
+    out->re = malloc(n * n * sizeof(double));
+    out->im = o.want_imag ? malloc(n * n * sizeof(double)) : NULL;
+    if (!out->re || (o.want_imag && !out->im)) {
+        pk_image_free(out);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for an image of %zu x %zu pixels", n, n);
+    }
+    for (size_t p = 0; p < n * n; p++) {
+        out->re[p] = NAN; /* every pixel must be written */
+        if (out->im) out->im[p] = NAN;
+    }
+    pk_dft_job job = {vis, n, cell, sign, o.want_imag, out->re, out->im};
+    pk_progress progress;
+    double terms = (double)vis->n * (double)n * (double)n;
+    pk_progress_begin(&progress, ctx, terms, 0.0, 1.0);
+    double kernel_ms = 0, t0 = pk_now();
+#ifdef PK_HAVE_CUDA
+    if (backend == PK_BACKEND_CUDA)
+        st = pk_dft_run_cuda(ctx, kernel, &job, &progress, &kernel_ms);
+    else
+#endif
+        st = pk_dft_run_cpu(ctx, kernel, &job, &progress);
+    (void)backend;
+    double seconds = pk_now() - t0;
+    if (st == PK_OK) {
+        for (size_t p = 0; p < n * n; p++)
+            if (isnan(out->re[p]) || (out->im && isnan(out->im[p]))) {
+                st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %s left pixel (%zu, %zu) unwritten or NaN",
+                             pk_dftimage_kernel_name(kernel), p % n, p / n);
+                break;
+            }
+    }
+    if (st) {
+        pk_image_free(out);
+        return st;
+    }
+    if (stats) {
+        stats->terms = terms;
+        stats->seconds = seconds;
+        stats->kernel_ms = kernel_ms;
+        stats->kernel = kernel;
+    }
+    return PK_OK;
+}
+
+void pk_image_free(pk_image *image) {
+    if (!image) return;
+    free(image->re);
+    free(image->im);
+    image->re = image->im = NULL;
+}
+
+/* ---- comparison with the reference -------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *image, size_t max_pixels,
+                            double *rel_l2, size_t *n_compared) {
+    pk_clear(ctx);
+    size_t n = image->n, n_pix = n * n;
+    size_t count = (max_pixels == 0 || max_pixels >= n_pix) ? n_pix : max_pixels;
+    size_t *index = malloc(count * sizeof(size_t));
+    double *l = malloc(count * sizeof(double)), *m = malloc(count * sizeof(double));
+    double *re = malloc(count * sizeof(double)), *im = malloc(count * sizeof(double));
+    if (!index || !l || !m || !re || !im) {
+        free(index), free(l), free(m), free(re), free(im);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the reference check");
+    }
+    uint64_t seed = 20261129;
+    for (size_t p = 0; p < count; p++) {
+        size_t q = count == n_pix ? p : (size_t)(splitmix64(&seed) % n_pix);
+        index[p] = q;
+        l[p] = pk_dft_pixel_lm(q % n, n, image->cell);
+        m[p] = pk_dft_pixel_lm(q / n, n, image->cell);
+    }
+    pk_status st = pk_dftimage_ref_points(ctx, vis, image->sign, count, l, m, re, im);
+    if (st == PK_OK) {
+        double num = 0, den = 0;
+        for (size_t p = 0; p < count; p++) {
+            double d = image->re[index[p]] - re[p];
+            num += d * d;
+            den += re[p] * re[p];
+            if (image->im) {
+                d = image->im[index[p]] - im[p];
+                num += d * d;
+                den += im[p] * im[p];
+            }
+        }
+        *rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (n_compared) *n_compared = count;
+    }
+    free(index), free(l), free(m), free(re), free(im);
+    return st;
+}
+
+/* ---- visibilities ----------------------------------------------------------- */
+
+pk_status pk_weights_parse(const char *name, pk_weights *out) {
+    if (strcmp(name, "data") == 0) *out = PK_WEIGHTS_DATA;
+    else if (strcmp(name, "abs") == 0) *out = PK_WEIGHTS_ABS;
+    else if (strcmp(name, "unit") == 0) *out = PK_WEIGHTS_UNIT;
+    else return PK_ERR_INVALID;
+    return PK_OK;
+}
+
+const char *pk_weights_name(pk_weights weights) {
+    switch (weights) {
+    case PK_WEIGHTS_DATA: return "data";
+    case PK_WEIGHTS_ABS: return "abs";
+    case PK_WEIGHTS_UNIT: return "unit";
+    }
+    return "unknown";
+}
+
+pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out) {
+    memset(out, 0, sizeof *out);
+    if (n > SIZE_MAX / (5 * sizeof(double)) - 16)
+        return pk_fail(ctx, PK_ERR_NOMEM, "%zu visibilities do not fit in memory", n);
+    double *mem = malloc((5 * n + 5) * sizeof(double));
+    if (!mem) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu visibilities", n);
+    out->n = n;
+    out->u = mem;
+    out->v = mem + n + 1;
+    out->w = mem + 2 * (n + 1);
+    out->re = mem + 3 * (n + 1);
+    out->im = mem + 4 * (n + 1);
+    out->sign = 1;
+    return PK_OK;
+}
+
+void pk_vis_free(pk_vis *vis) {
+    if (!vis) return;
+    free(vis->u);
+    memset(vis, 0, sizeof *vis);
+}
+
+/* Standard normal deviates by Box-Muller from 53-bit uniforms. */
+static void normal_pair(uint64_t *state, double *a, double *b) {
+    double u1 = ((double)(splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double u2 = (double)(splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
+    double r = sqrt(-2.0 * log(u1));
+    *a = r * cos(PK_DFT_TWO_PI * u2);
+    *b = r * sin(PK_DFT_TWO_PI * u2);
+}
+
+pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out) {
+    pk_clear(ctx);
+    pk_status st = pk_vis_alloc(ctx, n, out);
+    if (st) return st;
+    uint64_t state = seed;
+    for (size_t k = 0; k < n; k++) {
+        double a, b, c, d, e, f;
+        normal_pair(&state, &a, &b);
+        normal_pair(&state, &c, &d);
+        normal_pair(&state, &e, &f);
+        out->u[k] = 300.0 * a;
+        out->v[k] = 300.0 * b;
+        out->w[k] = 30.0 * c;
+        out->re[k] = d;
+        out->im[k] = e;
+        (void)f;
+    }
+    out->sign = 1;
+    out->n_records = n;
+    out->weight_sum = (double)n;
+    return PK_OK;
+}
+
+pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char head[8] = {0};
+    size_t got = fread(head, 1, sizeof head, fp);
+    fclose(fp);
+    if (got >= 4 && head[0] == 'P' && head[1] == 'K') return pk_vis_read_npz(ctx, path, out);
+    if (got >= 6 && memcmp(head, "SIMPLE", 6) == 0) return pk_vis_read_uvfits(ctx, path, weights, out);
+    if (got == 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: empty file", path);
+    return pk_fail(ctx, PK_ERR_PARSE, "%s: neither a .npz (zip) nor a FITS file (it starts with neither 'PK' nor 'SIMPLE')",
+                   path);
+}

@@ -1,0 +1,600 @@
+/* cuda.cu - the CUDA backend of dftimage: a ladder of kernels from the
+ * naive float64 one to the final float32 one, each selectable by name so
+ * that `pairkit bench dftimage` shows what each step bought.
+ *
+ *   cuda-naive-f64   one thread per pixel, float64 sincospi, global loads
+ *   cuda-naive-f32   the same in float32 with accurate sincosf
+ *   cuda-usual-f32   the usual optimised kernel: visibilities cached in
+ *                    shared memory, 3 pixels per thread, __sincosf, FMA;
+ *                    phases of tens of turns summed in float32
+ *   cuda-tile-f32    tile-centred phases: per visibility and block the
+ *                    phase at the tile centre in float64, reduced to
+ *                    [-0.5, 0.5] turns; per pixel only the offset phase in
+ *                    float32 (dftimage_internal.h), __sincosf, 8 pixels per
+ *                    thread in one column so u dl is shared
+ *   cuda-final-f32   tile-centred; for the real image only one cosine per
+ *                    term, |V| cos(phase + arg V), on the MUFU unit
+ *   cuda-hybrid-f32  as final, with one pixel in eight (real) or two in
+ *                    eight (complex) taking a polynomial sincos on the FMA
+ *                    pipe, so that the SFU, which bounds final, is not the
+ *                    only unit doing sines and cosines
+ *   cuda-tile-f64    tile-centred float64 with sincospi
+ *
+ * Work is split into visibility batches (one launch each, so progress and
+ * cancellation are seen between launches) and, inside a launch, into
+ * visibility slices (gridDim.z) that write partial images, summed by a last
+ * kernel in slice order: results do not depend on scheduling.
+ */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "dftimage_internal.h"
+}
+#include "../common/cuda_check.cuh"
+
+enum {
+    K_NAIVE_F64 = PK_DFTIMAGE_KERNEL_CUDA_FIRST,
+    K_NAIVE_F32,
+    K_USUAL_F32,
+    K_TILE_F32,
+    K_FINAL_F32,
+    K_HYBRID_F32,
+    K_TILE_F64 = PK_DFTIMAGE_KERNEL_CUDA_FIRST + 10,
+};
+
+static const struct {
+    int kernel;
+    const char *name;
+    pk_precision precision;
+} cuda_kernels[] = {
+    {K_NAIVE_F64, "cuda-naive-f64", PK_PRECISION_DOUBLE}, {K_NAIVE_F32, "cuda-naive-f32", PK_PRECISION_SINGLE},
+    {K_USUAL_F32, "cuda-usual-f32", PK_PRECISION_SINGLE}, {K_TILE_F32, "cuda-tile-f32", PK_PRECISION_SINGLE},
+    {K_FINAL_F32, "cuda-final-f32", PK_PRECISION_SINGLE}, {K_HYBRID_F32, "cuda-hybrid-f32", PK_PRECISION_SINGLE},
+    {K_TILE_F64, "cuda-tile-f64", PK_PRECISION_DOUBLE},
+};
+#define N_CUDA_KERNELS (sizeof cuda_kernels / sizeof cuda_kernels[0])
+
+extern "C" const char *pk_dft_cuda_kernel_name(int kernel) {
+    for (size_t k = 0; k < N_CUDA_KERNELS; k++)
+        if (cuda_kernels[k].kernel == kernel) return cuda_kernels[k].name;
+    return NULL;
+}
+
+extern "C" int pk_dft_cuda_kernel_from_name(const char *name) {
+    for (size_t k = 0; k < N_CUDA_KERNELS; k++)
+        if (strcmp(cuda_kernels[k].name, name) == 0) return cuda_kernels[k].kernel;
+    return -1;
+}
+
+extern "C" pk_precision pk_dft_cuda_kernel_precision(int kernel) {
+    for (size_t k = 0; k < N_CUDA_KERNELS; k++)
+        if (cuda_kernels[k].kernel == kernel) return cuda_kernels[k].precision;
+    return PK_PRECISION_SINGLE;
+}
+
+/* The best kernel of each precision, from the H200 measurements in
+ * docs/performance.md. */
+extern "C" int pk_dft_cuda_best(pk_precision precision) {
+    return precision == PK_PRECISION_DOUBLE ? K_TILE_F64 : K_HYBRID_F32;
+}
+
+/* ---- device helpers -------------------------------------------------------- */
+
+#define TWO_PI_F 6.28318530717958647692f
+#define INV_TWO_PI_F 0.15915494309189533577f
+
+__device__ __forceinline__ double pixel_lm(int a, int n, double cell) {
+    return (double)(a - n / 2) * cell;
+}
+
+__device__ __forceinline__ double nprime(double l, double m) {
+    double r2 = l * l + m * m;
+    r2 = r2 > 1.0 ? 1.0 : r2;
+    return -r2 / (1.0 + sqrt(1.0 - r2));
+}
+
+/* cos and sin of 2 pi r, r in [-0.5, 0.5] turns: the CPU kernels'
+ * polynomials (dftimage_internal.h), on the FMA pipe. */
+__device__ __forceinline__ float poly_cos2pi(float z) {
+    float p = PK_DFT_COS_C6;
+    p = fmaf(p, z, PK_DFT_COS_C5);
+    p = fmaf(p, z, PK_DFT_COS_C4);
+    p = fmaf(p, z, PK_DFT_COS_C3);
+    p = fmaf(p, z, PK_DFT_COS_C2);
+    p = fmaf(p, z, PK_DFT_COS_C1);
+    return fmaf(p, z, PK_DFT_COS_C0);
+}
+
+__device__ __forceinline__ float poly_sin2pi(float r, float z) {
+    float p = PK_DFT_SIN_C6;
+    p = fmaf(p, z, PK_DFT_SIN_C5);
+    p = fmaf(p, z, PK_DFT_SIN_C4);
+    p = fmaf(p, z, PK_DFT_SIN_C3);
+    p = fmaf(p, z, PK_DFT_SIN_C2);
+    p = fmaf(p, z, PK_DFT_SIN_C1);
+    p = fmaf(p, z, PK_DFT_SIN_C0);
+    return p * r;
+}
+
+/* x (radians) to the fraction of a turn in [-0.5, 0.5]: one multiply and
+ * rounding by the 1.5 * 2^23 trick (plain adds, no conversion unit). */
+__device__ __forceinline__ float turns_frac(float x_rad) {
+    float t = x_rad * INV_TWO_PI_F;
+    float k = __fsub_rn(__fadd_rn(t, PK_DFT_ROUND_MAGIC), PK_DFT_ROUND_MAGIC);
+    return t - k;
+}
+
+/* ---- naive kernels ----------------------------------------------------------- */
+
+/* One thread per pixel over visibilities [k0, k1), adding into out. */
+__global__ void naive_f64(const double *__restrict__ u, const double *__restrict__ v, const double *__restrict__ w,
+                          const double *__restrict__ re, const double *__restrict__ im, int k0, int k1, int n,
+                          double cell, double sign, double *out_re, double *out_im) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n * n) return;
+    double l = pixel_lm(p % n, n, cell), m = pixel_lm(p / n, n, cell), np = nprime(l, m);
+    double sr = 0, si = 0;
+    for (int k = k0; k < k1; k++) {
+        double s, c;
+        sincospi(2.0 * sign * (u[k] * l + v[k] * m + w[k] * np), &s, &c);
+        sr += re[k] * c - im[k] * s;
+        si += re[k] * s + im[k] * c;
+    }
+    out_re[p] += sr;
+    out_im[p] += si;
+}
+
+/* The float32 arrays: 2 pi s u, 2 pi s v, 2 pi s w, re, im. */
+__global__ void naive_f32(const float *__restrict__ u, const float *__restrict__ v, const float *__restrict__ w,
+                          const float *__restrict__ re, const float *__restrict__ im, int k0, int k1, int n,
+                          float cell, double *out_re, double *out_im) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n * n) return;
+    float l = (float)((p % n) - n / 2) * cell, m = (float)((p / n) - n / 2) * cell;
+    float np = -(l * l + m * m) / (1.0f + sqrtf(1.0f - l * l - m * m));
+    float sr = 0, si = 0;
+    for (int k = k0; k < k1; k++) {
+        float s, c;
+        sincosf(u[k] * l + v[k] * m + w[k] * np, &s, &c);
+        sr += re[k] * c - im[k] * s;
+        si += re[k] * s + im[k] * c;
+    }
+    out_re[p] += (double)sr;
+    out_im[p] += (double)si;
+}
+
+/* ---- the usual optimised kernel --------------------------------------------- */
+
+#define USUAL_THREADS 256
+#define USUAL_PIX 3
+
+__global__ void __launch_bounds__(USUAL_THREADS) usual_f32(const float4 *__restrict__ uvwr, const float *__restrict__ vim,
+                                                           int k0, int k1, int n, float cell, double *out_re,
+                                                           double *out_im) {
+    __shared__ float4 s_uvwr[USUAL_THREADS];
+    __shared__ float s_im[USUAL_THREADS];
+    int base = (blockIdx.x * USUAL_THREADS + threadIdx.x) * USUAL_PIX;
+    float l[USUAL_PIX], m[USUAL_PIX], np[USUAL_PIX], sr[USUAL_PIX], si[USUAL_PIX];
+    for (int q = 0; q < USUAL_PIX; q++) {
+        int p = base + q < n * n ? base + q : n * n - 1;
+        l[q] = (float)((p % n) - n / 2) * cell;
+        m[q] = (float)((p / n) - n / 2) * cell;
+        np[q] = -(l[q] * l[q] + m[q] * m[q]) / (1.0f + sqrtf(1.0f - l[q] * l[q] - m[q] * m[q]));
+        sr[q] = si[q] = 0.0f;
+    }
+    for (int c0 = k0; c0 < k1; c0 += USUAL_THREADS) {
+        __syncthreads();
+        int k = c0 + threadIdx.x;
+        if (k < k1) {
+            s_uvwr[threadIdx.x] = uvwr[k];
+            s_im[threadIdx.x] = vim[k];
+        }
+        __syncthreads();
+        int count = k1 - c0 < USUAL_THREADS ? k1 - c0 : USUAL_THREADS;
+        for (int j = 0; j < count; j++) {
+            float4 e = s_uvwr[j];
+            float vi = s_im[j];
+#pragma unroll
+            for (int q = 0; q < USUAL_PIX; q++) {
+                float ph = fmaf(e.x, l[q], fmaf(e.y, m[q], e.z * np[q]));
+                float s, c;
+                __sincosf(ph, &s, &c);
+                sr[q] = fmaf(e.w, c, fmaf(-vi, s, sr[q]));
+                si[q] = fmaf(e.w, s, fmaf(vi, c, si[q]));
+            }
+        }
+    }
+    for (int q = 0; q < USUAL_PIX; q++)
+        if (base + q < n * n) {
+            out_re[base + q] += (double)sr[q];
+            out_im[base + q] += (double)si[q];
+        }
+}
+
+/* ---- tile-centred kernels ------------------------------------------------------ */
+
+/* A block owns a tile of 32 columns x (4 * P) rows; thread t holds column
+ * t % 32 and rows t / 32 + 4 q, q < P. Per chunk of TILE_CHUNK visibilities
+ * the block first writes each one's table entry (float64 work, once per
+ * visibility and tile), then every thread runs over the chunk. */
+#define TILE_THREADS 128
+#define TILE_COLS 32
+#define TILE_CHUNK 256
+
+struct tile_args {
+    const double *u, *v, *w, *re, *im, *amp, *psi;
+    int n_vis, n;
+    double cell, sign;
+    int slice_len;   /* visibilities per slice (gridDim.z slices) */
+    int k_begin, k_end;
+    double *part_re, *part_im; /* [slices][n_pad_y][n_pad_x] */
+    int pad_x, pad_y;
+};
+
+/* IMAG: complex image; else the real part by |V| cos. P pixels a thread, of
+ * which the first Q take the polynomial path. */
+template <bool IMAG, int P, int Q>
+__global__ void __launch_bounds__(TILE_THREADS) tile_f32(tile_args a) {
+    __shared__ float4 s_uvwr[TILE_CHUNK]; /* 2 pi s u, 2 pi s v, 2 pi s w, 2 pi R (radians) */
+    __shared__ float2 s_val[TILE_CHUNK];  /* (re, im), or (|V|, 0) */
+    const int tile_rows = 4 * P;
+    int col = threadIdx.x % TILE_COLS, row0 = threadIdx.x / TILE_COLS;
+    int a0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * tile_rows;
+    double l0 = pixel_lm(a0 + TILE_COLS / 2, a.n, a.cell), m0 = pixel_lm(b0 + tile_rows / 2, a.n, a.cell);
+    double n0 = nprime(l0, m0);
+    int a_pix = a0 + col;
+    double l = pixel_lm(a_pix, a.n, a.cell);
+    float dl = (float)(l - l0);
+    float dm[P], dn[P], acc_re[P], acc_im[P];
+    double tot_re[P], tot_im[P];
+#pragma unroll
+    for (int q = 0; q < P; q++) {
+        int b = b0 + row0 + 4 * q;
+        double m = pixel_lm(b, a.n, a.cell);
+        dm[q] = (float)(m - m0);
+        dn[q] = (float)(nprime(l, m) - n0);
+        acc_re[q] = acc_im[q] = 0.0f;
+        tot_re[q] = tot_im[q] = 0.0;
+    }
+    int k_lo = a.k_begin + blockIdx.z * a.slice_len;
+    int k_hi = min(k_lo + a.slice_len, a.k_end);
+    for (int c0 = k_lo; c0 < k_hi; c0 += TILE_CHUNK) {
+        int count = min(TILE_CHUNK, k_hi - c0);
+        __syncthreads();
+        for (int j = threadIdx.x; j < count; j += TILE_THREADS) {
+            int k = c0 + j;
+            double su = a.sign * a.u[k], sv = a.sign * a.v[k], sw = a.sign * a.w[k];
+            double ph = su * l0 + sv * m0 + sw * n0;
+            if (!IMAG) ph += a.psi[k];
+            ph -= rint(ph);
+            s_uvwr[j] = make_float4((float)(PK_DFT_TWO_PI * su), (float)(PK_DFT_TWO_PI * sv),
+                                    (float)(PK_DFT_TWO_PI * sw), (float)(PK_DFT_TWO_PI * ph));
+            s_val[j] = IMAG ? make_float2((float)a.re[k], (float)a.im[k]) : make_float2((float)a.amp[k], 0.0f);
+        }
+        __syncthreads();
+#pragma unroll 2
+        for (int j = 0; j < count; j++) {
+            float4 e = s_uvwr[j];
+            float2 val = s_val[j];
+            float base = fmaf(e.x, dl, e.w);
+#pragma unroll
+            for (int q = 0; q < P; q++) {
+                float x = fmaf(e.y, dm[q], fmaf(e.z, dn[q], base));
+                float s = 0.0f, c;
+                if (q < Q) {
+                    float r = turns_frac(x), z = r * r;
+                    c = poly_cos2pi(z);
+                    if (IMAG) s = poly_sin2pi(r, z);
+                } else if (IMAG) {
+                    __sincosf(x, &s, &c);
+                } else {
+                    c = __cosf(x);
+                }
+                if (IMAG) {
+                    acc_re[q] = fmaf(val.x, c, fmaf(-val.y, s, acc_re[q]));
+                    acc_im[q] = fmaf(val.x, s, fmaf(val.y, c, acc_im[q]));
+                } else {
+                    acc_re[q] = fmaf(val.x, c, acc_re[q]);
+                }
+            }
+        }
+        /* float32 within a chunk, float64 across chunks */
+#pragma unroll
+        for (int q = 0; q < P; q++) {
+            tot_re[q] += (double)acc_re[q];
+            acc_re[q] = 0.0f;
+            if (IMAG) {
+                tot_im[q] += (double)acc_im[q];
+                acc_im[q] = 0.0f;
+            }
+        }
+    }
+    size_t plane = (size_t)a.pad_x * a.pad_y * blockIdx.z;
+#pragma unroll
+    for (int q = 0; q < P; q++) {
+        size_t idx = plane + (size_t)(b0 + row0 + 4 * q) * a.pad_x + a_pix;
+        a.part_re[idx] += tot_re[q];
+        if (IMAG) a.part_im[idx] += tot_im[q];
+    }
+}
+
+#define F64_P 4
+
+__global__ void __launch_bounds__(TILE_THREADS) tile_f64(tile_args a) {
+    __shared__ double2 s_uv[TILE_CHUNK], s_wr[TILE_CHUNK]; /* (s u, s v), (s w, R turns) */
+    __shared__ double2 s_val[TILE_CHUNK];
+    const int tile_rows = 4 * F64_P;
+    int col = threadIdx.x % TILE_COLS, row0 = threadIdx.x / TILE_COLS;
+    int a0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * tile_rows;
+    double l0 = pixel_lm(a0 + TILE_COLS / 2, a.n, a.cell), m0 = pixel_lm(b0 + tile_rows / 2, a.n, a.cell);
+    double n0 = nprime(l0, m0);
+    int a_pix = a0 + col;
+    double l = pixel_lm(a_pix, a.n, a.cell), dl = l - l0;
+    double dm[F64_P], dn[F64_P], acc_re[F64_P], acc_im[F64_P];
+#pragma unroll
+    for (int q = 0; q < F64_P; q++) {
+        double m = pixel_lm(b0 + row0 + 4 * q, a.n, a.cell);
+        dm[q] = m - m0;
+        dn[q] = nprime(l, m) - n0;
+        acc_re[q] = acc_im[q] = 0.0;
+    }
+    int k_lo = a.k_begin + blockIdx.z * a.slice_len;
+    int k_hi = min(k_lo + a.slice_len, a.k_end);
+    for (int c0 = k_lo; c0 < k_hi; c0 += TILE_CHUNK) {
+        int count = min(TILE_CHUNK, k_hi - c0);
+        __syncthreads();
+        for (int j = threadIdx.x; j < count; j += TILE_THREADS) {
+            int k = c0 + j;
+            double su = a.sign * a.u[k], sv = a.sign * a.v[k], sw = a.sign * a.w[k];
+            double ph = su * l0 + sv * m0 + sw * n0;
+            s_uv[j] = make_double2(su, sv);
+            s_wr[j] = make_double2(sw, ph - rint(ph));
+            s_val[j] = make_double2(a.re[k], a.im[k]);
+        }
+        __syncthreads();
+        for (int j = 0; j < count; j++) {
+            double2 uv = s_uv[j], wr = s_wr[j];
+            double2 val = s_val[j];
+            double base = fma(uv.x, dl, wr.y);
+#pragma unroll
+            for (int q = 0; q < F64_P; q++) {
+                double x = fma(uv.y, dm[q], fma(wr.x, dn[q], base));
+                double s, c;
+                sincospi(2.0 * x, &s, &c);
+                acc_re[q] = fma(val.x, c, fma(-val.y, s, acc_re[q]));
+                acc_im[q] = fma(val.x, s, fma(val.y, c, acc_im[q]));
+            }
+        }
+    }
+    size_t plane = (size_t)a.pad_x * a.pad_y * blockIdx.z;
+#pragma unroll
+    for (int q = 0; q < F64_P; q++) {
+        size_t idx = plane + (size_t)(b0 + row0 + 4 * q) * a.pad_x + a_pix;
+        a.part_re[idx] += acc_re[q];
+        a.part_im[idx] += acc_im[q];
+    }
+}
+
+/* Sum the slices' partial images in slice order into the n x n image. */
+__global__ void sum_slices(const double *__restrict__ part, int slices, int pad_x, int pad_y, int n, double *out) {
+    int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= n * n) return;
+    int a = p % n, b = p / n;
+    double s = 0;
+    for (int z = 0; z < slices; z++) s += part[(size_t)z * pad_x * pad_y + (size_t)b * pad_x + a];
+    out[p] = s;
+}
+
+/* ---- host ---------------------------------------------------------------------- */
+
+struct device_buffers {
+    double *u, *v, *w, *re, *im, *amp, *psi;
+    float *f32;       /* naive/usual float arrays */
+    double *out_re, *out_im, *part_re, *part_im;
+};
+
+static void free_buffers(device_buffers *d) {
+    void *all[] = {d->u, d->v, d->w, d->re, d->im, d->amp, d->f32, d->out_re, d->out_im, d->part_re, d->part_im};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        if (all[k]) cudaFree(all[k]);
+    memset(d, 0, sizeof *d);
+}
+
+/* Terms per launch: about a tenth to a half second of work, so that progress
+ * and Ctrl-C are seen promptly. */
+static double batch_terms(int kernel) {
+    return (kernel == K_NAIVE_F64 || kernel == K_TILE_F64) ? 3e10 : (kernel == K_NAIVE_F32 ? 1e11 : 6e11);
+}
+
+typedef void (*tile_fn)(tile_args);
+
+static tile_fn tile_kernel_for(int kernel, int imag, int *p) {
+    *p = 8;
+    switch (kernel) {
+    case K_TILE_F32: return tile_f32<true, 8, 0>;
+    case K_FINAL_F32: return imag ? tile_f32<true, 8, 0> : tile_f32<false, 8, 0>;
+    case K_HYBRID_F32: return imag ? tile_f32<true, 8, 2> : tile_f32<false, 8, 1>;
+    case K_TILE_F64: *p = F64_P; return tile_f64;
+    default: return NULL;
+    }
+}
+
+extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
+                                     double *kernel_ms) {
+    const pk_vis *vis = job->vis;
+    int n = (int)job->n;
+    size_t n_vis = vis->n, n_pix = job->n * job->n;
+    if (n_vis > (size_t)INT32_MAX || job->n > 46340)
+        return pk_fail(ctx, PK_ERR_INVALID, "the CUDA backend takes at most 2^31 visibilities and 46340 pixels a side");
+    pk_status st = PK_OK;
+    device_buffers d;
+    memset(&d, 0, sizeof d);
+    cudaEvent_t ev0 = NULL, ev1 = NULL;
+    double *host_tmp = NULL;
+    float *host_f32 = NULL;
+    int imag_kernel = kernel != K_FINAL_F32 && kernel != K_HYBRID_F32 ? 1 : job->want_imag;
+    int p_per_thread = 0;
+    tile_fn tk = tile_kernel_for(kernel, job->want_imag, &p_per_thread);
+    int slices = 1, pad_x = 0, pad_y = 0;
+    float ms_total = 0;
+
+    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_re, n_pix * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_im, n_pix * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_re, 0, n_pix * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_im, 0, n_pix * sizeof(double)));
+
+    if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) {
+        /* float arrays, 2 pi s folded in: naive as u, v, w, re, im planes;
+         * usual as float4 (u, v, w, re) + im */
+        host_f32 = (float *)malloc(5 * n_vis * sizeof(float));
+        if (!host_f32) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        double f = PK_DFT_TWO_PI * job->sign;
+        for (size_t k = 0; k < n_vis; k++) {
+            float fu = (float)(f * vis->u[k]), fv = (float)(f * vis->v[k]), fw = (float)(f * vis->w[k]);
+            if (kernel == K_NAIVE_F32) {
+                host_f32[k] = fu, host_f32[n_vis + k] = fv, host_f32[2 * n_vis + k] = fw;
+                host_f32[3 * n_vis + k] = (float)vis->re[k], host_f32[4 * n_vis + k] = (float)vis->im[k];
+            } else {
+                host_f32[4 * k] = fu, host_f32[4 * k + 1] = fv, host_f32[4 * k + 2] = fw;
+                host_f32[4 * k + 3] = (float)vis->re[k];
+                host_f32[4 * n_vis + k] = (float)vis->im[k];
+            }
+        }
+        PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.f32, 5 * n_vis * sizeof(float)));
+        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d.f32, host_f32, 5 * n_vis * sizeof(float), cudaMemcpyHostToDevice));
+    } else {
+        double **dst[5] = {&d.u, &d.v, &d.w, &d.re, &d.im};
+        const double *src[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
+        for (int c = 0; c < 5; c++) {
+            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(dst[c], n_vis * sizeof(double)));
+            PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(*dst[c], src[c], n_vis * sizeof(double), cudaMemcpyHostToDevice));
+        }
+        if (!imag_kernel) {
+            host_tmp = (double *)malloc(2 * n_vis * sizeof(double));
+            if (!host_tmp) {
+                st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            for (size_t k = 0; k < n_vis; k++) {
+                host_tmp[k] = hypot(vis->re[k], vis->im[k]);
+                host_tmp[n_vis + k] = atan2(vis->im[k], vis->re[k]) / PK_DFT_TWO_PI;
+            }
+            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.amp, 2 * n_vis * sizeof(double)));
+            d.psi = d.amp + n_vis;
+            PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d.amp, host_tmp, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
+        }
+    }
+
+    if (tk) {
+        /* Slices: enough blocks for several full waves of the device, with
+         * the count chosen so that the last wave is nearly full. */
+        int tile_rows = 4 * p_per_thread;
+        int tiles_x = (n + TILE_COLS - 1) / TILE_COLS, tiles_y = (n + tile_rows - 1) / tile_rows;
+        pad_x = tiles_x * TILE_COLS;
+        pad_y = tiles_y * tile_rows;
+        int dev = 0, sms = 1, per_sm = 1;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        PK_CUDA_GOTO(ctx, st, done, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tk, TILE_THREADS, 0));
+        if (per_sm < 1) per_sm = 1;
+        long slots = (long)sms * per_sm, tiles = (long)tiles_x * tiles_y;
+        double best_eff = 0;
+        for (int s = 1; s <= 64; s++) {
+            long blocks = tiles * s;
+            if ((size_t)s * TILE_CHUNK > n_vis && s > 1) break;
+            double waves = ceil((double)blocks / (double)slots);
+            double eff = (double)blocks / (waves * (double)slots);
+            if (blocks < 2 * slots) eff *= 0.9; /* one wave leaves SMs idle as blocks finish unevenly */
+            if (eff > best_eff + 0.01) best_eff = eff, slices = s;
+        }
+        size_t plane = (size_t)pad_x * pad_y;
+        PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_re, (size_t)slices * plane * sizeof(double)));
+        PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_re, 0, (size_t)slices * plane * sizeof(double)));
+        if (imag_kernel) {
+            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_im, (size_t)slices * plane * sizeof(double)));
+            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_im, 0, (size_t)slices * plane * sizeof(double)));
+        }
+    }
+
+    {
+        size_t per_batch = (size_t)(batch_terms(kernel) / (double)n_pix);
+        if (per_batch < 1024) per_batch = 1024;
+        for (size_t k0 = 0; k0 < n_vis; k0 += per_batch) {
+            size_t k1 = k0 + per_batch < n_vis ? k0 + per_batch : n_vis;
+            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
+            if (kernel == K_NAIVE_F64) {
+                naive_f64<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.u, d.v, d.w, d.re, d.im, (int)k0, (int)k1, n,
+                                                                      job->cell, (double)job->sign, d.out_re, d.out_im);
+            } else if (kernel == K_NAIVE_F32) {
+                naive_f32<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.f32, d.f32 + n_vis, d.f32 + 2 * n_vis,
+                                                                      d.f32 + 3 * n_vis, d.f32 + 4 * n_vis, (int)k0,
+                                                                      (int)k1, n, (float)job->cell, d.out_re, d.out_im);
+            } else if (kernel == K_USUAL_F32) {
+                size_t threads = (n_pix + USUAL_PIX - 1) / USUAL_PIX;
+                usual_f32<<<(unsigned)((threads + USUAL_THREADS - 1) / USUAL_THREADS), USUAL_THREADS>>>(
+                    (const float4 *)d.f32, d.f32 + 4 * n_vis, (int)k0, (int)k1, n, (float)job->cell, d.out_re,
+                    d.out_im);
+            } else if (tk) {
+                tile_args a;
+                a.u = d.u, a.v = d.v, a.w = d.w, a.re = d.re, a.im = d.im, a.amp = d.amp, a.psi = d.psi;
+                a.n_vis = (int)n_vis, a.n = n, a.cell = job->cell, a.sign = (double)job->sign;
+                a.k_begin = (int)k0, a.k_end = (int)k1;
+                int len = (int)((k1 - k0 + (size_t)slices - 1) / (size_t)slices);
+                a.slice_len = (len + TILE_CHUNK - 1) / TILE_CHUNK * TILE_CHUNK;
+                a.part_re = d.part_re, a.part_im = d.part_im, a.pad_x = pad_x, a.pad_y = pad_y;
+                dim3 grid((unsigned)(pad_x / TILE_COLS), (unsigned)(pad_y / (4 * p_per_thread)), (unsigned)slices);
+                tk<<<grid, TILE_THREADS>>>(a);
+            } else {
+                st = pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
+                goto done;
+            }
+            PK_CUDA_LAUNCHED(ctx, st, done);
+            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
+            PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
+            float ms = 0;
+            PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
+            ms_total += ms;
+            if (pk_progress_add(progress, (double)(k1 - k0) * (double)n_pix, 1)) {
+                st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+                goto done;
+            }
+        }
+    }
+    if (tk) {
+        PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
+        sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_re, slices, pad_x, pad_y, n, d.out_re);
+        if (imag_kernel) sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, pad_y, n, d.out_im);
+        PK_CUDA_LAUNCHED(ctx, st, done);
+        PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
+        PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
+        float ms = 0;
+        PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
+        ms_total += ms;
+    }
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(job->re, d.out_re, n_pix * sizeof(double), cudaMemcpyDeviceToHost));
+    if (job->im) {
+        if (!imag_kernel) {
+            st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %d computed no imaginary part", kernel);
+            goto done;
+        }
+        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(job->im, d.out_im, n_pix * sizeof(double), cudaMemcpyDeviceToHost));
+    }
+    *kernel_ms = ms_total;
+done:
+    free(host_tmp);
+    free(host_f32);
+    free_buffers(&d);
+    if (ev0) cudaEventDestroy(ev0);
+    if (ev1) cudaEventDestroy(ev1);
+    return st;
+}

@@ -1,0 +1,154 @@
+/* image_out.c - the dirty image as a FITS file (cfitsio) with a WCS header.
+ *
+ * Orientation: east on the left, north up, as astronomers display the sky.
+ * FITS column i (0-based) holds grid column a = n - 1 - i, so l decreases
+ * with i (CDELT1 < 0); row j holds b = j. In the SIN projection the
+ * intermediate world coordinates are (l, m) in degrees, so CRPIX1 = n - c,
+ * CRPIX2 = c + 1 (1-based) with c = n / 2.
+ *
+ * The file is written under a temporary name beside the target and renamed
+ * over it only when complete, so no reader sees a half-written image.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fitsio.h>
+
+#include "dftimage_internal.h"
+
+double pk_image_fits_value(const pk_image *image, size_t i, size_t j) {
+    return image->re[j * image->n + (image->n - 1 - i)];
+}
+
+static int write_plane(fitsfile *f, const pk_image *image, const double *plane, int *status) {
+    size_t n = image->n;
+    int dbl = image->precision == PK_PRECISION_DOUBLE;
+    void *buf = malloc(n * (dbl ? sizeof(double) : sizeof(float)));
+    if (!buf) return *status = MEMORY_ALLOCATION;
+    for (size_t j = 0; j < n && !*status; j++) {
+        for (size_t i = 0; i < n; i++) {
+            double v = plane[j * n + (n - 1 - i)];
+            if (dbl) ((double *)buf)[i] = v;
+            else ((float *)buf)[i] = (float)v;
+        }
+        fits_write_img(f, dbl ? TDOUBLE : TFLOAT, (LONGLONG)(j * n + 1), (LONGLONG)n, buf, status);
+    }
+    free(buf);
+    return *status;
+}
+
+static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int *status) {
+    const double deg = 180.0 / M_PI;
+    double c = (double)(image->n / 2);
+    double crpix1 = (double)image->n - c, crpix2 = c + 1.0;
+    double cdelt1 = -image->cell * deg, cdelt2 = image->cell * deg;
+    if (vis && vis->has_phase_centre) {
+        double ra = vis->ra0_deg, dec = vis->dec0_deg, equinox = 2000.0;
+        fits_write_key(f, TSTRING, "CTYPE1", "RA---SIN", "l = east direction cosine (SIN projection)", status);
+        fits_write_key(f, TDOUBLE, "CRVAL1", &ra, "phase centre right ascension", status);
+        fits_write_key(f, TDOUBLE, "CDELT1", &cdelt1, "east is left", status);
+        fits_write_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, status);
+        fits_write_key(f, TSTRING, "CUNIT1", "deg", NULL, status);
+        fits_write_key(f, TSTRING, "CTYPE2", "DEC--SIN", "m = north direction cosine (SIN projection)", status);
+        fits_write_key(f, TDOUBLE, "CRVAL2", &dec, "phase centre declination", status);
+        fits_write_key(f, TDOUBLE, "CDELT2", &cdelt2, NULL, status);
+        fits_write_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, status);
+        fits_write_key(f, TSTRING, "CUNIT2", "deg", NULL, status);
+        fits_write_key(f, TSTRING, "RADESYS", "FK5", NULL, status);
+        fits_write_key(f, TDOUBLE, "EQUINOX", &equinox, NULL, status);
+    } else {
+        /* No phase centre: plain direction cosines (dimensionless). */
+        double cd1 = -image->cell, cd2 = image->cell, zero = 0.0;
+        fits_write_key(f, TSTRING, "CTYPE1", "L", "east direction cosine (phase centre unknown)", status);
+        fits_write_key(f, TDOUBLE, "CRVAL1", &zero, NULL, status);
+        fits_write_key(f, TDOUBLE, "CDELT1", &cd1, "east is left", status);
+        fits_write_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, status);
+        fits_write_key(f, TSTRING, "CTYPE2", "M", "north direction cosine", status);
+        fits_write_key(f, TDOUBLE, "CRVAL2", &zero, NULL, status);
+        fits_write_key(f, TDOUBLE, "CDELT2", &cd2, NULL, status);
+        fits_write_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, status);
+    }
+    if (vis && vis->object[0]) fits_write_key(f, TSTRING, "OBJECT", (void *)vis->object, NULL, status);
+    if (vis && vis->date_obs[0]) fits_write_key(f, TSTRING, "DATE-OBS", (void *)vis->date_obs, "first record", status);
+    if (vis && vis->freq_hz > 0) {
+        double fr = vis->freq_hz;
+        fits_write_key(f, TDOUBLE, "RESTFRQ", &fr, "[Hz] reference frequency of the data", status);
+    }
+    long nvis = vis ? (long)vis->n : 0;
+    int sign = image->sign;
+    double cell = image->cell;
+    fits_write_key(f, TSTRING, "BTYPE", "dirty image", "sum_k V_k exp(s 2 pi i (u l + v m + w (n-1)))", status);
+    fits_write_key(f, TLONG, "NVIS", &nvis, "visibilities summed", status);
+    if (vis) {
+        double ws = vis->weight_sum;
+        fits_write_key(f, TDOUBLE, "WEIGHTS", &ws, "sum of the weights used", status);
+    }
+    fits_write_key(f, TINT, "DFTSIGN", &sign, "sign s of the transform", status);
+    fits_write_key(f, TDOUBLE, "CELLRAD", &cell, "[rad] cell size", status);
+    fits_write_key(f, TSTRING, "ORIGIN", "pairkit " PK_VERSION_STRING, "exact direct Fourier transform", status);
+}
+
+pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
+                              int with_imag) {
+    pk_clear(ctx);
+    if (with_imag && !image->im)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the imaginary part was asked for but not computed", path);
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 16);
+    if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    close(fd);
+    unlink(tmp); /* cfitsio creates the file itself and refuses to overwrite */
+
+    fitsfile *f = NULL;
+    int status = 0;
+    long naxes[2] = {(long)image->n, (long)image->n};
+    int bitpix = image->precision == PK_PRECISION_DOUBLE ? DOUBLE_IMG : FLOAT_IMG;
+    fits_create_diskfile(&f, tmp, &status);
+    fits_create_img(f, bitpix, 2, naxes, &status);
+    write_wcs(f, image, vis, &status);
+    fits_write_key(f, TSTRING, "EXTNAME", "REAL", "real part of the dirty image", &status);
+    write_plane(f, image, image->re, &status);
+    if (with_imag) {
+        fits_create_img(f, bitpix, 2, naxes, &status);
+        write_wcs(f, image, vis, &status);
+        fits_write_key(f, TSTRING, "EXTNAME", "IMAG", "imaginary part of the dirty image", &status);
+        write_plane(f, image, image->im, &status);
+    }
+    int close_status = 0;
+    if (f) fits_close_file(f, &close_status);
+    if (!status) status = close_status;
+    if (!status) {
+        /* fsync before the rename, so the new name never points at an
+         * incomplete file after a crash. */
+        int fd2 = open(tmp, O_RDONLY);
+        if (fd2 >= 0) {
+            fsync(fd2);
+            close(fd2);
+        }
+        if (rename(tmp, path) != 0) {
+            pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename the finished image into place: %s", path,
+                                   strerror(errno));
+            unlink(tmp);
+            free(tmp);
+            return st;
+        }
+        free(tmp);
+        return PK_OK;
+    }
+    char text[FLEN_STATUS];
+    fits_get_errstatus(status, text);
+    fits_clear_errmsg();
+    unlink(tmp);
+    free(tmp);
+    return pk_fail(ctx, PK_ERR_IO, "%s: writing the FITS image failed: %s", path, text);
+}

@@ -1,0 +1,425 @@
+/* vis_uvfits.c - visibilities from UVFITS (random groups) through cfitsio.
+ *
+ * What real files do, and this reader handles (see data/vis/README.md):
+ * - group parameters are stored scaled: value = raw * PSCALn + PZEROn, and
+ *   cfitsio does not apply that for group parameters, so it is done here
+ *   (the VLBA and EHT files store u, v, w with PSCAL near 1e-10);
+ * - parameter names vary: UU, UU--, UU---SIN (the same for VV, WW);
+ * - the date may be split over two DATE parameters, which add up;
+ * - an axis of length 1 may lack its CTYPE;
+ * - u, v, w are in seconds: times each channel's frequency (FREQ axis plus
+ *   the IF offset of the AIPS FQ table) they give wavelengths, so every
+ *   channel and IF is its own visibility;
+ * - Stokes I is the weighted mean of the parallel hands (XX,YY or RR,LL),
+ *   either alone when the other is flagged;
+ * - weight <= 0 means flagged (AIPS); pk_weights chooses otherwise for files
+ *   whose writer stored every weight negative.
+ * The data axes are located by CTYPE, so any axis order is read.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fitsio.h>
+
+#include "dftimage_internal.h"
+
+#define MAX_AXES 8
+
+typedef struct uvfits_axes {
+    int naxis;
+    long len[MAX_AXES];      /* NAXISn, index n - 1 */
+    long stride[MAX_AXES];   /* elements between neighbours along the axis */
+    char ctype[MAX_AXES][FLEN_VALUE];
+    double crval[MAX_AXES], cdelt[MAX_AXES], crpix[MAX_AXES];
+    int complex_ax, stokes_ax, freq_ax, if_ax, ra_ax, dec_ax; /* -1 when absent */
+} uvfits_axes;
+
+static pk_status fits_error(pk_context *ctx, const char *path, const char *what, int status) {
+    char text[FLEN_STATUS], detail[FLEN_ERRMSG] = "";
+    fits_get_errstatus(status, text);
+    char msg[FLEN_ERRMSG];
+    while (fits_read_errmsg(msg)) {
+        if (!detail[0]) snprintf(detail, sizeof detail, "%s", msg);
+    }
+    pk_status st = status == FILE_NOT_OPENED ? PK_ERR_IO : PK_ERR_PARSE;
+    return pk_fail(ctx, st, "%s: %s: %s%s%s", path, what, text, detail[0] ? " - " : "", detail);
+}
+
+/* "UU", "UU--", "UU---SIN": the name, then nothing or dashes and a projection. */
+static int param_is(const char *ptype, const char *base) {
+    size_t n = strlen(base);
+    if (strncmp(ptype, base, n) != 0) return 0;
+    return ptype[n] == '\0' || ptype[n] == '-' || ptype[n] == ' ';
+}
+
+static void trim(char *s) {
+    size_t n = strlen(s);
+    while (n && s[n - 1] == ' ') s[--n] = '\0';
+}
+
+static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfits_axes *ax) {
+    int status = 0;
+    memset(ax, 0, sizeof *ax);
+    ax->complex_ax = ax->stokes_ax = ax->freq_ax = ax->if_ax = ax->ra_ax = ax->dec_ax = -1;
+    if (fits_read_key(f, TINT, "NAXIS", &ax->naxis, NULL, &status)) return fits_error(ctx, path, "NAXIS", status);
+    if (ax->naxis < 2 || ax->naxis > MAX_AXES)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: NAXIS = %d; a UVFITS file has 2 to %d axes", path, ax->naxis, MAX_AXES);
+    long stride = 1;
+    for (int k = 1; k < ax->naxis; k++) { /* axis 1 is the empty NAXIS1 = 0 */
+        char key[32];
+        snprintf(key, sizeof key, "NAXIS%d", k + 1);
+        if (fits_read_key(f, TLONG, key, &ax->len[k], NULL, &status)) return fits_error(ctx, path, key, status);
+        ax->stride[k] = stride;
+        stride *= ax->len[k];
+        snprintf(key, sizeof key, "CTYPE%d", k + 1);
+        if (fits_read_key(f, TSTRING, key, ax->ctype[k], NULL, &status)) {
+            status = 0;
+            fits_clear_errmsg();
+            ax->ctype[k][0] = '\0';
+            if (ax->len[k] != 1)
+                return pk_fail(ctx, PK_ERR_PARSE, "%s: axis %d has %ld elements but no CTYPE%d", path, k + 1,
+                               ax->len[k], k + 1);
+        }
+        trim(ax->ctype[k]);
+        ax->crval[k] = 0, ax->cdelt[k] = 1, ax->crpix[k] = 1;
+        snprintf(key, sizeof key, "CRVAL%d", k + 1);
+        if (fits_read_key(f, TDOUBLE, key, &ax->crval[k], NULL, &status)) status = 0;
+        snprintf(key, sizeof key, "CDELT%d", k + 1);
+        if (fits_read_key(f, TDOUBLE, key, &ax->cdelt[k], NULL, &status)) status = 0;
+        snprintf(key, sizeof key, "CRPIX%d", k + 1);
+        if (fits_read_key(f, TDOUBLE, key, &ax->crpix[k], NULL, &status)) status = 0;
+        fits_clear_errmsg();
+        const char *t = ax->ctype[k];
+        if (strcmp(t, "COMPLEX") == 0) ax->complex_ax = k;
+        else if (strcmp(t, "STOKES") == 0) ax->stokes_ax = k;
+        else if (strcmp(t, "FREQ") == 0) ax->freq_ax = k;
+        else if (strcmp(t, "IF") == 0) ax->if_ax = k;
+        else if (strncmp(t, "RA", 2) == 0) ax->ra_ax = k;
+        else if (strncmp(t, "DEC", 3) == 0) ax->dec_ax = k;
+    }
+    if (ax->complex_ax < 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: no COMPLEX axis (CTYPEn = 'COMPLEX')", path);
+    if (ax->len[ax->complex_ax] < 2 || ax->len[ax->complex_ax] > 3)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: the COMPLEX axis has %ld elements; expected 3 (re, im, weight) or 2",
+                       path, ax->len[ax->complex_ax]);
+    if (ax->freq_ax < 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: no FREQ axis: the frequency is unknown", path);
+    return PK_OK;
+}
+
+/* IF frequency offsets (Hz) from the AIPS FQ table, row 1; zeros when
+ * there is one IF and no table. */
+static pk_status read_if_offsets(pk_context *ctx, const char *path, fitsfile *f, long n_if, double *offsets) {
+    int status = 0;
+    for (long i = 0; i < n_if; i++) offsets[i] = 0.0;
+    if (fits_movnam_hdu(f, BINARY_TBL, "AIPS FQ", 0, &status)) {
+        status = 0;
+        fits_clear_errmsg();
+        if (n_if > 1)
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: %ld IFs but no AIPS FQ table with their frequency offsets", path, n_if);
+        return PK_OK;
+    }
+    int col;
+    if (fits_get_colnum(f, CASEINSEN, "IF FREQ", &col, &status)) {
+        pk_status st = fits_error(ctx, path, "AIPS FQ table: column 'IF FREQ'", status);
+        status = 0;
+        fits_movabs_hdu(f, 1, NULL, &status);
+        return st;
+    }
+    int typecode;
+    long repeat, width;
+    fits_get_coltype(f, col, &typecode, &repeat, &width, &status);
+    if (!status && repeat < n_if) {
+        fits_movabs_hdu(f, 1, NULL, &status);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: 'IF FREQ' holds %ld values for %ld IFs", path, repeat, n_if);
+    }
+    if (!status) fits_read_col(f, TDOUBLE, col, 1, 1, n_if, NULL, offsets, NULL, &status);
+    if (status) {
+        pk_status st = fits_error(ctx, path, "AIPS FQ table", status);
+        status = 0;
+        fits_movabs_hdu(f, 1, NULL, &status);
+        return st;
+    }
+    fits_movabs_hdu(f, 1, NULL, &status);
+    return status ? fits_error(ctx, path, "primary HDU", status) : PK_OK;
+}
+
+/* Julian date to "YYYY-MM-DDThh:mm:ss" (Fliegel and Van Flandern). */
+static void jd_to_iso(double jd, char *out, size_t size) {
+    double jd_noon = floor(jd + 0.5);
+    double day_frac = jd + 0.5 - jd_noon;
+    long l = (long)jd_noon + 68569;
+    long n = 4 * l / 146097;
+    l = l - (146097 * n + 3) / 4;
+    long i = 4000 * (l + 1) / 1461001;
+    l = l - 1461 * i / 4 + 31;
+    long j = 80 * l / 2447;
+    long day = l - 2447 * j / 80;
+    l = j / 11;
+    long month = j + 2 - 12 * l;
+    long year = 100 * (n - 49) + i + l;
+    long secs = (long)floor(day_frac * 86400.0 + 0.5);
+    if (secs >= 86400) secs = 86399;
+    char text[128];
+    snprintf(text, sizeof text, "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld", year, month, day, secs / 3600,
+             secs / 60 % 60, secs % 60);
+    snprintf(out, size, "%.*s", (int)(size - 1), text);
+}
+
+typedef struct hand {
+    long index; /* along the STOKES axis */
+} hand;
+
+pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    fitsfile *f = NULL;
+    int status = 0;
+    if (fits_open_diskfile(&f, path, READONLY, &status)) return fits_error(ctx, path, "cannot open as FITS", status);
+    pk_status st = PK_OK;
+    double *params = NULL, *pscal = NULL, *pzero = NULL, *if_off = NULL;
+    float *data = NULL;
+    int groups = 0;
+    long pcount = 0, gcount = 0;
+    uvfits_axes ax;
+    char key[32];
+
+    if (fits_read_key(f, TLOGICAL, "GROUPS", &groups, NULL, &status) || !groups) {
+        status = 0;
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: not a random-groups UVFITS file (GROUPS = T is missing)", path);
+        goto done;
+    }
+    if (fits_read_key(f, TLONG, "PCOUNT", &pcount, NULL, &status) ||
+        fits_read_key(f, TLONG, "GCOUNT", &gcount, NULL, &status)) {
+        st = fits_error(ctx, path, "PCOUNT/GCOUNT", status);
+        goto done;
+    }
+    if (pcount < 3 || gcount < 1) {
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: PCOUNT = %ld, GCOUNT = %ld: no u, v, w parameters or no groups", path,
+                     pcount, gcount);
+        goto done;
+    }
+    if ((st = read_axes(ctx, path, f, &ax)) != PK_OK) goto done;
+    {
+        /* A cut file: cfitsio would only fail at the first missing group. */
+        LONGLONG head_start, data_start, data_end;
+        FILE *fp = fopen(path, "rb");
+        long long file_size = -1;
+        if (fp && fseek(fp, 0, SEEK_END) == 0) file_size = ftell(fp);
+        if (fp) fclose(fp);
+        if (fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &status)) {
+            st = fits_error(ctx, path, "primary HDU", status);
+            goto done;
+        }
+        if (file_size >= 0 && file_size < (long long)data_end) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: the header announces %lld bytes of groups, the file holds %lld",
+                         path, (long long)(data_end - data_start), file_size - (long long)data_start);
+            goto done;
+        }
+    }
+
+    /* Group parameters: names, scales, zeros. */
+    int iu = -1, iv = -1, iw = -1, n_date = 0, idate[4];
+    params = malloc((size_t)pcount * sizeof(double));
+    pscal = malloc((size_t)pcount * sizeof(double));
+    pzero = malloc((size_t)pcount * sizeof(double));
+    if (!params || !pscal || !pzero) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    for (long p = 0; p < pcount; p++) {
+        char ptype[FLEN_VALUE] = "";
+        snprintf(key, sizeof key, "PTYPE%ld", p + 1);
+        if (fits_read_key(f, TSTRING, key, ptype, NULL, &status)) {
+            st = fits_error(ctx, path, key, status);
+            goto done;
+        }
+        trim(ptype);
+        pscal[p] = 1.0;
+        pzero[p] = 0.0;
+        snprintf(key, sizeof key, "PSCAL%ld", p + 1);
+        if (fits_read_key(f, TDOUBLE, key, &pscal[p], NULL, &status)) status = 0;
+        snprintf(key, sizeof key, "PZERO%ld", p + 1);
+        if (fits_read_key(f, TDOUBLE, key, &pzero[p], NULL, &status)) status = 0;
+        fits_clear_errmsg();
+        if (param_is(ptype, "UU") && iu < 0) iu = (int)p;
+        else if (param_is(ptype, "VV") && iv < 0) iv = (int)p;
+        else if (param_is(ptype, "WW") && iw < 0) iw = (int)p;
+        else if (strcmp(ptype, "DATE") == 0 && n_date < 4) idate[n_date++] = (int)p;
+    }
+    if (iu < 0 || iv < 0 || iw < 0) {
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: group parameter %s is missing (looked for PTYPE 'UU', 'UU--' or 'UU---SIN' and the like)",
+                     path, iu < 0 ? "UU" : iv < 0 ? "VV" : "WW");
+        goto done;
+    }
+
+    /* Frequencies of every (IF, channel). */
+    long n_chan = ax.len[ax.freq_ax], n_if = ax.if_ax >= 0 ? ax.len[ax.if_ax] : 1;
+    if_off = malloc((size_t)n_if * sizeof(double));
+    if (!if_off) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    if ((st = read_if_offsets(ctx, path, f, n_if, if_off)) != PK_OK) goto done;
+
+    /* Stokes: I alone, or the parallel hands. */
+    long n_stokes = ax.stokes_ax >= 0 ? ax.len[ax.stokes_ax] : 1;
+    hand hands[2];
+    int n_hands = 0;
+    if (ax.stokes_ax < 0) {
+        hands[n_hands++].index = 0;
+    } else {
+        long ii = -1, rr = -1, ll = -1, xx = -1, yy = -1;
+        for (long s = 0; s < n_stokes; s++) {
+            double code = ax.crval[ax.stokes_ax] + ((double)(s + 1) - ax.crpix[ax.stokes_ax]) * ax.cdelt[ax.stokes_ax];
+            long c = lround(code);
+            if (c == 1) ii = s;
+            else if (c == -1) rr = s;
+            else if (c == -2) ll = s;
+            else if (c == -5) xx = s;
+            else if (c == -6) yy = s;
+        }
+        if (ii >= 0) hands[n_hands++].index = ii;
+        else if (rr >= 0 || ll >= 0) {
+            if (rr >= 0) hands[n_hands++].index = rr;
+            if (ll >= 0) hands[n_hands++].index = ll;
+        } else if (xx >= 0 || yy >= 0) {
+            if (xx >= 0) hands[n_hands++].index = xx;
+            if (yy >= 0) hands[n_hands++].index = yy;
+        } else {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: the STOKES axis holds neither I nor parallel hands (RR, LL, XX, YY)", path);
+            goto done;
+        }
+    }
+
+    long n_elem = 1;
+    for (int k = 1; k < ax.naxis; k++) n_elem *= ax.len[k];
+    data = malloc((size_t)n_elem * sizeof(float));
+    size_t max_vis = (size_t)gcount * (size_t)n_chan * (size_t)n_if;
+    if (!data || (st = pk_vis_alloc(ctx, max_vis, out)) != PK_OK) {
+        if (!st) st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    out->sign = -1;
+    size_t n_out = 0;
+    int has_weight = ax.len[ax.complex_ax] == 3;
+    long s_cplx = ax.stride[ax.complex_ax];
+    long s_stokes = ax.stokes_ax >= 0 ? ax.stride[ax.stokes_ax] : 0;
+    long s_freq = ax.stride[ax.freq_ax], s_if = ax.if_ax >= 0 ? ax.stride[ax.if_ax] : 0;
+    for (long g = 1; g <= gcount; g++) {
+        int anynul = 0;
+        if (fits_read_grppar_dbl(f, g, 1, pcount, params, &status) ||
+            fits_read_img_flt(f, g, 1, n_elem, 0.0f, data, &anynul, &status)) {
+            char what[64];
+            snprintf(what, sizeof what, "group %ld of %ld (truncated or corrupt file?)", g, gcount);
+            st = fits_error(ctx, path, what, status);
+            goto done;
+        }
+        for (long p = 0; p < pcount; p++) params[p] = params[p] * pscal[p] + pzero[p];
+        double u_s = params[iu], v_s = params[iv], w_s = params[iw];
+        if (!isfinite(u_s) || !isfinite(v_s) || !isfinite(w_s)) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: group %ld: u, v or w is not finite", path, g);
+            goto done;
+        }
+        if (g == 1 && n_date > 0) {
+            double jd = 0;
+            for (int d = 0; d < n_date; d++) jd += params[idate[d]];
+            if (jd > 1e6) jd_to_iso(jd, out->date_obs, sizeof out->date_obs);
+        }
+        for (long i = 0; i < n_if; i++) {
+            for (long c = 0; c < n_chan; c++) {
+                double freq = ax.crval[ax.freq_ax] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ax.cdelt[ax.freq_ax] +
+                              if_off[i];
+                double sum_re = 0, sum_im = 0, sum_w = 0;
+                int n_valid = 0;
+                for (int h = 0; h < n_hands; h++) {
+                    long base = i * s_if + c * s_freq + hands[h].index * s_stokes;
+                    double re = (double)data[base], im = (double)data[base + s_cplx];
+                    double wt = has_weight ? (double)data[base + 2 * s_cplx] : 1.0;
+                    double use;
+                    if (isnan(wt)) continue;
+                    if (weights == PK_WEIGHTS_DATA) {
+                        if (!(wt > 0)) continue;
+                        use = wt;
+                    } else {
+                        if (wt == 0) continue;
+                        use = weights == PK_WEIGHTS_ABS ? fabs(wt) : 1.0;
+                    }
+                    if (!isfinite(re) || !isfinite(im)) {
+                        st = pk_fail(ctx, PK_ERR_PARSE,
+                                     "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: unflagged visibility is not finite (NaN or inf)",
+                                     path, g, i + 1, c + 1, hands[h].index + 1);
+                        goto done;
+                    }
+                    sum_re += use * re;
+                    sum_im += use * im;
+                    sum_w += use;
+                    n_valid++;
+                }
+                if (n_valid == 0) {
+                    out->n_flagged++;
+                    continue;
+                }
+                if (!(freq > 0)) {
+                    st = pk_fail(ctx, PK_ERR_PARSE, "%s: IF %ld channel %ld has frequency %g Hz", path, i + 1, c + 1, freq);
+                    goto done;
+                }
+                out->u[n_out] = u_s * freq;
+                out->v[n_out] = v_s * freq;
+                out->w[n_out] = w_s * freq;
+                if (weights == PK_WEIGHTS_UNIT) {
+                    /* Unit weight for the Stokes I visibility: the mean of the hands. */
+                    out->re[n_out] = sum_re / sum_w;
+                    out->im[n_out] = sum_im / sum_w;
+                    out->weight_sum += 1.0;
+                } else {
+                    /* Weight sum_w times the weighted mean sum / sum_w. */
+                    out->re[n_out] = sum_re;
+                    out->im[n_out] = sum_im;
+                    out->weight_sum += sum_w;
+                }
+                n_out++;
+            }
+        }
+    }
+    out->n_records = max_vis;
+    out->n = n_out;
+    out->freq_hz = ax.crval[ax.freq_ax] + (1.0 - ax.crpix[ax.freq_ax]) * ax.cdelt[ax.freq_ax] + if_off[0];
+    if (ax.ra_ax >= 0 && ax.dec_ax >= 0) {
+        out->has_phase_centre = 1;
+        out->ra0_deg = ax.crval[ax.ra_ax];
+        out->dec0_deg = ax.crval[ax.dec_ax];
+    } else {
+        double ra, dec;
+        int s1 = 0;
+        if (!fits_read_key(f, TDOUBLE, "OBSRA", &ra, NULL, &s1) && !fits_read_key(f, TDOUBLE, "OBSDEC", &dec, NULL, &s1)) {
+            out->has_phase_centre = 1;
+            out->ra0_deg = ra;
+            out->dec0_deg = dec;
+        }
+        fits_clear_errmsg();
+    }
+    {
+        int s1 = 0;
+        char object[FLEN_VALUE] = "";
+        if (!fits_read_key(f, TSTRING, "OBJECT", object, NULL, &s1)) {
+            trim(object);
+            snprintf(out->object, sizeof out->object, "%s", object);
+        }
+        fits_clear_errmsg();
+    }
+    if (n_out == 0) {
+        st = pk_fail(ctx, PK_ERR_INVALID,
+                     "%s: every one of the %zu visibilities is flagged (weight <= 0 with --weights %s)%s", path,
+                     max_vis, pk_weights_name(weights),
+                     weights == PK_WEIGHTS_DATA ? "; if the writer stored all weights negative, try --weights abs or unit" : "");
+    }
+done:
+    if (st) pk_vis_free(out);
+    free(params);
+    free(pscal);
+    free(pzero);
+    free(if_off);
+    free(data);
+    status = 0;
+    if (f) fits_close_file(f, &status);
+    return st;
+}

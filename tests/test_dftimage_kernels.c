@@ -1,0 +1,151 @@
+/* test_dftimage_kernels.c - every CPU kernel against the float64 reference
+ * on fresh random visibilities: awkward image sizes (1, 7, 33 and 70 pixels
+ * a side, none a multiple of the 32 x 8 tile), both signs, real and
+ * complex images, and the benchmark's statistics. Also cancellation (no
+ * image, PK_ERR_CANCELLED) and argument errors. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "pairkit/dftimage.h"
+
+static double normal(check_rng *r) {
+    double a = check_uniform(r) + 1e-300, b = check_uniform(r);
+    return sqrt(-2.0 * log(a)) * cos(2.0 * M_PI * b);
+}
+
+static void random_vis(check_rng *r, size_t n, double uv_sigma, double w_sigma, pk_vis *vis) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    CHECK_OK(pk_vis_alloc(&ctx, n, vis), &ctx);
+    for (size_t k = 0; k < n; k++) {
+        vis->u[k] = uv_sigma * normal(r);
+        vis->v[k] = uv_sigma * normal(r);
+        vis->w[k] = w_sigma * normal(r);
+        vis->re[k] = normal(r);
+        vis->im[k] = normal(r);
+    }
+    vis->sign = 1;
+}
+
+static int stop_now(void *user, double fraction) {
+    (void)user;
+    (void)fraction;
+    return 1;
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(20261129);
+    printf("seed %llu\n", rng.s);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    const int kernels[] = {PK_DFTIMAGE_KERNEL_CPU_F64, PK_DFTIMAGE_KERNEL_CPU_SCALAR, PK_DFTIMAGE_KERNEL_CPU_AVX2,
+                           PK_DFTIMAGE_KERNEL_CPU_AVX512};
+    const size_t sizes[] = {1, 7, 33, 70};
+    const size_t n_vis[] = {1, 13, 700, 3001};
+    for (size_t si = 0; si < 4; si++) {
+        pk_vis vis;
+        random_vis(&rng, n_vis[si], 300.0, 30.0, &vis);
+        for (int sign = -1; sign <= 1; sign += 2) {
+            for (int imag = 0; imag <= 1; imag++) {
+                pk_dftimage_options ref_opts = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_REF, PK_PRECISION_DOUBLE, sign, imag};
+                pk_image ref;
+                CHECK_OK(pk_dftimage_run(&ctx, &ref_opts, &vis, sizes[si], 0.0005, &ref, NULL), &ctx);
+                for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+                    int kernel = kernels[ki];
+                    if (!pk_dftimage_kernel_available(kernel)) {
+                        printf("kernel %s not available on this CPU, skipped\n", pk_dftimage_kernel_name(kernel));
+                        continue;
+                    }
+                    pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, sign, imag};
+                    pk_image img;
+                    pk_dftimage_stats stats;
+                    pk_status st = pk_dftimage_run(&ctx, &o, &vis, sizes[si], 0.0005, &img, &stats);
+                    CHECK_OK(st, &ctx);
+                    if (st) continue;
+                    double num = 0, den = 0;
+                    size_t np = sizes[si] * sizes[si];
+                    for (size_t p = 0; p < np; p++) {
+                        double d = img.re[p] - ref.re[p];
+                        num += d * d, den += ref.re[p] * ref.re[p];
+                        if (imag) {
+                            d = img.im[p] - ref.im[p];
+                            num += d * d, den += ref.im[p] * ref.im[p];
+                        }
+                    }
+                    double err = sqrt(num / den);
+                    double limit = kernel == PK_DFTIMAGE_KERNEL_CPU_F64 ? 1e-12 : 3e-6;
+                    CHECK(err <= limit, "kernel %s n=%zu vis=%zu sign=%d imag=%d: rel L2 error %.3g > %.3g",
+                          pk_dftimage_kernel_name(kernel), sizes[si], n_vis[si], sign, imag, err, limit);
+                    CHECK(stats.kernel == kernel && stats.terms == (double)np * (double)n_vis[si], "stats");
+                    CHECK(img.sign == sign, "image sign");
+                    pk_image_free(&img);
+                }
+                pk_image_free(&ref);
+            }
+        }
+        pk_vis_free(&vis);
+    }
+
+    /* The check function agrees with a direct comparison. */
+    {
+        pk_vis vis;
+        random_vis(&rng, 2000, 300.0, 30.0, &vis);
+        pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+        pk_image img;
+        CHECK_OK(pk_dftimage_run(&ctx, &o, &vis, 64, 0.0005, &img, NULL), &ctx);
+        double err_all = 1, err_sub = 1;
+        size_t n_all = 0, n_sub = 0;
+        CHECK_OK(pk_dftimage_check(&ctx, &vis, &img, 0, &err_all, &n_all), &ctx);
+        CHECK_OK(pk_dftimage_check(&ctx, &vis, &img, 300, &err_sub, &n_sub), &ctx);
+        CHECK(n_all == 64 * 64 && n_sub == 300, "compared %zu and %zu pixels", n_all, n_sub);
+        CHECK(err_all < 3e-6 && err_sub < 3e-6, "check errors %.3g %.3g", err_all, err_sub);
+        printf("best CPU kernel %s: rel L2 error %.3g on 2000 visibilities x 64^2 pixels\n",
+               pk_dftimage_kernel_name(PK_DFTIMAGE_KERNEL_BEST), err_all);
+        pk_image_free(&img);
+
+        /* Cancellation: no image, status CANCELLED, for every CPU kernel. */
+        pk_context cctx;
+        pk_context_init(&cctx);
+        cctx.progress = stop_now;
+        for (int kernel = PK_DFTIMAGE_KERNEL_REF; kernel <= PK_DFTIMAGE_KERNEL_CPU_AVX512; kernel++) {
+            if (!pk_dftimage_kernel_available(kernel)) continue;
+            pk_dftimage_options co = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, 0, 0};
+            pk_status st = pk_dftimage_run(&cctx, &co, &vis, 64, 0.0005, &img, NULL);
+            CHECK(st == PK_ERR_CANCELLED && img.re == NULL, "kernel %s: cancel gave status %d",
+                  pk_dftimage_kernel_name(kernel), (int)st);
+        }
+
+        /* Argument errors. */
+        CHECK(pk_dftimage_run(&ctx, &o, &vis, 64, -1.0, &img, NULL) == PK_ERR_INVALID, "negative cell");
+        CHECK(pk_dftimage_run(&ctx, &o, &vis, 3000, 0.001, &img, NULL) == PK_ERR_INVALID && strstr(ctx.message, "beyond"),
+              "field beyond the sky: %s", ctx.message);
+        CHECK(pk_dftimage_run(&ctx, &o, &vis, (size_t)1 << 40, 1e-9, &img, NULL) == PK_ERR_NOMEM &&
+                  strstr(ctx.message, "memory"),
+              "huge image: %s", ctx.message);
+        vis.re[17] = NAN;
+        CHECK(pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL) == PK_ERR_INVALID && strstr(ctx.message, "17"),
+              "NaN visibility: %s", ctx.message);
+        pk_vis_free(&vis);
+    }
+
+    /* The generator is deterministic and has the benchmark's statistics. */
+    {
+        pk_vis a, b;
+        CHECK_OK(pk_vis_random(&ctx, 200000, 7, &a), &ctx);
+        CHECK_OK(pk_vis_random(&ctx, 200000, 7, &b), &ctx);
+        CHECK(memcmp(a.u, b.u, 200000 * sizeof(double)) == 0 && memcmp(a.im, b.im, 200000 * sizeof(double)) == 0,
+              "same seed, same visibilities");
+        double su = 0, sw = 0, sr = 0, mu = 0;
+        for (size_t k = 0; k < a.n; k++) {
+            su += a.u[k] * a.u[k], sw += a.w[k] * a.w[k], sr += a.re[k] * a.re[k], mu += a.v[k];
+        }
+        su = sqrt(su / (double)a.n), sw = sqrt(sw / (double)a.n), sr = sqrt(sr / (double)a.n), mu /= (double)a.n;
+        CHECK(fabs(su - 300) < 3 && fabs(sw - 30) < 0.3 && fabs(sr - 1) < 0.01 && fabs(mu) < 3,
+              "generator statistics: sigma_u %.2f sigma_w %.2f sigma_re %.3f mean_v %.2f", su, sw, sr, mu);
+        pk_vis_free(&a);
+        pk_vis_free(&b);
+    }
+    return check_finish("test_dftimage_kernels");
+}

@@ -1,0 +1,232 @@
+/* test_dftimage_uvfits.c - every trap of the real UVFITS files in
+ * data/vis/ (see its README), checked against values read here straight
+ * from the files with cfitsio: PSCAL/PZERO applied, UU/UU--/UU---SIN, the
+ * split DATE, the missing CTYPE5, u, v, w from seconds to wavelengths per
+ * channel with the FQ table's IF offsets, one visibility per channel and
+ * IF, Stokes I from XX,YY and RR,LL, weights <= 0 flagged, --weights abs
+ * and unit. Then broken copies: a missing VV, an axis without CTYPE, a NaN
+ * in an unflagged visibility, a truncated file. */
+#include <fitsio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "pairkit/dftimage.h"
+
+#define MWA "data/vis/1133866760.uvfits"
+#define MOJAVE "data/vis/mojave.uvfits"
+#define EHT "data/vis/SR1_M87_2017_101_lo_hops_netcal_StokesI.uvfits"
+
+static int close_rel(double a, double b, double tol) {
+    return fabs(a - b) <= tol * fmax(fabs(a), fabs(b));
+}
+
+/* Raw group g: parameters (unscaled) and data. */
+static void raw_group(const char *path, long g, double *params, long n_params, float *data, long n_data) {
+    fitsfile *f;
+    int status = 0, anynul;
+    fits_open_file(&f, path, READONLY, &status);
+    fits_read_grppar_dbl(f, g, 1, n_params, params, &status);
+    fits_read_img_flt(f, g, 1, n_data, 0.0f, data, &anynul, &status);
+    fits_close_file(f, &status);
+    CHECK(status == 0, "cfitsio status %d reading %s", status, path);
+}
+
+static void extent(const pk_vis *vis, double *max_uv, double *max_w) {
+    *max_uv = 0, *max_w = 0;
+    for (size_t k = 0; k < vis->n; k++) {
+        double uv = hypot(vis->u[k], vis->v[k]);
+        if (uv > *max_uv) *max_uv = uv;
+        if (fabs(vis->w[k]) > *max_w) *max_w = fabs(vis->w[k]);
+    }
+}
+
+static void test_mwa(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    /* Every weight is negative: with AIPS's rule all is flagged, said clearly. */
+    CHECK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_DATA, &vis) == PK_ERR_INVALID && strstr(ctx.message, "--weights abs"),
+          "MWA with data weights: %s", ctx.message);
+    CHECK_OK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_ABS, &vis), &ctx);
+    CHECK(vis.n_records == 5565 * 11 && vis.n + vis.n_flagged == vis.n_records, "records %zu", vis.n_records);
+    CHECK(vis.sign == -1 && vis.has_phase_centre && vis.ra0_deg == 24.75 && vis.dec0_deg == -17.95, "phase centre");
+    CHECK(strcmp(vis.object, "UVCeti") == 0, "object '%s'", vis.object);
+    CHECK(strncmp(vis.date_obs, "2015-12-11T10:59:0", 18) == 0, "date (DATE + PZERO) '%s'", vis.date_obs);
+    double max_uv, max_w;
+    extent(&vis, &max_uv, &max_w);
+    CHECK(close_rel(max_uv, 1475, 0.01) && close_rel(max_w, 393, 0.01), "MWA max |uv| %.1f, max |w| %.1f", max_uv, max_w);
+    /* Group 2, a cross-correlation: each channel its own visibility, at its
+     * own frequency; Stokes I from XX and YY weighted by |weight|. */
+    double p[9];
+    float d[3 * 4 * 11];
+    raw_group(MWA, 2, p, 9, d, 3 * 4 * 11);
+    CHECK(p[0] != 0, "group 2 is not an auto");
+    if (vis.n_flagged == 0) {
+        for (int c = 0; c < 11; c++) {
+            size_t k = 11 + (size_t)c;
+            double freq = 153875000.0 + 80000.0 * c;
+            const float *xx = d + (c * 4 + 0) * 3, *yy = d + (c * 4 + 1) * 3;
+            double re = fabs((double)xx[2]) * (double)xx[0] + fabs((double)yy[2]) * (double)yy[0];
+            double im = fabs((double)xx[2]) * (double)xx[1] + fabs((double)yy[2]) * (double)yy[1];
+            CHECK(close_rel(vis.u[k], p[0] * freq, 1e-12) && close_rel(vis.v[k], p[1] * freq, 1e-12) &&
+                      close_rel(vis.w[k], p[2] * freq, 1e-12),
+                  "channel %d: u %.6f expected %.6f", c, vis.u[k], p[0] * freq);
+            CHECK(close_rel(vis.re[k], re, 1e-6) && close_rel(vis.im[k], im, 1e-6), "channel %d: V %g%+gi expected %g%+gi",
+                  c, vis.re[k], vis.im[k], re, im);
+        }
+    }
+    pk_vis unit;
+    CHECK_OK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_UNIT, &unit), &ctx);
+    CHECK(unit.n == vis.n && unit.weight_sum == (double)unit.n, "unit weights: one per visibility");
+    {
+        const float *xx = d, *yy = d + 3;
+        CHECK(close_rel(unit.re[11], 0.5 * ((double)xx[0] + (double)yy[0]), 1e-6), "unit weights: mean of XX and YY");
+    }
+    pk_vis_free(&unit);
+    pk_vis_free(&vis);
+}
+
+static void test_mojave(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    CHECK_OK(pk_vis_read(&ctx, MOJAVE, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.n_records == 3150 * 2, "records %zu (3150 groups x 2 IFs)", vis.n_records);
+    double flagged = (double)vis.n_flagged / (double)vis.n_records;
+    CHECK(flagged > 0.02 && flagged < 0.10, "flagged share %.3f (README: 94%% of weights > 0)", flagged);
+    double max_uv, max_w;
+    extent(&vis, &max_uv, &max_w);
+    CHECK(close_rel(max_uv, 2.3e8, 0.05), "PSCAL applied: max |uv| %.4g (README: 2.3e8)", max_uv);
+    CHECK(max_w > 1e8 && max_w < 1.6e8, "max |w| %.4g (README: up to 1.4e8)", max_w);
+    CHECK(strcmp(vis.date_obs, "2006-06-15") > 0 && strncmp(vis.date_obs, "2006-06-15", 10) == 0,
+          "split DATE: '%s'", vis.date_obs);
+    CHECK(strcmp(vis.object, "1228+126") == 0, "object");
+    /* The first group with both IFs and both hands unflagged: two IFs, 8 MHz
+     * apart by the FQ table; Stokes I from RR and LL. Its visibilities
+     * follow those of the earlier groups' unflagged IFs. */
+    double p[7];
+    float d[3 * 4 * 2];
+    const double pscal = 1.23388869121e-10, f0 = 8.10445875e9;
+    size_t before = 0;
+    long g;
+    for (g = 1; g <= 200; g++) {
+        raw_group(MOJAVE, g, p, 7, d, 24);
+        if (d[2] > 0 && d[5] > 0 && d[14] > 0 && d[17] > 0) break;
+        for (int i = 0; i < 2; i++) before += d[12 * i + 2] > 0 || d[12 * i + 5] > 0;
+    }
+    CHECK(g <= 200, "a fully unflagged group among the first 200");
+    if (g <= 200) {
+        printf("mojave: group %ld is the first fully unflagged one, visibilities %zu and %zu\n", g, before, before + 1);
+        for (int i = 0; i < 2; i++) {
+            size_t k = before + (size_t)i;
+            double freq = f0 + 8e6 * i;
+            const float *rr = d + (i * 4 + 0) * 3, *ll = d + (i * 4 + 1) * 3;
+            CHECK(close_rel(vis.u[k], p[0] * pscal * freq, 1e-12) && close_rel(vis.w[k], p[2] * pscal * freq, 1e-12),
+                  "IF %d: u %.6g expected %.6g", i + 1, vis.u[k], p[0] * pscal * freq);
+            double re = (double)rr[2] * (double)rr[0] + (double)ll[2] * (double)ll[0];
+            double im = (double)rr[2] * (double)rr[1] + (double)ll[2] * (double)ll[1];
+            CHECK(close_rel(vis.re[k], re, 1e-6) && close_rel(vis.im[k], im, 1e-6), "IF %d: Stokes I from RR, LL", i + 1);
+        }
+        CHECK(close_rel(vis.u[before + 1] / vis.u[before], (f0 + 8e6) / f0, 1e-12), "IF 2 is 8 MHz above IF 1");
+    }
+    pk_vis_free(&vis);
+}
+
+static void test_eht(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    CHECK_OK(pk_vis_read(&ctx, EHT, PK_WEIGHTS_DATA, &vis), &ctx); /* no CTYPE5: tolerated */
+    CHECK(vis.n_records == 7447, "records %zu", vis.n_records);
+    /* The zero weights (11% of all) are those of RL and LR; RR and LL,
+     * which make Stokes I, are all valid. */
+    CHECK(vis.n_flagged == 0, "EHT: %zu Stokes I visibilities flagged", vis.n_flagged);
+    double max_uv, max_w;
+    extent(&vis, &max_uv, &max_w);
+    CHECK(close_rel(max_uv, 8.26e9, 0.01), "UU---SIN with PSCAL: max |uv| %.4g (README 8.26e9)", max_uv);
+    CHECK(max_w == 0, "WW is identically 0");
+    CHECK(strcmp(vis.object, "M87") == 0 && strncmp(vis.date_obs, "2017-04-11", 10) == 0, "object %s date %s",
+          vis.object, vis.date_obs);
+    CHECK(close_rel(vis.freq_hz, 227070703125.0, 1e-12), "frequency");
+    pk_vis_free(&vis);
+}
+
+/* A copy of src in dir, changed by edit (cfitsio calls on the open copy). */
+static void copy_file(const char *src, const char *dst, long bytes) {
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    char buf[65536];
+    long left = bytes;
+    size_t got;
+    while ((bytes < 0 || left > 0) && (got = fread(buf, 1, bytes < 0 || left > (long)sizeof buf ? sizeof buf : (size_t)left, in)) > 0) {
+        fwrite(buf, 1, got, out);
+        left -= (long)got;
+    }
+    fclose(in);
+    fclose(out);
+}
+
+static void expect_error(const char *path, pk_weights weights, const char *needle, const char *what) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    pk_status st = pk_vis_read(&ctx, path, weights, &vis);
+    CHECK(st != PK_OK, "%s: read succeeded", what);
+    CHECK(strstr(ctx.message, needle) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, needle);
+    CHECK(vis.u == NULL, "%s: nothing left allocated", what);
+    printf("%-24s -> %s\n", what, ctx.message);
+}
+
+static void test_broken(void) {
+    char dir[] = "/tmp/pk_uvfits_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    int status = 0;
+    fitsfile *f;
+
+    snprintf(path, sizeof path, "%s/no_vv.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_update_key(f, TSTRING, "PTYPE2", "XX--", NULL, &status);
+    fits_close_file(f, &status);
+    expect_error(path, PK_WEIGHTS_DATA, "VV", "missing VV parameter");
+
+    snprintf(path, sizeof path, "%s/no_ctype.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_delete_key(f, "CTYPE5", &status); /* the IF axis, 2 long */
+    fits_close_file(f, &status);
+    expect_error(path, PK_WEIGHTS_DATA, "CTYPE5", "2-long axis without CTYPE");
+
+    snprintf(path, sizeof path, "%s/nan.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    fits_open_file(&f, path, READWRITE, &status);
+    float nan_value = NAN;
+    fits_write_img_flt(f, 2, 1, 1, &nan_value, &status); /* group 2 (unflagged), RR real part, IF 1 */
+    fits_close_file(f, &status);
+    expect_error(path, PK_WEIGHTS_DATA, "not finite", "NaN in unflagged data");
+
+    snprintf(path, sizeof path, "%s/truncated.uvfits", dir);
+    copy_file(MOJAVE, path, 100000);
+    expect_error(path, PK_WEIGHTS_DATA, "truncated", "truncated file");
+
+    snprintf(path, sizeof path, "%s/header_only.uvfits", dir);
+    copy_file(MOJAVE, path, 1000);
+    expect_error(path, PK_WEIGHTS_DATA, "header_only.uvfits", "cut inside the header");
+    CHECK(status == 0, "cfitsio status %d while making the broken copies", status);
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
+int main(void) {
+    test_mwa();
+    test_mojave();
+    test_eht();
+    test_broken();
+    return check_finish("test_dftimage_uvfits");
+}

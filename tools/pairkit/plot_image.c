@@ -1,0 +1,106 @@
+/* plot_image.c - false-colour PNG previews of images through PLplot's
+ * cairo driver: plimage with a cmap1 colour map (dark blue through red to
+ * pale yellow), origin lower left, x increasing to the left, and a colour
+ * bar. The file is drawn under a temporary name and renamed, so a failed
+ * plot leaves no partial PNG. */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plot_image.h"
+
+#ifdef PK_HAVE_PLPLOT
+#include <plplot.h>
+
+int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
+    size_t n = img->n;
+    double zmin = INFINITY, zmax = -INFINITY;
+    for (size_t p = 0; p < n * n; p++) {
+        double v = img->values[p];
+        if (!isfinite(v)) continue;
+        if (v < zmin) zmin = v;
+        if (v > zmax) zmax = v;
+    }
+    if (!(zmin <= zmax)) {
+        fprintf(stderr, "pairkit %s: %s: nothing to plot (no finite values)\n", cmd, path);
+        return 1;
+    }
+    if (zmax == zmin) zmax = zmin + 1;
+    PLFLT **columns = malloc(n * sizeof(PLFLT *));
+    PLFLT *cells = malloc(n * n * sizeof(PLFLT));
+    if (!columns || !cells) {
+        free(columns), free(cells);
+        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, path);
+        return 1;
+    }
+    for (size_t a = 0; a < n; a++) {
+        columns[a] = cells + a * n;
+        for (size_t b = 0; b < n; b++) columns[a][b] = img->values[b * n + a];
+    }
+    double half = 0.5 * img->dx;
+    double xlo = img->x0 - half, xhi = img->x0 + (double)(n - 1) * img->dx + half;
+    double ylo = img->y0 - half, yhi = img->y0 + (double)(n - 1) * img->dx + half;
+
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 32);
+    snprintf(tmp, len + 32, "%s.tmp%ld.png", path, (long)getpid());
+    plsdev("pngcairo");
+    plsfnam(tmp);
+    plspage(0.0, 0.0, 900, 800, 0, 0);
+    plscolbg(255, 255, 255);
+    plinit();
+    plscol0(1, 0, 0, 0);
+    plcol0(1);
+    /* cmap1: dark blue, purple, red, orange, pale yellow */
+    PLFLT pos[5] = {0.0, 0.25, 0.55, 0.8, 1.0};
+    PLFLT r[5] = {0.0, 0.40, 0.85, 0.98, 1.0};
+    PLFLT g[5] = {0.0, 0.05, 0.20, 0.60, 1.0};
+    PLFLT bl[5] = {0.15, 0.50, 0.25, 0.05, 0.75};
+    plscmap1n(256);
+    plscmap1l(1, 5, pos, r, g, bl, NULL);
+    /* a square viewport with room for the colour bar on the right */
+    pladv(0);
+    plvpas(0.1, 0.8, 0.1, 0.9, 1.0);
+    plwind(xhi, xlo, ylo, yhi); /* x reversed: east (larger l) on the left */
+    plimage((PLFLT_MATRIX)columns, (PLINT)n, (PLINT)n, xlo, xhi, ylo, yhi, zmin, zmax, xlo, xhi, ylo, yhi);
+    plcol0(1);
+    plbox("bcnst", 0.0, 0, "bcnstv", 0.0, 0);
+    pllab(img->xlabel, img->ylabel, img->title);
+
+    PLFLT bar_w, bar_h;
+    PLINT label_opts[1] = {PL_COLORBAR_LABEL_BOTTOM};
+    const char *labels[1] = {""};
+    const char *axis_opts[1] = {"bcvtm"};
+    PLFLT ticks[1] = {0.0};
+    PLINT sub_ticks[1] = {0};
+    PLINT n_values[1] = {2};
+    PLFLT range[2] = {zmin, zmax};
+    const PLFLT *values[1] = {range};
+    plcolorbar(&bar_w, &bar_h, PL_COLORBAR_IMAGE | PL_COLORBAR_SHADE_LABEL, PL_POSITION_RIGHT, 0.03, 0.0, 0.04, 0.8, 0,
+               1, 1, 0.0, 0.0, 0, 0.0, 1, label_opts, labels, 1, axis_opts, ticks, sub_ticks, n_values,
+               (const PLFLT *const *)values);
+    plend();
+    free(columns), free(cells);
+
+    int ok = access(tmp, F_OK) == 0 && rename(tmp, path) == 0;
+    if (!ok) {
+        unlink(tmp);
+        fprintf(stderr, "pairkit %s: %s: could not write the PNG image\n", cmd, path);
+    }
+    free(tmp);
+    return ok ? 0 : 1;
+}
+
+#else
+
+int cli_image_png(const char *cmd, const char *path, const cli_image *image) {
+    (void)image;
+    fprintf(stderr, "pairkit %s: %s: this build has no PLplot; rebuild with libplplot-dev to get PNG images\n", cmd,
+            path);
+    return 1;
+}
+
+#endif
