@@ -37,6 +37,9 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot);
 /* Subcommands. */
 int cmd_angcorr(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_memsort(int argc, char **argv);
+int cmd_memsort_gen(int argc, char **argv);
+int bench_memsort(int argc, char **argv);
 int cmd_dftimage(int argc, char **argv);
 int bench_dftimage(int argc, char **argv);
 

@@ -200,6 +200,7 @@ int cmd_bench(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "angcorr") == 0) return bench_angcorr(argc - 1, argv + 1);
+    if (strcmp(argv[1], "memsort") == 0) return bench_memsort(argc - 1, argv + 1);
     if (strcmp(argv[1], "dftimage") == 0) return bench_dftimage(argc - 1, argv + 1);
     return cli_usage_error("bench", "unknown workload '%s'", argv[1]);
 }

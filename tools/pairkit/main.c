@@ -13,6 +13,8 @@ typedef struct command {
 static const command commands[] = {
     {"angcorr", cmd_angcorr, "angular two-point correlation of a data and a random catalog"},
     {"dftimage", cmd_dftimage, "exact direct Fourier (dirty) image of radio visibilities"},
+    {"memsort", cmd_memsort, "plan and fill of a zkVM memory trace's instances for one worker"},
+    {"memsort-gen", cmd_memsort_gen, "write a synthetic zkVM memory trace (chunk files)"},
     {"bench", cmd_bench, "time a workload's kernels, from the naive one to the fastest"},
 };
 

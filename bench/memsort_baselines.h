@@ -1,0 +1,45 @@
+/* memsort_baselines.h - the plain alternatives `pairkit bench memsort`
+ * measures pairkit's memsort against, in the same run:
+ *  - CPU: one streaming pass that reads the trace and writes as many bytes
+ *    as the output has (the floor for any CPU plan + fill);
+ *  - CUDA: copy the trace up, CUB radix sort of (compact address, trace
+ *    index) pairs over the whole trace, copy keys and values back.
+ */
+#ifndef PAIRKIT_BENCH_MEMSORT_BASELINES_H
+#define PAIRKIT_BENCH_MEMSORT_BASELINES_H
+
+#include "pairkit/memsort.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Read addr[n] once and write values[n_values] (one per entry, the rows)
+ * and runs[n_runs], with n_threads threads. Returns seconds. */
+double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *values, uint64_t n_values,
+                                    pk_memsort_run_entry *runs, uint64_t n_runs, int n_threads);
+
+typedef struct pk_memsort_cub_times {
+    double total_ms, up_ms, sort_ms, down_ms; /* device events */
+    uint64_t device_bytes;
+} pk_memsort_cub_times;
+
+typedef struct pk_memsort_cub_baseline pk_memsort_cub_baseline;
+
+/* Device buffers for n entries and pinned host buffers for the keys and
+ * values that come back. NULL on failure (message in ctx). */
+pk_memsort_cub_baseline *pk_memsort_cub_baseline_create(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n);
+/* One run over the trace (pinned or not); keys and values land in host
+ * memory. */
+pk_status pk_memsort_cub_baseline_run(pk_context *ctx, pk_memsort_cub_baseline *b, const uint32_t *addr,
+                                      pk_memsort_cub_times *times);
+/* The sorted keys (compact addresses) and values of the last run. */
+const uint32_t *pk_memsort_cub_baseline_keys(const pk_memsort_cub_baseline *b);
+const uint32_t *pk_memsort_cub_baseline_values(const pk_memsort_cub_baseline *b);
+void pk_memsort_cub_baseline_free(pk_memsort_cub_baseline *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,248 @@
+/* memsort.h - address-ordered sorting of zkVM memory traces.
+ *
+ * A trace is the sequence of raw memory addresses a zkVM touched, entry i
+ * having the value i (its trace position). Each address lies in one region
+ * of a region table (ROM, INPUT, RAM by default). Each region's entries,
+ * sorted stably by address, are cut into instances of a fixed number of
+ * rows; instances get global ids (the first region's first, in table order)
+ * and worker w of W owns those with gid % W == w.
+ *
+ * pk_memsort_run computes, for every instance, its plan (first and last
+ * address, how many occurrences of them it skips or includes, and in which
+ * chunk that boundary falls, plus the previous instance's last row) and,
+ * for each owned instance, its rows: the per-chunk row counts, the runs of
+ * equal addresses and the trace positions in stable address order. Every
+ * backend gives results identical to the reference (a plain stable sort of
+ * (compact address, trace position)); docs/memsort.md states the semantics
+ * and the file formats.
+ *
+ * Units: addresses are raw byte addresses (u32, multiples of 8); "compact"
+ * addresses are (raw - base) / 8 plus the sizes of the earlier regions;
+ * counts are entries (one u32 each). A trace holds fewer than 2^32 entries.
+ */
+#ifndef PAIRKIT_MEMSORT_H
+#define PAIRKIT_MEMSORT_H
+
+#include "pairkit/pairkit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- regions -------------------------------------------------------------- */
+
+#define PK_MEMSORT_MAX_REGIONS 8
+#define PK_MEMSORT_MAX_CHUNKS 4096
+#define PK_MEMSORT_NAME_MAX 16
+
+typedef struct pk_memsort_region {
+    char name[PK_MEMSORT_NAME_MAX]; /* "ROM", "INPUT", "RAM", ... NUL-terminated */
+    uint32_t base;                  /* first raw address, a multiple of 8 */
+    uint64_t size;                  /* bytes, a multiple of 8, > 0; base + size <= 2^32 */
+    uint32_t max_instances;         /* instances the prover can take for this region */
+    uint32_t instance_entries;      /* rows per instance (S), > 0 */
+} pk_memsort_region;
+
+/* A region table. Regions do not overlap; their order is the order of the
+ * global instance ids and of the compact address space. */
+typedef struct pk_memsort_regions {
+    uint32_t n_regions;
+    pk_memsort_region region[PK_MEMSORT_MAX_REGIONS];
+} pk_memsort_regions;
+
+/* The presets: "default" (ROM 0x80000000, INPUT 0x90000000, RAM 0xA0000000
+ * with 16M, 16M and 64M compact addresses, 32, 32 and 256 instances of
+ * 2^22 rows) and "zisk" (the same with INPUT at 0x40000000 of 1 GiB and
+ * 2^21 rows for ROM and INPUT instances). */
+pk_status pk_memsort_regions_preset(pk_context *ctx, const char *name, pk_memsort_regions *out);
+
+/* Read a region table file (format in docs/memsort.md: one region a line,
+ * "name base size max_instances instance_entries", '#' comments). Errors
+ * name the file and line. */
+pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_regions *out);
+
+/* A preset name or else a file path. */
+pk_status pk_memsort_regions_get(pk_context *ctx, const char *name_or_path, pk_memsort_regions *out);
+
+/* Check a table built by hand: sizes, alignment, overlap, limits. */
+pk_status pk_memsort_regions_check(pk_context *ctx, const pk_memsort_regions *regions);
+
+/* Compact addresses of the whole table (the sum of size / 8). */
+uint64_t pk_memsort_regions_compact_size(const pk_memsort_regions *regions);
+
+/* ---- traces ------------------------------------------------------------- */
+
+/* A trace in memory: n_entries raw addresses in chunks; chunk c holds
+ * entries [chunk_start[c], chunk_start[c + 1]). Traces made by the reader
+ * or the generator own their arrays (free with pk_memsort_trace_free); one
+ * built by the caller is only read. */
+typedef struct pk_memsort_trace {
+    uint64_t n_entries;    /* < 2^32 */
+    uint32_t *addr;        /* [n_entries] */
+    uint32_t n_chunks;     /* 1..PK_MEMSORT_MAX_CHUNKS */
+    uint64_t *chunk_start; /* [n_chunks + 1], chunk_start[0] = 0, non-decreasing */
+    int pinned;            /* set by pk_memsort_trace_pin */
+} pk_memsort_trace;
+
+/* Read TRACE_DIR/mem_addr_0000.bin, mem_addr_0001.bin, ... (little-endian
+ * u32, at most 4096 files, no gap in the numbering) and check every entry
+ * against the table. Errors name the file and the entry index within it: a
+ * missing chunk in the sequence, a file whose size is not a multiple of 4,
+ * an unaligned address, an address in no region, a region with more
+ * entries than its instances can hold. */
+pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
+                                pk_memsort_trace *out);
+
+/* Check a trace in memory: the same checks as the reader, messages naming
+ * the chunk file and entry. */
+pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions,
+                                 const pk_memsort_trace *trace);
+
+/* Write the chunk files into dir (created if missing), each atomically. */
+pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace);
+
+/* Page-lock the trace's addresses for fast copies to the GPU (a prover
+ * keeps its trace pinned). No-op without CUDA. Unpin before freeing. */
+pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace);
+void pk_memsort_trace_unpin(pk_memsort_trace *trace);
+
+void pk_memsort_trace_free(pk_memsort_trace *trace);
+
+/* ---- the generator ------------------------------------------------------ */
+
+typedef struct pk_memsort_gen_options {
+    uint64_t n_entries;     /* 1 .. 2^29 */
+    uint64_t seed;          /* any; the same seed gives the same trace */
+    uint32_t chunk_entries; /* entries a chunk (the prover's steps); 0 = 2^18 */
+    int awkward;            /* the awkward cases instead of a realistic trace */
+} pk_memsort_gen_options;
+
+/* A deterministic synthetic trace. Realistic mode mixes a hot Zipf-like
+ * stack window at the top of the last region, a bump-allocated heap at its
+ * base growing into fresh addresses touched a few times each, sequential
+ * input reads (second region), a small set of read-only tables (first
+ * region) and long memcpy-like runs. Awkward mode gives: a run of one
+ * address across an instance boundary, a run longer than a whole instance,
+ * an empty region (the second, when there are three or more), and a last
+ * partial instance. More than 4096 chunks is an error. */
+pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions,
+                              const pk_memsort_gen_options *opts, pk_memsort_trace *out);
+
+/* ---- plan and fill -------------------------------------------------------- */
+
+typedef enum pk_memsort_kernel {
+    PK_MEMSORT_KERNEL_BEST = 0,
+    PK_MEMSORT_KERNEL_REF,  /* stable merge sort of (compact, position), one thread */
+    PK_MEMSORT_KERNEL_CPU,  /* counting sort with per-thread cursors, OpenMP */
+    PK_MEMSORT_KERNEL_CUDA, /* streamed counting sort on the GPU */
+    PK_MEMSORT_KERNEL_COUNT_
+} pk_memsort_kernel;
+
+typedef struct pk_memsort_options {
+    pk_backend backend; /* PK_BACKEND_AUTO by default */
+    int kernel;         /* a pk_memsort_kernel; 0 = best of the backend */
+    uint32_t n_workers; /* W >= 1 (0 means 1) */
+    uint32_t worker;    /* w < W */
+} pk_memsort_options;
+
+/* One instance and its plan. Rows are positions [first_row, first_row +
+ * n_rows) of its region's stable address order. */
+typedef struct pk_memsort_instance {
+    uint32_t gid;    /* global id */
+    uint32_t region; /* index in the region table */
+    uint32_t index;  /* instance number within the region */
+    uint32_t owned;  /* gid % W == w */
+    uint64_t first_row;
+    uint32_t n_rows;
+    uint32_t first_addr, last_addr; /* raw addresses of the first and last row */
+    /* The first address: first_skip_total of its occurrences (in trace
+     * order) belong to earlier instances; the first row comes from chunk
+     * first_chunk, which holds first_skip of those skipped occurrences. */
+    uint32_t first_chunk, first_skip, first_skip_total;
+    /* The last address: the instance holds last_include_total rows of it,
+     * last_include of them from chunk last_chunk, the chunk of the last
+     * row. */
+    uint32_t last_chunk, last_include, last_include_total;
+    /* The row just before the instance in its region (none for index 0). */
+    uint32_t has_prev, prev_addr, prev_value;
+    /* Owned instances only (0 otherwise): */
+    uint32_t n_runs;        /* runs of equal address */
+    uint64_t runs_offset;   /* first run in result.runs */
+    uint64_t values_offset; /* first row in result.values */
+    uint64_t counts_offset; /* result.chunk_counts[counts_offset + c]: rows from chunk c */
+} pk_memsort_instance;
+
+/* n_rows consecutive rows of one raw address. */
+typedef struct pk_memsort_run_entry {
+    uint32_t addr;
+    uint32_t count;
+} pk_memsort_run_entry;
+
+typedef struct pk_memsort_stats {
+    double seconds;         /* wall time of pk_memsort_run */
+    double device_ms;       /* CUDA: events from the first upload to the last download */
+    double upload_ms;       /* CUDA: events around the host-to-device copies */
+    uint64_t device_bytes;  /* CUDA: device memory held */
+    uint64_t host_bytes;    /* host memory the backend allocated (peak) */
+    uint64_t pcie_bytes;    /* CUDA: bytes copied in both directions */
+    int kernel;             /* the kernel that ran */
+} pk_memsort_stats;
+
+/* The result of one run. Initialise with pk_memsort_result_init; a result
+ * may be passed to pk_memsort_run again and keeps its buffers (pinned host
+ * memory on CUDA) when they are large enough. Free with
+ * pk_memsort_result_free. */
+typedef struct pk_memsort_result {
+    uint64_t n_entries;
+    uint32_t n_chunks;
+    uint32_t n_workers, worker;
+    uint32_t n_instances;            /* all instances of the trace */
+    pk_memsort_instance *instances;  /* [n_instances], by gid */
+    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS];
+    uint32_t n_owned;
+    uint64_t n_runs;                 /* runs of all owned instances */
+    pk_memsort_run_entry *runs;      /* [n_runs] */
+    uint64_t n_values;
+    uint32_t *values;                /* trace positions; see values_offset */
+    uint32_t *chunk_counts;          /* [n_owned * n_chunks] */
+    pk_memsort_stats stats;
+    /* buffer capacities and backend state, owned by the library */
+    uint64_t cap_runs, cap_values, cap_counts;
+    uint32_t cap_instances;
+    int host_pinned;
+    void *backend_state;
+} pk_memsort_result;
+
+void pk_memsort_result_init(pk_memsort_result *result);
+void pk_memsort_result_free(pk_memsort_result *result);
+
+const char *pk_memsort_kernel_name(int kernel);
+int pk_memsort_kernel_from_name(const char *name); /* -1 if unknown */
+int pk_memsort_kernel_available(int kernel);
+
+/* Plan and fill for worker opts->worker of opts->n_workers. The trace is
+ * checked first (PK_ERR_PARSE naming chunk and entry). Reentrant for
+ * distinct results; uses ctx->n_threads CPU threads; the CUDA kernel uses
+ * ctx->cuda_device and keeps device buffers in the result between calls. */
+pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const pk_memsort_regions *regions,
+                         const pk_memsort_trace *trace, pk_memsort_result *result);
+
+/* Rows j of an owned instance as (raw address, value) pairs into
+ * pairs[2 * n_rows] (address, value, address, value, ...). */
+void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *inst, uint32_t *pairs);
+
+/* Compare two results of the same trace and worker: every instance plan
+ * and every owned instance's counts, runs and values. PK_OK when equal,
+ * else PK_ERR_INTERNAL with the first difference (instance and field). */
+pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *expected, const pk_memsort_result *got);
+
+/* Write OUT_DIR/memsort.bin (binary layout in docs/memsort.md) and
+ * OUT_DIR/summary.txt. Both appear together or not at all. */
+pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
+                           const pk_memsort_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

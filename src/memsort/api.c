@@ -1,0 +1,439 @@
+/* api.c - the public memsort entry points: kernel choice, the instance
+ * table every backend shares, result buffers, comparison, and the output
+ * files (memsort.bin and summary.txt, layout in docs/memsort.md).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "memsort_internal.h"
+
+static const char *kernel_names[PK_MEMSORT_KERNEL_COUNT_] = {"best", "ref", "cpu", "cuda"};
+
+const char *pk_memsort_kernel_name(int kernel) {
+    if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_) return NULL;
+    return kernel_names[kernel];
+}
+
+int pk_memsort_kernel_from_name(const char *name) {
+    for (int k = 0; k < PK_MEMSORT_KERNEL_COUNT_; k++)
+        if (strcmp(kernel_names[k], name) == 0) return k;
+    return -1;
+}
+
+int pk_memsort_kernel_available(int kernel) {
+    switch (kernel) {
+    case PK_MEMSORT_KERNEL_BEST:
+    case PK_MEMSORT_KERNEL_REF:
+    case PK_MEMSORT_KERNEL_CPU: return 1;
+    case PK_MEMSORT_KERNEL_CUDA: return pk_cuda_device_count() > 0;
+    default: return 0;
+    }
+}
+
+void pk_memsort_result_init(pk_memsort_result *result) {
+    memset(result, 0, sizeof *result);
+}
+
+static void host_free(void *p, int pinned) {
+#ifdef PK_HAVE_CUDA
+    if (pinned) {
+        pk_memsort_cuda_host_free(p);
+        return;
+    }
+#endif
+    (void)pinned;
+    pk_aligned_free(p);
+}
+
+static void *host_alloc(size_t bytes, int pinned) {
+#ifdef PK_HAVE_CUDA
+    if (pinned) return pk_memsort_cuda_host_alloc(bytes);
+#endif
+    (void)pinned;
+    return pk_aligned_alloc(bytes);
+}
+
+void pk_memsort_result_free(pk_memsort_result *result) {
+    host_free(result->runs, result->host_pinned);
+    host_free(result->values, result->host_pinned);
+    host_free(result->chunk_counts, result->host_pinned);
+    free(result->instances);
+#ifdef PK_HAVE_CUDA
+    if (result->backend_state) pk_memsort_cuda_state_free(result->backend_state);
+#endif
+    memset(result, 0, sizeof *result);
+}
+
+pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, uint64_t n_runs, uint64_t n_values,
+                                    uint64_t n_counts, int pinned) {
+    if (result->host_pinned != pinned) {
+        host_free(result->runs, result->host_pinned);
+        host_free(result->values, result->host_pinned);
+        host_free(result->chunk_counts, result->host_pinned);
+        result->runs = NULL;
+        result->values = NULL;
+        result->chunk_counts = NULL;
+        result->cap_runs = result->cap_values = result->cap_counts = 0;
+        result->host_pinned = pinned;
+    }
+    if (n_runs > result->cap_runs || !result->runs) {
+        host_free(result->runs, pinned);
+        result->runs = host_alloc((n_runs + 1) * sizeof(pk_memsort_run_entry), pinned);
+        result->cap_runs = result->runs ? n_runs : 0;
+    }
+    if (n_values > result->cap_values || !result->values) {
+        host_free(result->values, pinned);
+        result->values = host_alloc((n_values + 1) * sizeof(uint32_t), pinned);
+        result->cap_values = result->values ? n_values : 0;
+    }
+    if (n_counts > result->cap_counts || !result->chunk_counts) {
+        host_free(result->chunk_counts, pinned);
+        result->chunk_counts = host_alloc((n_counts + 1) * sizeof(uint32_t), pinned);
+        result->cap_counts = result->chunk_counts ? n_counts : 0;
+    }
+    if (!result->runs || !result->values || !result->chunk_counts)
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of %shost memory for %llu rows and %llu runs", pinned ? "pinned " : "",
+                       (unsigned long long)n_values, (unsigned long long)n_runs);
+    uint64_t bytes = (n_runs + 1) * sizeof(pk_memsort_run_entry) + (n_values + 1) * 4 + (n_counts + 1) * 4;
+    if (bytes > result->stats.host_bytes) result->stats.host_bytes = bytes;
+    return PK_OK;
+}
+
+pk_status pk_memsort_instances_build(pk_context *ctx, const pk_memsort_layout *layout,
+                                     const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                                     const uint64_t *region_entries, uint32_t n_workers, uint32_t worker,
+                                     pk_memsort_result *result) {
+    uint64_t total = 0;
+    for (uint32_t r = 0; r < layout->n_regions; r++) {
+        uint64_t s = layout->instance_entries[r];
+        uint64_t k = (region_entries[r] + s - 1) / s;
+        if (k > layout->max_instances[r])
+            return pk_memsort_capacity_error(ctx, layout, regions, trace, (int)r, region_entries[r]);
+        total += k;
+    }
+    if (total > result->cap_instances || !result->instances) {
+        free(result->instances);
+        result->instances = calloc(total + 1, sizeof(pk_memsort_instance));
+        if (!result->instances) {
+            result->cap_instances = 0;
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %llu instances", (unsigned long long)total);
+        }
+        result->cap_instances = (uint32_t)total;
+    }
+    memset(result->instances, 0, (total + 1) * sizeof(pk_memsort_instance));
+    result->n_entries = trace->n_entries;
+    result->n_chunks = trace->n_chunks;
+    result->n_workers = n_workers;
+    result->worker = worker;
+    result->n_instances = (uint32_t)total;
+    result->n_owned = 0;
+    result->n_runs = result->n_values = 0;
+    memset(result->region_entries, 0, sizeof result->region_entries);
+    uint32_t gid = 0;
+    for (uint32_t r = 0; r < layout->n_regions; r++) {
+        result->region_entries[r] = region_entries[r];
+        uint64_t s = layout->instance_entries[r];
+        for (uint64_t first = 0; first < region_entries[r]; first += s, gid++) {
+            pk_memsort_instance *in = &result->instances[gid];
+            in->gid = gid;
+            in->region = r;
+            in->index = (uint32_t)(first / s);
+            in->owned = gid % n_workers == worker;
+            in->first_row = first;
+            in->n_rows = (uint32_t)(region_entries[r] - first < s ? region_entries[r] - first : s);
+            result->n_owned += in->owned;
+        }
+    }
+    return PK_OK;
+}
+
+pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const pk_memsort_regions *regions,
+                         const pk_memsort_trace *trace, pk_memsort_result *result) {
+    pk_clear(ctx);
+    double t0 = pk_now();
+    pk_memsort_options o = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
+    if (opts) o = *opts;
+    if (o.n_workers == 0) o.n_workers = 1;
+    if (o.worker >= o.n_workers)
+        return pk_fail(ctx, PK_ERR_INVALID, "--worker %u: must be below --workers %u", o.worker, o.n_workers);
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    if ((st = pk_memsort_trace_check_structure(ctx, trace)) != PK_OK) return st;
+    int kernel = o.kernel;
+    if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
+    if (kernel == PK_MEMSORT_KERNEL_BEST) {
+        pk_backend backend;
+        if ((st = pk_backend_resolve(ctx, o.backend, &backend)) != PK_OK) return st;
+        kernel = backend == PK_BACKEND_CUDA ? PK_MEMSORT_KERNEL_CUDA : PK_MEMSORT_KERNEL_CPU;
+    } else if (!pk_memsort_kernel_available(kernel)) {
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_memsort_kernel_name(kernel),
+                       pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
+    } else if (o.backend != PK_BACKEND_AUTO &&
+               (o.backend == PK_BACKEND_CUDA) != (kernel == PK_MEMSORT_KERNEL_CUDA)) {
+        return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
+                       pk_memsort_kernel_name(kernel), pk_backend_name(o.backend));
+    }
+    memset(&result->stats, 0, sizeof result->stats);
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, (double)trace->n_entries + 1, 0, 1);
+    if (kernel == PK_MEMSORT_KERNEL_REF) {
+        if ((st = pk_memsort_trace_check(ctx, regions, trace)) != PK_OK) return st;
+        st = pk_memsort_run_ref(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
+    } else if (kernel == PK_MEMSORT_KERNEL_CPU) {
+        st = pk_memsort_run_cpu(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
+#ifdef PK_HAVE_CUDA
+    } else {
+        st = pk_memsort_run_cuda(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
+#endif
+    }
+    if (st) return st;
+    result->stats.kernel = kernel;
+    result->stats.seconds = pk_now() - t0;
+    return PK_OK;
+}
+
+void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *in, uint32_t *pairs) {
+    uint64_t j = 0;
+    for (uint32_t k = 0; k < in->n_runs; k++) {
+        const pk_memsort_run_entry *run = &result->runs[in->runs_offset + k];
+        for (uint32_t m = 0; m < run->count; m++, j++) {
+            pairs[2 * j] = run->addr;
+            pairs[2 * j + 1] = result->values[in->values_offset + j];
+        }
+    }
+}
+
+pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const pk_memsort_result *b) {
+    if (a->n_instances != b->n_instances || a->n_owned != b->n_owned || a->n_chunks != b->n_chunks ||
+        a->n_entries != b->n_entries)
+        return pk_fail(ctx, PK_ERR_INTERNAL, "results differ: %u vs %u instances, %u vs %u owned", a->n_instances,
+                       b->n_instances, a->n_owned, b->n_owned);
+    for (uint32_t g = 0; g < a->n_instances; g++) {
+        const pk_memsort_instance *x = &a->instances[g], *y = &b->instances[g];
+#define FIELD(f)                                                                                          \
+    if (x->f != y->f)                                                                                     \
+        return pk_fail(ctx, PK_ERR_INTERNAL, "instance %u (region %u, #%u): %s is %llu, expected %llu", g, \
+                       x->region, x->index, #f, (unsigned long long)y->f, (unsigned long long)x->f);
+        FIELD(gid) FIELD(region) FIELD(index) FIELD(owned) FIELD(first_row) FIELD(n_rows) FIELD(first_addr)
+        FIELD(last_addr) FIELD(first_chunk) FIELD(first_skip) FIELD(first_skip_total) FIELD(last_chunk)
+        FIELD(last_include) FIELD(last_include_total) FIELD(has_prev) FIELD(prev_addr) FIELD(prev_value)
+        if (!x->owned) continue;
+        FIELD(n_runs)
+#undef FIELD
+        for (uint32_t k = 0; k < x->n_runs; k++) {
+            const pk_memsort_run_entry *p = &a->runs[x->runs_offset + k], *q = &b->runs[y->runs_offset + k];
+            if (p->addr != q->addr || p->count != q->count)
+                return pk_fail(ctx, PK_ERR_INTERNAL,
+                               "instance %u: run %u is (0x%08x, %u), expected (0x%08x, %u)", g, k, q->addr, q->count,
+                               p->addr, p->count);
+        }
+        for (uint32_t j = 0; j < x->n_rows; j++)
+            if (a->values[x->values_offset + j] != b->values[y->values_offset + j])
+                return pk_fail(ctx, PK_ERR_INTERNAL, "instance %u: row %u has value %u, expected %u", g, j,
+                               b->values[y->values_offset + j], a->values[x->values_offset + j]);
+        for (uint32_t c = 0; c < a->n_chunks; c++)
+            if (a->chunk_counts[x->counts_offset + c] != b->chunk_counts[y->counts_offset + c])
+                return pk_fail(ctx, PK_ERR_INTERNAL, "instance %u: chunk %u holds %u rows, expected %u", g, c,
+                               b->chunk_counts[y->counts_offset + c], a->chunk_counts[x->counts_offset + c]);
+    }
+    return PK_OK;
+}
+
+/* ---- output files ---------------------------------------------------------- */
+
+#define MEMSORT_MAGIC "PKMSORT1"
+#define MEMSORT_VERSION 1u
+#define HEADER_BYTES 72u
+#define REGION_BYTES 48u
+#define INSTANCE_BYTES 96u
+
+typedef struct out_buf {
+    unsigned char *p;
+    size_t len, cap;
+    int failed;
+} out_buf;
+
+static void put_bytes(out_buf *b, const void *src, size_t n) {
+    if (b->failed) return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) {
+            b->failed = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static void put_u32(out_buf *b, uint32_t v) {
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+    put_bytes(b, x, 4);
+}
+
+static void put_u64(out_buf *b, uint64_t v) {
+    put_u32(b, (uint32_t)v);
+    put_u32(b, (uint32_t)(v >> 32));
+}
+
+/* u32 arrays in little-endian order. */
+static void write_u32s(FILE *fp, const uint32_t *v, size_t n) {
+    const uint16_t one = 1;
+    if (*(const uint8_t *)&one == 1) {
+        fwrite(v, sizeof(uint32_t), n, fp);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x[4] = {(unsigned char)v[i], (unsigned char)(v[i] >> 8), (unsigned char)(v[i] >> 16),
+                              (unsigned char)(v[i] >> 24)};
+        fwrite(x, 1, 4, fp);
+    }
+}
+
+static char *join_path(const char *dir, const char *name) {
+    size_t len = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%s/%s", dir, name);
+    return p;
+}
+
+pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
+                           const pk_memsort_result *res) {
+    pk_clear(ctx);
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+        return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", out_dir, strerror(errno));
+    char *bin_path = join_path(out_dir, "memsort.bin"), *txt_path = join_path(out_dir, "summary.txt");
+    if (!bin_path || !txt_path) {
+        free(bin_path);
+        free(txt_path);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    pk_atomic_file bin, txt;
+    pk_status st = pk_atomic_open(ctx, &bin, bin_path);
+    if (st) goto out;
+    if ((st = pk_atomic_open(ctx, &txt, txt_path)) != PK_OK) {
+        pk_atomic_abort(&bin);
+        goto out;
+    }
+
+    /* the binary file: header, regions, chunk table, instances, counts, runs, values */
+    out_buf b = {0};
+    put_bytes(&b, MEMSORT_MAGIC, 8);
+    put_u32(&b, MEMSORT_VERSION);
+    put_u32(&b, HEADER_BYTES);
+    put_u64(&b, res->n_entries);
+    put_u32(&b, res->n_chunks);
+    put_u32(&b, regions->n_regions);
+    put_u32(&b, res->n_instances);
+    put_u32(&b, res->n_owned);
+    put_u32(&b, res->n_workers);
+    put_u32(&b, res->worker);
+    put_u64(&b, res->n_runs);
+    put_u64(&b, res->n_values);
+    put_u32(&b, REGION_BYTES);
+    put_u32(&b, INSTANCE_BYTES);
+    for (uint32_t r = 0; r < regions->n_regions; r++) {
+        const pk_memsort_region *reg = &regions->region[r];
+        char name[PK_MEMSORT_NAME_MAX] = {0};
+        memcpy(name, reg->name, strnlen(reg->name, PK_MEMSORT_NAME_MAX - 1));
+        put_bytes(&b, name, PK_MEMSORT_NAME_MAX);
+        put_u32(&b, reg->base);
+        put_u32(&b, reg->max_instances);
+        put_u64(&b, reg->size);
+        put_u64(&b, res->region_entries[r]);
+        put_u32(&b, reg->instance_entries);
+        put_u32(&b, 0);
+    }
+    fwrite(b.p, 1, b.len, bin.fp);
+    b.len = 0;
+    uint64_t run_at = 0, value_at = 0;
+    for (uint32_t g = 0; g < res->n_instances; g++) {
+        const pk_memsort_instance *in = &res->instances[g];
+        put_u32(&b, in->gid);
+        put_u32(&b, in->region);
+        put_u32(&b, in->index);
+        put_u32(&b, in->owned);
+        put_u64(&b, in->first_row);
+        put_u32(&b, in->n_rows);
+        put_u32(&b, in->first_addr);
+        put_u32(&b, in->last_addr);
+        put_u32(&b, in->first_chunk);
+        put_u32(&b, in->first_skip);
+        put_u32(&b, in->first_skip_total);
+        put_u32(&b, in->last_chunk);
+        put_u32(&b, in->last_include);
+        put_u32(&b, in->last_include_total);
+        put_u32(&b, in->has_prev);
+        put_u32(&b, in->prev_addr);
+        put_u32(&b, in->prev_value);
+        put_u32(&b, in->n_runs);
+        put_u32(&b, 0);
+        put_u64(&b, in->owned ? run_at : 0);
+        put_u64(&b, in->owned ? value_at : 0);
+        if (in->owned) {
+            run_at += in->n_runs;
+            value_at += in->n_rows;
+        }
+    }
+    fwrite(b.p, 1, b.len, bin.fp);
+    int failed = b.failed;
+    free(b.p);
+    for (uint32_t g = 0; g < res->n_instances; g++) {
+        const pk_memsort_instance *in = &res->instances[g];
+        if (in->owned) write_u32s(bin.fp, res->chunk_counts + in->counts_offset, res->n_chunks);
+    }
+    if (((uint64_t)res->n_owned * res->n_chunks) % 2) write_u32s(bin.fp, (const uint32_t[]){0}, 1);
+    for (uint32_t g = 0; g < res->n_instances; g++) {
+        const pk_memsort_instance *in = &res->instances[g];
+        if (in->owned) write_u32s(bin.fp, (const uint32_t *)(res->runs + in->runs_offset), 2 * (size_t)in->n_runs);
+    }
+    for (uint32_t g = 0; g < res->n_instances; g++) {
+        const pk_memsort_instance *in = &res->instances[g];
+        if (in->owned) write_u32s(bin.fp, res->values + in->values_offset, in->n_rows);
+    }
+    if (value_at % 2) write_u32s(bin.fp, (const uint32_t[]){0}, 1); /* the file ends 8-byte aligned */
+
+    /* the text summary */
+    FILE *t = txt.fp;
+    fprintf(t, "pairkit memsort %s\n", PK_VERSION_STRING);
+    fprintf(t, "entries %llu  chunks %u  instances %u\n", (unsigned long long)res->n_entries, res->n_chunks,
+            res->n_instances);
+    fprintf(t, "worker %u of %u: %u instances owned, %llu rows, %llu runs\n", res->worker, res->n_workers,
+            res->n_owned, (unsigned long long)res->n_values, (unsigned long long)res->n_runs);
+    for (uint32_t r = 0; r < regions->n_regions; r++) {
+        const pk_memsort_region *reg = &regions->region[r];
+        fprintf(t, "region %-8s base 0x%08x size 0x%09llx  %llu entries in instances of %u (at most %u)\n", reg->name,
+                reg->base, (unsigned long long)reg->size, (unsigned long long)res->region_entries[r],
+                reg->instance_entries, reg->max_instances);
+    }
+    fprintf(t, "%5s %-8s %5s %8s %10s %10s %5s %8s %5s %8s %5s\n", "gid", "region", "index", "rows", "first",
+            "last", "fchunk", "fskip", "lchunk", "linclude", "owned");
+    for (uint32_t g = 0; g < res->n_instances; g++) {
+        const pk_memsort_instance *in = &res->instances[g];
+        fprintf(t, "%5u %-8s %5u %8u 0x%08x 0x%08x %6u %8u %6u %8u %5s\n", in->gid, regions->region[in->region].name,
+                in->index, in->n_rows, in->first_addr, in->last_addr, in->first_chunk, in->first_skip, in->last_chunk,
+                in->last_include, in->owned ? "yes" : "no");
+    }
+    if (failed) {
+        pk_atomic_abort(&bin);
+        pk_atomic_abort(&txt);
+        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", bin_path);
+        goto out;
+    }
+    if ((st = pk_atomic_commit(ctx, &bin)) != PK_OK) {
+        pk_atomic_abort(&txt);
+        goto out;
+    }
+    if ((st = pk_atomic_commit(ctx, &txt)) != PK_OK) unlink(bin_path);
+out:
+    free(bin_path);
+    free(txt_path);
+    return st;
+}

@@ -1,0 +1,99 @@
+/* memsort_internal.h - what the memsort backends share: the region layout
+ * in the form the hot loops use, the instance table, result buffers, and
+ * the backends' entry points.
+ *
+ * The invariant every backend keeps: its result equals that of the
+ * reference (ref.c) field for field, for every worker and trace.
+ */
+#ifndef PAIRKIT_MEMSORT_INTERNAL_H
+#define PAIRKIT_MEMSORT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../common/common.h"
+#include "pairkit/memsort.h"
+
+/* The region table as the loops read it: raw [base, end) and the compact
+ * address of each region's first word. */
+typedef struct pk_memsort_layout {
+    uint32_t n_regions;
+    uint64_t base[PK_MEMSORT_MAX_REGIONS];
+    uint64_t end[PK_MEMSORT_MAX_REGIONS];
+    uint32_t compact_base[PK_MEMSORT_MAX_REGIONS + 1]; /* [n_regions] = total */
+    uint32_t instance_entries[PK_MEMSORT_MAX_REGIONS];
+    uint32_t max_instances[PK_MEMSORT_MAX_REGIONS];
+    uint32_t n_compact;
+    int key_bits; /* bits of the largest compact address */
+} pk_memsort_layout;
+
+void pk_memsort_layout_make(const pk_memsort_regions *regions, pk_memsort_layout *layout);
+
+/* Region of a raw address, -1 if none. */
+static inline int pk_memsort_region_of(const pk_memsort_layout *l, uint32_t raw) {
+    for (uint32_t r = 0; r < l->n_regions; r++)
+        if (raw >= l->base[r] && raw < l->end[r]) return (int)r;
+    return -1;
+}
+
+static inline uint32_t pk_memsort_compact(const pk_memsort_layout *l, int r, uint32_t raw) {
+    return l->compact_base[r] + (uint32_t)((raw - l->base[r]) >> 3);
+}
+
+/* Region of a compact address (always found for a < n_compact). */
+static inline int pk_memsort_region_of_compact(const pk_memsort_layout *l, uint32_t a) {
+    int r = 0;
+    while ((uint32_t)r + 1 < l->n_regions && a >= l->compact_base[r + 1]) r++;
+    return r;
+}
+
+static inline uint32_t pk_memsort_raw(const pk_memsort_layout *l, uint32_t a) {
+    int r = pk_memsort_region_of_compact(l, a);
+    return (uint32_t)(l->base[r] + ((uint64_t)(a - l->compact_base[r]) << 3));
+}
+
+/* Chunk of a trace position: the c with chunk_start[c] <= pos < chunk_start[c + 1]
+ * (empty chunks are never the answer). */
+uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos);
+
+/* The chunk table and sizes of a trace, without looking at the entries. */
+pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_trace *trace);
+
+/* Describe entry `pos` for messages: "mem_addr_0012.bin entry 345". */
+void pk_memsort_entry_name(const pk_memsort_trace *trace, uint64_t pos, char *buf, size_t size);
+
+/* Fill result->instances (gid, region, index, owned, first_row, n_rows)
+ * from the entries per region, allocating as needed; check each region's
+ * capacity. Sets n_instances, n_owned, region_entries. */
+pk_status pk_memsort_instances_build(pk_context *ctx, const pk_memsort_layout *layout,
+                                     const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                                     const uint64_t *region_entries, uint32_t n_workers, uint32_t worker,
+                                     pk_memsort_result *result);
+
+/* Make room in the result's buffers. pinned: use page-locked memory
+ * (CUDA results). */
+pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, uint64_t n_runs,
+                                    uint64_t n_values, uint64_t n_counts, int pinned);
+
+/* The capacity check's message when region r holds too many entries:
+ * finds the first entry beyond the capacity in trace order. */
+pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout,
+                                    const pk_memsort_regions *regions, const pk_memsort_trace *trace, int r,
+                                    uint64_t n_region);
+
+/* Backends. On entry the trace has been checked. */
+pk_status pk_memsort_run_ref(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                             uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
+pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                             uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
+
+#ifdef PK_HAVE_CUDA
+pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                              uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
+void *pk_memsort_cuda_host_alloc(size_t bytes);
+void pk_memsort_cuda_host_free(void *p);
+void pk_memsort_cuda_state_free(void *state);
+int pk_memsort_cuda_host_register(void *p, size_t bytes);
+void pk_memsort_cuda_host_unregister(void *p);
+#endif
+
+#endif

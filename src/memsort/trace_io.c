@@ -1,0 +1,301 @@
+/* trace_io.c - memory traces on disk: the chunk files mem_addr_NNNN.bin
+ * (little-endian u32 raw addresses), their checks, and page-locking.
+ *
+ * Invariant: a trace returned by pk_memsort_trace_read has passed
+ * pk_memsort_trace_check against the table it was read with; every error
+ * names the chunk file and the entry index within that file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "memsort_internal.h"
+
+#define CHUNK_PREFIX "mem_addr_"
+#define CHUNK_SUFFIX ".bin"
+
+uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos) {
+    uint32_t lo = 0, hi = trace->n_chunks; /* answer in [lo, hi) */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (trace->chunk_start[mid] <= pos) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void pk_memsort_entry_name(const pk_memsort_trace *trace, uint64_t pos, char *buf, size_t size) {
+    uint32_t c = pk_memsort_chunk_of(trace, pos);
+    snprintf(buf, size, CHUNK_PREFIX "%04u" CHUNK_SUFFIX " entry %llu", c,
+             (unsigned long long)(pos - trace->chunk_start[c]));
+}
+
+static int host_is_little_endian(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout,
+                                    const pk_memsort_regions *regions, const pk_memsort_trace *trace, int r,
+                                    uint64_t n_region) {
+    const pk_memsort_region *reg = &regions->region[r];
+    uint64_t cap = (uint64_t)reg->max_instances * reg->instance_entries;
+    uint64_t seen = 0, pos = 0;
+    for (pos = 0; pos < trace->n_entries; pos++)
+        if (pk_memsort_region_of(layout, trace->addr[pos]) == r && seen++ == cap) break;
+    char where[96];
+    pk_memsort_entry_name(trace, pos, where, sizeof where);
+    return pk_fail(ctx, PK_ERR_PARSE,
+                   "%s: region %s already holds %llu entries, all its %u instances of %u rows allow "
+                   "(the trace has %llu in this region)",
+                   where, reg->name, (unsigned long long)cap, reg->max_instances, reg->instance_entries,
+                   (unsigned long long)n_region);
+}
+
+pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_trace *trace) {
+    if (trace->n_chunks == 0 || trace->n_chunks > PK_MEMSORT_MAX_CHUNKS)
+        return pk_fail(ctx, PK_ERR_INVALID, "trace: %u chunks (1 to %d allowed)", trace->n_chunks,
+                       PK_MEMSORT_MAX_CHUNKS);
+    if (trace->n_entries >= (1ull << 32))
+        return pk_fail(ctx, PK_ERR_INVALID, "trace: %llu entries, at most 2^32 - 1 allowed",
+                       (unsigned long long)trace->n_entries);
+    if (trace->chunk_start[0] != 0 || trace->chunk_start[trace->n_chunks] != trace->n_entries)
+        return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk table does not cover the %llu entries",
+                       (unsigned long long)trace->n_entries);
+    for (uint32_t c = 0; c < trace->n_chunks; c++)
+        if (trace->chunk_start[c + 1] < trace->chunk_start[c])
+            return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk %u ends before it starts", c);
+    if (trace->n_entries && !trace->addr) return pk_fail(ctx, PK_ERR_INVALID, "trace: no addresses");
+    return PK_OK;
+}
+
+pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace) {
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    if ((st = pk_memsort_trace_check_structure(ctx, trace)) != PK_OK) return st;
+    pk_memsort_layout layout;
+    pk_memsort_layout_make(regions, &layout);
+    const uint64_t n = trace->n_entries;
+    const uint32_t *addr = trace->addr;
+    uint64_t first_bad = n;
+    uint64_t counts[PK_MEMSORT_MAX_REGIONS] = {0};
+#pragma omp parallel
+    {
+        uint64_t local[PK_MEMSORT_MAX_REGIONS] = {0};
+        uint64_t bad = n;
+#pragma omp for schedule(static) nowait
+        for (uint64_t i = 0; i < n; i++) {
+            int r = pk_memsort_region_of(&layout, addr[i]);
+            if ((addr[i] & 7) || r < 0) {
+                if (i < bad) bad = i;
+            } else {
+                local[r]++;
+            }
+        }
+#pragma omp critical
+        {
+            if (bad < first_bad) first_bad = bad;
+            for (uint32_t r = 0; r < layout.n_regions; r++) counts[r] += local[r];
+        }
+    }
+    if (first_bad < n) {
+        char where[96];
+        pk_memsort_entry_name(trace, first_bad, where, sizeof where);
+        uint32_t a = addr[first_bad];
+        if (a & 7) return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x is not 8-byte aligned", where, a);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x lies in no region", where, a);
+    }
+    for (uint32_t r = 0; r < layout.n_regions; r++) {
+        uint64_t cap = (uint64_t)regions->region[r].max_instances * regions->region[r].instance_entries;
+        if (counts[r] > cap) return pk_memsort_capacity_error(ctx, &layout, regions, trace, (int)r, counts[r]);
+    }
+    return PK_OK;
+}
+
+static char *chunk_path(const char *dir, uint32_t c) {
+    size_t len = strlen(dir) + 32;
+    char *p = malloc(len);
+    if (p) snprintf(p, len, "%s/" CHUNK_PREFIX "%04u" CHUNK_SUFFIX, dir, c);
+    return p;
+}
+
+/* The highest chunk number among the directory's mem_addr_*.bin files, and
+ * how many there are; -1 when the directory cannot be read. */
+static int scan_dir(const char *dir, long *max_index, long *count) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    *max_index = -1;
+    *count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        size_t len = strlen(name), lp = strlen(CHUNK_PREFIX), ls = strlen(CHUNK_SUFFIX);
+        if (len <= lp + ls || strncmp(name, CHUNK_PREFIX, lp) != 0 || strcmp(name + len - ls, CHUNK_SUFFIX) != 0)
+            continue;
+        long idx = 0;
+        size_t k;
+        for (k = lp; k < len - ls; k++) {
+            if (name[k] < '0' || name[k] > '9' || idx > 100000000) break;
+            idx = idx * 10 + (name[k] - '0');
+        }
+        if (k != len - ls) continue;
+        (*count)++;
+        if (idx > *max_index) *max_index = idx;
+    }
+    closedir(d);
+    return 0;
+}
+
+pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
+                                pk_memsort_trace *out) {
+    memset(out, 0, sizeof *out);
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    long max_index, count;
+    if (scan_dir(dir, &max_index, &count))
+        return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
+    if (count == 0) return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
+    if (max_index >= PK_MEMSORT_MAX_CHUNKS)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX ": more than %d chunks", dir,
+                       max_index, PK_MEMSORT_MAX_CHUNKS);
+    uint32_t n_chunks = (uint32_t)max_index + 1;
+    uint64_t *sizes = calloc(n_chunks, sizeof(uint64_t));
+    out->chunk_start = calloc((size_t)n_chunks + 1, sizeof(uint64_t));
+    if (!sizes || !out->chunk_start) {
+        free(sizes);
+        free(out->chunk_start);
+        out->chunk_start = NULL;
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", dir);
+    }
+    uint64_t total = 0;
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        char *path = chunk_path(dir, c);
+        struct stat sb;
+        if (!path) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        if (stat(path, &sb) != 0) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: missing chunk in the sequence (" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX " exists)",
+                         path, max_index);
+            free(path);
+            goto fail;
+        }
+        if (sb.st_size % 4) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)",
+                         path, (long long)sb.st_size, (long long)(sb.st_size / 4));
+            free(path);
+            goto fail;
+        }
+        free(path);
+        sizes[c] = (uint64_t)sb.st_size / 4;
+        out->chunk_start[c] = total;
+        total += sizes[c];
+    }
+    out->chunk_start[n_chunks] = total;
+    out->n_chunks = n_chunks;
+    out->n_entries = total;
+    if (total >= (1ull << 32)) {
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: %llu entries, at most 2^32 - 1 allowed", dir, (unsigned long long)total);
+        goto fail;
+    }
+    out->addr = pk_aligned_alloc((total + 1) * sizeof(uint32_t));
+    if (!out->addr) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %llu entries", dir, (unsigned long long)total);
+        goto fail;
+    }
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        char *path = chunk_path(dir, c);
+        FILE *fp = path ? fopen(path, "rb") : NULL;
+        if (!fp) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path ? path : dir, strerror(errno));
+            free(path);
+            goto fail;
+        }
+        size_t got = fread(out->addr + out->chunk_start[c], sizeof(uint32_t), sizes[c], fp);
+        fclose(fp);
+        if (got != sizes[c]) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: short read at entry %zu", path, got);
+            free(path);
+            goto fail;
+        }
+        free(path);
+    }
+    if (!host_is_little_endian()) {
+        for (uint64_t i = 0; i < total; i++) {
+            uint32_t v = out->addr[i];
+            out->addr[i] = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+        }
+    }
+    free(sizes);
+    if ((st = pk_memsort_trace_check(ctx, regions, out)) != PK_OK) {
+        /* name the directory too */
+        char msg[PK_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", ctx ? ctx->message : "");
+        pk_memsort_trace_free(out);
+        return pk_fail(ctx, st, "%s/%s", dir, msg);
+    }
+    return PK_OK;
+fail:
+    free(sizes);
+    pk_memsort_trace_free(out);
+    return st;
+}
+
+pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    int le = host_is_little_endian();
+    for (uint32_t c = 0; c < trace->n_chunks; c++) {
+        char *path = chunk_path(dir, c);
+        if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        pk_atomic_file f;
+        pk_status st = pk_atomic_open(ctx, &f, path);
+        free(path);
+        if (st) return st;
+        uint64_t b = trace->chunk_start[c], e = trace->chunk_start[c + 1];
+        if (le) {
+            fwrite(trace->addr + b, sizeof(uint32_t), e - b, f.fp);
+        } else {
+            for (uint64_t i = b; i < e; i++) {
+                uint32_t v = trace->addr[i];
+                unsigned char bytes[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                                          (unsigned char)(v >> 24)};
+                fwrite(bytes, 1, 4, f.fp);
+            }
+        }
+        if ((st = pk_atomic_commit(ctx, &f)) != PK_OK) return st;
+    }
+    return PK_OK;
+}
+
+pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace) {
+#ifdef PK_HAVE_CUDA
+    if (trace->pinned || pk_cuda_device_count() == 0) return PK_OK;
+    if (pk_memsort_cuda_host_register(trace->addr, (trace->n_entries + 1) * sizeof(uint32_t)) != 0)
+        return pk_fail(ctx, PK_ERR_CUDA, "cudaHostRegister of the %llu-entry trace failed",
+                       (unsigned long long)trace->n_entries);
+    trace->pinned = 1;
+#else
+    (void)ctx;
+    (void)trace;
+#endif
+    return PK_OK;
+}
+
+void pk_memsort_trace_unpin(pk_memsort_trace *trace) {
+#ifdef PK_HAVE_CUDA
+    if (trace->pinned) pk_memsort_cuda_host_unregister(trace->addr);
+#endif
+    trace->pinned = 0;
+}
+
+void pk_memsort_trace_free(pk_memsort_trace *trace) {
+    pk_memsort_trace_unpin(trace);
+    pk_aligned_free(trace->addr);
+    free(trace->chunk_start);
+    memset(trace, 0, sizeof *trace);
+}

@@ -1,0 +1,306 @@
+/* tracegen.c - synthetic zkVM memory traces, deterministic from a seed.
+ *
+ * No real traces are public, so the generator imitates what a RISC-V guest
+ * running an Ethereum block does to memory (SPEC.md section 3): most
+ * accesses hit a hot window near the stack pointer at the top of RAM; a
+ * bump allocator hands out fresh heap words from the bottom of RAM, each
+ * written once and touched a few more times while it is recent; memcpy-like
+ * blocks read one area and write a fresh one word by word; the input is
+ * read sequentially; a few read-only tables in ROM are looked up. The mix
+ * (docs/memsort.md gives the shares) keeps every region inside the capacity
+ * of both presets up to 2^29 entries.
+ *
+ * The awkward mode builds the cases that break naive planners instead.
+ *
+ * Invariant: the same options and region table give the same trace, bit
+ * for bit, on any machine (one xorshift64* stream, no floating point in
+ * any decision).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memsort_internal.h"
+
+#define GEN_MAX_ENTRIES (1ull << 29)
+#define GEN_DEFAULT_CHUNK (1u << 18) /* the prover's steps per chunk */
+
+typedef struct gen_rng {
+    uint64_t s;
+} gen_rng;
+
+static uint64_t rng_next(gen_rng *r) {
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ull;
+}
+
+/* Uniform in [0, n), n <= 2^32. */
+static uint64_t rng_below(gen_rng *r, uint64_t n) {
+    return ((rng_next(r) >> 32) * n) >> 32;
+}
+
+/* A Zipf-like index in [0, n): the product of three uniforms in 16-bit
+ * fixed point, so index k is drawn about as often as 1/k^(2/3) with most
+ * mass near 0. Integer only, so identical everywhere. */
+static uint64_t rng_skewed(gen_rng *r, uint64_t n) {
+    uint64_t x = rng_next(r);
+    uint64_t a = x & 0xffff, b = (x >> 16) & 0xffff, c = (x >> 32) & 0xffff;
+    uint64_t p = (((a * b) >> 16) * c) >> 16; /* in [0, 2^16) */
+    return (p * n) >> 16;
+}
+
+/* Probabilities per operation in units of 1/65536, measured in the shares
+ * of entries listed in docs/memsort.md. */
+#define P_HEAP_RECENT 19661 /* 0.30: a read or write of a recent heap word */
+#define P_ALLOC 1311        /* 0.02: a new object, its words written once */
+#define P_MEMCPY 131        /* 0.002: a copy block of 8..256 words */
+#define P_INPUT 2621        /* 0.04: a sequential read of 1..3 input words */
+#define P_ROM 4588          /* 0.07: a table lookup in ROM */
+/* the rest (0.568): the stack */
+
+#define STACK_WINDOW_WORDS 8192 /* the stack pointer wanders this far below the top */
+#define STACK_HOT_WORDS 96      /* accesses land within this many words of sp */
+#define RECENT_OBJECTS 64       /* heap objects still being touched */
+#define ROM_TABLES 16
+#define ROM_TABLE_WORDS 256
+#define ROM_TABLE_STRIDE_WORDS 4096
+
+typedef struct gen_state {
+    gen_rng rng;
+    uint32_t *out;
+    uint64_t n, pos;
+    /* regions by role */
+    uint64_t rom_base, rom_words;
+    uint64_t in_base, in_words, in_next;
+    uint64_t ram_base, ram_words;
+    uint64_t heap_next, heap_limit; /* word offsets in RAM */
+    uint64_t sp;                    /* word offset in RAM */
+    uint64_t recent_start[RECENT_OBJECTS], recent_len[RECENT_OBJECTS];
+    uint32_t recent_head, recent_count;
+} gen_state;
+
+static void emit(gen_state *g, uint64_t base, uint64_t word) {
+    if (g->pos < g->n) g->out[g->pos++] = (uint32_t)(base + 8 * word);
+}
+
+static uint64_t heap_alloc(gen_state *g, uint64_t words) {
+    if (g->heap_next + words > g->heap_limit) g->heap_next = 0; /* the allocator reuses freed memory */
+    uint64_t start = g->heap_next;
+    g->heap_next += words;
+    g->recent_start[g->recent_head] = start;
+    g->recent_len[g->recent_head] = words;
+    g->recent_head = (g->recent_head + 1) % RECENT_OBJECTS;
+    if (g->recent_count < RECENT_OBJECTS) g->recent_count++;
+    return start;
+}
+
+static void gen_realistic(gen_state *g) {
+    g->heap_next = 0;
+    g->sp = g->ram_words - 64;
+    heap_alloc(g, 16);
+    while (g->pos < g->n) {
+        uint64_t u = rng_next(&g->rng) & 0xffff;
+        if (u < P_HEAP_RECENT) {
+            /* the newest objects are touched the most */
+            uint32_t back = (uint32_t)rng_skewed(&g->rng, g->recent_count);
+            uint32_t slot = (g->recent_head + RECENT_OBJECTS - 1 - back) % RECENT_OBJECTS;
+            emit(g, g->ram_base, g->recent_start[slot] + rng_below(&g->rng, g->recent_len[slot]));
+            continue;
+        }
+        u -= P_HEAP_RECENT;
+        if (u < P_ALLOC) {
+            uint64_t words = 2 + rng_below(&g->rng, (rng_next(&g->rng) & 15) == 0 ? 256 : 24);
+            uint64_t start = heap_alloc(g, words);
+            for (uint64_t k = 0; k < words; k++) emit(g, g->ram_base, start + k);
+            continue;
+        }
+        u -= P_ALLOC;
+        if (u < P_MEMCPY) {
+            uint64_t words = 8 + rng_below(&g->rng, 249);
+            int from_input = g->in_words > 0 && (rng_next(&g->rng) & 7) == 0;
+            uint64_t src_base = g->ram_base, src = 0;
+            if (from_input) {
+                src_base = g->in_base;
+                if (words > g->in_words) words = g->in_words;
+                src = g->in_next;
+                if (src + words > g->in_words) src = 0;
+                g->in_next = src + words;
+            } else {
+                uint32_t back = (uint32_t)rng_below(&g->rng, g->recent_count);
+                uint32_t slot = (g->recent_head + RECENT_OBJECTS - 1 - back) % RECENT_OBJECTS;
+                src = g->recent_start[slot];
+                if (words > g->recent_len[slot]) words = g->recent_len[slot];
+            }
+            uint64_t dst = heap_alloc(g, words);
+            for (uint64_t k = 0; k < words; k++) {
+                emit(g, src_base, src + k);
+                emit(g, g->ram_base, dst + k);
+            }
+            continue;
+        }
+        u -= P_MEMCPY;
+        if (u < P_INPUT) {
+            if (g->in_words == 0) continue;
+            uint64_t words = 1 + rng_below(&g->rng, 3);
+            for (uint64_t k = 0; k < words; k++) {
+                if (g->in_next >= g->in_words) g->in_next = 0;
+                emit(g, g->in_base, g->in_next++);
+            }
+            continue;
+        }
+        u -= P_INPUT;
+        if (u < P_ROM) {
+            uint64_t table = rng_skewed(&g->rng, ROM_TABLES);
+            uint64_t word = (table * ROM_TABLE_STRIDE_WORDS + rng_below(&g->rng, ROM_TABLE_WORDS)) % g->rom_words;
+            emit(g, g->rom_base, word);
+            continue;
+        }
+        /* the stack: calls and returns move sp, accesses stay near it */
+        uint64_t v = rng_next(&g->rng);
+        if ((v & 63) == 0) {
+            uint64_t frame = 4 + ((v >> 8) & 31);
+            uint64_t lowest = g->ram_words - STACK_WINDOW_WORDS;
+            if ((v >> 16) & 1) g->sp = g->sp >= lowest + frame ? g->sp - frame : g->sp + frame;
+            else g->sp = g->sp + frame + 64 <= g->ram_words ? g->sp + frame : g->sp - frame;
+        }
+        uint64_t w = g->sp + rng_skewed(&g->rng, STACK_HOT_WORDS);
+        if (w >= g->ram_words) w = g->ram_words - 1;
+        emit(g, g->ram_base, w);
+    }
+}
+
+/* Awkward cases (S = a region's rows per instance):
+ *  - first region: 3 low entries, then one address S times, so its run
+ *    crosses the first instance boundary, then a few entries above;
+ *  - the second region of three or more stays empty;
+ *  - last region: S/3 entries below one address that then appears
+ *    2S + S/2 + 1 times (a run longer than an instance, part of it
+ *    contiguous in the trace across chunk boundaries), and the rest
+ *    scattered; the region's count is not a multiple of S, so its last
+ *    instance is partial.
+ * Entries are shuffled (stably testing tie order), except the contiguous
+ * block. */
+static void gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
+    uint64_t n = g->n;
+    uint32_t last = regions->n_regions - 1;
+    uint64_t s0 = regions->region[0].instance_entries, sl = regions->region[last].instance_entries;
+    uint64_t rom_words = g->rom_words, ram_words = g->ram_words;
+    uint64_t ram_cap = (uint64_t)regions->region[last].max_instances * sl;
+    uint64_t rom_cap = (uint64_t)regions->region[0].max_instances * s0;
+    uint64_t k = 0;
+    /* first region */
+    uint64_t rom_n = n / 4 < rom_cap ? n / 4 : rom_cap;
+    if (last == 0) rom_n = 0;
+    uint64_t rom_run = s0 < rom_n ? s0 : rom_n / 2;
+    for (uint64_t i = 0; i < rom_n && k < n; i++) {
+        uint64_t w;
+        if (i < 3) w = i;
+        else if (i < 3 + rom_run) w = 5 % rom_words;
+        else w = (6 + rng_below(&g->rng, 64)) % rom_words;
+        g->out[k++] = (uint32_t)(g->rom_base + 8 * w);
+    }
+    /* last region */
+    uint64_t ram_n = n - k;
+    if (ram_n > ram_cap) ram_n = ram_cap;
+    if (ram_n % sl == 0 && ram_n > 1) ram_n--; /* a partial last instance */
+    uint64_t low = sl / 3, long_run = 2 * sl + sl / 2 + 1;
+    if (low + long_run > ram_n) {
+        low = ram_n / 4;
+        long_run = ram_n / 2;
+    }
+    uint64_t long_word = 100 % ram_words, ram_start = k, contiguous = long_run / 2;
+    for (uint64_t i = 0; i < ram_n && k < n; i++) {
+        uint64_t w;
+        if (i < low) w = rng_below(&g->rng, long_word ? long_word : 1);
+        else if (i < low + long_run) w = long_word;
+        else w = (long_word + 1 + rng_below(&g->rng, 4096)) % ram_words;
+        g->out[k++] = (uint32_t)(g->ram_base + 8 * w);
+    }
+    /* whatever capacity left over goes to the first region's scattered addresses */
+    while (k < n) g->out[k++] = (uint32_t)(g->rom_base + 8 * ((6 + rng_below(&g->rng, 64)) % rom_words));
+    /* Shuffle all but a contiguous block of the long run, which moves to
+     * the middle of the trace. */
+    uint64_t block_first = ram_start + low; /* contiguous: [block_first, block_first + contiguous) */
+    uint32_t *rest = malloc((n - contiguous + 1) * sizeof(uint32_t));
+    if (!rest) return;
+    uint64_t m = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (i < block_first || i >= block_first + contiguous) rest[m++] = g->out[i];
+    for (uint64_t i = m; i > 1; i--) {
+        uint64_t j = rng_below(&g->rng, i);
+        uint32_t t = rest[i - 1];
+        rest[i - 1] = rest[j];
+        rest[j] = t;
+    }
+    uint64_t at = m / 2, o = 0;
+    uint32_t block_addr = (uint32_t)(g->ram_base + 8 * long_word);
+    for (uint64_t i = 0; i < at; i++) g->out[o++] = rest[i];
+    for (uint64_t i = 0; i < contiguous; i++) g->out[o++] = block_addr;
+    for (uint64_t i = at; i < m; i++) g->out[o++] = rest[i];
+    free(rest);
+}
+
+pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
+                              pk_memsort_trace *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    if (opts->n_entries == 0 || opts->n_entries > GEN_MAX_ENTRIES)
+        return pk_fail(ctx, PK_ERR_INVALID, "--entries: %llu is outside 1 .. 2^29",
+                       (unsigned long long)opts->n_entries);
+    uint64_t chunk = opts->chunk_entries ? opts->chunk_entries : GEN_DEFAULT_CHUNK;
+    uint64_t n_chunks = (opts->n_entries + chunk - 1) / chunk;
+    if (n_chunks > PK_MEMSORT_MAX_CHUNKS)
+        return pk_fail(ctx, PK_ERR_INVALID, "%llu entries in chunks of %llu make %llu chunk files, more than %d",
+                       (unsigned long long)opts->n_entries, (unsigned long long)chunk, (unsigned long long)n_chunks,
+                       PK_MEMSORT_MAX_CHUNKS);
+    out->n_entries = opts->n_entries;
+    out->n_chunks = (uint32_t)n_chunks;
+    out->addr = pk_aligned_alloc((opts->n_entries + 1) * sizeof(uint32_t));
+    out->chunk_start = calloc(n_chunks + 1, sizeof(uint64_t));
+    if (!out->addr || !out->chunk_start) {
+        pk_memsort_trace_free(out);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %llu entries", (unsigned long long)opts->n_entries);
+    }
+    for (uint64_t c = 0; c <= n_chunks; c++)
+        out->chunk_start[c] = c * chunk < opts->n_entries ? c * chunk : opts->n_entries;
+
+    gen_state g;
+    memset(&g, 0, sizeof g);
+    g.rng.s = opts->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    if (g.rng.s == 0) g.rng.s = 1;
+    g.out = out->addr;
+    g.n = opts->n_entries;
+    uint32_t nr = regions->n_regions;
+    const pk_memsort_region *rom = &regions->region[0], *ram = &regions->region[nr - 1];
+    g.rom_base = rom->base;
+    g.rom_words = rom->size >> 3;
+    if (nr >= 3) {
+        g.in_base = regions->region[1].base;
+        g.in_words = regions->region[1].size >> 3;
+    }
+    g.ram_base = ram->base;
+    g.ram_words = ram->size >> 3;
+    if (nr == 1 || g.ram_words < 2 * STACK_WINDOW_WORDS) {
+        /* too small for a stack and a heap: everything goes to the last region's words */
+        g.heap_limit = g.ram_words / 2 ? g.ram_words / 2 : 1;
+    } else {
+        g.heap_limit = g.ram_words - STACK_WINDOW_WORDS;
+    }
+    if (opts->awkward) {
+        gen_awkward(&g, regions);
+    } else if (g.ram_words < 2 * STACK_WINDOW_WORDS) {
+        for (uint64_t i = 0; i < g.n; i++) g.out[i] = (uint32_t)(g.ram_base + 8 * rng_skewed(&g.rng, g.ram_words));
+    } else {
+        gen_realistic(&g);
+    }
+    if ((st = pk_memsort_trace_check(ctx, regions, out)) != PK_OK) {
+        char msg[PK_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s", ctx ? ctx->message : "");
+        pk_memsort_trace_free(out);
+        return pk_fail(ctx, PK_ERR_INVALID, "the generated trace does not fit this region table: %s", msg);
+    }
+    return PK_OK;
+}

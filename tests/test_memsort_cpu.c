@@ -1,0 +1,103 @@
+/* test_memsort_cpu.c - the CPU kernel against the reference: every awkward
+ * case (a run across an instance boundary, a run longer than an instance,
+ * an empty region, a partial last instance) with W = 1, 3 and 16, one
+ * chunk and 4096 chunks, plus realistic traces under both presets. With
+ * the argument "cuda" the same cases run on the CUDA kernel (exit 77
+ * without a device). */
+#include <stdlib.h>
+
+#include "memsort_util.h"
+
+int main(int argc, char **argv) {
+    int kernel = PK_MEMSORT_KERNEL_CPU;
+    const char *name = "test_memsort_cpu";
+    if (argc > 1 && strcmp(argv[1], "cuda") == 0) {
+        if (pk_cuda_device_count() == 0) return check_skip("test_memsort_cuda", "no CUDA device");
+        kernel = PK_MEMSORT_KERNEL_CUDA;
+        name = "test_memsort_cuda";
+    }
+    int big = argc > 2 && strcmp(argv[2], "big") == 0;
+    check_rng rng = check_rng_make(20261129);
+    printf("seed %llu\n", rng.s);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions small = test_regions_small();
+
+    /* awkward traces: sizes around instance multiples, chunkings from one
+     * chunk to 4096 */
+    const uint64_t sizes[] = {1, 2, 17, 131, 1000, 4096 * 3 + 5};
+    const uint32_t workers[] = {1, 3, 16};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        uint64_t n = sizes[s];
+        uint64_t chunkings[4] = {n, (n + 4095) / 4096, 7, 1 + check_next(&rng) % n};
+        for (int c = 0; c < 4; c++) {
+            pk_memsort_gen_options g = {n, check_next(&rng), (uint32_t)chunkings[c], 1};
+            pk_memsort_trace trace;
+            pk_status st = pk_memsort_generate(&ctx, &small, &g, &trace);
+            CHECK(st == PK_OK, "generate awkward n=%llu: %s", (unsigned long long)n, ctx.message);
+            if (st) continue;
+            for (size_t w = 0; w < 3; w++) {
+                char what[128];
+                snprintf(what, sizeof what, "awkward n=%llu chunks=%u W=%u", (unsigned long long)n, trace.n_chunks,
+                         workers[w]);
+                test_kernel_against_ref(what, kernel, &small, &trace, workers[w]);
+            }
+            pk_memsort_trace_free(&trace);
+        }
+    }
+
+    /* 4096 chunks exactly, and chunks of one entry */
+    {
+        pk_memsort_gen_options g = {4096 * 2, 7, 2, 1};
+        pk_memsort_trace trace;
+        CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);
+        CHECK(trace.n_chunks == 4096, "%u chunks", trace.n_chunks);
+        test_kernel_against_ref("awkward 4096 chunks", kernel, &small, &trace, 3);
+        pk_memsort_trace_free(&trace);
+        pk_memsort_gen_options g1 = {300, 8, 1, 1};
+        CHECK_OK(pk_memsort_generate(&ctx, &small, &g1, &trace), &ctx);
+        test_kernel_against_ref("awkward chunks of one entry", kernel, &small, &trace, 16);
+        pk_memsort_trace_free(&trace);
+    }
+
+    /* a hand-made trace: every entry the same address, chunk table with
+     * empty chunks */
+    {
+        uint32_t addr[100];
+        for (int i = 0; i < 100; i++) addr[i] = 0x100000 + 8 * 7;
+        uint64_t starts[6] = {0, 0, 40, 40, 99, 100};
+        pk_memsort_trace trace = {100, addr, 5, starts, 0};
+        for (uint32_t w = 1; w <= 16; w *= 4) test_kernel_against_ref("one address, empty chunks", kernel, &small, &trace, w);
+        pk_memsort_trace empty = {0, addr, 1, starts, 0};
+        test_kernel_against_ref("empty trace", kernel, &small, &empty, 3);
+    }
+
+    /* realistic traces under both presets; instances of 2^21 and 2^22 rows
+     * mean only a few instances, so W = 3 still has empty workers */
+    const char *presets[2] = {"default", "zisk"};
+    for (int p = 0; p < 2; p++) {
+        pk_memsort_regions regions;
+        CHECK_OK(pk_memsort_regions_preset(&ctx, presets[p], &regions), &ctx);
+        uint64_t n = big ? (1u << 24) + 12345 : 300000;
+        pk_memsort_gen_options g = {n, check_next(&rng), 1u << 14, 0};
+        pk_memsort_trace trace;
+        CHECK_OK(pk_memsort_generate(&ctx, &regions, &g, &trace), &ctx);
+        char what[64];
+        snprintf(what, sizeof what, "realistic %s n=%llu", presets[p], (unsigned long long)n);
+        test_kernel_against_ref(what, kernel, &regions, &trace, 1);
+        test_kernel_against_ref(what, kernel, &regions, &trace, 3);
+        pk_memsort_trace_free(&trace);
+    }
+    /* realistic traces on the small table: many instances per region */
+    for (int rep = 0; rep < 3; rep++) {
+        pk_memsort_regions t = small;
+        t.region[2].size = 8 * 65536;
+        t.region[1].max_instances = 4096;
+        pk_memsort_gen_options g = {50000 + check_next(&rng) % 1000, check_next(&rng), 4096, 0};
+        pk_memsort_trace trace;
+        CHECK_OK(pk_memsort_generate(&ctx, &t, &g, &trace), &ctx);
+        test_kernel_against_ref("realistic small table W=16", kernel, &t, &trace, 16);
+        pk_memsort_trace_free(&trace);
+    }
+    return check_finish(name);
+}

@@ -1,0 +1,215 @@
+/* test_memsort_input.c - bad input gets a clear error naming the file and
+ * entry (or line), and nothing half-written: an unaligned address, an
+ * address in no region, a truncated chunk file, a missing chunk in the
+ * sequence, more entries than the region table allows, malformed region
+ * tables. Also: chunk files round-trip, and memsort.bin has the documented
+ * size. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "memsort_util.h"
+
+static char tmp_root[64];
+
+static void write_file(const char *dir, const char *name, const void *data, size_t bytes) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp) {
+        perror(path);
+        exit(1);
+    }
+    fwrite(data, 1, bytes, fp);
+    fclose(fp);
+}
+
+static void write_chunk(const char *dir, int idx, const uint32_t *v, size_t n) {
+    char name[64];
+    snprintf(name, sizeof name, "mem_addr_%04d.bin", idx);
+    write_file(dir, name, v, n * 4);
+}
+
+static char *fresh_dir(const char *name) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmp_root, name);
+    mkdir(path, 0777);
+    return path;
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Read dir and expect failure with every fragment in the message. */
+static void expect_error(const char *what, const char *dir, const pk_memsort_regions *regions, const char *frag1,
+                         const char *frag2) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_trace trace;
+    pk_status st = pk_memsort_trace_read(&ctx, dir, regions, &trace);
+    CHECK(st != PK_OK, "%s: read succeeded", what);
+    if (st == PK_OK) {
+        pk_memsort_trace_free(&trace);
+        return;
+    }
+    CHECK(strstr(ctx.message, frag1) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, frag1);
+    CHECK(strstr(ctx.message, frag2) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, frag2);
+    printf("%s: %s\n", what, ctx.message);
+}
+
+static void expect_regions_error(const char *what, const char *text, const char *frag1, const char *frag2) {
+    char *dir = fresh_dir("regions");
+    write_file(dir, "table.txt", text, strlen(text));
+    char path[600];
+    snprintf(path, sizeof path, "%s/table.txt", dir);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions t;
+    pk_status st = pk_memsort_regions_read(&ctx, path, &t);
+    CHECK(st != PK_OK, "%s: accepted", what);
+    CHECK(strstr(ctx.message, frag1) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, frag1);
+    CHECK(strstr(ctx.message, frag2) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, frag2);
+    printf("%s: %s\n", what, ctx.message);
+}
+
+int main(void) {
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/pk_memsort_XXXXXX");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions def;
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &def), &ctx);
+    uint32_t good[8] = {0x80000000, 0x90000008, 0xA0000010, 0xA0000010, 0x80000040, 0xA0001000, 0x90000000, 0xA0000000};
+
+    /* unaligned address */
+    char *d = fresh_dir("unaligned");
+    write_chunk(d, 0, good, 8);
+    uint32_t bad[8];
+    memcpy(bad, good, sizeof bad);
+    bad[3] = 0x80000004;
+    write_chunk(d, 1, bad, 8);
+    expect_error("unaligned", d, &def, "mem_addr_0001.bin entry 3", "not 8-byte aligned");
+
+    /* an address in no region */
+    d = fresh_dir("noregion");
+    memcpy(bad, good, sizeof bad);
+    bad[5] = 0x00001000;
+    write_chunk(d, 0, bad, 8);
+    expect_error("no region", d, &def, "mem_addr_0000.bin entry 5", "in no region");
+
+    /* truncated chunk: 10 bytes */
+    d = fresh_dir("truncated");
+    write_chunk(d, 0, good, 8);
+    write_file(d, "mem_addr_0001.bin", good, 10);
+    expect_error("truncated", d, &def, "mem_addr_0001.bin", "entry 2 is incomplete");
+
+    /* missing chunk in the sequence */
+    d = fresh_dir("missing");
+    write_chunk(d, 0, good, 8);
+    write_chunk(d, 1, good, 8);
+    write_chunk(d, 3, good, 8);
+    expect_error("missing chunk", d, &def, "mem_addr_0002.bin", "missing chunk");
+
+    /* no chunk files at all */
+    d = fresh_dir("nochunks");
+    expect_error("no chunks", d, &def, "nochunks", "no chunk files");
+
+    /* more entries than the table allows: ROM of one instance of 4 rows,
+     * the fifth ROM entry (chunk 1, entry 1) is one too many */
+    pk_memsort_regions tiny = def;
+    tiny.region[0].max_instances = 1;
+    tiny.region[0].instance_entries = 4;
+    d = fresh_dir("capacity");
+    uint32_t rom[4] = {0x80000000, 0x80000008, 0xA0000000, 0x80000000};
+    write_chunk(d, 0, rom, 4);
+    write_chunk(d, 1, rom, 4);
+    expect_error("capacity", d, &tiny, "mem_addr_0001.bin entry 1", "region ROM");
+
+    /* region table files */
+    expect_regions_error("regions: field count", "ROM 0x80000000 128M 32 4M\n# ok\nRAM 0xA0000000 512M 256\n", "table.txt:3",
+                         "expected 5 fields");
+    expect_regions_error("regions: number", "ROM 0x80000000 12x8 32 4M\n", "table.txt:1", "size");
+    expect_regions_error("regions: overlap", "A 0x1000 0x1000 1 8\nB 0x1800 0x1000 1 8\n", "table.txt:2", "overlap");
+    expect_regions_error("regions: unaligned", "A 0x1004 0x1000 1 8\n", "table.txt:1", "multiples of 8");
+    expect_regions_error("regions: empty", "# nothing\n\n", "table.txt", "no regions");
+    {
+        const char *text = "# name base size max_instances instance_entries\nROM 0x80000000 128M 32 2^22\n"
+                           "INPUT 0x40000000 1G 32 2^21\nRAM 0xA0000000 512M 256 4194304\n";
+        char *rd = fresh_dir("regions_ok");
+        write_file(rd, "zisk.txt", text, strlen(text));
+        char path[600];
+        snprintf(path, sizeof path, "%s/zisk.txt", rd);
+        pk_memsort_regions from_file, zisk;
+        CHECK_OK(pk_memsort_regions_read(&ctx, path, &from_file), &ctx);
+        CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &zisk), &ctx);
+        zisk.region[0].instance_entries = 1u << 22; /* the file gives ROM 2^22 rows */
+        CHECK(memcmp(&from_file, &zisk, sizeof zisk) == 0, "region file differs from the preset it spells out");
+    }
+
+    /* round trip of chunk files, then memsort.bin's size */
+    {
+        pk_memsort_gen_options g = {100000, 5, 7777, 0};
+        pk_memsort_trace trace, back;
+        CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &trace), &ctx);
+        char *td = fresh_dir("roundtrip");
+        CHECK_OK(pk_memsort_trace_write(&ctx, td, &trace), &ctx);
+        CHECK_OK(pk_memsort_trace_read(&ctx, td, &def, &back), &ctx);
+        CHECK(back.n_entries == trace.n_entries && back.n_chunks == trace.n_chunks &&
+                  memcmp(back.addr, trace.addr, trace.n_entries * 4) == 0 &&
+                  memcmp(back.chunk_start, trace.chunk_start, (trace.n_chunks + 1) * 8) == 0,
+              "chunk files do not round-trip");
+        pk_memsort_result res;
+        pk_memsort_result_init(&res);
+        pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
+        CHECK_OK(pk_memsort_run(&ctx, &o, &def, &back, &res), &ctx);
+        char *od = fresh_dir("out");
+        CHECK_OK(pk_memsort_write(&ctx, od, &def, &res), &ctx);
+        char path[600];
+        snprintf(path, sizeof path, "%s/memsort.bin", od);
+        struct stat sb;
+        CHECK(stat(path, &sb) == 0, "no memsort.bin");
+        uint64_t counts = (uint64_t)res.n_owned * res.n_chunks;
+        uint64_t expect = 72 + 48ull * def.n_regions + 96ull * res.n_instances + 4 * (counts + counts % 2) +
+                          8 * res.n_runs + 4 * (res.n_values + res.n_values % 2);
+        CHECK((uint64_t)sb.st_size == expect, "memsort.bin has %lld bytes, the layout gives %llu", (long long)sb.st_size,
+              (unsigned long long)expect);
+        FILE *fp = fopen(path, "rb");
+        char magic[9] = {0};
+        CHECK(fp && fread(magic, 1, 8, fp) == 8 && strcmp(magic, "PKMSORT1") == 0, "bad magic");
+        if (fp) fclose(fp);
+        /* writing into a path that is a file fails and leaves nothing */
+        CHECK(pk_memsort_write(&ctx, path, &def, &res) != PK_OK, "wrote into a file path");
+        pk_memsort_result_free(&res);
+        pk_memsort_trace_free(&trace);
+        pk_memsort_trace_free(&back);
+    }
+
+    /* the CLI: a bad trace leaves no output behind */
+    const char *cli = getenv("PAIRKIT_CLI");
+    if (cli) {
+        char command[2048], out[600];
+        snprintf(out, sizeof out, "%s/cli_out", tmp_root);
+        snprintf(command, sizeof command, "%s memsort %s/unaligned -o %s -q 2>/dev/null", cli, tmp_root, out);
+        int rc = system(command);
+        CHECK(rc != 0, "CLI accepted a bad trace");
+        char bin[700];
+        snprintf(bin, sizeof bin, "%s/memsort.bin", out);
+        CHECK(!exists(bin), "CLI left %s after an error", bin);
+        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q --verify --workers 3 --worker 2", cli, tmp_root,
+                 out);
+        CHECK(system(command) == 0, "CLI failed on a good trace: %s", command);
+        CHECK(exists(bin), "CLI wrote no %s", bin);
+    }
+
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", tmp_root);
+    if (system(command) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
+    return check_finish("test_memsort_input");
+}

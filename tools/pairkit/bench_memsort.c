@@ -1,0 +1,248 @@
+/* bench_memsort.c - `pairkit bench memsort`: memsort's kernels beside the
+ * plain alternatives, under the bench protocol (cmd_bench.c): a cold run of
+ * each variant reported apart, then warm rounds in which the variants take
+ * turns in a rotating order; median and minimum of the warm runs.
+ *
+ * CPU (--backend cpu): one streaming pass that reads the trace and writes
+ * an output of the result's size (the floor), pairkit's plan + fill, and the
+ * reference sort. CUDA (--backend cuda): the plain CUB alternative (upload,
+ * radix sort of (compact address, index) pairs, download keys and values),
+ * pairkit for all instances, and pairkit for one worker of 16, all on a
+ * trace pinned once up front, timed with device events. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../../bench/memsort_baselines.h"
+#include "cli.h"
+#include "common/common.h"
+#include "pairkit/memsort.h"
+
+enum { MAX_VARIANTS = 4 };
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void bench_usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit bench memsort [options]\n"
+            "  Times plan + fill on a generated trace beside the plain alternatives.\n"
+            "  --entries N      trace entries (default 2^24; 519M is a real block's trace)\n"
+            "  --seed S         generator seed (default 1)\n"
+            "  --regions R      default (default), zisk or a region table file\n"
+            "  --backend B      cpu (default) or cuda\n"
+            "  --runs N         warm runs per variant (default 5)\n"
+            "  --no-ref         CPU: leave out the reference sort (slow at large sizes)\n"
+            "  --threads N      CPU threads\n");
+}
+
+static double peak_rss_gib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / (1024.0 * 1024.0);
+}
+
+static void summarize(const char *name, double *v, int runs, double cold, double base_median, const char *extra) {
+    qsort(v, (size_t)runs, sizeof *v, cmp_double);
+    double med = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]);
+    printf("%-16s %10.2f %10.2f %10.2f %9.3fx  %s\n", name, cold, med, v[0], base_median > 0 ? med / base_median : 1.0,
+           extra ? extra : "");
+}
+
+static double median_of(const double *v, int runs) {
+    double *c = malloc((size_t)runs * sizeof *c);
+    memcpy(c, v, (size_t)runs * sizeof *c);
+    qsort(c, (size_t)runs, sizeof *c, cmp_double);
+    double med = runs % 2 ? c[runs / 2] : 0.5 * (c[runs / 2 - 1] + c[runs / 2]);
+    free(c);
+    return med;
+}
+
+int bench_memsort(int argc, char **argv) {
+    const char *cmd = "bench memsort";
+    uint64_t n = 1u << 24, seed = 1;
+    const char *regions_name = "default";
+    pk_backend backend = PK_BACKEND_CPU;
+    int runs = 5, with_ref = 1;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        size_t t;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            bench_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--no-ref") == 0) {
+            with_ref = 0;
+        } else if (a[0] == '-') {
+            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            const char *v = argv[++k];
+            if (strcmp(a, "--entries") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                n = t;
+            } else if (strcmp(a, "--seed") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                seed = t;
+            } else if (strcmp(a, "--regions") == 0) {
+                regions_name = v;
+            } else if (strcmp(a, "--backend") == 0) {
+                if (pk_backend_parse(v, &backend) || backend == PK_BACKEND_AUTO)
+                    return cli_usage_error(cmd, "--backend: '%s' is not cpu or cuda", v);
+            } else if (strcmp(a, "--runs") == 0) {
+                if (cli_parse_size(cmd, a, v, &t) || t < 1) return 2;
+                runs = (int)t;
+            } else if (strcmp(a, "--threads") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                ctx.n_threads = (int)t;
+            } else {
+                return cli_usage_error(cmd, "unknown option '%s'", a);
+            }
+        } else {
+            return cli_usage_error(cmd, "unexpected argument '%s'", a);
+        }
+    }
+    pk_memsort_regions regions;
+    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
+    if (st) return cli_error(cmd, st, &ctx);
+    if (backend == PK_BACKEND_CUDA && pk_cuda_device_count() == 0)
+        return cli_error(cmd, pk_fail(&ctx, PK_ERR_UNSUPPORTED, "--backend cuda: no CUDA device"), &ctx);
+    pk_memsort_gen_options g = {n, seed, 0, 0};
+    pk_memsort_trace trace;
+    double t0 = pk_now();
+    if ((st = pk_memsort_generate(&ctx, &regions, &g, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
+    printf("pairkit bench memsort: %llu entries (seed %llu, %u chunks, regions %s), generated in %.2f s, %d warm runs\n",
+           (unsigned long long)n, (unsigned long long)seed, trace.n_chunks, regions_name, pk_now() - t0, runs);
+    fflush(stdout);
+
+    const char *names[MAX_VARIANTS];
+    int n_var = 0, rc = 0;
+    double *times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
+    double cold[MAX_VARIANTS] = {0};
+    pk_memsort_result res[MAX_VARIANTS];
+    for (int v = 0; v < MAX_VARIANTS; v++) pk_memsort_result_init(&res[v]);
+    uint32_t *stream_values = NULL;
+    pk_memsort_run_entry *stream_runs = NULL;
+    uint64_t stream_n_runs = 0;
+#ifdef PK_HAVE_CUDA
+    pk_memsort_cub_baseline *cub = NULL;
+#endif
+    pk_memsort_cub_times cub_t = {0};
+    double up_ms[MAX_VARIANTS] = {0};
+    int threads = ctx.n_threads;
+
+    if (backend == PK_BACKEND_CPU) {
+        names[n_var++] = "stream-pass";
+        names[n_var++] = "cpu";
+        if (with_ref) names[n_var++] = "ref";
+        /* the stream pass writes as much as the CPU result holds: learn that first */
+        pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
+        if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[1])) != PK_OK) return cli_error(cmd, st, &ctx);
+        stream_n_runs = res[1].n_runs;
+        stream_values = malloc((n + 1) * sizeof(uint32_t));
+        stream_runs = malloc((stream_n_runs + 1) * sizeof(pk_memsort_run_entry));
+        if (!stream_values || !stream_runs) return cli_error(cmd, PK_ERR_NOMEM, NULL);
+    } else {
+#ifdef PK_HAVE_CUDA
+        names[n_var++] = "cub-baseline";
+        names[n_var++] = "cuda";
+        names[n_var++] = "cuda-1-of-16";
+        if ((st = pk_memsort_trace_pin(&ctx, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
+        cub = pk_memsort_cub_baseline_create(&ctx, &regions, n);
+        if (!cub) return cli_error(cmd, PK_ERR_CUDA, &ctx);
+#endif
+    }
+
+    for (int round = 0; round <= runs; round++) {
+        for (int q = 0; q < n_var; q++) {
+            int v = (q + round) % n_var;
+            const char *name = names[v];
+            double t = 0;
+            if (strcmp(name, "stream-pass") == 0) {
+                int nt = threads;
+#ifdef _OPENMP
+                if (nt <= 0) nt = omp_get_max_threads();
+#endif
+                if (nt <= 0) nt = 1;
+                t = pk_memsort_bench_stream_pass(trace.addr, n, stream_values, n, stream_runs, stream_n_runs, nt);
+#ifdef PK_HAVE_CUDA
+            } else if (strcmp(name, "cub-baseline") == 0) {
+                if ((st = pk_memsort_cub_baseline_run(&ctx, cub, trace.addr, &cub_t)) != PK_OK) {
+                    rc = cli_error(cmd, st, &ctx);
+                    goto done;
+                }
+                t = cub_t.total_ms * 1e-3;
+                up_ms[v] = cub_t.up_ms;
+#endif
+            } else {
+                pk_memsort_options o = {backend, PK_MEMSORT_KERNEL_CPU, 1, 0};
+                if (strcmp(name, "ref") == 0) o.kernel = PK_MEMSORT_KERNEL_REF;
+                if (strncmp(name, "cuda", 4) == 0) o.kernel = PK_MEMSORT_KERNEL_CUDA;
+                if (strcmp(name, "cuda-1-of-16") == 0) o.n_workers = 16;
+                if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[v])) != PK_OK) {
+                    rc = cli_error(cmd, st, &ctx);
+                    goto done;
+                }
+                t = o.kernel == PK_MEMSORT_KERNEL_CUDA ? res[v].stats.device_ms * 1e-3 : res[v].stats.seconds;
+                up_ms[v] = res[v].stats.upload_ms;
+            }
+            if (round == 0) cold[v] = t * 1e3;
+            else times[(size_t)v * (size_t)runs + (size_t)(round - 1)] = t * 1e3;
+        }
+    }
+
+    /* the results agree with each other */
+    const char *agree = "";
+    if (backend == PK_BACKEND_CPU && with_ref) {
+        st = pk_memsort_compare(&ctx, &res[2], &res[1]);
+        agree = st ? ctx.message : "cpu result identical to the reference";
+        rc |= st != PK_OK;
+#ifdef PK_HAVE_CUDA
+    } else if (backend == PK_BACKEND_CUDA) {
+        int same = res[1].n_values == n &&
+                   memcmp(res[1].values, pk_memsort_cub_baseline_values(cub), n * sizeof(uint32_t)) == 0;
+        agree = same ? "cuda rows identical to the CUB sort's values" : "cuda rows DIFFER from the CUB sort";
+        rc |= !same;
+#endif
+    }
+
+    printf("%-16s %10s %10s %10s %10s  %s\n", "variant", "cold ms", "median ms", "min ms", "vs first", "notes");
+    double base = median_of(times, runs);
+    for (int v = 0; v < n_var; v++) {
+        char extra[160] = "";
+        if (backend == PK_BACKEND_CUDA && v == 0)
+            snprintf(extra, sizeof extra, "last run: up %.1f, sort %.1f, down %.1f ms; device %.2f GB", cub_t.up_ms,
+                     cub_t.sort_ms, cub_t.down_ms, (double)cub_t.device_bytes / 1e9);
+        else if (backend == PK_BACKEND_CUDA)
+            snprintf(extra, sizeof extra, "upload %.1f ms; %llu rows, %llu runs back; device %.2f GB, PCIe %.2f GB",
+                     up_ms[v], (unsigned long long)res[v].n_values, (unsigned long long)res[v].n_runs,
+                     (double)res[v].stats.device_bytes / 1e9, (double)res[v].stats.pcie_bytes / 1e9);
+        else if (strcmp(names[v], "cpu") == 0)
+            snprintf(extra, sizeof extra, "%llu runs; backend host memory %.2f GB", (unsigned long long)res[v].n_runs,
+                     (double)res[v].stats.host_bytes / 1e9);
+        summarize(names[v], times + (size_t)v * (size_t)runs, runs, cold[v], base, extra);
+    }
+    if (backend == PK_BACKEND_CPU) {
+        double cpu = median_of(times + (size_t)runs, runs);
+        printf("cpu plan+fill / stream pass: %.2fx", cpu / base);
+        if (with_ref) printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
+        printf("\n");
+    }
+    printf("%s; peak host memory (RSS) %.2f GiB\n", agree, peak_rss_gib());
+done:
+    for (int v = 0; v < MAX_VARIANTS; v++) pk_memsort_result_free(&res[v]);
+#ifdef PK_HAVE_CUDA
+    pk_memsort_cub_baseline_free(cub);
+#endif
+    free(stream_values);
+    free(stream_runs);
+    free(times);
+    pk_memsort_trace_free(&trace);
+    return rc;
+}

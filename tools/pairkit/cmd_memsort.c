@@ -1,0 +1,203 @@
+/* cmd_memsort.c - `pairkit memsort TRACE_DIR`: plan and fill of one
+ * worker's instances of a zkVM memory trace, written to OUT_DIR; and
+ * `pairkit memsort-gen OUT_DIR`: a synthetic trace in chunk files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pairkit/memsort.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit memsort TRACE_DIR --workers W --worker w -o OUT_DIR [options]\n"
+            "  Sorts the trace's entries stably by address, cuts each region into\n"
+            "  instances and writes worker w's instances (gid %% W == w) with their plans\n"
+            "  to OUT_DIR/memsort.bin and OUT_DIR/summary.txt (docs/memsort.md).\n"
+            "  TRACE_DIR holds mem_addr_0000.bin, mem_addr_0001.bin, ... (u32 addresses).\n\n"
+            "  --workers W          number of workers (default 1)\n"
+            "  --worker w           this worker, 0 <= w < W (default 0)\n"
+            "  -o, --output DIR     output directory (created if missing)\n"
+            "  --regions R          default (default), zisk, or a region table file\n"
+            "  --verify             compare every owned instance with the reference sort\n"
+            "  --backend B          auto (default), cpu or cuda\n"
+            "  --kernel K           ref, cpu or cuda\n"
+            "  --threads N          CPU threads (default: all)\n"
+            "  -q, --quiet          no progress line, no summary\n");
+}
+
+static void gen_usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit memsort-gen OUT_DIR --entries N --seed S [options]\n"
+            "  Writes a synthetic zkVM memory trace as OUT_DIR/mem_addr_NNNN.bin, the\n"
+            "  same for the same seed: a hot stack window, a bump-allocated heap, memcpy\n"
+            "  runs, sequential input reads and ROM tables (docs/memsort.md).\n\n"
+            "  --entries N          1 .. 2^29 entries (accepts 2^k and K/M suffixes)\n"
+            "  --seed S             any whole number (default 1)\n"
+            "  --chunk N            entries per chunk file (default 262144, the prover's)\n"
+            "  --awkward            the awkward cases instead: a run across an instance\n"
+            "                       boundary, a run longer than an instance, an empty\n"
+            "                       region, a partial last instance\n"
+            "  --regions R          default (default), zisk, or a region table file\n");
+}
+
+/* N, 2^k, or N with a K/M/G suffix. */
+static int parse_count(const char *cmd, const char *opt, const char *text, uint64_t *out) {
+    char *end;
+    unsigned long long v;
+    if (strncmp(text, "2^", 2) == 0) {
+        v = strtoull(text + 2, &end, 10);
+        if (end == text + 2 || *end || v > 62) return cli_usage_error(cmd, "%s: '%s' is not a count", opt, text);
+        *out = 1ull << v;
+        return 0;
+    }
+    v = strtoull(text, &end, 10);
+    if (end == text || text[0] == '-') return cli_usage_error(cmd, "%s: '%s' is not a count", opt, text);
+    if (*end == 'K' || *end == 'k') v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+    else if (*end == 'G' || *end == 'g') v <<= 30, end++;
+    if (*end) return cli_usage_error(cmd, "%s: '%s' is not a count", opt, text);
+    *out = v;
+    return 0;
+}
+
+int cmd_memsort(int argc, char **argv) {
+    const char *cmd = "memsort";
+    const char *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
+    int quiet = 0, verify = 0;
+    pk_memsort_options opts = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
+    pk_context ctx;
+    pk_context_init(&ctx);
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(a, "--verify") == 0) {
+            verify = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            const char *v = argv[++k];
+            size_t t;
+            if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_dir = v;
+            else if (strcmp(a, "--regions") == 0) regions_name = v;
+            else if (strcmp(a, "--workers") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                if (t < 1 || t > UINT32_MAX) return cli_usage_error(cmd, "--workers: %s is not a worker count", v);
+                opts.n_workers = (uint32_t)t;
+            } else if (strcmp(a, "--worker") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                if (t > UINT32_MAX) return cli_usage_error(cmd, "--worker: %s is out of range", v);
+                opts.worker = (uint32_t)t;
+            } else if (strcmp(a, "--backend") == 0) {
+                if (pk_backend_parse(v, &opts.backend))
+                    return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
+            } else if (strcmp(a, "--kernel") == 0) {
+                opts.kernel = pk_memsort_kernel_from_name(v);
+                if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
+            } else if (strcmp(a, "--threads") == 0) {
+                if (cli_parse_size(cmd, a, v, &t)) return 2;
+                ctx.n_threads = (int)t;
+            } else {
+                return cli_usage_error(cmd, "unknown option '%s'", a);
+            }
+        } else {
+            if (trace_dir) return cli_usage_error(cmd, "one trace directory, got a second: '%s'", a);
+            trace_dir = a;
+        }
+    }
+    if (!trace_dir) return cli_usage_error(cmd, "expected a trace directory");
+    if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
+    if (opts.worker >= opts.n_workers)
+        return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
+
+    pk_memsort_regions regions;
+    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
+    if (st) return cli_error(cmd, st, &ctx);
+    pk_memsort_trace trace;
+    if ((st = pk_memsort_trace_read(&ctx, trace_dir, &regions, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
+    pk_memsort_result result, reference;
+    pk_memsort_result_init(&result);
+    pk_memsort_result_init(&reference);
+    int rc = 0;
+    cli_progress_attach(&ctx, "memsort", quiet);
+    st = pk_memsort_run(&ctx, &opts, &regions, &trace, &result);
+    if (!st && verify) {
+        pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, opts.n_workers, opts.worker};
+        st = pk_memsort_run(&ctx, &ref_opts, &regions, &trace, &reference);
+        if (!st) st = pk_memsort_compare(&ctx, &reference, &result);
+    }
+    cli_progress_done(&ctx);
+    if (st) {
+        rc = cli_error(cmd, st, &ctx);
+    } else if ((st = pk_memsort_write(&ctx, out_dir, &regions, &result)) != PK_OK) {
+        rc = cli_error(cmd, st, &ctx);
+    } else if (!quiet) {
+        const pk_memsort_stats *s = &result.stats;
+        fprintf(stderr, "%llu entries in %u chunks, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
+                (unsigned long long)result.n_entries, result.n_chunks, result.n_instances, result.worker,
+                result.n_workers, result.n_owned, (unsigned long long)result.n_values,
+                (unsigned long long)result.n_runs);
+        fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
+        if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
+        fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
+                verify ? ", identical to the reference" : "", out_dir, out_dir);
+    }
+    pk_memsort_result_free(&result);
+    pk_memsort_result_free(&reference);
+    pk_memsort_trace_free(&trace);
+    return rc;
+}
+
+int cmd_memsort_gen(int argc, char **argv) {
+    const char *cmd = "memsort-gen";
+    const char *out_dir = NULL, *regions_name = "default";
+    pk_memsort_gen_options g = {0, 1, 0, 0};
+    pk_context ctx;
+    pk_context_init(&ctx);
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            gen_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--awkward") == 0) {
+            g.awkward = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            const char *v = argv[++k];
+            uint64_t x;
+            if (strcmp(a, "--entries") == 0) {
+                if (parse_count(cmd, a, v, &g.n_entries)) return 2;
+            } else if (strcmp(a, "--seed") == 0) {
+                if (parse_count(cmd, a, v, &g.seed)) return 2;
+            } else if (strcmp(a, "--chunk") == 0) {
+                if (parse_count(cmd, a, v, &x)) return 2;
+                if (x == 0 || x > UINT32_MAX) return cli_usage_error(cmd, "--chunk: %s is out of range", v);
+                g.chunk_entries = (uint32_t)x;
+            } else if (strcmp(a, "--regions") == 0) {
+                regions_name = v;
+            } else {
+                return cli_usage_error(cmd, "unknown option '%s'", a);
+            }
+        } else {
+            if (out_dir) return cli_usage_error(cmd, "one output directory, got a second: '%s'", a);
+            out_dir = a;
+        }
+    }
+    if (!out_dir) return cli_usage_error(cmd, "expected an output directory");
+    if (g.n_entries == 0) return cli_usage_error(cmd, "expected --entries N");
+    pk_memsort_regions regions;
+    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
+    if (st) return cli_error(cmd, st, &ctx);
+    pk_memsort_trace trace;
+    if ((st = pk_memsort_generate(&ctx, &regions, &g, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
+    st = pk_memsort_trace_write(&ctx, out_dir, &trace);
+    int rc = st ? cli_error(cmd, st, &ctx) : 0;
+    if (!st)
+        fprintf(stderr, "wrote %llu entries in %u chunk files to %s\n", (unsigned long long)trace.n_entries,
+                trace.n_chunks, out_dir);
+    pk_memsort_trace_free(&trace);
+    return rc;
+}
