@@ -1,0 +1,245 @@
+/* test_dftimage_cli.c - `pairkit dftimage` end to end: a FITS image with
+ * its WCS and a PNG, east on the left (a point source put east and north of
+ * the centre lands left of and above it in the FITS array), --check, and
+ * bad input: truncated and non-FITS files, a .npz without w, with arrays of
+ * different lengths or with a NaN, an image too big for memory, bad
+ * options. Every failure exits non-zero with a message naming the problem
+ * and leaves no image, no temporary file, and an older image untouched.
+ * Ctrl-C (SIGINT) stops a long run with exit code 130 and no output. */
+#include <fitsio.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <zip.h>
+
+#include "check.h"
+#include "pairkit/dftimage.h"
+
+static char dir[256], root[1024];
+
+static const char *binary(void) {
+    const char *p = getenv("PAIRKIT_CLI");
+    return p ? p : "build/pairkit";
+}
+
+static const char *in_dir(const char *name) {
+    static char buf[4][1400];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static int run(const char *args) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' dftimage %s > out.txt 2> err.txt", dir, binary(), args);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+static char *slurp(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    static char buf[65536];
+    size_t got = fread(buf, 1, sizeof buf - 1, fp);
+    buf[got] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static int count_files(const char *part) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (strstr(e->d_name, part)) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+static void write_npz(const char *name, const pk_vis *vis) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    CHECK_OK(pk_vis_write_npz(&ctx, in_dir(name), vis), &ctx);
+}
+
+/* A failing run: exit code, message, no new file, no temporary file. */
+static void expect_failure(const char *args, const char *needle, const char *what) {
+    FILE *fp = fopen(in_dir("old.fits"), "wb");
+    fputs("an older image", fp);
+    fclose(fp);
+    int rc = run(args);
+    char *err = slurp(in_dir("err.txt"));
+    CHECK(rc != 0, "%s: exit code 0", what);
+    CHECK(err && strstr(err, needle), "%s: stderr '%s' lacks '%s'", what, err ? err : "", needle);
+    printf("%-28s rc %d: %s", what, rc, err ? err : "\n");
+    CHECK(count_files(".png") == 1, "%s: a PNG was written", what); /* img.png of the good run only */
+    CHECK(count_files(".tmp") == 0, "%s: a temporary file was left", what);
+    char *old = slurp(in_dir("old.fits"));
+    CHECK(old && strcmp(old, "an older image") == 0, "%s: the older image was touched", what);
+}
+
+static void test_good(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    /* One point source of flux 1 at l0 = 20 cells east, m0 = 10 cells north:
+     * V = exp(-2 pi i (u l0 + v m0 + w n0')) images to a peak there with the
+     * .npz sign +1. */
+    const double cell = 0.001, l0 = 20 * cell, m0 = 10 * cell;
+    const double n0 = sqrt(1 - l0 * l0 - m0 * m0) - 1;
+    pk_vis vis;
+    CHECK_OK(pk_vis_random(&ctx, 3000, 5, &vis), &ctx);
+    for (size_t k = 0; k < vis.n; k++) {
+        double ph = -2 * M_PI * (vis.u[k] * l0 + vis.v[k] * m0 + vis.w[k] * n0);
+        vis.re[k] = cos(ph), vis.im[k] = sin(ph);
+    }
+    write_npz("point.npz", &vis);
+    pk_vis_free(&vis);
+    int rc = run("point.npz -o img.fits --png img.png --size 64 --cell 0.001 --check --imag");
+    char *err = slurp(in_dir("err.txt"));
+    CHECK(rc == 0, "good run: rc %d, %s", rc, err ? err : "");
+    CHECK(err && strstr(err, "relative L2 error"), "--check reports the error: %s", err ? err : "");
+    CHECK(count_files("img.png") == 1 && count_files(".tmp") == 0, "PNG written, no temporary files");
+    printf("good run: %s", err ? err : "");
+
+    fitsfile *f;
+    int status = 0, naxis = 0;
+    long naxes[2] = {0, 0};
+    fits_open_file(&f, in_dir("img.fits"), READONLY, &status);
+    fits_get_img_dim(f, &naxis, &status);
+    fits_get_img_size(f, 2, naxes, &status);
+    CHECK(status == 0 && naxis == 2 && naxes[0] == 64 && naxes[1] == 64, "FITS 64 x 64 (status %d)", status);
+    char ctype1[FLEN_VALUE] = "";
+    double cdelt1 = 0, crpix1 = 0, crpix2 = 0;
+    fits_read_key(f, TSTRING, "CTYPE1", ctype1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CDELT1", &cdelt1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, &status);
+    CHECK(strcmp(ctype1, "L") == 0 && cdelt1 < 0 && crpix1 == 32 && crpix2 == 33, "WCS of an npz image: %s %g %g %g",
+          ctype1, cdelt1, crpix1, crpix2);
+    float pix[64 * 64];
+    int anynul;
+    fits_read_img_flt(f, 0, 1, 64 * 64, 0.0f, pix, &anynul, &status);
+    int best = 0;
+    for (int p = 1; p < 64 * 64; p++)
+        if (pix[p] > pix[best]) best = p;
+    int col = best % 64, row = best / 64;
+    /* east is left: grid column a = 32 + 20 is FITS column 63 - 52 = 11 */
+    CHECK(col == 11 && row == 42, "the eastern, northern source is at FITS column %d row %d (expected 11, 42)", col, row);
+    CHECK(fabs((double)pix[best] - 3000.0) < 0.01, "peak %.4f = the number of visibilities", (double)pix[best]);
+    int hdus = 0;
+    fits_get_num_hdus(f, &hdus, &status);
+    CHECK(hdus == 2, "the imaginary part is a second HDU (%d HDUs)", hdus);
+    fits_close_file(f, &status);
+    CHECK(status == 0, "cfitsio status %d", status);
+
+    /* UVFITS: celestial WCS about the phase centre. */
+    char args[2048];
+    snprintf(args, sizeof args, "'%s/data/vis/mojave.uvfits' -o vlba.fits --size 32 --cell 1e-9 -q", root);
+    CHECK(run(args) == 0, "mojave image");
+    status = 0;
+    fits_open_file(&f, in_dir("vlba.fits"), READONLY, &status);
+    double crval1 = 0, crval2 = 0;
+    fits_read_key(f, TSTRING, "CTYPE1", ctype1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CRVAL1", &crval1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CRVAL2", &crval2, NULL, &status);
+    fits_close_file(f, &status);
+    CHECK(status == 0 && strcmp(ctype1, "RA---SIN") == 0 && fabs(crval1 - 187.705930754) < 1e-9 &&
+              fabs(crval2 - 12.3911232861) < 1e-9,
+          "UVFITS WCS: %s %.9f %.9f", ctype1, crval1, crval2);
+}
+
+static void test_bad(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "head -c 200000 '%s/data/vis/mojave.uvfits' > '%s/cut.uvfits'", root, dir);
+    CHECK(system(cmd) == 0, "cut copy");
+    expect_failure("cut.uvfits -o old.fits --size 16", "truncated", "truncated UVFITS");
+    FILE *fp = fopen(in_dir("notes.uvfits"), "wb");
+    fputs("these are notes, not visibilities\n", fp);
+    fclose(fp);
+    expect_failure("notes.uvfits -o old.fits --size 16", "neither", "not FITS");
+
+    pk_vis vis;
+    CHECK_OK(pk_vis_random(&ctx, 100, 9, &vis), &ctx);
+    vis.re[41] = NAN;
+    write_npz("nan.npz", &vis);
+    expect_failure("nan.npz -o old.fits --size 16", "data[41]", "NaN visibility");
+    pk_vis_free(&vis);
+    /* .npz files with one fault each, edited with libzip: w.npy replaced by
+     * that of a shorter file, or removed. */
+    CHECK_OK(pk_vis_random(&ctx, 100, 9, &vis), &ctx);
+    write_npz("mismatch.npz", &vis);
+    write_npz("now.npz", &vis);
+    vis.n = 99;
+    write_npz("short.npz", &vis);
+    vis.n = 100;
+    pk_vis_free(&vis);
+    int zerr;
+    zip_t *shorter = zip_open(in_dir("short.npz"), ZIP_RDONLY, &zerr);
+    zip_t *target = zip_open(in_dir("mismatch.npz"), 0, &zerr);
+    zip_source_t *src = shorter && target ? zip_source_zip(target, shorter, zip_name_locate(shorter, "w.npy", 0), 0, 0, -1) : NULL;
+    CHECK(src && zip_file_add(target, "w.npy", src, ZIP_FL_OVERWRITE) >= 0, "replace w.npy");
+    if (target) zip_close(target);
+    if (shorter) zip_close(shorter);
+    expect_failure("mismatch.npz -o old.fits --size 16", "differ in length", "npz arrays of two lengths");
+    target = zip_open(in_dir("now.npz"), 0, &zerr);
+    CHECK(target && zip_delete(target, zip_name_locate(target, "w.npy", 0)) == 0, "remove w.npy");
+    if (target) zip_close(target);
+    expect_failure("now.npz -o old.fits --size 16", "'w' is missing", "npz without w");
+    expect_failure("missing.npz -o old.fits", "No such file", "no such file");
+    expect_failure("point.npz -o old.fits --size 10000000", "memory", "image too big for memory");
+    expect_failure("point.npz -o old.fits --size 100000000000", "does not fit", "image far too big");
+    expect_failure("point.npz -o old.fits --sign 2", "--sign", "bad sign");
+    expect_failure("point.npz -o old.fits --weights most", "--weights", "bad weights");
+    expect_failure("point.npz -o old.fits --cell 0.01 --size 700", "beyond the sky", "field beyond the sky");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' -o old.fits --size 16", root);
+    expect_failure(cmd, "--weights abs", "MWA with data weights");
+}
+
+/* Ctrl-C during a long CPU run: exit 130, nothing written. */
+static void test_interrupt(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    CHECK_OK(pk_vis_random(&ctx, 400000, 11, &vis), &ctx);
+    write_npz("long.npz", &vis);
+    pk_vis_free(&vis);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(dir) != 0) _exit(99);
+        freopen("err.txt", "w", stderr);
+        execl(binary(), binary(), "dftimage", "long.npz", "-o", "long.fits", "--png", "long.png", "--backend", "cpu",
+              "--precision", "double", "--size", "700", (char *)NULL);
+        _exit(98);
+    }
+    usleep(1500000);
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    char *err = slurp(in_dir("err.txt"));
+    printf("interrupted run: rc %d, %s", rc, err ? err : "\n");
+    CHECK(rc == 130, "Ctrl-C: exit code %d, expected 130", rc);
+    CHECK(count_files("long.fits") == 0 && count_files("long.png") == 0 && count_files(".tmp") == 0,
+          "Ctrl-C left output behind");
+}
+
+int main(void) {
+    if (!getcwd(root, sizeof root)) return 1;
+    snprintf(dir, sizeof dir, "/tmp/pk_dftcli_XXXXXX");
+    if (!mkdtemp(dir)) return 1;
+    test_good();
+    test_bad();
+    test_interrupt();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return check_finish("test_dftimage_cli");
+}
