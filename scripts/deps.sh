@@ -8,6 +8,7 @@ packages=(
   libcfitsio-dev                              # FITS catalogs, UVFITS, FITS images
   libzip-dev                                  # .npz visibilities
   python3 python3-numpy python3-pytest        # the Python module and its tests
+  openmpi-bin libopenmpi-dev                  # mpirun -np K pairkit ...
 )
 missing=()
 for p in "${packages[@]}"; do

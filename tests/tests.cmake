@@ -34,3 +34,12 @@ file(GLOB PK_TEST_CMAKE CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/tests_*.cmak
 foreach(f ${PK_TEST_CMAKE})
   include(${f})
 endforeach()
+
+# MPI: the command under mpirun with K = 1, 2, 3 ranks (CPU backend).
+find_program(PK_MPIRUN mpirun)
+if(MPI_C_FOUND AND PK_MPIRUN)
+  add_test(NAME test_angcorr_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_angcorr_mpi.sh
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_angcorr_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 300
+                       ENVIRONMENT "PAIRKIT_CLI=$<TARGET_FILE:pairkit_cli>")
+endif()

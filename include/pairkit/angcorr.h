@@ -101,6 +101,13 @@ typedef struct pk_angcorr_options {
     int kernel;         /* a pk_angcorr_kernel or a CUDA kernel id; 0 = best */
 } pk_angcorr_options;
 
+/* Work split for distributed runs (pk_angcorr_run_part): part `part` of
+ * n_parts counts the pairs of rows [*begin, *end) of the first catalog, so
+ * that the counts of parts 0..n_parts-1 add up exactly to the whole. Parts
+ * have equal pair work: an autocorrelation's rows are triangle rows (row i
+ * owns (i, j) and (j, i) for j > i, and (i, i)). */
+void pk_angcorr_part_rows(size_t n, int autocorr, int part, int n_parts, size_t *begin, size_t *end);
+
 typedef struct pk_pair_stats {
     uint64_t pairs_total;    /* ordered pairs the counts stand for */
     uint64_t pairs_in_range; /* of those, inside [theta_min, theta_max) */
@@ -170,6 +177,14 @@ pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const 
                          pk_angcorr_result *out);
 void pk_angcorr_result_free(pk_angcorr_result *result);
 
+/* Part `part` of n_parts of pk_angcorr_run: the counts (and stats) of that
+ * part only; omega is computed from them and means nothing until the parts'
+ * counts are summed and pk_estimate is applied. pk_angcorr_run is part 0
+ * of 1. */
+pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                              const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                              pk_estimator estimator, pk_angcorr_result *out);
+
 /* Write the course format (omega.out): a header line and one row per bin
  * with RR > 0. Written atomically: on failure no file is left behind and an
  * existing file is untouched. */
@@ -178,6 +193,124 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
 /* CSV with a header: bin edges in degrees, omega, DD, DR, RR. Atomic. */
 pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                const pk_bins *bins);
+
+/* ---- catalogs in other formats, weights ---------------------------------- */
+
+typedef enum pk_catalog_format {
+    PK_FORMAT_AUTO = 0, /* by extension: .csv -> CSV, .fits/.fit/.fts (+.gz) -> FITS, else native */
+    PK_FORMAT_NATIVE,   /* the object count, then rows "ra dec" */
+    PK_FORMAT_CSV,      /* a header line naming the columns, then comma-separated rows */
+    PK_FORMAT_FITS      /* the first binary table HDU with the named columns (cfitsio) */
+} pk_catalog_format;
+
+pk_status pk_catalog_format_parse(const char *name, pk_catalog_format *out);
+
+/* How to read a catalog. Column names are matched without regard to case;
+ * NULL picks "ra" and "dec" (CSV, FITS). weight_column NULL: no weights
+ * (the native format has none). */
+typedef struct pk_catalog_spec {
+    pk_catalog_format format;
+    pk_units units;
+    const char *ra_column, *dec_column, *weight_column;
+} pk_catalog_spec;
+
+/* Read a catalog in any format. With a weight column, *weights receives a
+ * malloc'd array of n finite weights (free with free()); otherwise it is
+ * set to NULL (weights may be NULL when no weight column is asked for).
+ * Errors name the file and the line (CSV), row (FITS) and column: a column
+ * that does not exist, text in a number, a NaN weight, dec out of range. */
+pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
+                               double **weights);
+
+/* Bins from a text file of increasing edges in degrees, whitespace or one
+ * per line, '#' starts a comment. Errors name the file and line. */
+pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out);
+
+/* ---- counts with weights, mean separation, pruning ----------------------- */
+
+typedef enum pk_prune {
+    PK_PRUNE_AUTO = 0, /* skip far cell pairs when theta_max is small enough to pay */
+    PK_PRUNE_OFF,
+    PK_PRUNE_ON
+} pk_prune;
+
+/* What a count computes beyond the integer pair counts. */
+typedef struct pk_angcorr_features {
+    const double *weights_a, *weights_b; /* per object; NULL: every weight 1 */
+    int mean_theta;                      /* 1: also sum the separation per bin (an acos per pair in range) */
+    pk_prune prune;
+} pk_angcorr_features;
+
+/* Like pk_angcorr_count, with weights and per-bin sums. weighted[n_bins]
+ * (may be NULL) receives the sum of w_i w_j over the pairs of each bin (the
+ * counts themselves when unweighted); theta_sum[n_bins] (may be NULL; needs
+ * mean_theta) the sum of w_i w_j theta_ij in radians. Bins are those of the
+ * reference, exactly; the sums agree with the reference's to float64
+ * rounding (order of summation: docs/angcorr.md). */
+pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
+                              const pk_catalog *b, const pk_bins *bins, const pk_angcorr_features *features,
+                              uint64_t *counts, double *weighted, double *theta_sum, pk_pair_stats *stats);
+
+/* The float64 reference of the weighted count: every ordered pair in row
+ * order, then column order, w_i * w_j added to its bin's running sum (and
+ * w_i * w_j * acos(dot) to theta_sum when not NULL). Single thread. */
+pk_status pk_angcorr_count_ref_weighted(pk_context *ctx, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                                        const double *wb, const pk_bins *bins, uint64_t *counts, double *weighted,
+                                        double *theta_sum);
+
+/* w(theta) from weighted counts, normalised by the weight totals
+ * (sum_w_data^2, sum_w_data sum_w_random, sum_w_random^2). NaN where the
+ * denominator is 0. */
+void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_w_random, size_t n_bins,
+                          const double *dd, const double *dr, const double *rr, double *omega);
+
+/* ---- the whole correlation with weights and jackknife errors ------------- */
+
+typedef struct pk_angcorr_run_options {
+    const double *weights_data, *weights_random; /* NULL: unweighted */
+    int mean_theta;                              /* mean separation per bin of DD, DR, RR */
+    int jackknife;                               /* K sky patches (>= 2), 0: no errors */
+    pk_prune prune;
+} pk_angcorr_run_options;
+
+typedef struct pk_angcorr_extras {
+    size_t n_bins;
+    int weighted;
+    double sum_w_data, sum_w_random;
+    double *dd_w, *dr_w, *rr_w;                      /* weighted counts (NULL unless weighted) */
+    double *theta_mean_dd, *theta_mean_dr, *theta_mean_rr; /* radians, NaN for empty bins (NULL unless asked) */
+    size_t n_patches;                                /* jackknife patches, 0: none */
+    double *omega_jk;  /* [n_patches][n_bins] w(theta) with patch k left out */
+    double *omega_cov; /* [n_bins][n_bins] (K - 1)/K sum_k (w_k - mean)(w_k - mean) */
+    double *omega_err; /* sqrt of the diagonal */
+} pk_angcorr_extras;
+
+/* pk_angcorr_run with weights, mean separations and jackknife errors.
+ * Jackknife patches are made from the random catalog: declination stripes
+ * of equal random counts, each cut in RA into cells of equal random counts
+ * (K = stripes x cells when K factors so; otherwise the last stripe takes
+ * the remainder); data objects take the patch of their position. Leaving
+ * patch k out removes its objects from both catalogs; the normalisation
+ * uses the remaining totals. With weights, result->omega is the weighted
+ * estimate. Free extras with pk_angcorr_extras_free. */
+pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                            const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                            const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras);
+void pk_angcorr_extras_free(pk_angcorr_extras *extras);
+
+/* The jackknife patch (0..k-1) of every object of `objects`, patches made
+ * from `random` as pk_angcorr_run_ex does. patch[objects->n]. */
+pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
+                             int32_t *patch);
+
+/* CSV with bin edges, mean separations (when computed), omega, its
+ * jackknife error (when computed), counts and weighted counts. Atomic. */
+pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                                  const pk_angcorr_extras *extras, const pk_bins *bins);
+/* The jackknife covariance of w(theta) as a CSV matrix: a header of bin
+ * centres in degrees, then one row per bin. Atomic. */
+pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
+                                      const pk_bins *bins);
 
 #ifdef __cplusplus
 }

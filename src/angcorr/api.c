@@ -143,6 +143,87 @@ static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, co
     return PK_OK;
 }
 
+/* Rows before which `share` of the triangle's work lies: row i of an
+ * autocorrelation owns the ordered pairs (i, j), (j, i) for j > i and
+ * (i, i), 2 (n - i) - 1 of them; W(i) = i (2n - i) pairs lie before row i. */
+static size_t triangle_split(size_t n, double share) {
+    double target = share * (double)n * (double)n;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((double)mid * (2.0 * (double)n - (double)mid) < target) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void pk_angcorr_part_rows(size_t n, int autocorr, int part, int n_parts, size_t *begin, size_t *end) {
+    if (n_parts <= 1) {
+        *begin = 0;
+        *end = n;
+        return;
+    }
+    if (autocorr) {
+        *begin = part == 0 ? 0 : triangle_split(n, (double)part / n_parts);
+        *end = part == n_parts - 1 ? n : triangle_split(n, (double)(part + 1) / n_parts);
+    } else {
+        *begin = (size_t)((unsigned long long)n * (unsigned long long)part / (unsigned long long)n_parts);
+        *end = (size_t)((unsigned long long)n * (unsigned long long)(part + 1) / (unsigned long long)n_parts);
+    }
+}
+
+static pk_catalog catalog_rows(const pk_catalog *c, size_t begin, size_t end) {
+    pk_catalog s = *c;
+    s.ra = c->ra + begin;
+    s.dec = c->dec + begin;
+    s.n = end - begin;
+    return s;
+}
+
+static void stats_add(pk_pair_stats *into, const pk_pair_stats *s, uint64_t times) {
+    into->pairs_total += times * s->pairs_total;
+    into->pairs_in_range += times * s->pairs_in_range;
+    into->pairs_visited += s->pairs_visited;
+    into->pairs_fp64 += s->pairs_fp64;
+    into->seconds += s->seconds;
+    into->kernel_ms += s->kernel_ms;
+    into->kernel = s->kernel;
+}
+
+/* Part `part` of a count. A cross count takes a slice of a's rows. An
+ * autocorrelation's rows S = a[r0, r1) own the triangle of S and, twice,
+ * every pair of S with the rows after it T = a[r1, n): auto(S) + 2 cross(S, T),
+ * each checked on its own. */
+static pk_status count_part(pk_context *ctx, pk_backend backend, int kernel, int part, int n_parts,
+                            const pk_catalog *a, const pk_catalog *b, const pk_bins *bins,
+                            const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                            pk_progress *progress) {
+    if (n_parts <= 1) return count_slots(ctx, backend, kernel, a, b, bins, table, slots, stats, progress);
+    size_t r0, r1;
+    pk_angcorr_part_rows(a->n, b == NULL, part, n_parts, &r0, &r1);
+    memset(stats, 0, sizeof *stats);
+    memset(slots, 0, (size_t)table->n_slots * sizeof(uint64_t));
+    stats->kernel = kernel;
+    if (r0 == r1) return PK_OK;
+    pk_catalog rows = catalog_rows(a, r0, r1);
+    if (b) return count_slots(ctx, backend, kernel, &rows, b, bins, table, slots, stats, progress);
+    pk_status st = count_slots(ctx, backend, kernel, &rows, NULL, bins, table, slots, stats, progress);
+    if (st || r1 == a->n) return st;
+    pk_catalog after = catalog_rows(a, r1, a->n);
+    uint64_t *cross = malloc((size_t)table->n_slots * sizeof(uint64_t));
+    if (!cross) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    pk_pair_stats auto_stats = *stats, cross_stats;
+    st = count_slots(ctx, backend, kernel, &rows, &after, bins, table, cross, &cross_stats, progress);
+    if (st == PK_OK) {
+        for (int32_t s = 0; s < table->n_slots; s++) slots[s] += 2 * cross[s];
+        memset(stats, 0, sizeof *stats);
+        stats_add(stats, &auto_stats, 1);
+        stats_add(stats, &cross_stats, 2);
+    }
+    free(cross);
+    return st;
+}
+
 pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
                            const pk_catalog *b, const pk_bins *bins, uint64_t *counts,
                            pk_pair_stats *stats) {
@@ -237,7 +318,15 @@ void pk_angcorr_result_free(pk_angcorr_result *result) {
 pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                          const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                          pk_angcorr_result *out) {
+    return pk_angcorr_run_part(ctx, opts, 0, 1, data, random, bins, estimator, out);
+}
+
+pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                              const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                              pk_estimator estimator, pk_angcorr_result *out) {
     pk_clear(ctx);
+    if (n_parts < 1 || part < 0 || part >= n_parts)
+        return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d does not exist", part, n_parts);
     memset(out, 0, sizeof *out);
     if (!data || !random || data->n == 0 || random->n == 0)
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
@@ -263,9 +352,9 @@ pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const 
         pk_angcorr_result_free(out);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
-    double w_dd = (double)pairs_visited_estimate(data, NULL);
-    double w_dr = (double)pairs_visited_estimate(data, random);
-    double w_rr = (double)pairs_visited_estimate(random, NULL);
+    double w_dd = (double)pairs_visited_estimate(data, NULL) / n_parts;
+    double w_dr = (double)pairs_visited_estimate(data, random) / n_parts;
+    double w_rr = (double)pairs_visited_estimate(random, NULL) / n_parts;
     double total = w_dd + w_dr + w_rr;
     struct {
         const pk_catalog *a, *b;
@@ -281,8 +370,8 @@ pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const 
         pk_progress progress;
         double work = k == 0 ? w_dd : k == 1 ? w_dr : w_rr;
         pk_progress_begin(&progress, ctx, work, steps[k].base, steps[k].span);
-        st = count_slots(ctx, backend, kernel, steps[k].a, steps[k].b, bins, &table, slots, steps[k].stats,
-                         &progress);
+        st = count_part(ctx, backend, kernel, part, n_parts, steps[k].a, steps[k].b, bins, &table, slots,
+                        steps[k].stats, &progress);
         if (st == PK_OK) memcpy(steps[k].dst, slots + 1, n * sizeof(uint64_t));
     }
     free(slots);

@@ -12,13 +12,16 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mpi.h"
 
 int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
     if (st == PK_ERR_CANCELLED) {
         fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
         return 130;
     }
-    fprintf(stderr, "pairkit %s: %s\n", cmd, ctx && ctx->message[0] ? ctx->message : pk_status_str(st));
+    const char *what = ctx && ctx->message[0] ? ctx->message : pk_status_str(st);
+    if (cli_mpi_size() > 1) fprintf(stderr, "pairkit %s [rank %d]: %s\n", cmd, cli_mpi_rank(), what);
+    else fprintf(stderr, "pairkit %s: %s\n", cmd, what);
     return st == PK_ERR_INVALID ? 2 : 1;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mpi.h"
 #include "pairkit/angcorr.h"
 
 static void usage(FILE *out) {
@@ -92,33 +93,76 @@ int cmd_angcorr(int argc, char **argv) {
     }
     if (n_paths != 2) return cli_usage_error(cmd, "expected two catalogs: DATA RANDOM");
 
-    pk_bins bins;
+    /* Under mpirun every rank counts its part of the pairs (on GPU rank
+     * modulo the devices when CUDA runs), the counts are summed exactly on
+     * rank 0, which alone writes the outputs. */
+    int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
+    if (n_ranks > 1 && pk_cuda_device_count() > 0) ctx.cuda_device = rank % pk_cuda_device_count();
+
+    pk_bins bins = {0};
+    pk_catalog data = {0}, random = {0};
+    pk_angcorr_result result = {0};
     pk_status st;
     if (log_max_deg > 0)
         st = pk_bins_log(&ctx, theta_min_deg * (M_PI / 180.0), log_max_deg * (M_PI / 180.0), n_bins, &bins);
     else
         st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
-    if (st) return cli_error(cmd, st, &ctx);
-
-    pk_catalog data, random;
-    if ((st = pk_catalog_read(&ctx, paths[0], units, &data)) != PK_OK) {
-        pk_bins_free(&bins);
-        return cli_error(cmd, st, &ctx);
+    if (st == PK_OK) st = pk_catalog_read(&ctx, paths[0], units, &data);
+    if (st == PK_OK) st = pk_catalog_read(&ctx, paths[1], units, &random);
+    if (st == PK_OK) {
+        cli_progress_attach(&ctx, "angcorr", quiet || rank != 0);
+        st = pk_angcorr_run_part(&ctx, &opts, rank, n_ranks, &data, &random, &bins, estimator, &result);
+        cli_progress_done(&ctx);
     }
-    if ((st = pk_catalog_read(&ctx, paths[1], units, &random)) != PK_OK) {
+    int rc = st ? cli_error(cmd, st, &ctx) : 0;
+    if (!cli_mpi_all_ok(st == PK_OK)) {
+        if (rc == 0) rc = 1; /* another rank failed and said why */
+        st = PK_ERR_INTERNAL;
+    } else if (n_ranks > 1) {
+        size_t nb = result.n_bins;
+        uint64_t *sum = malloc((3 * nb + 12) * sizeof(uint64_t));
+        memcpy(sum, result.dd, nb * sizeof(uint64_t));
+        memcpy(sum + nb, result.dr, nb * sizeof(uint64_t));
+        memcpy(sum + 2 * nb, result.rr, nb * sizeof(uint64_t));
+        const pk_pair_stats *ps[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
+        for (int k = 0; k < 3; k++) {
+            uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
+            q[0] = ps[k]->pairs_total, q[1] = ps[k]->pairs_in_range, q[2] = ps[k]->pairs_visited, q[3] = ps[k]->pairs_fp64;
+        }
+        int failed = cli_mpi_sum_u64(sum, 3 * nb + 12);
+        double seconds[3] = {cli_mpi_max(result.stats_dd.seconds), cli_mpi_max(result.stats_dr.seconds),
+                             cli_mpi_max(result.stats_rr.seconds)};
+        if (rank == 0 && !failed) {
+            memcpy(result.dd, sum, nb * sizeof(uint64_t));
+            memcpy(result.dr, sum + nb, nb * sizeof(uint64_t));
+            memcpy(result.rr, sum + 2 * nb, nb * sizeof(uint64_t));
+            pk_pair_stats *qs[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
+            uint64_t want[3] = {(uint64_t)data.n * data.n, (uint64_t)data.n * random.n, (uint64_t)random.n * random.n};
+            for (int k = 0; k < 3; k++) {
+                const uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
+                qs[k]->pairs_total = q[0], qs[k]->pairs_in_range = q[1], qs[k]->pairs_visited = q[2];
+                qs[k]->pairs_fp64 = q[3];
+                qs[k]->seconds = seconds[k];
+                if (qs[k]->pairs_total != want[k]) failed = 1;
+            }
+            pk_estimate(estimator, data.n, random.n, nb, result.dd, result.dr, result.rr, result.omega);
+        }
+        free(sum);
+        if (failed) {
+            fprintf(stderr, "pairkit %s: the ranks' pair counts do not add up to the whole\n", cmd);
+            rc = 1;
+            st = PK_ERR_INTERNAL;
+        }
+    }
+    if (rank != 0 || st != PK_OK) {
+        pk_angcorr_result_free(&result);
         pk_catalog_free(&data);
+        pk_catalog_free(&random);
         pk_bins_free(&bins);
-        return cli_error(cmd, st, &ctx);
+        return rc;
     }
+    {
 
-    pk_angcorr_result result;
-    cli_progress_attach(&ctx, "angcorr", quiet);
-    st = pk_angcorr_run(&ctx, &opts, &data, &random, &bins, estimator, &result);
-    cli_progress_done(&ctx);
-    int rc = 0;
-    if (st) {
-        rc = cli_error(cmd, st, &ctx);
-    } else {
         if ((st = pk_angcorr_write_omega(&ctx, out_path, &result, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
         if (!rc && csv_path && (st = pk_angcorr_write_csv(&ctx, csv_path, &result, &bins)) != PK_OK)
             rc = cli_error(cmd, st, &ctx);

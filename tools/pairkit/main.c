@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mpi.h"
 
 typedef struct command {
     const char *name;
@@ -40,8 +41,14 @@ int main(int argc, char **argv) {
                pk_cuda_built() ? "built" : "not built", pk_cuda_device_count());
         return 0;
     }
-    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
-        if (strcmp(name, commands[k].name) == 0) return commands[k].run(argc - 1, argv + 1);
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        if (strcmp(name, commands[k].name) == 0) {
+            cli_mpi_init(&argc, &argv);
+            int rc = commands[k].run(argc - 1, argv + 1);
+            cli_mpi_finalize();
+            return rc;
+        }
+    }
     fprintf(stderr, "pairkit: unknown command '%s'\n", name);
     usage(stderr);
     return 2;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# mpirun -np K pairkit angcorr, K = 1, 2, 3: byte-identical to one process;
+# a rank that fails makes the job fail with its message and no output.
+set -u
+cli=${PAIRKIT_CLI:?}
+mpirun=(mpirun --oversubscribe --allow-run-as-root)
+dir=$(mktemp -d /tmp/pairkit_mpi_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { if eval "$1"; then :; else echo "check failed: $2"; fail=$((fail + 1)); fi; }
+
+head -4001 data/galaxy/data_100k_arcmin.txt | sed '1s/.*/4000/' > "$dir/d.txt"
+head -5001 data/galaxy/flat_100k_arcmin.txt | sed '1s/.*/5000/' > "$dir/r.txt"
+"$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/one.out" --csv "$dir/one.csv" --png none -q --backend cpu
+for k in 1 2 3; do
+  "${mpirun[@]}" -np $k "$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/k$k.out" --csv "$dir/k$k.csv" \
+    --png none -q --backend cpu --threads 1 > "$dir/k$k.log" 2>&1
+  check "[ $? -eq 0 ]" "np $k exit status: $(cat "$dir/k$k.log")"
+  check "cmp -s '$dir/one.out' '$dir/k$k.out'" "np $k: omega.out differs from one process"
+  check "cmp -s '$dir/one.csv' '$dir/k$k.csv'" "np $k: CSV differs from one process"
+done
+# Log bins over a narrow range: most pairs out of range, parts still add up.
+"$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/log1.out" --png none -q --theta-min 0.01 --log 10 --nbins 20
+"${mpirun[@]}" -np 3 "$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/log3.out" --png none -q --theta-min 0.01 \
+  --log 10 --nbins 20 --threads 1
+check "cmp -s '$dir/log1.out' '$dir/log3.out'" "np 3 with log bins differs"
+
+# Rank 1 is given a broken catalog: the job fails, rank 1 says why, nothing is written.
+printf '3\n60 60\n61 abc\n62 61\n' > "$dir/bad.txt"
+cat > "$dir/one_bad.sh" <<EOS
+#!/bin/sh
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then d="$dir/bad.txt"; else d="$dir/d.txt"; fi
+exec "$cli" angcorr "\$d" "$dir/r.txt" -o "$dir/failed.out" --png none -q --threads 1
+EOS
+chmod +x "$dir/one_bad.sh"
+"${mpirun[@]}" -np 3 "$dir/one_bad.sh" > "$dir/bad.log" 2>&1
+rc=$?
+check "[ $rc -ne 0 ]" "a failing rank must fail the job (exit $rc)"
+check "grep -q 'rank 1.*bad.txt:3' '$dir/bad.log'" "the failing rank names file and line: $(cat "$dir/bad.log")"
+check "[ ! -e '$dir/failed.out' ]" "no output after a failed rank"
+check "[ -z \"\$(ls '$dir' | grep tmp)\" ]" "no temporary files left"
+
+echo "test_angcorr_mpi: $((9 - fail)) passed, $fail failed"
+[ $fail -eq 0 ]

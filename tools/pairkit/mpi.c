@@ -1,0 +1,88 @@
+/* mpi.c - the CLI's use of MPI: start-up only under an MPI launcher,
+ * collective status checks so that one failing rank fails the whole job,
+ * and the exact integer reductions of the pair counts. */
+#include <stdlib.h>
+
+#include "mpi.h"
+
+#ifdef PK_HAVE_MPI
+#include <mpi.h>
+
+static int active = 0, rank = 0, size = 1;
+
+static int launched_by_mpi(void) {
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
+}
+
+void cli_mpi_init(int *argc, char ***argv) {
+    if (!launched_by_mpi()) return;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    active = 1;
+}
+
+void cli_mpi_finalize(void) {
+    if (active) MPI_Finalize();
+    active = 0;
+}
+
+int cli_mpi_rank(void) { return rank; }
+int cli_mpi_size(void) { return size; }
+
+int cli_mpi_all_ok(int ok) {
+    if (!active) return ok != 0;
+    int mine = ok != 0, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return all;
+}
+
+int cli_mpi_sum_u64(uint64_t *values, size_t n) {
+    if (!active) return 0;
+    int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values, rank == 0 ? values : NULL, (int)n, MPI_UINT64_T, MPI_SUM,
+                        0, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : 1;
+}
+
+int cli_mpi_gather_bytes(const void *mine, size_t count, void *all) {
+    if (!active) return 0;
+    int rc = MPI_Gather(mine, (int)count, MPI_BYTE, all, (int)count, MPI_BYTE, 0, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? 0 : 1;
+}
+
+double cli_mpi_max(double v) {
+    if (!active) return v;
+    double out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+}
+
+void cli_mpi_barrier(void) {
+    if (active) MPI_Barrier(MPI_COMM_WORLD);
+}
+
+#else
+
+void cli_mpi_init(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+}
+void cli_mpi_finalize(void) {}
+int cli_mpi_rank(void) { return 0; }
+int cli_mpi_size(void) { return 1; }
+int cli_mpi_all_ok(int ok) { return ok != 0; }
+int cli_mpi_sum_u64(uint64_t *values, size_t n) {
+    (void)values;
+    (void)n;
+    return 0;
+}
+int cli_mpi_gather_bytes(const void *mine, size_t count, void *all) {
+    (void)mine;
+    (void)count;
+    (void)all;
+    return 0;
+}
+double cli_mpi_max(double v) { return v; }
+void cli_mpi_barrier(void) {}
+
+#endif

@@ -1,0 +1,26 @@
+/* mpi.h - ranks for `mpirun -np K pairkit ...`. MPI is started only when
+ * the process was launched by an MPI launcher; otherwise, and in builds
+ * without MPI, the command is a single rank 0 of 1. Only rank 0 prints
+ * progress and writes shared outputs. */
+#ifndef PAIRKIT_CLI_MPI_H
+#define PAIRKIT_CLI_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void cli_mpi_init(int *argc, char ***argv);
+void cli_mpi_finalize(void);
+int cli_mpi_rank(void);
+int cli_mpi_size(void);
+
+/* 1 on every rank when `ok` is non-zero on every rank (collective). */
+int cli_mpi_all_ok(int ok);
+/* Sum n values onto rank 0 (in place there; others' buffers unchanged). */
+int cli_mpi_sum_u64(uint64_t *values, size_t n);
+/* Gather `count` bytes from every rank into `all` on rank 0 (rank order). */
+int cli_mpi_gather_bytes(const void *mine, size_t count, void *all);
+/* Largest value over the ranks, on every rank. */
+double cli_mpi_max(double v);
+void cli_mpi_barrier(void);
+
+#endif
