@@ -4,7 +4,7 @@
 # (on a CUDA GPU when one is present, else on the CPU).
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/deps.sh
+bash scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j "$(nproc)" >> build.log 2>&1 || { tail -50 build.log; exit 1; }
 build/pairkit angcorr data/galaxy/data_100k_arcmin.txt data/galaxy/flat_100k_arcmin.txt \

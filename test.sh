@@ -5,7 +5,7 @@
 # and UndefinedBehaviorSanitizer. `./test.sh --slow` adds the slow tests.
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/deps.sh
+bash scripts/deps.sh
 jobs=$(nproc)
 labels=(-LE slow)
 [ "${1:-}" = "--slow" ] && labels=()
