@@ -72,6 +72,37 @@ int main(int argc, char **argv) {
         test_kernel_against_ref("empty trace", kernel, &small, &empty, 3);
     }
 
+    /* bad entries in memory: the error names the chunk file and entry */
+    {
+        uint32_t addr[64];
+        for (int i = 0; i < 64; i++) addr[i] = 0x100000 + 8 * (uint32_t)(i % 5);
+        uint64_t starts[3] = {0, 40, 64};
+        pk_memsort_trace trace = {64, addr, 2, starts, 0};
+        pk_memsort_result res;
+        pk_memsort_result_init(&res);
+        pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 1, 0};
+        addr[45] = 0x100004;
+        pk_status st = pk_memsort_run(&ctx, &o, &small, &trace, &res);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") &&
+                  strstr(ctx.message, "aligned"),
+              "unaligned in memory: status %d: %s", (int)st, ctx.message);
+        addr[45] = 0x100000;
+        addr[3] = 0x2000000;
+        st = pk_memsort_run(&ctx, &o, &small, &trace, &res);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0000.bin entry 3") &&
+                  strstr(ctx.message, "no region"),
+              "no region in memory: status %d: %s", (int)st, ctx.message);
+        addr[3] = 0x100000;
+        pk_memsort_regions tight = small;
+        tight.region[2].max_instances = 1;
+        st = pk_memsort_run(&ctx, &o, &tight, &trace, &res);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0000.bin entry 32") && strstr(ctx.message, "RAM"),
+              "capacity in memory: status %d: %s", (int)st, ctx.message);
+        st = pk_memsort_run(&ctx, &o, &small, &trace, &res);
+        CHECK_OK(st, &ctx);
+        pk_memsort_result_free(&res);
+    }
+
     /* realistic traces under both presets; instances of 2^21 and 2^22 rows
      * mean only a few instances, so W = 3 still has empty workers */
     const char *presets[2] = {"default", "zisk"};

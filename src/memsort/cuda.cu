@@ -63,6 +63,7 @@ typedef struct cuda_state {
     int device;
     uint64_t cap_n;
     uint32_t cap_compact, cap_instances, cap_chunks;
+    int cap_key_bits;
     uint64_t cap_runs, cap_counts;
     uint32_t *d_trace, *d_key, *d_val, *d_rel, *d_sorted;
     uint32_t *d_key_in, *d_val_in, *d_head, *d_run_start;
@@ -230,23 +231,26 @@ __global__ void plan_kernel(const uint32_t *start, const uint32_t *end, const ui
 /* Rows per (owned instance, chunk): a shared-memory histogram of the chunk
  * of each row (binary search in the chunk table, also in shared memory),
  * flushed with one global atomic per nonzero bin. */
-__global__ void chunk_count_kernel(const uint32_t *owned_start, const uint32_t *owned_rows, const uint32_t *sorted,
-                                   const uint32_t *chunk_start, uint32_t n_chunks, uint32_t *counts) {
+__global__ void chunk_count_kernel(const uint32_t *owned_start, const uint32_t *owned_rows, uint32_t n_owned,
+                                   const uint32_t *sorted, const uint32_t *chunk_start, uint32_t n_chunks,
+                                   uint32_t *counts) {
     extern __shared__ uint32_t smem[];
     uint32_t *starts = smem, *hist = smem + n_chunks + 1;
-    uint32_t o = blockIdx.y;
-    uint32_t rows = owned_rows[o], tile0 = blockIdx.x * COUNT_TILE;
-    if (tile0 >= rows) return;
     for (uint32_t c = threadIdx.x; c <= n_chunks; c += blockDim.x) starts[c] = chunk_start[c];
-    for (uint32_t c = threadIdx.x; c < n_chunks; c += blockDim.x) hist[c] = 0;
-    __syncthreads();
-    uint32_t tile1 = tile0 + COUNT_TILE < rows ? tile0 + COUNT_TILE : rows;
-    const uint32_t *v = sorted + owned_start[o];
-    for (uint32_t j = tile0 + threadIdx.x; j < tile1; j += blockDim.x)
-        atomicAdd(&hist[chunk_of(starts, n_chunks, v[j])], 1u);
-    __syncthreads();
-    for (uint32_t c = threadIdx.x; c < n_chunks; c += blockDim.x)
-        if (hist[c]) atomicAdd(&counts[(uint64_t)o * n_chunks + c], hist[c]);
+    for (uint32_t o = blockIdx.y; o < n_owned; o += gridDim.y) {
+        uint32_t rows = owned_rows[o], tile0 = blockIdx.x * COUNT_TILE;
+        if (tile0 >= rows) continue; /* uniform over the block */
+        for (uint32_t c = threadIdx.x; c < n_chunks; c += blockDim.x) hist[c] = 0;
+        __syncthreads();
+        uint32_t tile1 = tile0 + COUNT_TILE < rows ? tile0 + COUNT_TILE : rows;
+        const uint32_t *v = sorted + owned_start[o];
+        for (uint32_t j = tile0 + threadIdx.x; j < tile1; j += blockDim.x)
+            atomicAdd(&hist[chunk_of(starts, n_chunks, v[j])], 1u);
+        __syncthreads();
+        for (uint32_t c = threadIdx.x; c < n_chunks; c += blockDim.x)
+            if (hist[c]) atomicAdd(&counts[(uint64_t)o * n_chunks + c], hist[c]);
+        __syncthreads();
+    }
 }
 
 /* One thread per compact address with rows: its run in each owned
@@ -371,7 +375,7 @@ static pk_status device_alloc(pk_context *ctx, cuda_state *s, void **p, size_t b
 
 /* Grow the device buffers to n entries, n_compact addresses. */
 static pk_status reserve_trace(pk_context *ctx, cuda_state *s, uint64_t n, uint32_t n_compact, int key_bits) {
-    if (n <= s->cap_n && n_compact <= s->cap_compact && s->d_temp) return PK_OK;
+    if (n <= s->cap_n && n_compact <= s->cap_compact && key_bits <= s->cap_key_bits && s->d_temp) return PK_OK;
     free_buffers(s);
     uint64_t cn = n > 1 ? n : 1;
     size_t piece = cn < PIECE_ENTRIES ? (size_t)cn : PIECE_ENTRIES;
@@ -401,6 +405,7 @@ static pk_status reserve_trace(pk_context *ctx, cuda_state *s, uint64_t n, uint3
     if (!s->h_small) return pk_fail(ctx, PK_ERR_NOMEM, "out of pinned host memory");
     s->cap_n = cn;
     s->cap_compact = n_compact;
+    s->cap_key_bits = key_bits;
     return PK_OK;
 }
 
@@ -676,9 +681,9 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         uint32_t max_rows = 0;
         for (uint32_t o = 0; o < n_owned; o++) max_rows = h_owned_rows[o] > max_rows ? h_owned_rows[o] : max_rows;
         PK_CUDA(ctx, cudaMemsetAsync(s->d_counts, 0, (size_t)n_owned * n_chunks * 4, s->s_comp));
-        dim3 grid((max_rows + COUNT_TILE - 1) / COUNT_TILE, n_owned);
+        dim3 grid((max_rows + COUNT_TILE - 1) / COUNT_TILE, n_owned < 65535 ? n_owned : 65535);
         size_t smem = (2 * (size_t)n_chunks + 1) * 4;
-        chunk_count_kernel<<<grid, THREADS, smem, s->s_comp>>>(d_owned_start, d_owned_rows, s->d_sorted,
+        chunk_count_kernel<<<grid, THREADS, smem, s->s_comp>>>(d_owned_start, d_owned_rows, n_owned, s->d_sorted,
                                                                s->d_chunk_start, n_chunks, s->d_counts);
         PK_CUDA(ctx, cudaGetLastError());
         runs_kernel<<<grid_for(layout.n_compact), THREADS, 0, s->s_comp>>>(s->d_hist, s->d_offset, s->d_nzpos, L, d_start,
