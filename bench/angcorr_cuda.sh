@@ -7,11 +7,14 @@
 #   bash bench/angcorr_cuda.sh [BUILD_DIR] [STEPS]
 #
 # BUILD_DIR defaults to build-acu; STEPS is a comma list of
-# smi,tests,bundled,sanitize,ladder,wall,sass (default: all). Shared
-# libraries the device lacks may be put in .devlibs-acu/ (LD_LIBRARY_PATH).
+# smi,tests,bundled,sanitize,ladder,naive,wall,sass (default: all). LADDER
+# overrides the kernels of the ladder step. Shared libraries the device
+# lacks may be put in .devlibs-acu/ (LD_LIBRARY_PATH).
 set -u -o pipefail
 BUILD=${1:-build-acu}
-STEPS=${2:-smi,tests,bundled,sanitize,ladder,wall,sass}
+STEPS=${2:-smi,tests,bundled,sanitize,ladder,naive,wall,sass}
+LADDER=${LADDER:-cuda-chord,cuda-approx-acos,cuda-chord-offset,cuda-chord-rows4,cuda-chord-sorted,cuda-dot,cuda-dot-packed,cuda-dot-packed-rows8}
+FINAL=${FINAL:-cuda-dot-packed-rows8}
 OUT=${OUT:-angcorr-cuda-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devlibs-acu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -49,14 +52,14 @@ if has sanitize; then
 fi
 
 if has ladder; then
-    {
-        echo "== the exact kernels and the anchor, interleaved"
-        "$PK" bench angcorr --backend cuda --runs 9 \
-            --kernels cuda-chord,cuda-approx-acos,cuda-chord-offset,cuda-chord-rows4,cuda-chord-sorted,cuda-dot
-        echo "== the naive kernel against the final one"
-        "$PK" bench angcorr --backend cuda --runs 2 --kernels cuda-naive,cuda-dot
-    } >"$OUT/ladder.log" 2>&1
+    echo "== the kernels, interleaved" >>"$OUT/ladder.log"
+    "$PK" bench angcorr --backend cuda --runs 9 --kernels "$LADDER" >>"$OUT/ladder.log" 2>&1
     summary+=("ladder: see ladder.log")
+fi
+
+if has naive; then
+    echo "== the naive kernel against the best one" >>"$OUT/ladder.log"
+    "$PK" bench angcorr --backend cuda --runs 2 --kernels "cuda-naive,$FINAL" >>"$OUT/ladder.log" 2>&1
 fi
 
 if has wall; then

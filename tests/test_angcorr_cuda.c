@@ -72,7 +72,7 @@ static void check_tables(const char *what, const pk_bins *bins, check_rng *rng) 
     for (int f = 0; f < 3; f++) {
         pk_gpu_table g;
         CHECK_OK(pk_gpu_table_build(&ctx, &t, forms[f].space, forms[f].clamped, &g), &ctx);
-        long wrong = 0, unsure = 0, total = 0;
+        long wrong = 0, unsure = 0, total = 0, wrong_packed = 0, unsure_packed = 0;
         size_t n_edges = bins->n_bins + 1;
         for (int rep = 0; rep < 20000; rep++) {
             double ra = 2 * M_PI * check_uniform(rng), dec = asin(2 * check_uniform(rng) - 1);
@@ -99,8 +99,18 @@ static void check_tables(const char *what, const pk_bins *bins, check_rng *rng) 
             total++;
             if (s < 0) unsure++;
             else if (s != ref) wrong++;
+            if (g.packed) {
+                s = pk_gpu_table_slot_packed(&g, q);
+                if (s < 0) unsure_packed++;
+                else if (s != ref) wrong_packed++;
+            }
         }
         CHECK(wrong == 0, "%s %s: %ld of %ld edge pairs got a wrong slot", what, forms[f].name, wrong, total);
+        CHECK(wrong_packed == 0, "%s %s packed: %ld of %ld edge pairs got a wrong slot", what, forms[f].name,
+              wrong_packed, total);
+        if (g.packed)
+            printf("  tables %-14s %-15s: packed cells settle %.3f%%, width %.3g\n", what, forms[f].name,
+                   100.0 * (double)unsure_packed / (double)total, (double)g.packed_width);
         printf("  tables %-14s %-15s: %ld pairs near edges, %.3f%% settled in float64, multi cells %.4f%%\n", what,
                forms[f].name, total, 100.0 * (double)unsure / (double)total, 100.0 * g.multi_share);
         pk_gpu_table_free(&g);

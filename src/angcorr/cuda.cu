@@ -53,6 +53,11 @@ enum {
     PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED,
     /* + q = (1 + offset) - dot: three fmas in place of six operations */
     PK_ANGCORR_KERNEL_CUDA_DOT,
+    /* + cells packed with their window: one 8-byte shared load a pair in
+     * place of two loads */
+    PK_ANGCORR_KERNEL_CUDA_DOT_PACKED,
+    /* + eight rows per thread */
+    PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8,
 };
 
 static const struct {
@@ -66,6 +71,8 @@ static const struct {
     {PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4, "cuda-chord-rows4"},
     {PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED, "cuda-chord-sorted"},
     {PK_ANGCORR_KERNEL_CUDA_DOT, "cuda-dot"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED, "cuda-dot-packed"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8, "cuda-dot-packed-rows8"},
 };
 #define N_CUDA_KERNELS (sizeof cuda_kernels / sizeof cuda_kernels[0])
 
@@ -126,7 +133,7 @@ __global__ void naive_kernel(Vectors64 a, size_t i0, size_t n_rows, Vectors64 b,
 #define TILE_THREADS 256
 #define TILE_COLS 256
 
-enum { SPACE_CHORD = 0, SPACE_DOT = 1, SPACE_APPROX = 2 };
+enum { SPACE_CHORD = 0, SPACE_DOT = 1, SPACE_APPROX = 2, SPACE_DOT_PACKED = 3 };
 
 struct TiledArgs {
     const float4 *pa, *pb; /* float points, padded with zeros to whole tiles */
@@ -137,6 +144,8 @@ struct TiledArgs {
     int n_bounds;
     const float2 *lohi;    /* [n_bounds + 2] */
     const unsigned short *cells;
+    const uint2 *packed;   /* SPACE_DOT_PACKED: (bits of hi, 8 * s0) per cell */
+    float packed_width;
     int n_cells, cell_base;
     float offset;          /* chord: fma start; dot: 1 + offset */
     float theta_min, inv_width; /* approx: linear bins */
@@ -157,10 +166,11 @@ struct TiledLayout {
 static TiledLayout tiled_layout(int space, int n_bounds, int n_cells) {
     TiledLayout l;
     l.lohi = 0; /* at offset 0, so that a window's address is 8 * slot + a constant */
-    size_t n_lohi = space == SPACE_APPROX ? 0 : (size_t)n_bounds + 2;
+    size_t n_lohi = space == SPACE_CHORD || space == SPACE_DOT ? (size_t)n_bounds + 2 : 0;
+    size_t cell_bytes = space == SPACE_APPROX ? 0 : space == SPACE_DOT_PACKED ? 8 : 2;
     l.hist = l.lohi + 8 * n_lohi;
     l.cells = l.hist + 8 * ((size_t)n_bounds + 3);
-    l.tile = l.cells + (space == SPACE_APPROX ? 0 : 2 * (size_t)n_cells);
+    l.tile = l.cells + cell_bytes * (size_t)n_cells;
     l.tile = (l.tile + 15) & ~(size_t)15;
     l.bytes = l.tile + (size_t)TILE_COLS * sizeof(float4);
     return l;
@@ -234,54 +244,89 @@ __device__ __forceinline__ unsigned approx_entry(float4 pi, float4 pj, const Til
     return 8u * (unsigned)(k + 1);
 }
 
+/* Packed cells (dot space): the cell's entry and d = hi - q. */
+__device__ __forceinline__ uint2 packed_entry(float q, const uint2 *packedp) {
+    return packedp[__float_as_uint(q) >> PK_GPU_CELL_SHIFT];
+}
+
 /* All pairs of a tile: the thread's K rows against the TILE_COLS columns.
  * Per column, the K pairs are decided from the tables; only when one of
  * them fell into a window does the warp take the settling branch, which
- * looks the undecided ones up again and settles them. */
+ * looks the undecided ones up again and settles them. Masked tiles (the
+ * diagonal of an autocorrelation, padded rows and columns) send their
+ * invalid pairs to the trash slot without settling them. */
 template <int SPACE, bool CLAMP, int K, bool MASKED>
 __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *tile, size_t r0, size_t c0,
                                            const TiledArgs &g, const unsigned char *sm_lohi,
-                                           const unsigned short *cellp, unsigned char *sm_hist,
-                                           unsigned *fp64_count) {
+                                           const unsigned short *cellp, const uint2 *packedp,
+                                           unsigned char *sm_hist, unsigned *fp64_count) {
     const unsigned trash = 8u * (unsigned)(g.n_bounds + 2);
+    const float *lohi_g = (const float *)g.lohi;
+    (void)lohi_g;
 #pragma unroll 2
     for (int jj = 0; jj < TILE_COLS; jj++) {
         float4 pj = tile[jj];
         size_t j = c0 + (size_t)jj;
         unsigned e[K];
+        bool valid[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            if constexpr (MASKED) {
+                size_t i = r0 + threadIdx.x + (size_t)k * TILE_THREADS;
+                valid[k] = i < (size_t)g.n_a && j < (size_t)g.n_b && (!g.autocorr || j > i);
+            } else {
+                valid[k] = true;
+            }
+        }
         if constexpr (SPACE == SPACE_APPROX) {
 #pragma unroll
             for (int k = 0; k < K; k++) e[k] = approx_entry(pi[k], pj, g);
         } else {
+            constexpr int QSPACE = SPACE == SPACE_DOT_PACKED ? SPACE_DOT : SPACE;
             float q[K];
             bool any_unsure = false;
 #pragma unroll
             for (int k = 0; k < K; k++) {
-                q[k] = pair_q<SPACE, CLAMP>(pi[k], pj, g.offset);
-                unsigned e0 = cell_entry<CLAMP>(q[k], cellp, g);
-                float2 w = *(const float2 *)(sm_lohi + e0);
-                bool up = q[k] >= w.y;
-                any_unsure |= q[k] >= w.x && !up;
-                e[k] = up ? e0 + 8u : e0;
+                q[k] = pair_q<QSPACE, CLAMP>(pi[k], pj, g.offset);
+                if constexpr (SPACE == SPACE_DOT_PACKED) {
+                    uint2 c = packed_entry(q[k], packedp);
+                    float d = __uint_as_float(c.x) - q[k];
+                    bool up = d <= 0.0f;
+                    any_unsure |= !(d > g.packed_width) && !up && valid[k];
+                    e[k] = up ? c.y + 8u : c.y;
+                } else {
+                    unsigned e0 = cell_entry<CLAMP>(q[k], cellp, g);
+                    float2 w = *(const float2 *)(sm_lohi + e0);
+                    bool up = q[k] >= w.y;
+                    any_unsure |= q[k] >= w.x && !up && valid[k];
+                    e[k] = up ? e0 + 8u : e0;
+                }
             }
             if (any_unsure) {
 #pragma unroll
                 for (int k = 0; k < K; k++) {
-                    unsigned e0 = cell_entry<CLAMP>(q[k], cellp, g);
-                    float2 w = *(const float2 *)(sm_lohi + e0);
-                    if (q[k] >= w.x && q[k] < w.y)
-                        e[k] = settle(q[k], e0, (const float2 *)sm_lohi, g.thr, g.n_bounds, g.a64,
-                                      r0 + threadIdx.x + (size_t)k * TILE_THREADS, g.b64, j, fp64_count);
+                    bool unsure;
+                    unsigned e0;
+                    if constexpr (SPACE == SPACE_DOT_PACKED) {
+                        uint2 c = packed_entry(q[k], packedp);
+                        float d = __uint_as_float(c.x) - q[k];
+                        unsure = !(d > g.packed_width) && !(d <= 0.0f);
+                        e0 = c.y;
+                    } else {
+                        e0 = cell_entry<CLAMP>(q[k], cellp, g);
+                        float2 w = *(const float2 *)(sm_lohi + e0);
+                        unsure = q[k] >= w.x && q[k] < w.y;
+                    }
+                    if (unsure && valid[k])
+                        e[k] = settle(q[k], e0, SPACE == SPACE_DOT_PACKED ? g.lohi : (const float2 *)sm_lohi, g.thr,
+                                      g.n_bounds, g.a64, r0 + threadIdx.x + (size_t)k * TILE_THREADS, g.b64, j,
+                                      fp64_count);
                 }
             }
         }
 #pragma unroll
         for (int k = 0; k < K; k++) {
-            if constexpr (MASKED) {
-                size_t i = r0 + threadIdx.x + (size_t)k * TILE_THREADS;
-                bool valid = i < (size_t)g.n_a && j < (size_t)g.n_b && (!g.autocorr || j > i);
-                e[k] = valid ? e[k] : trash;
-            }
+            if constexpr (MASKED) e[k] = valid[k] ? e[k] : trash;
             atomicAdd((unsigned *)(sm_hist + e[k]), 1u);
         }
     }
@@ -307,18 +352,22 @@ __global__ void __launch_bounds__(TILE_THREADS) tiled_kernel(TiledArgs g, TiledL
     unsigned char *sm_lohi = smem;
     unsigned char *sm_hist = smem + lay.hist;
     unsigned short *sm_cells = (unsigned short *)(smem + lay.cells);
+    uint2 *sm_packed = (uint2 *)(smem + lay.cells);
     const int n_hist = g.n_bounds + 3;
     const unsigned tid = threadIdx.x;
 
-    if constexpr (SPACE != SPACE_APPROX) {
+    if constexpr (SPACE == SPACE_CHORD || SPACE == SPACE_DOT) {
         for (int s = tid; s < g.n_bounds + 2; s += TILE_THREADS) ((float2 *)sm_lohi)[s] = g.lohi[s];
         for (int c = tid; c < g.n_cells; c += TILE_THREADS) sm_cells[c] = g.cells[c];
+    } else if constexpr (SPACE == SPACE_DOT_PACKED) {
+        for (int c = tid; c < g.n_cells; c += TILE_THREADS) sm_packed[c] = g.packed[c];
     }
     for (int s = tid; s < n_hist; s += TILE_THREADS) ((unsigned *)sm_hist)[2 * s] = 0;
     if (tid == 0) s_fp64 = 0;
     /* index bits(q) >> shift straight into the cells of the unclamped
      * tables; the clamped ones subtract the base first */
     const unsigned short *cellp = CLAMP ? sm_cells : sm_cells - g.cell_base;
+    const uint2 *packedp = sm_packed - g.cell_base;
     const size_t rows = (size_t)K * TILE_THREADS;
     /* the u32 counters take at most 2^31 pairs between flushes */
     const unsigned items_per_flush = (unsigned)((1u << 31) / (rows * TILE_COLS));
@@ -338,9 +387,9 @@ __global__ void __launch_bounds__(TILE_THREADS) tiled_kernel(TiledArgs g, TiledL
         __syncthreads();
         bool masked = (g.autocorr && c0 < r0 + rows) || c0 + TILE_COLS > (size_t)g.n_b || r0 + rows > (size_t)g.n_a;
         if (masked)
-            tile_pairs<SPACE, CLAMP, K, true>(pi, tile, r0, c0, g, sm_lohi, cellp, sm_hist, &s_fp64);
+            tile_pairs<SPACE, CLAMP, K, true>(pi, tile, r0, c0, g, sm_lohi, cellp, packedp, sm_hist, &s_fp64);
         else
-            tile_pairs<SPACE, CLAMP, K, false>(pi, tile, r0, c0, g, sm_lohi, cellp, sm_hist, &s_fp64);
+            tile_pairs<SPACE, CLAMP, K, false>(pi, tile, r0, c0, g, sm_lohi, cellp, packedp, sm_hist, &s_fp64);
         __syncthreads();
         if (++items_done == items_per_flush) {
             flush_hist(sm_hist, g.n_bounds + 2, g.slots);
@@ -373,6 +422,8 @@ static const KernelSpec kernel_specs[] = {
     {PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4, SPACE_CHORD, 0, 4, 0, tiled_kernel<SPACE_CHORD, false, 4>},
     {PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED, SPACE_CHORD, 0, 4, 1, tiled_kernel<SPACE_CHORD, false, 4>},
     {PK_ANGCORR_KERNEL_CUDA_DOT, SPACE_DOT, 0, 4, 1, tiled_kernel<SPACE_DOT, false, 4>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED, SPACE_DOT_PACKED, 0, 4, 1, tiled_kernel<SPACE_DOT_PACKED, false, 4>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8, SPACE_DOT_PACKED, 0, 8, 1, tiled_kernel<SPACE_DOT_PACKED, false, 8>},
 };
 
 static const KernelSpec *spec_of(int kernel) {
@@ -443,6 +494,7 @@ struct DeviceJob {
     float4 *pa, *pb;
     float2 *lohi;
     unsigned short *cells;
+    uint2 *packed;
     int2 *items;
     unsigned *counters;
     unsigned long long *slots, *n_fp64;
@@ -457,6 +509,7 @@ static void release(DeviceJob *d) {
     cudaFree(d->pb);
     cudaFree(d->lohi);
     cudaFree(d->cells);
+    cudaFree(d->packed);
     cudaFree(d->items);
     cudaFree(d->counters);
     cudaFree(d->slots);
@@ -590,16 +643,21 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         g.b64.v = autocorr ? d->a64 : d->b64;
         g.b64.stride = autocorr ? pad_a : pad_b;
         g.thr = d->thr;
-        if ((st = pk_gpu_table_build(ctx, table, spec->space == SPACE_DOT ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD,
-                                     spec->clamped, &gt)) != PK_OK)
+        int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED;
+        if ((st = pk_gpu_table_build(ctx, table, dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD, spec->clamped, &gt)) !=
+            PK_OK)
             return st;
         st = upload(ctx, (void **)&d->lohi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
         if (st == PK_OK) st = upload(ctx, (void **)&d->cells, gt.cells, (size_t)gt.n_cells * sizeof(uint16_t));
+        if (st == PK_OK && gt.packed)
+            st = upload(ctx, (void **)&d->packed, gt.packed, 2 * (size_t)gt.n_cells * sizeof(uint32_t));
         g.lohi = d->lohi;
         g.cells = d->cells;
+        g.packed = d->packed;
+        g.packed_width = gt.packed_width;
         g.n_cells = gt.n_cells;
         g.cell_base = gt.cell_base;
-        g.offset = spec->space == SPACE_DOT ? 1.0f + gt.offset : gt.offset;
+        g.offset = dot ? 1.0f + gt.offset : gt.offset;
         pk_gpu_table_free(&gt);
         if (st) return st;
     }
@@ -686,7 +744,8 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     /* The table kernels keep windows and histogram in shared memory. */
     if (spec->fn && spec->space != SPACE_APPROX && bins->n_bins > PK_GPU_TABLE_MAX_BINS)
         spec = spec_of(PK_ANGCORR_KERNEL_CUDA_NAIVE);
-    if (spec->space == SPACE_DOT && pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
+    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED) &&
+        pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
         spec = spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
 
     DeviceJob d;
@@ -752,4 +811,4 @@ done:
     return st;
 }
 
-extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT;
+extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8;

@@ -170,6 +170,35 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
         g->cells[c] = (uint16_t)(8 * s0);
     }
     g->multi_share = (double)n_multi / (double)g->n_cells;
+    if (space == PK_GPU_SPACE_DOT) {
+        /* the constant width: the widest window a packed cell uses, at
+         * most 2 err plus an ulp of q < 4 at each end; windows the
+         * monotone fix-ups widened beyond that take the multi path */
+        double cap = 2.0 * ldexp(PK_GPU_DOT_ERROR_ULPS, -24) + ldexp(1.0, -21);
+        double width = 0;
+        for (int32_t c = 0; c < g->n_cells; c++) {
+            int32_t s0 = g->cells[c] / 8;
+            if (s0 > nb || !isfinite(hi_of(g, s0))) continue;
+            double w = (double)hi_of(g, s0) - (double)lo_of(g, s0);
+            if (w <= cap && w > width) width = w;
+        }
+        g->packed_width = float_up(width);
+        g->packed = malloc(2 * (size_t)g->n_cells * sizeof(uint32_t));
+        if (!g->packed) {
+            pk_gpu_table_free(g);
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the GPU edge table");
+        }
+        for (int32_t c = 0; c < g->n_cells; c++) {
+            int32_t s0 = g->cells[c] / 8;
+            float hi = NAN;
+            if (s0 <= nb) {
+                float h = hi_of(g, s0), l = lo_of(g, s0);
+                if (!isfinite(h) || (double)h - (double)l <= (double)g->packed_width) hi = h;
+            }
+            g->packed[2 * c] = (uint32_t)bits_from_float(hi);
+            g->packed[2 * c + 1] = (uint32_t)g->cells[c];
+        }
+    }
     return PK_OK;
 }
 
@@ -177,7 +206,16 @@ void pk_gpu_table_free(pk_gpu_table *g) {
     if (!g) return;
     free(g->lohi);
     free(g->cells);
+    free(g->packed);
     memset(g, 0, sizeof *g);
+}
+
+int32_t pk_gpu_table_slot_packed(const pk_gpu_table *g, float q) {
+    int32_t idx = (bits_from_float(q) >> PK_GPU_CELL_SHIFT) - g->cell_base;
+    float d = float_from_bits((int32_t)g->packed[2 * idx]) - q;
+    int32_t s = (int32_t)g->packed[2 * idx + 1] / 8;
+    if (d <= 0) return s + 1;
+    return d > g->packed_width ? s : -1;
 }
 
 int32_t pk_gpu_table_slot(const pk_gpu_table *g, float q) {

@@ -66,6 +66,14 @@ typedef struct pk_gpu_table {
     int32_t n_cells;
     int32_t cell_base;  /* bits(q) >> PK_GPU_CELL_SHIFT of the first cell */
     double multi_share; /* share of cells flagged multi */
+    /* Dot space only: the cells packed with their window, one 8-byte load
+     * a pair. packed[2c] holds the bits of hi[s0] and packed[2c + 1] 8 * s0;
+     * every window of a packed cell is [hi - packed_width, hi), so with
+     * d = hi - q (float): slot = s0 + (d <= 0), undecided when
+     * !(d > packed_width) && !(d <= 0). A multi cell, or one whose window
+     * is wider, holds hi = NaN: every pair undecided. */
+    uint32_t *packed;
+    float packed_width;
 } pk_gpu_table;
 
 /* Largest n_bins the u16 byte offsets allow: 8 * (n_bounds + 2) < 65536. */
@@ -81,6 +89,9 @@ void pk_gpu_table_free(pk_gpu_table *g);
 /* The slot of q by the rules a kernel follows: -1 when q lies in a window
  * (settle in float64). For tests and the settling path's search. */
 int32_t pk_gpu_table_slot(const pk_gpu_table *g, float q);
+
+/* The same by the packed cells (dot space). */
+int32_t pk_gpu_table_slot_packed(const pk_gpu_table *g, float q);
 
 /* Smallest positive boundary of t in chord-squared units (2 - 2 T_s), or
  * +inf when there is none; dot space pays only when this is well above
