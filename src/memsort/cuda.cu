@@ -62,14 +62,17 @@ struct max_op {
 typedef struct cuda_state {
     int device;
     uint64_t cap_n;
-    uint32_t cap_compact, cap_instances, cap_chunks;
+    uint32_t cap_compact, cap_instances;
     int cap_key_bits;
     uint64_t cap_runs, cap_counts;
     uint32_t *d_trace, *d_key, *d_val, *d_rel, *d_sorted;
     uint32_t *d_key_in, *d_val_in, *d_head, *d_run_start;
     uint32_t *d_hist, *d_prev, *d_offset, *d_nzpos;
     uint32_t *d_small; /* bad index, region boundary offsets */
-    uint32_t *d_start, *d_end, *d_runs_off, *d_chunk_start, *d_owned_start, *d_owned_rows;
+    uint32_t *d_start; /* instance tables, see reserve_tables */
+    uint32_t *d_pieces, *h_pieces; /* piece boundaries */
+    uint32_t *d_bounds;
+    uint64_t cap_bounds;
     uint32_t *d_counts;
     dev_plan *d_plan;
     pk_memsort_run_entry *d_runs;
@@ -78,12 +81,11 @@ typedef struct cuda_state {
     uint64_t device_bytes;
     uint32_t *h_small;
     dev_plan *h_plan;
-    uint32_t *h_table; /* instance table staging: start, end, runs_off, chunk_start, owned start/rows */
-    size_t h_table_words;
+    uint32_t *h_table; /* the instance tables' host side */
     cudaStream_t s_copy, s_comp, s_down;
     cudaEvent_t *ev_piece;
     uint32_t n_ev_piece;
-    cudaEvent_t ev_start, ev_uploaded, ev_small, ev_scattered, ev_down, ev_end;
+    cudaEvent_t ev_start, ev_uploaded, ev_small, ev_addr, ev_plan, ev_scattered, ev_down, ev_end;
     int ready;
 } cuda_state;
 
@@ -188,13 +190,6 @@ __global__ void boundaries_kernel(const uint32_t *offset, dev_layout L, uint32_t
     if (r <= L.n_regions) small[1 + r] = offset[L.compact_base[r]];
 }
 
-__global__ void scatter_kernel(const uint32_t *__restrict__ key, const uint32_t *__restrict__ rel,
-                               const uint32_t *__restrict__ val, uint64_t n, const uint32_t *__restrict__ offset,
-                               uint32_t *__restrict__ sorted) {
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        sorted[offset[key[i]] + rel[i]] = val[i];
-}
-
 /* First and last compact address of each instance, and its runs. */
 __global__ void plan_address_kernel(const uint32_t *start, const uint32_t *end, uint32_t n_inst, dev_layout L,
                                     const uint32_t *offset, const uint32_t *nzpos, dev_plan *plan) {
@@ -203,29 +198,6 @@ __global__ void plan_address_kernel(const uint32_t *start, const uint32_t *end, 
     uint32_t fc = address_at(offset, L.n_compact, start[g]), lc = address_at(offset, L.n_compact, end[g] - 1);
     plan[g].first_compact = fc;
     plan[g].n_runs = g % L.n_workers == L.worker ? nzpos[lc + 1] - nzpos[fc] : 0;
-}
-
-__global__ void plan_kernel(const uint32_t *start, const uint32_t *end, const uint32_t *inst_index, uint32_t n_inst,
-                            dev_layout L, const uint32_t *offset, const uint32_t *sorted, const uint32_t *chunk_start,
-                            uint32_t n_chunks, dev_plan *plan) {
-    uint32_t g = blockIdx.x * blockDim.x + threadIdx.x;
-    if (g >= n_inst) return;
-    uint32_t s = start[g], e = end[g];
-    uint32_t fc = plan[g].first_compact, lc = address_at(offset, L.n_compact, e - 1);
-    dev_plan p = plan[g];
-    p.first_addr = raw_of(L, fc);
-    p.last_addr = raw_of(L, lc);
-    p.first_chunk = chunk_of(chunk_start, n_chunks, sorted[s]);
-    p.first_skip_total = s - offset[fc];
-    p.first_skip = s - lower_bound_values(sorted, offset[fc], s, chunk_start[p.first_chunk]);
-    uint32_t last_from = offset[lc] > s ? offset[lc] : s;
-    p.last_chunk = chunk_of(chunk_start, n_chunks, sorted[e - 1]);
-    p.last_include_total = e - last_from;
-    p.last_include = e - lower_bound_values(sorted, last_from, e, chunk_start[p.last_chunk]);
-    p.has_prev = inst_index[g] > 0;
-    p.prev_addr = p.has_prev ? raw_of(L, address_at(offset, L.n_compact, s - 1)) : 0;
-    p.prev_value = p.has_prev ? sorted[s - 1] : 0;
-    plan[g] = p;
 }
 
 /* Rows per (owned instance, chunk): a shared-memory histogram of the chunk
@@ -253,27 +225,161 @@ __global__ void chunk_count_kernel(const uint32_t *owned_start, const uint32_t *
     }
 }
 
-/* One thread per compact address with rows: its run in each owned
- * instance its rows fall in. */
-__global__ void runs_kernel(const uint32_t *__restrict__ hist, const uint32_t *__restrict__ offset,
-                            const uint32_t *__restrict__ nzpos, dev_layout L, const uint32_t *start,
-                            const uint32_t *end, const uint32_t *runs_off, const dev_plan *plan,
-                            pk_memsort_run_entry *runs) {
-    for (uint32_t a = blockIdx.x * blockDim.x + threadIdx.x; a < L.n_compact; a += gridDim.x * blockDim.x) {
-        uint32_t cnt = hist[a];
-        if (cnt == 0) continue;
-        int r = region_of_compact(L, a);
-        uint32_t o0 = offset[a], o1 = o0 + cnt, rs = L.region_start[r], S = L.instance_entries[r];
-        uint32_t k0 = (o0 - rs) / S, k1 = (o1 - 1 - rs) / S;
-        uint32_t raw = L.base[r] + ((a - L.compact_base[r]) << 3);
-        for (uint32_t k = k0; k <= k1; k++) {
-            uint32_t g = L.inst_base[r] + k;
-            if (g % L.n_workers != L.worker) continue;
-            uint32_t lo = o0 > start[g] ? o0 : start[g], hi = o1 < end[g] ? o1 : end[g];
+/* First index in [lo, hi) with a[j] >= v (a non-decreasing there). */
+__device__ __forceinline__ uint32_t lower_bound_u32(const uint32_t *a, uint32_t lo, uint32_t hi, uint32_t v) {
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* First index of a piece whose row lands at or after sorted position
+ * target: rows of a piece land at increasing positions (offset[key] + rank
+ * grows along the sorted piece). */
+__device__ uint32_t piece_lower_bound(const uint32_t *key, const uint32_t *rel, const uint32_t *offset, uint32_t len,
+                                      uint32_t target) {
+    uint32_t lo = 0, hi = len;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (offset[key[mid]] + rel[mid] < target) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Per (piece, owned segment): the piece's index range that lands in the
+ * segment. */
+__global__ void range_bounds_kernel(const uint32_t *piece_start, uint32_t n_pieces, const uint32_t *seg_start,
+                                    const uint32_t *seg_rows, uint32_t n_seg, const uint32_t *key, const uint32_t *rel,
+                                    const uint32_t *offset, uint32_t *bounds) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_pieces * n_seg) return;
+    uint32_t p = t / n_seg, q = t % n_seg;
+    uint32_t b = piece_start[p], len = piece_start[p + 1] - b;
+    bounds[2 * t] = b + piece_lower_bound(key + b, rel + b, offset, len, seg_start[q]);
+    bounds[2 * t + 1] = b + piece_lower_bound(key + b, rel + b, offset, len, seg_start[q] + seg_rows[q]);
+}
+
+/* Only the rows of owned instances are written. */
+__global__ void range_scatter_kernel(const uint32_t *bounds, uint32_t n_pairs, const uint32_t *__restrict__ key,
+                                     const uint32_t *__restrict__ rel, const uint32_t *__restrict__ val,
+                                     const uint32_t *__restrict__ offset, uint32_t *__restrict__ sorted) {
+    for (uint32_t pair = blockIdx.y; pair < n_pairs; pair += gridDim.y) {
+        uint32_t i0 = bounds[2 * pair], i1 = bounds[2 * pair + 1];
+        for (uint32_t i = i0 + blockIdx.x * blockDim.x + threadIdx.x; i < i1; i += gridDim.x * blockDim.x)
+            sorted[offset[key[i]] + rel[i]] = val[i];
+    }
+}
+
+/* The run of compact address a in piece p: indices [k0, k1) of the piece
+ * (empty when absent); its ranks are rel[k0] .. rel[k0] + k1 - k0 - 1. */
+__device__ __forceinline__ void piece_run(const uint32_t *key, uint32_t len, uint32_t a, uint32_t *k0, uint32_t *k1) {
+    *k0 = lower_bound_u32(key, 0, len, a);
+    *k1 = lower_bound_u32(key, *k0, len, a + 1);
+}
+
+/* The trace position of rank j of address a, found by the warp's lanes
+ * searching the pieces in parallel (exactly one piece holds it). */
+__device__ uint32_t warp_value_at(const uint32_t *piece_start, uint32_t n_pieces, const uint32_t *key,
+                                  const uint32_t *rel, const uint32_t *val, uint32_t a, uint32_t j) {
+    uint32_t lane = threadIdx.x & 31, found = 0;
+    int hit = 0;
+    for (uint32_t p = lane; p < n_pieces; p += 32) {
+        uint32_t b = piece_start[p], len = piece_start[p + 1] - b, k0, k1;
+        piece_run(key + b, len, a, &k0, &k1);
+        if (k0 < k1) {
+            uint32_t r0 = rel[b + k0];
+            if (j >= r0 && j - r0 < k1 - k0) {
+                found = val[b + k0 + (j - r0)];
+                hit = 1;
+            }
+        }
+    }
+    unsigned mask = __ballot_sync(0xffffffffu, hit);
+    return __shfl_sync(0xffffffffu, found, mask ? __ffs(mask) - 1 : 0);
+}
+
+/* Rows of address a with rank in [r_lo, r_hi) and trace position >= v,
+ * summed over the pieces by the warp. */
+__device__ uint32_t warp_count_from(const uint32_t *piece_start, uint32_t n_pieces, const uint32_t *key,
+                                    const uint32_t *rel, const uint32_t *val, uint32_t a, uint32_t r_lo, uint32_t r_hi,
+                                    uint32_t v) {
+    uint32_t lane = threadIdx.x & 31, c = 0;
+    for (uint32_t p = lane; p < n_pieces; p += 32) {
+        uint32_t b = piece_start[p], len = piece_start[p + 1] - b, k0, k1;
+        piece_run(key + b, len, a, &k0, &k1);
+        if (k0 >= k1) continue;
+        uint32_t r0 = rel[b + k0], m = k1 - k0;
+        uint32_t i_lo = k0 + (r_lo > r0 ? min(r_lo - r0, m) : 0);
+        uint32_t i_hi = k0 + (r_hi > r0 ? min(r_hi - r0, m) : 0);
+        if (i_lo < i_hi) c += i_hi - lower_bound_u32(val + b, i_lo, i_hi, v);
+    }
+    for (int off = 16; off > 0; off /= 2) c += __shfl_down_sync(0xffffffffu, c, off);
+    return __shfl_sync(0xffffffffu, c, 0);
+}
+
+/* The plan of every instance, one warp each, from the sorted pieces alone
+ * (owned or not: no scattered rows are needed). */
+__global__ void plan_warp_kernel(const uint32_t *start, const uint32_t *end, const uint32_t *inst_index,
+                                 uint32_t n_inst, dev_layout L, const uint32_t *offset, const uint32_t *piece_start,
+                                 uint32_t n_pieces, const uint32_t *key, const uint32_t *rel, const uint32_t *val,
+                                 const uint32_t *chunk_start, uint32_t n_chunks, dev_plan *plan) {
+    uint32_t g = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    if (g >= n_inst) return; /* whole warps */
+    uint32_t s = start[g], e = end[g];
+    uint32_t fc = plan[g].first_compact, lc = address_at(offset, L.n_compact, e - 1);
+    uint32_t skip_total = s - offset[fc];
+    uint32_t v_first = warp_value_at(piece_start, n_pieces, key, rel, val, fc, skip_total);
+    uint32_t first_chunk = chunk_of(chunk_start, n_chunks, v_first);
+    uint32_t first_skip =
+        warp_count_from(piece_start, n_pieces, key, rel, val, fc, 0, skip_total, chunk_start[first_chunk]);
+    uint32_t v_last = warp_value_at(piece_start, n_pieces, key, rel, val, lc, e - 1 - offset[lc]);
+    uint32_t last_chunk = chunk_of(chunk_start, n_chunks, v_last);
+    uint32_t last_from = offset[lc] > s ? offset[lc] : s;
+    uint32_t last_include = warp_count_from(piece_start, n_pieces, key, rel, val, lc, last_from - offset[lc],
+                                            e - offset[lc], chunk_start[last_chunk]);
+    uint32_t has_prev = inst_index[g] > 0, prev_addr = 0, prev_value = 0;
+    if (has_prev) {
+        uint32_t pa = address_at(offset, L.n_compact, s - 1);
+        prev_addr = raw_of(L, pa);
+        prev_value = warp_value_at(piece_start, n_pieces, key, rel, val, pa, s - 1 - offset[pa]);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        dev_plan *p = &plan[g];
+        p->first_addr = raw_of(L, fc);
+        p->last_addr = raw_of(L, lc);
+        p->first_chunk = first_chunk;
+        p->first_skip = first_skip;
+        p->first_skip_total = skip_total;
+        p->last_chunk = last_chunk;
+        p->last_include = last_include;
+        p->last_include_total = e - last_from;
+        p->has_prev = has_prev;
+        p->prev_addr = prev_addr;
+        p->prev_value = prev_value;
+    }
+}
+
+/* The runs of each owned instance: its compact address range, a block
+ * row per instance. */
+__global__ void owned_runs_kernel(const uint32_t *owned_gid, uint32_t n_owned, const uint32_t *__restrict__ hist,
+                                  const uint32_t *__restrict__ offset, const uint32_t *__restrict__ nzpos, dev_layout L,
+                                  const uint32_t *start, const uint32_t *end, const uint32_t *runs_off,
+                                  const dev_plan *plan, pk_memsort_run_entry *runs) {
+    for (uint32_t o = blockIdx.y; o < n_owned; o += gridDim.y) {
+        uint32_t g = owned_gid[o], s = start[g], e = end[g];
+        uint32_t fc = plan[g].first_compact, lc = address_at(offset, L.n_compact, e - 1);
+        uint32_t base = runs_off[g] - nzpos[fc];
+        for (uint32_t a = fc + blockIdx.x * blockDim.x + threadIdx.x; a <= lc; a += gridDim.x * blockDim.x) {
+            uint32_t cnt = hist[a];
+            if (cnt == 0) continue;
+            uint32_t lo = offset[a] > s ? offset[a] : s, hi = offset[a] + cnt < e ? offset[a] + cnt : e;
             pk_memsort_run_entry run;
-            run.addr = raw;
+            run.addr = raw_of(L, a);
             run.count = hi - lo;
-            runs[runs_off[g] + (nzpos[a] - nzpos[plan[g].first_compact])] = run;
+            runs[base + nzpos[a]] = run;
         }
     }
 }
@@ -312,10 +418,9 @@ extern "C" void pk_memsort_cuda_host_unregister(void *p) {
 }
 
 static void free_buffers(cuda_state *s) {
-    uint32_t **bufs[] = {&s->d_trace, &s->d_key, &s->d_val, &s->d_rel, &s->d_sorted, &s->d_key_in, &s->d_val_in,
-                         &s->d_head, &s->d_run_start, &s->d_hist, &s->d_prev, &s->d_offset, &s->d_nzpos, &s->d_small,
-                         &s->d_start, &s->d_end, &s->d_runs_off, &s->d_chunk_start, &s->d_owned_start,
-                         &s->d_owned_rows, &s->d_counts};
+    uint32_t **bufs[] = {&s->d_trace, &s->d_key,  &s->d_val,    &s->d_rel,    &s->d_sorted, &s->d_key_in,
+                         &s->d_val_in, &s->d_head, &s->d_run_start, &s->d_hist, &s->d_prev, &s->d_offset,
+                         &s->d_nzpos, &s->d_small, &s->d_start, &s->d_pieces, &s->d_bounds, &s->d_counts};
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) {
         if (*bufs[k]) cudaFree(*bufs[k]);
         *bufs[k] = NULL;
@@ -329,15 +434,16 @@ static void free_buffers(cuda_state *s) {
     if (s->h_small) cudaFreeHost(s->h_small);
     if (s->h_plan) cudaFreeHost(s->h_plan);
     if (s->h_table) cudaFreeHost(s->h_table);
+    if (s->h_pieces) cudaFreeHost(s->h_pieces);
     s->h_small = NULL;
     s->h_plan = NULL;
     s->h_table = NULL;
+    s->h_pieces = NULL;
     s->cap_n = 0;
-    s->cap_compact = s->cap_instances = s->cap_chunks = 0;
-    s->cap_runs = s->cap_counts = 0;
+    s->cap_compact = s->cap_instances = 0;
+    s->cap_runs = s->cap_counts = s->cap_bounds = 0;
     s->temp_bytes = 0;
     s->device_bytes = 0;
-    s->h_table_words = 0;
 }
 
 extern "C" void pk_memsort_cuda_state_free(void *state) {
@@ -352,6 +458,8 @@ extern "C" void pk_memsort_cuda_state_free(void *state) {
         cudaEventDestroy(s->ev_start);
         cudaEventDestroy(s->ev_uploaded);
         cudaEventDestroy(s->ev_small);
+        cudaEventDestroy(s->ev_addr);
+        cudaEventDestroy(s->ev_plan);
         cudaEventDestroy(s->ev_scattered);
         cudaEventDestroy(s->ev_down);
         cudaEventDestroy(s->ev_end);
@@ -401,37 +509,41 @@ static pk_status reserve_trace(pk_context *ctx, cuda_state *s, uint64_t n, uint3
     s->temp_bytes = b1 > b2 ? b1 : b2;
     if (b3 > s->temp_bytes) s->temp_bytes = b3;
     if ((st = device_alloc(ctx, s, &s->d_temp, s->temp_bytes, "CUB scratch")) != PK_OK) return st;
+    size_t max_pieces = cn / PIECE_ENTRIES + 8;
+    if ((st = device_alloc(ctx, s, (void **)&s->d_pieces, (max_pieces + 1) * 4, "piece table")) != PK_OK) return st;
     s->h_small = (uint32_t *)pk_memsort_cuda_host_alloc(64 * 4);
-    if (!s->h_small) return pk_fail(ctx, PK_ERR_NOMEM, "out of pinned host memory");
+    s->h_pieces = (uint32_t *)pk_memsort_cuda_host_alloc((max_pieces + 1) * 4);
+    if (!s->h_small || !s->h_pieces) return pk_fail(ctx, PK_ERR_NOMEM, "out of pinned host memory");
     s->cap_n = cn;
     s->cap_compact = n_compact;
     s->cap_key_bits = key_bits;
     return PK_OK;
 }
 
-static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst, uint32_t n_chunks, uint64_t n_counts,
+/* Instance tables (every instance, owned ones, owned segments, chunk
+ * starts: 9 arrays of n_inst + 1 words and the chunk table, in one
+ * allocation), the scatter bounds, the counts and the runs. */
+static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst, uint32_t n_pieces, uint64_t n_counts,
                                 uint64_t n_runs) {
     pk_status st = PK_OK;
-    if (n_inst > s->cap_instances || n_chunks > s->cap_chunks || !s->d_start) {
-        uint32_t **bufs[] = {&s->d_start, &s->d_end, &s->d_runs_off, &s->d_chunk_start, &s->d_owned_start,
-                             &s->d_owned_rows};
-        for (size_t k = 0; k < 6; k++)
-            if (*bufs[k]) cudaFree(*bufs[k]), *bufs[k] = NULL;
+    if (n_inst > s->cap_instances || !s->d_start) {
+        if (s->d_start) cudaFree(s->d_start), s->d_start = NULL;
         if (s->d_plan) cudaFree(s->d_plan), s->d_plan = NULL;
         if (s->h_plan) cudaFreeHost(s->h_plan), s->h_plan = NULL;
         if (s->h_table) cudaFreeHost(s->h_table), s->h_table = NULL;
-        uint32_t ci = n_inst + 1, cc = PK_MEMSORT_MAX_CHUNKS + 1;
-        if ((st = device_alloc(ctx, s, (void **)&s->d_start, (size_t)ci * 4 * 4, "instance table"))) return st;
-        /* d_start holds start, end, index and runs_off one after another */
-        if ((st = device_alloc(ctx, s, (void **)&s->d_chunk_start, (size_t)cc * 4, "chunk table"))) return st;
-        if ((st = device_alloc(ctx, s, (void **)&s->d_owned_start, (size_t)ci * 2 * 4, "owned table"))) return st;
-        if ((st = device_alloc(ctx, s, (void **)&s->d_plan, (size_t)ci * sizeof(dev_plan), "plans"))) return st;
-        s->h_table_words = (size_t)ci * 6 + cc;
-        s->h_table = (uint32_t *)pk_memsort_cuda_host_alloc(s->h_table_words * 4);
-        s->h_plan = (dev_plan *)pk_memsort_cuda_host_alloc((size_t)ci * sizeof(dev_plan));
+        size_t ci = (size_t)n_inst + 1, words = ci * 9 + PK_MEMSORT_MAX_CHUNKS + 1;
+        if ((st = device_alloc(ctx, s, (void **)&s->d_start, words * 4, "instance table"))) return st;
+        if ((st = device_alloc(ctx, s, (void **)&s->d_plan, ci * sizeof(dev_plan), "plans"))) return st;
+        s->h_table = (uint32_t *)pk_memsort_cuda_host_alloc(words * 4);
+        s->h_plan = (dev_plan *)pk_memsort_cuda_host_alloc(ci * sizeof(dev_plan));
         if (!s->h_table || !s->h_plan) return pk_fail(ctx, PK_ERR_NOMEM, "out of pinned host memory");
         s->cap_instances = n_inst;
-        s->cap_chunks = PK_MEMSORT_MAX_CHUNKS;
+    }
+    uint64_t n_bounds = 2 * (uint64_t)n_pieces * (n_inst + 1);
+    if (n_bounds > s->cap_bounds || !s->d_bounds) {
+        if (s->d_bounds) cudaFree(s->d_bounds);
+        if ((st = device_alloc(ctx, s, (void **)&s->d_bounds, n_bounds * 4, "scatter bounds"))) return st;
+        s->cap_bounds = n_bounds;
     }
     if (n_counts > s->cap_counts || !s->d_counts) {
         if (s->d_counts) cudaFree(s->d_counts);
@@ -466,6 +578,8 @@ static pk_status state_get(pk_context *ctx, pk_memsort_result *result, cuda_stat
         PK_CUDA(ctx, cudaEventCreate(&s->ev_start));
         PK_CUDA(ctx, cudaEventCreate(&s->ev_uploaded));
         PK_CUDA(ctx, cudaEventCreateWithFlags(&s->ev_small, cudaEventDisableTiming));
+        PK_CUDA(ctx, cudaEventCreateWithFlags(&s->ev_addr, cudaEventDisableTiming));
+        PK_CUDA(ctx, cudaEventCreateWithFlags(&s->ev_plan, cudaEventDisableTiming));
         PK_CUDA(ctx, cudaEventCreateWithFlags(&s->ev_scattered, cudaEventDisableTiming));
         PK_CUDA(ctx, cudaEventCreateWithFlags(&s->ev_down, cudaEventDisableTiming));
         PK_CUDA(ctx, cudaEventCreate(&s->ev_end));
@@ -485,6 +599,21 @@ static pk_status piece_events(pk_context *ctx, cuda_state *s, uint32_t n_pieces)
         s->n_ev_piece++;
     }
     return PK_OK;
+}
+
+/* Piece boundaries: PIECE_ENTRIES each, but the last piece's share is cut
+ * in four, so that the work left after the last copy is a quarter piece. */
+static uint32_t make_pieces(uint64_t n, uint32_t *piece_start) {
+    uint32_t p = 0;
+    uint64_t b = 0;
+    while (n - b > PIECE_ENTRIES) {
+        piece_start[p++] = (uint32_t)b;
+        b += PIECE_ENTRIES;
+    }
+    uint64_t rest = n - b, parts = rest >= 4 * 1024 ? 4 : 1;
+    for (uint64_t k = 0; k < parts; k++) piece_start[p++] = (uint32_t)(b + rest * k / parts);
+    piece_start[p] = (uint32_t)n;
+    return p;
 }
 
 extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions,
@@ -513,25 +642,27 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     L.worker = worker;
 
     /* 1. upload in pieces; each piece is sorted and ranked once it is there */
-    const uint32_t n_pieces = (uint32_t)((n + PIECE_ENTRIES - 1) / PIECE_ENTRIES);
+    const uint32_t n_pieces = make_pieces(n, s->h_pieces);
     if ((st = piece_events(ctx, s, n_pieces)) != PK_OK) return st;
     PK_CUDA(ctx, cudaEventRecord(s->ev_start, s->s_copy));
     PK_CUDA(ctx, cudaStreamWaitEvent(s->s_comp, s->ev_start, 0));
+    PK_CUDA(ctx, cudaMemcpyAsync(s->d_pieces, s->h_pieces, (size_t)(n_pieces + 1) * 4, cudaMemcpyHostToDevice,
+                                 s->s_comp));
     PK_CUDA(ctx, cudaMemsetAsync(s->d_hist, 0, ((size_t)layout.n_compact + 1) * 4, s->s_comp));
     PK_CUDA(ctx, cudaMemsetAsync(s->d_small, 0xff, 4, s->s_comp));
     for (uint32_t p = 0; p < n_pieces; p++) {
-        uint64_t b = (uint64_t)p * PIECE_ENTRIES, len = n - b < PIECE_ENTRIES ? n - b : PIECE_ENTRIES;
+        uint64_t b = s->h_pieces[p], len = s->h_pieces[p + 1] - b;
         PK_CUDA(ctx, cudaMemcpyAsync(s->d_trace + b, trace->addr + b, len * 4, cudaMemcpyHostToDevice, s->s_copy));
         PK_CUDA(ctx, cudaEventRecord(s->ev_piece[p], s->s_copy));
     }
     PK_CUDA(ctx, cudaEventRecord(s->ev_uploaded, s->s_copy));
     for (uint32_t p = 0; p < n_pieces; p++) {
-        uint64_t b = (uint64_t)p * PIECE_ENTRIES;
-        uint32_t len = (uint32_t)(n - b < PIECE_ENTRIES ? n - b : PIECE_ENTRIES);
+        uint32_t b = s->h_pieces[p], len = s->h_pieces[p + 1] - b;
+        if (len == 0) continue;
         unsigned grid = grid_for(len);
         size_t temp = s->temp_bytes;
         PK_CUDA(ctx, cudaStreamWaitEvent(s->s_comp, s->ev_piece[p], 0));
-        compact_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_trace + b, len, (uint32_t)b, L, s->d_key_in, s->d_val_in,
+        compact_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_trace + b, len, b, L, s->d_key_in, s->d_val_in,
                                                          s->d_small);
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cub::DeviceRadixSort::SortPairs(s->d_temp, temp, s->d_key_in, s->d_key + b, s->d_val_in,
@@ -546,7 +677,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         PK_CUDA(ctx, cudaGetLastError());
     }
 
-    /* 2. offsets of every address; region sizes back to the host */
+    /* 2. offsets of every address, run positions; region sizes back to the host */
     {
         size_t temp = s->temp_bytes;
         PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, s->d_hist, s->d_offset, (int)layout.n_compact + 1,
@@ -560,15 +691,9 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cudaMemcpyAsync(s->h_small, s->d_small, 64 * 4, cudaMemcpyDeviceToHost, s->s_comp));
         PK_CUDA(ctx, cudaEventRecord(s->ev_small, s->s_comp));
-        /* the scatter runs while the host builds the instance table */
-        scatter_kernel<<<grid_for(n), THREADS, 0, s->s_comp>>>(s->d_key, s->d_rel, s->d_val, n, s->d_offset,
-                                                                s->d_sorted);
-        PK_CUDA(ctx, cudaGetLastError());
-        PK_CUDA(ctx, cudaEventRecord(s->ev_scattered, s->s_comp));
         PK_CUDA(ctx, cudaEventSynchronize(s->ev_small));
     }
     if (s->h_small[0] != UINT32_MAX) {
-        PK_CUDA(ctx, cudaStreamSynchronize(s->s_comp));
         st = pk_memsort_trace_check(ctx, regions, trace);
         return st ? st : pk_fail(ctx, PK_ERR_INTERNAL, "the GPU found a bad entry the check did not");
     }
@@ -587,45 +712,105 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         L.inst_base[layout.n_regions] = g;
         L.region_start[layout.n_regions] = (uint32_t)n;
     }
-    if ((st = reserve_tables(ctx, s, n_inst, n_chunks, (uint64_t)n_owned * n_chunks, 0)) != PK_OK) return st;
+    if ((st = reserve_tables(ctx, s, n_inst, n_pieces, (uint64_t)n_owned * n_chunks, 0)) != PK_OK) return st;
 
-    /* 3. the instance table up, first addresses and run counts back */
-    uint32_t *h_start = s->h_table, *h_end = h_start + n_inst + 1, *h_index = h_end + n_inst + 1;
-    uint32_t *h_runs_off = h_index + n_inst + 1, *h_owned_start = h_runs_off + n_inst + 1;
-    uint32_t *h_owned_rows = h_owned_start + n_inst + 1, *h_chunk_start = h_owned_rows + n_inst + 1;
+    /* 3. the instance table: every instance, the owned ones, and the owned
+     * segments (owned neighbours merged) */
+    const uint32_t stride = n_inst + 1;
+    uint32_t *h_start = s->h_table, *h_end = h_start + stride, *h_index = h_end + stride;
+    uint32_t *h_runs_off = h_index + stride, *h_owned = h_runs_off + stride;
+    uint32_t *h_owned_start = h_owned, *h_owned_rows = h_owned + stride, *h_owned_gid = h_owned + 2 * stride;
+    uint32_t *h_seg_start = h_owned + 3 * stride, *h_seg_rows = h_owned + 4 * stride;
+    uint32_t *h_chunk_start = h_owned + 5 * stride;
     uint64_t n_values = 0;
+    uint32_t n_seg = 0, max_rows = 0;
     for (uint32_t g = 0, o = 0; g < n_inst; g++) {
-        const pk_memsort_instance *in = &result->instances[g];
+        pk_memsort_instance *in = &result->instances[g];
         h_start[g] = L.region_start[in->region] + (uint32_t)in->first_row;
         h_end[g] = h_start[g] + in->n_rows;
         h_index[g] = in->index;
-        if (in->owned) {
-            h_owned_start[o] = h_start[g];
-            h_owned_rows[o] = in->n_rows;
-            o++;
-            n_values += in->n_rows;
+        if (!in->owned) continue;
+        h_owned_start[o] = h_start[g];
+        h_owned_rows[o] = in->n_rows;
+        h_owned_gid[o] = g;
+        in->values_offset = n_values;
+        in->counts_offset = (uint64_t)o * n_chunks;
+        if (n_seg && h_seg_start[n_seg - 1] + h_seg_rows[n_seg - 1] == h_start[g]) {
+            h_seg_rows[n_seg - 1] += in->n_rows;
+        } else {
+            h_seg_start[n_seg] = h_start[g];
+            h_seg_rows[n_seg++] = in->n_rows;
         }
+        max_rows = in->n_rows > max_rows ? in->n_rows : max_rows;
+        n_values += in->n_rows;
+        o++;
     }
     for (uint32_t c = 0; c <= n_chunks; c++) h_chunk_start[c] = (uint32_t)trace->chunk_start[c];
-    uint32_t *d_start = s->d_start, *d_end = d_start + n_inst + 1, *d_index = d_end + n_inst + 1;
-    uint32_t *d_runs_off = d_index + n_inst + 1;
-    uint32_t *d_owned_start = s->d_owned_start, *d_owned_rows = d_owned_start + n_inst + 1;
-    /* on the download stream, beside the scatter (offsets and run
-     * positions are final since ev_small) */
-    PK_CUDA(ctx, cudaStreamWaitEvent(s->s_down, s->ev_small, 0));
-    PK_CUDA(ctx, cudaMemcpyAsync(d_start, h_start, (size_t)(n_inst + 1) * 3 * 4, cudaMemcpyHostToDevice, s->s_down));
-    PK_CUDA(ctx, cudaMemcpyAsync(d_owned_start, h_owned_start, (size_t)(n_inst + 1) * 2 * 4, cudaMemcpyHostToDevice,
-                                 s->s_down));
-    PK_CUDA(ctx, cudaMemcpyAsync(s->d_chunk_start, h_chunk_start, (size_t)(n_chunks + 1) * 4, cudaMemcpyHostToDevice,
-                                 s->s_down));
+    if ((st = pk_memsort_result_reserve(ctx, result, 0, n_values, (uint64_t)n_owned * n_chunks, 1)) != PK_OK) return st;
+    uint32_t *d_start = s->d_start, *d_end = d_start + stride, *d_index = d_end + stride;
+    uint32_t *d_runs_off = d_index + stride, *d_owned = d_runs_off + stride;
+    uint32_t *d_owned_start = d_owned, *d_owned_rows = d_owned + stride, *d_owned_gid = d_owned + 2 * stride;
+    uint32_t *d_seg_start = d_owned + 3 * stride, *d_seg_rows = d_owned + 4 * stride;
+    uint32_t *d_chunk_start = d_owned + 5 * stride;
+    /* one copy for the whole table (runs_off is filled in later) */
+    PK_CUDA(ctx, cudaMemcpyAsync(d_start, h_start, ((size_t)stride * 9 + n_chunks + 1) * 4, cudaMemcpyHostToDevice,
+                                 s->s_comp));
     if (n_inst) {
-        plan_address_kernel<<<(n_inst + 127) / 128, 128, 0, s->s_down>>>(d_start, d_end, n_inst, L, s->d_offset,
+        plan_address_kernel<<<(n_inst + 127) / 128, 128, 0, s->s_comp>>>(d_start, d_end, n_inst, L, s->d_offset,
                                                                           s->d_nzpos, s->d_plan);
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cudaMemcpyAsync(s->h_plan, s->d_plan, (size_t)n_inst * sizeof(dev_plan), cudaMemcpyDeviceToHost,
-                                     s->s_down));
+                                     s->s_comp));
     }
-    PK_CUDA(ctx, cudaStreamSynchronize(s->s_down));
+    PK_CUDA(ctx, cudaEventRecord(s->ev_addr, s->s_comp));
+
+    /* 4. the owned rows only: per (piece, segment) the index range that
+     * lands there, then the scatter */
+    uint32_t n_pairs = n_pieces * n_seg;
+    if (n_pairs) {
+        range_bounds_kernel<<<(n_pairs + 127) / 128, 128, 0, s->s_comp>>>(s->d_pieces, n_pieces, d_seg_start,
+                                                                          d_seg_rows, n_seg, s->d_key, s->d_rel,
+                                                                          s->d_offset, s->d_bounds);
+        PK_CUDA(ctx, cudaGetLastError());
+        uint32_t per_pair = (uint32_t)(n_values / n_pairs / (THREADS * 64)) + 1; /* ~64 rows a thread */
+        if (per_pair > 1024) per_pair = 1024;
+        dim3 grid(per_pair, n_pairs < 65535 ? n_pairs : 65535);
+        range_scatter_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_bounds, n_pairs, s->d_key, s->d_rel, s->d_val,
+                                                              s->d_offset, s->d_sorted);
+        PK_CUDA(ctx, cudaGetLastError());
+    }
+    PK_CUDA(ctx, cudaEventRecord(s->ev_scattered, s->s_comp));
+
+    /* the plans of all instances on the (now idle) upload stream */
+    if (n_inst) {
+        PK_CUDA(ctx, cudaStreamWaitEvent(s->s_copy, s->ev_addr, 0));
+        plan_warp_kernel<<<(n_inst + 3) / 4, 128, 0, s->s_copy>>>(d_start, d_end, d_index, n_inst, L, s->d_offset,
+                                                                  s->d_pieces, n_pieces, s->d_key, s->d_rel, s->d_val,
+                                                                  d_chunk_start, n_chunks, s->d_plan);
+        PK_CUDA(ctx, cudaGetLastError());
+    }
+    PK_CUDA(ctx, cudaEventRecord(s->ev_plan, s->s_copy));
+
+    /* owned rows down as soon as they are in place */
+    PK_CUDA(ctx, cudaStreamWaitEvent(s->s_down, s->ev_scattered, 0));
+    for (uint32_t q = 0, at = 0; q < n_seg; q++) {
+        PK_CUDA(ctx, cudaMemcpyAsync(result->values + at, s->d_sorted + h_seg_start[q], (size_t)h_seg_rows[q] * 4,
+                                     cudaMemcpyDeviceToHost, s->s_down));
+        at += h_seg_rows[q];
+    }
+    PK_CUDA(ctx, cudaEventRecord(s->ev_down, s->s_down));
+
+    if (n_owned) {
+        PK_CUDA(ctx, cudaMemsetAsync(s->d_counts, 0, (size_t)n_owned * n_chunks * 4, s->s_comp));
+        dim3 grid((max_rows + COUNT_TILE - 1) / COUNT_TILE, n_owned < 65535 ? n_owned : 65535);
+        size_t smem = (2 * (size_t)n_chunks + 1) * 4;
+        chunk_count_kernel<<<grid, THREADS, smem, s->s_comp>>>(d_owned_start, d_owned_rows, n_owned, s->d_sorted,
+                                                               d_chunk_start, n_chunks, s->d_counts);
+        PK_CUDA(ctx, cudaGetLastError());
+    }
+
+    /* 5. run counts from the first round trip: the runs of owned instances */
+    PK_CUDA(ctx, cudaEventSynchronize(s->ev_addr));
     uint64_t n_runs = 0;
     for (uint32_t g = 0; g < n_inst; g++) {
         pk_memsort_instance *in = &result->instances[g];
@@ -635,59 +820,16 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         in->n_runs = s->h_plan[g].n_runs;
         n_runs += in->n_runs;
     }
-    if ((st = reserve_tables(ctx, s, n_inst, n_chunks, (uint64_t)n_owned * n_chunks, n_runs)) != PK_OK) return st;
+    if ((st = reserve_tables(ctx, s, n_inst, n_pieces, (uint64_t)n_owned * n_chunks, n_runs)) != PK_OK) return st;
     if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n_values, (uint64_t)n_owned * n_chunks, 1)) != PK_OK)
         return st;
     result->n_runs = n_runs;
     result->n_values = n_values;
-
-    /* 4. owned rows down on their own stream while the plan kernels run */
-    PK_CUDA(ctx, cudaStreamWaitEvent(s->s_down, s->ev_scattered, 0));
-    {
-        uint64_t value_at = 0;
-        uint32_t o = 0;
-        for (uint32_t g = 0; g < n_inst;) {
-            pk_memsort_instance *in = &result->instances[g];
-            if (!in->owned) {
-                g++;
-                continue;
-            }
-            /* merge owned neighbours into one copy */
-            uint32_t first = g;
-            uint64_t rows = 0;
-            while (g < n_inst && result->instances[g].owned && (g == first || h_start[g] == h_end[g - 1])) {
-                pk_memsort_instance *m = &result->instances[g];
-                m->values_offset = value_at + rows;
-                m->counts_offset = (uint64_t)o * n_chunks;
-                rows += m->n_rows;
-                o++;
-                g++;
-            }
-            if (rows)
-                PK_CUDA(ctx, cudaMemcpyAsync(result->values + value_at, s->d_sorted + h_start[first], rows * 4,
-                                             cudaMemcpyDeviceToHost, s->s_down));
-            value_at += rows;
-        }
-    }
-    PK_CUDA(ctx, cudaEventRecord(s->ev_down, s->s_down));
-
-    if (n_inst) {
-        PK_CUDA(ctx, cudaMemcpyAsync(d_runs_off, h_runs_off, (size_t)n_inst * 4, cudaMemcpyHostToDevice, s->s_comp));
-        plan_kernel<<<(n_inst + 127) / 128, 128, 0, s->s_comp>>>(d_start, d_end, d_index, n_inst, L, s->d_offset,
-                                                                 s->d_sorted, s->d_chunk_start, n_chunks, s->d_plan);
-        PK_CUDA(ctx, cudaGetLastError());
-    }
     if (n_owned) {
-        uint32_t max_rows = 0;
-        for (uint32_t o = 0; o < n_owned; o++) max_rows = h_owned_rows[o] > max_rows ? h_owned_rows[o] : max_rows;
-        PK_CUDA(ctx, cudaMemsetAsync(s->d_counts, 0, (size_t)n_owned * n_chunks * 4, s->s_comp));
-        dim3 grid((max_rows + COUNT_TILE - 1) / COUNT_TILE, n_owned < 65535 ? n_owned : 65535);
-        size_t smem = (2 * (size_t)n_chunks + 1) * 4;
-        chunk_count_kernel<<<grid, THREADS, smem, s->s_comp>>>(d_owned_start, d_owned_rows, n_owned, s->d_sorted,
-                                                               s->d_chunk_start, n_chunks, s->d_counts);
-        PK_CUDA(ctx, cudaGetLastError());
-        runs_kernel<<<grid_for(layout.n_compact), THREADS, 0, s->s_comp>>>(s->d_hist, s->d_offset, s->d_nzpos, L, d_start,
-                                                                           d_end, d_runs_off, s->d_plan, s->d_runs);
+        PK_CUDA(ctx, cudaMemcpyAsync(d_runs_off, h_runs_off, (size_t)n_inst * 4, cudaMemcpyHostToDevice, s->s_comp));
+        dim3 grid(2048 / n_owned + 1, n_owned < 65535 ? n_owned : 65535);
+        owned_runs_kernel<<<grid, THREADS, 0, s->s_comp>>>(d_owned_gid, n_owned, s->d_hist, s->d_offset, s->d_nzpos, L,
+                                                           d_start, d_end, d_runs_off, s->d_plan, s->d_runs);
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cudaMemcpyAsync(result->chunk_counts, s->d_counts, (size_t)n_owned * n_chunks * 4,
                                      cudaMemcpyDeviceToHost, s->s_comp));
@@ -695,6 +837,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
             PK_CUDA(ctx, cudaMemcpyAsync(result->runs, s->d_runs, n_runs * sizeof(pk_memsort_run_entry),
                                          cudaMemcpyDeviceToHost, s->s_comp));
     }
+    PK_CUDA(ctx, cudaStreamWaitEvent(s->s_comp, s->ev_plan, 0));
     if (n_inst)
         PK_CUDA(ctx, cudaMemcpyAsync(s->h_plan, s->d_plan, (size_t)n_inst * sizeof(dev_plan), cudaMemcpyDeviceToHost,
                                      s->s_comp));
