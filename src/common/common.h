@@ -67,6 +67,7 @@ typedef struct pk_progress {
     volatile int cancelled;
 } pk_progress;
 
+/* Start a stage: reports its starting fraction to the callback at once. */
 void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double base, double span);
 /* Add work from any thread; report (from the owning thread) at most ~20
  * times a second. Returns non-zero when cancelled. */

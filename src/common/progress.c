@@ -9,8 +9,11 @@ void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double bas
     p->base = base;
     p->span = span;
     p->done = 0;
-    p->last_report = 0;
+    p->last_report = pk_now();
     p->cancelled = 0;
+    /* Report the start, so that a cancellation asked before any work is done
+     * is seen by the first pk_progress_add of any thread. */
+    if (ctx && ctx->progress && ctx->progress(ctx->progress_user, base > 1 ? 1 : base)) p->cancelled = 1;
 }
 
 int pk_progress_add(pk_progress *p, double work, int is_owner_thread) {
