@@ -61,10 +61,18 @@ void pk_memsort_result_free(pk_memsort_result *result) {
     host_free(result->values, result->host_pinned);
     host_free(result->chunk_counts, result->host_pinned);
     free(result->instances);
-#ifdef PK_HAVE_CUDA
-    if (result->backend_state) pk_memsort_cuda_state_free(result->backend_state);
-#endif
+    pk_memsort_backend_state_free(result);
     memset(result, 0, sizeof *result);
+}
+
+void pk_memsort_backend_state_free(pk_memsort_result *result) {
+    void *state = result->backend_state;
+    result->backend_state = NULL;
+    if (!state) return;
+    if (*(const int *)state == PK_MEMSORT_STATE_CPU) pk_memsort_cpu_state_free(state);
+#ifdef PK_HAVE_CUDA
+    else if (*(const int *)state == PK_MEMSORT_STATE_CUDA) pk_memsort_cuda_state_free(state);
+#endif
 }
 
 pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, uint64_t n_runs, uint64_t n_values,

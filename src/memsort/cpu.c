@@ -1,20 +1,21 @@
-/* cpu.c - the CPU backend of memsort: a stable counting sort by compact
- * address with one cursor table per thread, then the plan read off the
- * offsets and the sorted positions.
+/* cpu.c - the CPU backend of memsort: a stable two-level counting sort
+ * that keeps every random access inside the cache.
  *
- * Thread t takes the trace positions [n t / T, n (t + 1) / T). Pass 1
- * counts its addresses into its own histogram; pass 2 turns the T
- * histograms into cursors, so that thread t's first row of address a
- * lands after all rows of a from threads before it; pass 3 writes each
- * position to its cursor. Positions of one address therefore come out in
- * trace order: the sort is stable without comparing anything. The
- * histograms are calloc'ed, so address pages a thread never touches cost
- * no memory.
+ * The compact address space is cut into buckets of 2^16 addresses. Pass 1
+ * counts each thread's entries per bucket (and checks them); pass 2 copies
+ * (compact address, position) pairs into their bucket's slice, thread t's
+ * after thread t-1's, so each slice holds its entries in trace order; pass
+ * 3 sorts each bucket on its own with a 256 KB histogram that stays in the
+ * cache, writing the positions into the bucket's own stretch of the sorted
+ * rows and the bucket's runs of equal address. No pass touches memory in
+ * proportion to the address space, only to the entries and the addresses
+ * they use.
  *
  * Invariant: result->values holds every row in global sorted order (the
  * regions one after another) and an instance's values_offset is its global
  * position; the reference packs owned instances instead, and
- * pk_memsort_compare compares contents, not offsets.
+ * pk_memsort_compare compares contents, not offsets. Positions of one
+ * address come out in trace order: thread parts and bucket slices keep it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,32 +25,131 @@
 
 #include "memsort_internal.h"
 
-/* Entries between progress reports and cancellation checks: about 1 ms of
- * work on one core. */
+/* 2^16 addresses a bucket: the bucket's 256 KB histogram fits the 1 MB L2
+ * of the 2-core development machine, and the 1536 buckets of the default
+ * table keep pass 2's write streams (one cache line each) inside the L2 as
+ * well. */
+#define BUCKET_BITS 16
+#define BUCKET_ADDRESSES (1u << BUCKET_BITS)
+/* Entries between progress reports and cancellation checks. */
 #define PROGRESS_STEP (1u << 20)
+
+/* A run of one address in global sorted order; it ends where the next run
+ * of its bucket (or the bucket) ends. */
+typedef struct bucket_run {
+    uint32_t compact;
+    uint32_t start;
+} bucket_run;
+
+/* Scratch kept in the result between runs, so that a warm run touches
+ * no fresh pages (a page fault per 4 KB costs more than the sort's own
+ * work on that page). */
+typedef struct cpu_state {
+    int kind; /* PK_MEMSORT_STATE_CPU */
+    uint64_t cap_n;
+    uint64_t *pairs;
+    bucket_run *runs;
+} cpu_state;
+
+void pk_memsort_cpu_state_free(void *state) {
+    cpu_state *s = state;
+    pk_aligned_free(s->pairs);
+    pk_aligned_free(s->runs);
+    free(s);
+}
+
+static cpu_state *cpu_state_get(pk_memsort_result *result, uint64_t n) {
+    cpu_state *s = result->backend_state;
+    if (s && s->kind != PK_MEMSORT_STATE_CPU) {
+        pk_memsort_backend_state_free(result);
+        s = NULL;
+    }
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        s->kind = PK_MEMSORT_STATE_CPU;
+        result->backend_state = s;
+    }
+    if (n > s->cap_n || !s->pairs || !s->runs) {
+        pk_aligned_free(s->pairs);
+        pk_aligned_free(s->runs);
+        s->pairs = pk_aligned_alloc((n + 1) * sizeof(uint64_t));
+        s->runs = pk_aligned_alloc((n + 1) * sizeof(bucket_run));
+        s->cap_n = s->pairs && s->runs ? n : 0;
+        if (!s->pairs || !s->runs) return NULL;
+    }
+    return s;
+}
+
+/* Compact addresses without a search: the region of each 16 MB block of
+ * raw addresses that lies inside one region, -1 for the others (slow
+ * path: blocks at a region's edge, and bad addresses). */
+typedef struct fast_map {
+    int8_t region[256];
+    uint32_t delta[PK_MEMSORT_MAX_REGIONS]; /* compact = (raw >> 3) + delta (mod 2^32) */
+} fast_map;
+
+static void fast_map_make(const pk_memsort_layout *l, fast_map *m) {
+    for (uint32_t blk = 0; blk < 256; blk++) {
+        uint64_t lo = (uint64_t)blk << 24, hi = lo + (1u << 24);
+        m->region[blk] = -1;
+        for (uint32_t r = 0; r < l->n_regions; r++)
+            if (lo >= l->base[r] && hi <= l->end[r]) m->region[blk] = (int8_t)r;
+    }
+    for (uint32_t r = 0; r < l->n_regions; r++) m->delta[r] = l->compact_base[r] - (uint32_t)(l->base[r] >> 3);
+}
+
+/* Region of raw (compact address in *c), or -1 for a bad address. */
+static inline int fast_compact(const fast_map *m, const pk_memsort_layout *l, uint32_t raw, uint32_t *c) {
+    int r = m->region[raw >> 24];
+    if (r < 0 && (r = pk_memsort_region_of(l, raw)) < 0) return -1;
+    if (raw & 7) return -1;
+    *c = (raw >> 3) + m->delta[r];
+    return r;
+}
 
 typedef struct cpu_job {
     const pk_memsort_layout *layout;
+    fast_map map;
     const pk_memsort_trace *trace;
     int n_threads;
-    uint32_t **hist; /* [n_threads][n_compact + 1] counts, then cursors */
-    uint32_t *offset; /* [n_compact + 1] first sorted position of each address */
-    uint32_t *sorted; /* [n] positions in stable address order */
+    uint32_t n_buckets;
+    uint64_t *bucket_start; /* [n_buckets + 1] first sorted row of each bucket */
+    uint32_t *bucket_runs;  /* [n_buckets] runs in each bucket */
+    uint64_t *run_base;     /* [n_buckets + 1] global index of each bucket's first run */
+    bucket_run *runs;       /* [n] bucket b's runs at bucket_start[b] ... */
+    uint32_t *sorted;       /* [n] positions in stable address order */
 } cpu_job;
 
 static uint64_t part_begin(uint64_t n, int t, int n_threads) {
     return n * (uint64_t)t / (uint64_t)n_threads;
 }
 
-/* Largest a with offset[a] <= pos: the address of sorted row pos. */
-static uint32_t address_at(const uint32_t *offset, uint32_t n_compact, uint64_t pos) {
-    uint32_t lo = 0, hi = n_compact; /* offset[lo] <= pos < offset[hi] */
+/* A run located: its bucket, index in the bucket, and rows [start, end). */
+typedef struct run_ref {
+    uint32_t bucket;
+    uint32_t k;
+    uint64_t start, end;
+    uint32_t compact;
+} run_ref;
+
+static run_ref run_at(const cpu_job *job, uint64_t pos) {
+    uint32_t lo = 0, hi = job->n_buckets; /* bucket_start[lo] <= pos < bucket_start[hi] */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (offset[mid] <= pos) lo = mid;
+        if (job->bucket_start[mid] <= pos) lo = mid;
         else hi = mid;
     }
-    return lo;
+    const bucket_run *r = job->runs + job->bucket_start[lo];
+    uint32_t a = 0, b = job->bucket_runs[lo]; /* r[a].start <= pos < r[b].start */
+    while (b - a > 1) {
+        uint32_t mid = a + (b - a) / 2;
+        if (r[mid].start <= pos) a = mid;
+        else b = mid;
+    }
+    run_ref ref = {lo, a, r[a].start, a + 1 < job->bucket_runs[lo] ? r[a + 1].start : job->bucket_start[lo + 1],
+                   r[a].compact};
+    return ref;
 }
 
 /* First j in [lo, hi) with sorted[j] >= value (sorted is increasing there). */
@@ -62,89 +162,84 @@ static uint64_t lower_bound_values(const uint32_t *sorted, uint64_t lo, uint64_t
     return lo;
 }
 
-static pk_status count_pass(pk_context *ctx, cpu_job *job, uint64_t *region_entries, pk_progress *progress) {
+/* Pass 1: entries per (thread, bucket) and per region; 1 on a bad entry. */
+static int count_pass(cpu_job *job, uint32_t *bucket_count, uint64_t *region_entries, pk_progress *progress,
+                      int *cancelled_out) {
     const pk_memsort_layout *l = job->layout;
     const uint32_t *addr = job->trace->addr;
     uint64_t n = job->trace->n_entries;
     int bad = 0, cancelled = 0;
+    uint32_t n_buckets = job->n_buckets;
 #pragma omp parallel num_threads(job->n_threads) reduction(| : bad, cancelled)
     {
         int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        uint32_t *h = job->hist[t];
+        uint32_t *cnt = bucket_count + (uint64_t)t * n_buckets;
         uint64_t local[PK_MEMSORT_MAX_REGIONS] = {0};
         uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
-        int r = 0;
         for (uint64_t i0 = b; i0 < e && !bad && !cancelled; i0 += PROGRESS_STEP) {
             uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
             for (uint64_t i = i0; i < i1; i++) {
-                uint32_t raw = addr[i];
-                if (raw < l->base[r] || raw >= l->end[r]) { /* most neighbours share a region */
-                    r = pk_memsort_region_of(l, raw);
-                    if (r < 0) {
-                        bad = 1;
-                        r = 0;
-                        break;
-                    }
-                }
-                if (raw & 7) {
+                uint32_t c;
+                int r = fast_compact(&job->map, l, addr[i], &c);
+                if (r < 0) {
                     bad = 1;
                     break;
                 }
-                h[pk_memsort_compact(l, r, raw)]++;
+                cnt[c >> BUCKET_BITS]++;
                 local[r]++;
             }
-            if (pk_progress_add(progress, 0.3 * (double)(i1 - i0), t == 0)) cancelled = 1;
+            if (pk_progress_add(progress, 0.2 * (double)(i1 - i0), t == 0)) cancelled = 1;
         }
 #pragma omp critical
         for (uint32_t k = 0; k < l->n_regions; k++) region_entries[k] += local[k];
     }
-    if (cancelled) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-    if (bad) return PK_ERR_PARSE;
-    return PK_OK;
+    *cancelled_out = cancelled;
+    return bad;
 }
 
-/* Offsets of every address and per-thread cursors, over blocks of the
- * compact space in parallel. */
-static void cursor_pass(cpu_job *job) {
-    uint32_t n_compact = job->layout->n_compact;
-    int n_threads = job->n_threads;
-    enum { BLOCKS = 256 };
-    uint64_t block_total[BLOCKS + 1];
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int blk = 0; blk < BLOCKS; blk++) {
-        uint32_t a0 = (uint32_t)((uint64_t)n_compact * blk / BLOCKS), a1 = (uint32_t)((uint64_t)n_compact * (blk + 1) / BLOCKS);
-        uint64_t sum = 0;
-        for (int t = 0; t < n_threads; t++) {
-            const uint32_t *h = job->hist[t];
-            for (uint32_t a = a0; a < a1; a++) sum += h[a];
-        }
-        block_total[blk] = sum;
-    }
-    uint64_t run = 0;
-    for (int blk = 0; blk < BLOCKS; blk++) {
-        uint64_t s = block_total[blk];
-        block_total[blk] = run;
-        run += s;
-    }
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int blk = 0; blk < BLOCKS; blk++) {
-        uint32_t a0 = (uint32_t)((uint64_t)n_compact * blk / BLOCKS), a1 = (uint32_t)((uint64_t)n_compact * (blk + 1) / BLOCKS);
-        uint32_t pos = (uint32_t)block_total[blk];
-        for (uint32_t a = a0; a < a1; a++) {
-            job->offset[a] = pos;
-            for (int t = 0; t < n_threads; t++) {
-                uint32_t h = job->hist[t][a];
-                if (h) {
-                    job->hist[t][a] = pos;
-                    pos += h;
-                }
+/* Pass 2: (compact, position) pairs into the bucket slices. bucket_count
+ * holds each (thread, bucket)'s first slot on entry. */
+static int partition_pass(cpu_job *job, uint32_t *bucket_count, uint64_t *pairs, pk_progress *progress) {
+    const pk_memsort_layout *l = job->layout;
+    const uint32_t *addr = job->trace->addr;
+    uint64_t n = job->trace->n_entries;
+    int cancelled = 0;
+    uint32_t n_buckets = job->n_buckets;
+#pragma omp parallel num_threads(job->n_threads) reduction(| : cancelled)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        uint32_t *cur = bucket_count + (uint64_t)t * n_buckets;
+        uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
+        for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
+            uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
+            for (uint64_t i = i0; i < i1; i++) {
+                uint32_t c = 0;
+                fast_compact(&job->map, l, addr[i], &c); /* checked by pass 1 */
+                pairs[cur[c >> BUCKET_BITS]++] = (uint64_t)c << 32 | i;
             }
+            if (pk_progress_add(progress, 0.3 * (double)(i1 - i0), t == 0)) cancelled = 1;
         }
     }
-    job->offset[n_compact] = (uint32_t)run;
+    return cancelled;
+}
+
+/* Fast chunk lookup when every chunk but the last has the same power-of-two
+ * size (the prover's chunking); -1 otherwise. */
+static int uniform_chunk_shift(const pk_memsort_trace *trace) {
+    if (trace->n_chunks < 2) return 63;
+    uint64_t size = trace->chunk_start[1];
+    if (size == 0 || (size & (size - 1))) return -1;
+    for (uint32_t c = 1; c + 1 < trace->n_chunks; c++)
+        if (trace->chunk_start[c + 1] - trace->chunk_start[c] != size) return -1;
+    int shift = 0;
+    while ((1ull << shift) < size) shift++;
+    return shift;
 }
 
 pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
@@ -153,60 +248,78 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     pk_memsort_layout_make(regions, &layout);
     const uint64_t n = trace->n_entries;
     const uint32_t n_chunks = trace->n_chunks;
-    int n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : 1;
+    int n_threads = 1;
 #ifdef _OPENMP
-    if (!(ctx && ctx->n_threads > 0)) n_threads = omp_get_max_threads();
+    n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 #endif
     if ((uint64_t)n_threads > n / 4096 + 1) n_threads = (int)(n / 4096 + 1); /* tiny traces: one thread */
-    cpu_job job = {&layout, trace, n_threads, NULL, NULL, NULL};
-    uint32_t *owned_index = NULL, *thread_counts = NULL;
+    cpu_job job;
+    memset(&job, 0, sizeof job);
+    job.layout = &layout;
+    job.trace = trace;
+    job.n_threads = n_threads;
+    job.n_buckets = (layout.n_compact + BUCKET_ADDRESSES - 1) >> BUCKET_BITS;
+    const uint32_t n_buckets = job.n_buckets;
+    fast_map_make(&layout, &job.map);
+    uint32_t *bucket_count = calloc((size_t)n_threads * n_buckets + 1, sizeof(uint32_t));
+    cpu_state *state = cpu_state_get(result, n);
+    uint64_t *pairs = state ? state->pairs : NULL;
+    uint32_t *owned_index = NULL, *hist = NULL;
+    job.bucket_start = malloc(((size_t)n_buckets + 1) * sizeof(uint64_t));
+    job.bucket_runs = calloc((size_t)n_buckets + 1, sizeof(uint32_t));
+    job.run_base = malloc(((size_t)n_buckets + 1) * sizeof(uint64_t));
+    job.runs = state ? state->runs : NULL;
     pk_status st = PK_OK;
-    job.hist = calloc((size_t)n_threads, sizeof(uint32_t *));
-    job.offset = malloc(((size_t)layout.n_compact + 1) * sizeof(uint32_t));
-    if (!job.hist || !job.offset) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the address offsets");
+    if (!bucket_count || !pairs || !job.bucket_start || !job.bucket_runs || !job.run_base || !job.runs) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for sorting %llu entries", (unsigned long long)n);
         goto done;
     }
-    for (int t = 0; t < n_threads; t++) {
-        job.hist[t] = calloc((size_t)layout.n_compact + 1, sizeof(uint32_t));
-        if (!job.hist[t]) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %d address histograms", n_threads);
-            goto done;
-        }
-    }
+
+    /* pass 1 */
     uint64_t region_entries[PK_MEMSORT_MAX_REGIONS] = {0};
-    st = count_pass(ctx, &job, region_entries, progress);
-    if (st == PK_ERR_PARSE) {
+    int cancelled = 0;
+    if (count_pass(&job, bucket_count, region_entries, progress, &cancelled)) {
         st = pk_memsort_trace_check(ctx, regions, trace);
         if (st == PK_OK) st = pk_fail(ctx, PK_ERR_INTERNAL, "the count pass found a bad entry the check did not");
+        goto done;
     }
-    if (st) goto done;
+    if (cancelled) {
+        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        goto done;
+    }
     if ((st = pk_memsort_instances_build(ctx, &layout, regions, trace, region_entries, n_workers, worker, result)))
         goto done;
-    cursor_pass(&job);
+    {
+        uint64_t pos = 0;
+        for (uint32_t b = 0; b < n_buckets; b++) {
+            job.bucket_start[b] = pos;
+            for (int t = 0; t < n_threads; t++) {
+                uint32_t c = bucket_count[(uint64_t)t * n_buckets + b];
+                bucket_count[(uint64_t)t * n_buckets + b] = (uint32_t)pos;
+                pos += c;
+            }
+        }
+        job.bucket_start[n_buckets] = pos;
+    }
+
+    /* pass 2 */
+    if (partition_pass(&job, bucket_count, pairs, progress)) {
+        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        goto done;
+    }
     if ((st = pk_memsort_result_reserve(ctx, result, 0, n, (uint64_t)result->n_owned * n_chunks, 0))) goto done;
     job.sorted = result->values;
-    result->n_values = 0;
 
-    /* Owned instances get a slot in the per-thread chunk counts. */
-    uint32_t n_inst = result->n_instances;
-    uint32_t inst_base[PK_MEMSORT_MAX_REGIONS + 1];
-    uint64_t region_start[PK_MEMSORT_MAX_REGIONS];
-    {
-        uint32_t g = 0;
-        uint64_t pos = 0;
-        for (uint32_t r = 0; r < layout.n_regions; r++) {
-            inst_base[r] = g;
-            region_start[r] = pos;
-            g += (uint32_t)((region_entries[r] + layout.instance_entries[r] - 1) / layout.instance_entries[r]);
-            pos += region_entries[r];
-        }
-        inst_base[layout.n_regions] = g;
-    }
+    /* the first sorted row of each region */
+    const uint32_t n_inst = result->n_instances;
+    uint64_t region_start[PK_MEMSORT_MAX_REGIONS + 1];
+    region_start[0] = 0;
+    for (uint32_t r = 0; r < layout.n_regions; r++) region_start[r + 1] = region_start[r] + region_entries[r];
     owned_index = malloc(((size_t)n_inst + 1) * sizeof(uint32_t));
-    thread_counts = calloc((size_t)n_threads * result->n_owned * n_chunks + 1, sizeof(uint32_t));
-    if (!owned_index || !thread_counts) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the chunk counts");
+    const uint64_t counts_per_thread = (uint64_t)result->n_owned * n_chunks;
+    hist = calloc((size_t)n_threads * BUCKET_ADDRESSES, sizeof(uint32_t));
+    if (!owned_index || !hist) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the bucket histograms");
         goto done;
     }
     {
@@ -214,79 +327,107 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         for (uint32_t g = 0; g < n_inst; g++) owned_index[g] = result->instances[g].owned ? k++ : UINT32_MAX;
     }
 
-    /* Pass 3: every position to its cursor; rows per (owned instance, chunk). */
-    int cancelled = 0;
-    const uint32_t *addr = trace->addr;
+    /* pass 3: each bucket on its own */
+    const int chunk_shift = uniform_chunk_shift(trace);
     uint32_t *sorted = job.sorted;
-    const uint64_t counts_per_thread = (uint64_t)result->n_owned * n_chunks;
 #pragma omp parallel num_threads(n_threads) reduction(| : cancelled)
     {
         int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        uint32_t *cur = job.hist[t];
-        uint32_t *counts = thread_counts + (uint64_t)t * counts_per_thread;
-        uint64_t b = part_begin(n, t, n_threads), e = part_begin(n, t + 1, n_threads);
-        uint32_t chunk = b < n ? pk_memsort_chunk_of(trace, b) : 0;
-        uint64_t chunk_end = trace->chunk_start[chunk + 1];
-        int r = 0;
-        for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
-            uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
-            for (uint64_t i = i0; i < i1; i++) {
-                while (i >= chunk_end) chunk_end = trace->chunk_start[++chunk + 1];
-                uint32_t raw = addr[i];
-                if (raw < layout.base[r] || raw >= layout.end[r]) r = pk_memsort_region_of(&layout, raw);
-                uint32_t d = cur[pk_memsort_compact(&layout, r, raw)]++;
-                sorted[d] = (uint32_t)i;
-                uint32_t g = inst_base[r] + (uint32_t)((d - region_start[r]) / layout.instance_entries[r]);
-                uint32_t o = owned_index[g];
-                if (o != UINT32_MAX) counts[(uint64_t)o * n_chunks + chunk]++;
+        uint32_t *h = hist + (uint64_t)t * BUCKET_ADDRESSES; /* all zero between buckets */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t bi = 0; bi < (int64_t)n_buckets; bi++) {
+            uint64_t bs = job.bucket_start[bi], be = job.bucket_start[bi + 1];
+            if (bs == be || cancelled) continue;
+            const uint64_t *pr = pairs + bs;
+            uint64_t m = be - bs;
+            uint32_t lo = BUCKET_ADDRESSES, hi = 0;
+            for (uint64_t j = 0; j < m; j++) {
+                uint32_t a = (uint32_t)(pr[j] >> 32) & (BUCKET_ADDRESSES - 1);
+                lo = a < lo ? a : lo;
+                hi = a > hi ? a : hi;
+                h[a]++;
             }
-            if (pk_progress_add(progress, 0.6 * (double)(i1 - i0), t == 0)) cancelled = 1;
+            /* cursors and runs in address order */
+            bucket_run *runs = job.runs + bs;
+            uint32_t k = 0, pos = (uint32_t)bs, base = (uint32_t)bi << BUCKET_BITS;
+            for (uint32_t a = lo; a <= hi; a++) {
+                uint32_t c = h[a];
+                if (!c) continue;
+                runs[k].compact = base + a;
+                runs[k].start = pos;
+                k++;
+                h[a] = pos;
+                pos += c;
+            }
+            job.bucket_runs[bi] = k;
+            for (uint64_t j = 0; j < m; j++) {
+                uint64_t pj = pr[j];
+                sorted[h[(uint32_t)(pj >> 32) & (BUCKET_ADDRESSES - 1)]++] = (uint32_t)pj;
+            }
+            for (uint32_t q = 0; q < k; q++) h[runs[q].compact - base] = 0;
+            if (pk_progress_add(progress, 0.4 * (double)m, t == 0)) cancelled = 1;
         }
     }
     if (cancelled) {
         st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
         goto done;
     }
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t k = 0; k < (int64_t)counts_per_thread; k++) {
-        uint32_t sum = 0;
-        for (int t = 0; t < n_threads; t++) sum += thread_counts[(uint64_t)t * counts_per_thread + (uint64_t)k];
-        result->chunk_counts[k] = sum;
+    {
+        uint64_t k = 0;
+        for (uint32_t b = 0; b < n_buckets; b++) {
+            job.run_base[b] = k;
+            k += job.bucket_runs[b];
+        }
+        job.run_base[n_buckets] = k;
+    }
+    /* rows per (owned instance, chunk), from the sorted positions */
+#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (int64_t gi = 0; gi < (int64_t)n_inst; gi++) {
+        const pk_memsort_instance *in = &result->instances[gi];
+        if (!in->owned) continue;
+        uint32_t *counts = result->chunk_counts + (uint64_t)owned_index[gi] * n_chunks;
+        memset(counts, 0, n_chunks * sizeof(uint32_t));
+        const uint32_t *v = sorted + region_start[in->region] + in->first_row;
+        if (chunk_shift >= 0) {
+            for (uint32_t j = 0; j < in->n_rows; j++) {
+                uint32_t c = (uint32_t)((uint64_t)v[j] >> chunk_shift);
+                counts[c < n_chunks ? c : n_chunks - 1]++;
+            }
+        } else {
+            for (uint32_t j = 0; j < in->n_rows; j++) counts[pk_memsort_chunk_of(trace, v[j])]++;
+        }
     }
 
     /* The plan of every instance; runs counted for the owned ones. */
-    const uint32_t *offset = job.offset;
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int64_t gi = 0; gi < (int64_t)n_inst; gi++) {
         pk_memsort_instance *in = &result->instances[gi];
         uint64_t s = region_start[in->region] + in->first_row, e = s + in->n_rows;
-        uint32_t fc = address_at(offset, layout.n_compact, s), lc = address_at(offset, layout.n_compact, e - 1);
-        uint64_t base = layout.base[in->region], cb = layout.compact_base[in->region];
-        in->first_addr = (uint32_t)(base + 8 * (fc - cb));
-        in->last_addr = (uint32_t)(base + 8 * (lc - cb));
+        run_ref f = run_at(&job, s), l = run_at(&job, e - 1);
+        in->first_addr = pk_memsort_raw(&layout, f.compact);
+        in->last_addr = pk_memsort_raw(&layout, l.compact);
         in->first_chunk = pk_memsort_chunk_of(trace, sorted[s]);
-        in->first_skip_total = (uint32_t)(s - offset[fc]);
-        in->first_skip = (uint32_t)(s - lower_bound_values(sorted, offset[fc], s, trace->chunk_start[in->first_chunk]));
-        uint64_t last_from = offset[lc] > s ? offset[lc] : s;
+        in->first_skip_total = (uint32_t)(s - f.start);
+        in->first_skip = (uint32_t)(s - lower_bound_values(sorted, f.start, s, trace->chunk_start[in->first_chunk]));
+        uint64_t last_from = l.start > s ? l.start : s;
         in->last_chunk = pk_memsort_chunk_of(trace, sorted[e - 1]);
         in->last_include_total = (uint32_t)(e - last_from);
         in->last_include = (uint32_t)(e - lower_bound_values(sorted, last_from, e, trace->chunk_start[in->last_chunk]));
         in->has_prev = in->index > 0;
         if (in->has_prev) {
             in->prev_value = sorted[s - 1];
-            in->prev_addr = pk_memsort_raw(&layout, address_at(offset, layout.n_compact, s - 1));
+            in->prev_addr = pk_memsort_raw(&layout, run_at(&job, s - 1).compact);
         }
         if (!in->owned) continue;
-        uint32_t runs = 0;
-        for (uint32_t a = fc; a <= lc; a++) runs += offset[a + 1] > offset[a];
-        in->n_runs = runs;
+        in->n_runs = (uint32_t)((job.run_base[l.bucket] + l.k) - (job.run_base[f.bucket] + f.k) + 1);
         in->values_offset = s;
         in->counts_offset = (uint64_t)owned_index[gi] * n_chunks;
     }
     uint64_t n_runs = 0;
+    result->n_values = 0;
     for (uint32_t g = 0; g < n_inst; g++) {
         pk_memsort_instance *in = &result->instances[g];
         if (!in->owned) continue;
@@ -294,36 +435,34 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         n_runs += in->n_runs;
         result->n_values += in->n_rows;
     }
-    if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n, (uint64_t)result->n_owned * n_chunks, 0))) goto done;
+    if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n, counts_per_thread, 0))) goto done;
     result->n_runs = n_runs;
 #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int64_t gi = 0; gi < (int64_t)n_inst; gi++) {
         pk_memsort_instance *in = &result->instances[gi];
         if (!in->owned) continue;
         uint64_t s = region_start[in->region] + in->first_row, e = s + in->n_rows;
-        uint32_t fc = address_at(offset, layout.n_compact, s), lc = address_at(offset, layout.n_compact, e - 1);
-        uint64_t base = layout.base[in->region], cb = layout.compact_base[in->region];
-        pk_memsort_run_entry *run = result->runs + in->runs_offset;
-        for (uint32_t a = fc; a <= lc; a++) {
-            uint64_t lo = offset[a] > s ? offset[a] : s, hi = offset[a + 1] < e ? offset[a + 1] : e;
-            if (hi > lo) {
-                run->addr = (uint32_t)(base + 8 * (a - cb));
-                run->count = (uint32_t)(hi - lo);
-                run++;
-            }
+        run_ref f = run_at(&job, s);
+        pk_memsort_run_entry *out = result->runs + in->runs_offset;
+        uint32_t b = f.bucket, k = f.k;
+        for (uint32_t done_runs = 0; done_runs < in->n_runs; done_runs++) {
+            while (k >= job.bucket_runs[b]) b++, k = 0; /* empty buckets hold no runs */
+            const bucket_run *r = job.runs + job.bucket_start[b] + k;
+            uint64_t end = k + 1 < job.bucket_runs[b] ? r[1].start : job.bucket_start[b + 1];
+            uint64_t lo = r->start > s ? r->start : s, hi = end < e ? end : e;
+            out[done_runs].addr = pk_memsort_raw(&layout, r->compact);
+            out[done_runs].count = (uint32_t)(hi - lo);
+            k++;
         }
     }
-    {
-        uint64_t bytes = ((uint64_t)layout.n_compact + 1) * 4 * (uint64_t)(n_threads + 1) +
-                         (uint64_t)n_threads * counts_per_thread * 4;
-        result->stats.host_bytes += bytes;
-    }
+    result->stats.host_bytes += (uint64_t)n * (sizeof(uint64_t) + sizeof(bucket_run)) +
+                                (uint64_t)n_threads * (BUCKET_ADDRESSES + n_buckets) * 4;
 done:
-    if (job.hist)
-        for (int t = 0; t < n_threads; t++) free(job.hist[t]);
-    free(job.hist);
-    free(job.offset);
+    free(bucket_count);
     free(owned_index);
-    free(thread_counts);
+    free(hist);
+    free(job.bucket_start);
+    free(job.bucket_runs);
+    free(job.run_base);
     return st;
 }

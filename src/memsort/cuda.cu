@@ -60,6 +60,7 @@ struct max_op {
 };
 
 typedef struct cuda_state {
+    int kind; /* PK_MEMSORT_STATE_CUDA */
     int device;
     uint64_t cap_n;
     uint32_t cap_compact, cap_instances;
@@ -562,14 +563,15 @@ static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst,
 static pk_status state_get(pk_context *ctx, pk_memsort_result *result, cuda_state **out) {
     int device = ctx ? ctx->cuda_device : 0;
     cuda_state *s = (cuda_state *)result->backend_state;
-    if (s && s->device != device) {
-        pk_memsort_cuda_state_free(s);
-        result->backend_state = s = NULL;
+    if (s && (s->kind != PK_MEMSORT_STATE_CUDA || s->device != device)) {
+        pk_memsort_backend_state_free(result);
+        s = NULL;
     }
     PK_CUDA(ctx, cudaSetDevice(device));
     if (!s) {
         s = (cuda_state *)calloc(1, sizeof *s);
         if (!s) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        s->kind = PK_MEMSORT_STATE_CUDA;
         s->device = device;
         result->backend_state = s;
         PK_CUDA(ctx, cudaStreamCreateWithFlags(&s->s_copy, cudaStreamNonBlocking));

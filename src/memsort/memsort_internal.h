@@ -80,7 +80,15 @@ pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *la
                                     const pk_memsort_regions *regions, const pk_memsort_trace *trace, int r,
                                     uint64_t n_region);
 
-/* Backends. On entry the trace has been checked. */
+/* State a backend keeps in result->backend_state between runs (scratch
+ * buffers, device memory); every kind starts with its int tag. */
+enum { PK_MEMSORT_STATE_CPU = 1, PK_MEMSORT_STATE_CUDA = 2 };
+void pk_memsort_backend_state_free(pk_memsort_result *result);
+void pk_memsort_cpu_state_free(void *state);
+
+/* Backends. On entry the trace's chunk table has been checked; the
+ * entries are checked on the way (a bad one ends the run with the
+ * message of pk_memsort_trace_check). */
 pk_status pk_memsort_run_ref(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
                              uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
 pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
