@@ -50,3 +50,8 @@ echo "memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log")"
 step "bench: $ENTRIES entries"
 timeout 400 $P bench memsort --backend cuda --entries $ENTRIES --runs 7 2>&1 | tee "$OUT/bench_cuda.log"
 echo "bench rc=${PIPESTATUS[0]}"
+
+step "bench: $ENTRIES entries, zisk layout"
+timeout 200 $P bench memsort --backend cuda --entries $ENTRIES --runs 5 --regions zisk 2>&1 | tee "$OUT/bench_cuda_zisk.log"
+step "bench: CPU of this machine, $ENTRIES entries"
+timeout 200 $P bench memsort --backend cpu --entries $ENTRIES --runs 3 --no-ref 2>&1 | tee "$OUT/bench_cpu.log"
