@@ -129,11 +129,23 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
     return PK_OK;
 }
 
+/* The largest |u|, |v|, |w| imaged, in wavelengths: with |l|, |m|, |n'| <= 1
+ * a phase stays below 3 * 2^38 < 2^40 turns, the range over which the
+ * kernels' phase reduction (pk_dft_sincos2pi_d) is exact. 2.7e11
+ * wavelengths is the longest baseline flown (RadioAstron at 1.3 cm, 3.5e5
+ * km); the EHT's reach 8.3e9. Beyond it a float64 phase has lost its
+ * fraction of a turn anyway. */
+#define PK_DFT_MAX_UVW 274877906944.0 /* 2^38 */
+
 static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
     if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
     for (size_t k = 0; k < vis->n; k++) {
         if (!isfinite(vis->u[k]) || !isfinite(vis->v[k]) || !isfinite(vis->w[k]))
             return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v or w is not finite", k);
+        if (fabs(vis->u[k]) > PK_DFT_MAX_UVW || fabs(vis->v[k]) > PK_DFT_MAX_UVW || fabs(vis->w[k]) > PK_DFT_MAX_UVW)
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "visibility %zu: u, v, w = (%g, %g, %g) wavelengths; at most 2^38 (%.3g) can be imaged", k,
+                           vis->u[k], vis->v[k], vis->w[k], PK_DFT_MAX_UVW);
         if (!isfinite(vis->re[k]) || !isfinite(vis->im[k]))
             return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: the value is not finite (NaN or inf)", k);
     }

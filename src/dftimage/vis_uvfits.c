@@ -69,6 +69,11 @@ static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfit
         char key[32];
         snprintf(key, sizeof key, "NAXIS%d", k + 1);
         if (fits_read_key(f, TLONG, key, &ax->len[k], NULL, &status)) return fits_error(ctx, path, key, status);
+        /* Every data axis holds at least one element; the product stays
+         * far below what a long and the file can hold. */
+        if (ax->len[k] < 1 || ax->len[k] > (1L << 40) / stride)
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: %s = %ld: a data axis needs 1 to %ld elements", path, key, ax->len[k],
+                           (1L << 40) / stride);
         ax->stride[k] = stride;
         stride *= ax->len[k];
         snprintf(key, sizeof key, "CTYPE%d", k + 1);
@@ -322,7 +327,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         if (g == 1 && n_date > 0) {
             double jd = 0;
             for (int d = 0; d < n_date; d++) jd += params[idate[d]];
-            if (jd > 1e6) jd_to_iso(jd, out->date_obs, sizeof out->date_obs);
+            if (jd > 1e6 && jd < 1e8) jd_to_iso(jd, out->date_obs, sizeof out->date_obs); /* years -1975 to 269000 */
         }
         for (long i = 0; i < n_if; i++) {
             for (long c = 0; c < n_chan; c++) {
@@ -365,6 +370,13 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                 out->u[n_out] = u_s * freq;
                 out->v[n_out] = v_s * freq;
                 out->w[n_out] = w_s * freq;
+                if (!isfinite(freq) || !isfinite(out->u[n_out]) || !isfinite(out->v[n_out]) ||
+                    !isfinite(out->w[n_out]) || !isfinite(sum_re) || !isfinite(sum_im) || !isfinite(sum_w)) {
+                    st = pk_fail(ctx, PK_ERR_PARSE,
+                                 "%s: group %ld, IF %ld, channel %ld: u, v, w in wavelengths (frequency %g Hz) or the weighted visibility overflow",
+                                 path, g, i + 1, c + 1, freq);
+                    goto done;
+                }
                 if (weights == PK_WEIGHTS_UNIT) {
                     /* Unit weight for the Stokes I visibility: the mean of the hands. */
                     out->re[n_out] = sum_re / sum_w;
