@@ -62,17 +62,18 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static void block_f64(const pk_vis *vis, int sign, double l0, double m0, double n0, tile_f64 *tile) {
     double sg = (double)sign;
+    const double *restrict dl = tile->dl, *restrict dm = tile->dm, *restrict dn = tile->dn;
+    double *restrict acc_re = tile->acc_re, *restrict acc_im = tile->acc_im;
     for (size_t k = 0; k < vis->n; k++) {
         double su = sg * vis->u[k], sv = sg * vis->v[k], sw = sg * vis->w[k];
         double ph0 = pk_dft_frac(su * l0 + sv * m0 + sw * n0);
         double vr = vis->re[k], vi = vis->im[k];
 #pragma omp simd
         for (int p = 0; p < PK_DFT_TILE_PIX; p++) {
-            double x = ph0 + su * tile->dl[p] + sv * tile->dm[p] + sw * tile->dn[p];
-            double s, c;
-            pk_dft_sincos2pi_d(x, &s, &c);
-            tile->acc_re[p] += vr * c - vi * s;
-            tile->acc_im[p] += vr * s + vi * c;
+            double x = ph0 + su * dl[p] + sv * dm[p] + sw * dn[p];
+            pk_dft_sc e = pk_dft_sincos2pi_d(x);
+            acc_re[p] += vr * e.c - vi * e.s;
+            acc_im[p] += vr * e.s + vi * e.c;
         }
     }
 }
@@ -113,8 +114,8 @@ static void store_tile(const pk_dft_job *job, const tile_geom *g, const double *
     }
 }
 
-/* Per-visibility amplitude and phase (turns) for the real-only mode, so that
- * Re(V e^{2 pi i x}) = |V| cos(2 pi (x + arg V / 2 pi)). */
+/* Per-visibility signed amplitude and phase (turns) for the real-only mode
+ * (pk_dft_polar). */
 typedef struct polar_vis {
     double *amp, *psi;
 } polar_vis;
@@ -127,10 +128,7 @@ static pk_status polar_make(pk_context *ctx, const pk_vis *vis, polar_vis *pv) {
         free(pv->psi);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu visibilities", vis->n);
     }
-    for (size_t k = 0; k < vis->n; k++) {
-        pv->amp[k] = hypot(vis->re[k], vis->im[k]);
-        pv->psi[k] = atan2(vis->im[k], vis->re[k]) / PK_DFT_TWO_PI;
-    }
+    for (size_t k = 0; k < vis->n; k++) pk_dft_polar(vis->re[k], vis->im[k], &pv->amp[k], &pv->psi[k]);
     return PK_OK;
 }
 

@@ -13,7 +13,8 @@
  *                    float32 (dftimage_internal.h), __sincosf, 8 pixels per
  *                    thread in one column so u dl is shared
  *   cuda-final-f32   tile-centred; for the real image only one cosine per
- *                    term, |V| cos(phase + arg V), on the MUFU unit
+ *                    term, amp cos(phase + psi) (pk_dft_polar), on the MUFU
+ *                    unit
  *   cuda-hybrid-f32  as final, with one pixel in eight (real) or two in
  *                    eight (complex) taking a polynomial sincos on the FMA
  *                    pipe, so that the SFU, which bounds final, is not the
@@ -235,12 +236,12 @@ struct tile_args {
     int pad_x, pad_y;
 };
 
-/* IMAG: complex image; else the real part by |V| cos. P pixels a thread, of
+/* IMAG: complex image; else the real part by amp cos. P pixels a thread, of
  * which the first Q take the polynomial path. */
 template <bool IMAG, int P, int Q>
 __global__ void __launch_bounds__(TILE_THREADS) tile_f32(tile_args a) {
     __shared__ float4 s_uvwr[TILE_CHUNK]; /* 2 pi s u, 2 pi s v, 2 pi s w, 2 pi R (radians) */
-    __shared__ float2 s_val[TILE_CHUNK];  /* (re, im), or (|V|, 0) */
+    __shared__ float2 s_val[TILE_CHUNK];  /* (re, im), or (amp, 0) */
     const int tile_rows = 4 * P;
     int col = threadIdx.x % TILE_COLS, row0 = threadIdx.x / TILE_COLS;
     int a0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * tile_rows;
@@ -485,10 +486,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
                 st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
                 goto done;
             }
-            for (size_t k = 0; k < n_vis; k++) {
-                host_tmp[k] = hypot(vis->re[k], vis->im[k]);
-                host_tmp[n_vis + k] = atan2(vis->im[k], vis->re[k]) / PK_DFT_TWO_PI;
-            }
+            for (size_t k = 0; k < n_vis; k++) pk_dft_polar(vis->re[k], vis->im[k], &host_tmp[k], &host_tmp[n_vis + k]);
             PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.amp, 2 * n_vis * sizeof(double)));
             d.psi = d.amp + n_vis;
             PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d.amp, host_tmp, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
