@@ -65,13 +65,14 @@ static void check_tables(const char *what, const pk_bins *bins, check_rng *rng) 
     CHECK_OK(pk_edge_table_build(&ctx, bins, &t), &ctx);
     struct {
         pk_gpu_space space;
-        int clamped;
+        int clamped, bits;
         const char *name;
-    } forms[3] = {{PK_GPU_SPACE_CHORD, 1, "chord clamped"}, {PK_GPU_SPACE_CHORD, 0, "chord offset"},
-                  {PK_GPU_SPACE_DOT, 0, "dot"}};
-    for (int f = 0; f < 3; f++) {
+    } forms[5] = {{PK_GPU_SPACE_CHORD, 1, 9, "chord clamped"}, {PK_GPU_SPACE_CHORD, 0, 9, "chord offset"},
+                  {PK_GPU_SPACE_DOT, 0, 9, "dot"}, {PK_GPU_SPACE_DOT, 0, 8, "dot 8 bits"},
+                  {PK_GPU_SPACE_CHORD, 0, 8, "chord 8 bits"}};
+    for (int f = 0; f < 5; f++) {
         pk_gpu_table g;
-        CHECK_OK(pk_gpu_table_build(&ctx, &t, forms[f].space, forms[f].clamped, &g), &ctx);
+        CHECK_OK(pk_gpu_table_build(&ctx, &t, forms[f].space, forms[f].clamped, forms[f].bits, &g), &ctx);
         long wrong = 0, unsure = 0, total = 0, wrong_packed = 0, unsure_packed = 0;
         size_t n_edges = bins->n_bins + 1;
         for (int rep = 0; rep < 20000; rep++) {
@@ -250,6 +251,17 @@ int main(int argc, char **argv) {
         test_against_ref("one point repeated", &dup, NULL, &def, ids, n_ids);
         pk_catalog_free(&base);
         pk_catalog_free(&dup);
+    }
+    /* Every pair undecided: two points 1 degree apart (a bin edge of the
+     * default bins), each repeated, so that a tile holds more undecided
+     * pairs than a block can queue. */
+    {
+        pk_catalog p = test_catalog(&rng, 1500, 0, 0, 0, 0), q = test_catalog(&rng, 1300, 0, 0, 0, 0);
+        for (size_t i = 0; i < p.n; i++) p.ra[i] = 0.5, p.dec[i] = 0.3;
+        for (size_t i = 0; i < q.n; i++) q.ra[i] = 0.5, q.dec[i] = 0.3 + M_PI / 180;
+        test_against_ref("every pair on an edge, cross", &p, &q, &def, ids, n_ids);
+        pk_catalog_free(&p);
+        pk_catalog_free(&q);
     }
     pk_bins_free(&def);
     pk_bins_free(&fine);

@@ -58,6 +58,19 @@ enum {
     PK_ANGCORR_KERNEL_CUDA_DOT_PACKED,
     /* + eight rows per thread */
     PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8,
+    /* cuda-dot with windows of one width, known by their upper edge: a
+     * 4-byte load by slot in place of 8 */
+    PK_ANGCORR_KERNEL_CUDA_DOT_HI,
+    /* cuda-dot + undecided pairs queued in shared memory and settled by
+     * the whole block after each tile, in place of one lane at a time */
+    PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE,
+    /* + cells of 8 mantissa bits where a sample of the pairs finds no
+     * multi cell: half the distinct cells a warp reads */
+    PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8,
+    /* the same with cuda-dot-hi's windows */
+    PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8,
+    /* cuda-dot-queue-cells8 with eight rows per thread */
+    PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8,
 };
 
 static const struct {
@@ -73,6 +86,11 @@ static const struct {
     {PK_ANGCORR_KERNEL_CUDA_DOT, "cuda-dot"},
     {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED, "cuda-dot-packed"},
     {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8, "cuda-dot-packed-rows8"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI, "cuda-dot-hi"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE, "cuda-dot-queue"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8, "cuda-dot-queue-cells8"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8, "cuda-dot-hi-queue-cells8"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, "cuda-dot-queue-cells8-rows8"},
 };
 #define N_CUDA_KERNELS (sizeof cuda_kernels / sizeof cuda_kernels[0])
 
@@ -133,7 +151,7 @@ __global__ void naive_kernel(Vectors64 a, size_t i0, size_t n_rows, Vectors64 b,
 #define TILE_THREADS 256
 #define TILE_COLS 256
 
-enum { SPACE_CHORD = 0, SPACE_DOT = 1, SPACE_APPROX = 2, SPACE_DOT_PACKED = 3 };
+enum { SPACE_CHORD = 0, SPACE_DOT = 1, SPACE_APPROX = 2, SPACE_DOT_PACKED = 3, SPACE_DOT_HI = 4 };
 
 struct TiledArgs {
     const float4 *pa, *pb; /* float points, padded with zeros to whole tiles */
@@ -143,6 +161,8 @@ struct TiledArgs {
     const double *thr;     /* [n_bounds] */
     int n_bounds;
     const float2 *lohi;    /* [n_bounds + 2] */
+    const float2 *lohi_hi; /* SPACE_DOT_HI: the same with hi = NaN where the window is
+                              wider than packed_width, and for the multi pseudo-slot */
     const unsigned short *cells;
     const uint2 *packed;   /* SPACE_DOT_PACKED: (bits of hi, 8 * s0) per cell */
     float packed_width;
@@ -158,21 +178,35 @@ struct TiledArgs {
 
 /* Shared memory of a block: the windows, the histogram (one u32 every 8
  * bytes, so that 8 * slot addresses both it and lohi; the last entry takes
- * masked-out pairs), the cells, the column tile. */
+ * masked-out pairs and queued ones), the cells, the column tile, the queue
+ * of undecided pairs (i, j, q, 8 * s0). */
 struct TiledLayout {
-    size_t lohi, hist, cells, tile, bytes;
+    size_t lohi, hist, cells, tile, queue, bytes;
+    unsigned queue_len;
 };
 
-static TiledLayout tiled_layout(int space, int n_bounds, int n_cells) {
+/* Queued pairs a block holds: what fits beside the tables in a quarter of
+ * the 227 KB a multiprocessor has (four blocks of 256 threads stay
+ * resident), at least 256; a tile of the default bins queues about 170
+ * (0.063% of its 262,144 pairs). A full queue settles in place. */
+#define QUEUE_BLOCK_BYTES (56 * 1024)
+
+static TiledLayout tiled_layout(int space, int n_bounds, int n_cells, int queue) {
     TiledLayout l;
     l.lohi = 0; /* at offset 0, so that a window's address is 8 * slot + a constant */
-    size_t n_lohi = space == SPACE_CHORD || space == SPACE_DOT ? (size_t)n_bounds + 2 : 0;
+    size_t n_lohi = space == SPACE_CHORD || space == SPACE_DOT || space == SPACE_DOT_HI ? (size_t)n_bounds + 2 : 0;
     size_t cell_bytes = space == SPACE_APPROX ? 0 : space == SPACE_DOT_PACKED ? 8 : 2;
     l.hist = l.lohi + 8 * n_lohi;
     l.cells = l.hist + 8 * ((size_t)n_bounds + 3);
     l.tile = l.cells + cell_bytes * (size_t)n_cells;
     l.tile = (l.tile + 15) & ~(size_t)15;
-    l.bytes = l.tile + (size_t)TILE_COLS * sizeof(float4);
+    l.queue = l.tile + (size_t)TILE_COLS * sizeof(float4);
+    l.queue_len = 0;
+    if (queue) {
+        size_t room = l.queue < QUEUE_BLOCK_BYTES ? (QUEUE_BLOCK_BYTES - l.queue) / 16 : 0;
+        l.queue_len = room < 256 ? 256 : room > 2048 ? 2048 : (unsigned)room;
+    }
+    l.bytes = l.queue + 16 * (size_t)l.queue_len;
     return l;
 }
 
@@ -224,9 +258,9 @@ __device__ __forceinline__ float pair_q(float4 pi, float4 pj, float offset) {
     }
 }
 
-template <bool CLAMP>
+template <bool CLAMP, int SHIFT>
 __device__ __forceinline__ unsigned cell_entry(float q, const unsigned short *cellp, const TiledArgs &g) {
-    unsigned idx = __float_as_uint(q) >> PK_GPU_CELL_SHIFT;
+    unsigned idx = __float_as_uint(q) >> SHIFT;
     if constexpr (CLAMP) {
         int c = (int)idx - g.cell_base;
         c = min(max(c, 0), g.n_cells - 1);
@@ -245,21 +279,24 @@ __device__ __forceinline__ unsigned approx_entry(float4 pi, float4 pj, const Til
 }
 
 /* Packed cells (dot space): the cell's entry and d = hi - q. */
+template <int SHIFT>
 __device__ __forceinline__ uint2 packed_entry(float q, const uint2 *packedp) {
-    return packedp[__float_as_uint(q) >> PK_GPU_CELL_SHIFT];
+    return packedp[__float_as_uint(q) >> SHIFT];
 }
 
 /* All pairs of a tile: the thread's K rows against the TILE_COLS columns.
  * Per column, the K pairs are decided from the tables; only when one of
  * them fell into a window does the warp take the settling branch, which
- * looks the undecided ones up again and settles them. Masked tiles (the
- * diagonal of an autocorrelation, padded rows and columns) send their
- * invalid pairs to the trash slot without settling them. */
-template <int SPACE, bool CLAMP, int K, bool MASKED>
+ * looks the undecided ones up again and settles them, or (QUEUE) queues
+ * them for the block to settle after the tile. Masked tiles (the diagonal
+ * of an autocorrelation, padded rows and columns) send their invalid pairs
+ * to the trash slot without settling them. */
+template <int SPACE, bool CLAMP, int K, int SHIFT, bool QUEUE, bool MASKED>
 __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *tile, size_t r0, size_t c0,
                                            const TiledArgs &g, const unsigned char *sm_lohi,
                                            const unsigned short *cellp, const uint2 *packedp,
-                                           unsigned char *sm_hist, unsigned *fp64_count) {
+                                           unsigned char *sm_hist, unsigned *fp64_count, uint4 *queue,
+                                           unsigned *queue_n, unsigned queue_len) {
     const unsigned trash = 8u * (unsigned)(g.n_bounds + 2);
     const float *lohi_g = (const float *)g.lohi;
     (void)lohi_g;
@@ -282,20 +319,26 @@ __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *
 #pragma unroll
             for (int k = 0; k < K; k++) e[k] = approx_entry(pi[k], pj, g);
         } else {
-            constexpr int QSPACE = SPACE == SPACE_DOT_PACKED ? SPACE_DOT : SPACE;
+            constexpr int QSPACE = SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI ? SPACE_DOT : SPACE;
             float q[K];
             bool any_unsure = false;
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 q[k] = pair_q<QSPACE, CLAMP>(pi[k], pj, g.offset);
                 if constexpr (SPACE == SPACE_DOT_PACKED) {
-                    uint2 c = packed_entry(q[k], packedp);
+                    uint2 c = packed_entry<SHIFT>(q[k], packedp);
                     float d = __uint_as_float(c.x) - q[k];
                     bool up = d <= 0.0f;
                     any_unsure |= !(d > g.packed_width) && !up && valid[k];
                     e[k] = up ? c.y + 8u : c.y;
+                } else if constexpr (SPACE == SPACE_DOT_HI) {
+                    unsigned e0 = cell_entry<false, SHIFT>(q[k], cellp, g);
+                    float d = *(const float *)(sm_lohi + e0 + 4) - q[k];
+                    bool up = d <= 0.0f;
+                    any_unsure |= !(d > g.packed_width) && !up && valid[k];
+                    e[k] = up ? e0 + 8u : e0;
                 } else {
-                    unsigned e0 = cell_entry<CLAMP>(q[k], cellp, g);
+                    unsigned e0 = cell_entry<CLAMP, SHIFT>(q[k], cellp, g);
                     float2 w = *(const float2 *)(sm_lohi + e0);
                     bool up = q[k] >= w.y;
                     any_unsure |= q[k] >= w.x && !up && valid[k];
@@ -308,19 +351,32 @@ __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *
                     bool unsure;
                     unsigned e0;
                     if constexpr (SPACE == SPACE_DOT_PACKED) {
-                        uint2 c = packed_entry(q[k], packedp);
+                        uint2 c = packed_entry<SHIFT>(q[k], packedp);
                         float d = __uint_as_float(c.x) - q[k];
                         unsure = !(d > g.packed_width) && !(d <= 0.0f);
                         e0 = c.y;
+                    } else if constexpr (SPACE == SPACE_DOT_HI) {
+                        e0 = cell_entry<false, SHIFT>(q[k], cellp, g);
+                        float d = *(const float *)(sm_lohi + e0 + 4) - q[k];
+                        unsure = !(d > g.packed_width) && !(d <= 0.0f);
                     } else {
-                        e0 = cell_entry<CLAMP>(q[k], cellp, g);
+                        e0 = cell_entry<CLAMP, SHIFT>(q[k], cellp, g);
                         float2 w = *(const float2 *)(sm_lohi + e0);
                         unsure = q[k] >= w.x && q[k] < w.y;
                     }
-                    if (unsure && valid[k])
-                        e[k] = settle(q[k], e0, SPACE == SPACE_DOT_PACKED ? g.lohi : (const float2 *)sm_lohi, g.thr,
-                                      g.n_bounds, g.a64, r0 + threadIdx.x + (size_t)k * TILE_THREADS, g.b64, j,
-                                      fp64_count);
+                    if (unsure && valid[k]) {
+                        size_t i = r0 + threadIdx.x + (size_t)k * TILE_THREADS;
+                        unsigned at = QUEUE ? atomicAdd(queue_n, 1u) : queue_len;
+                        if (at < queue_len) {
+                            queue[at] = make_uint4((unsigned)i, (unsigned)j, __float_as_uint(q[k]), e0);
+                            e[k] = trash;
+                        } else {
+                            e[k] = settle(q[k], e0, SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI
+                                                        ? g.lohi
+                                                        : (const float2 *)sm_lohi,
+                                          g.thr, g.n_bounds, g.a64, i, g.b64, j, fp64_count);
+                        }
+                    }
                 }
             }
         }
@@ -343,11 +399,15 @@ __device__ __forceinline__ void flush_hist(unsigned char *sm_hist, int n_slots, 
     }
 }
 
-template <int SPACE, bool CLAMP, int K>
-__global__ void __launch_bounds__(TILE_THREADS) tiled_kernel(TiledArgs g, TiledLayout lay) {
+/* Four blocks of 256 threads a multiprocessor (eight with K = 8 rows take
+ * two): 64 registers a thread, which the queue kernels would exceed
+ * unasked (80), costing a quarter of the resident warps. */
+template <int SPACE, bool CLAMP, int K, int SHIFT, bool QUEUE>
+__global__ void __launch_bounds__(TILE_THREADS, K >= 8 ? 2 : 4) tiled_kernel(TiledArgs g, TiledLayout lay) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_item;
-    __shared__ unsigned s_fp64;
+    __shared__ unsigned s_fp64, s_queue_n;
+    uint4 *queue = (uint4 *)(smem + lay.queue);
     float4 *tile = (float4 *)(smem + lay.tile);
     unsigned char *sm_lohi = smem;
     unsigned char *sm_hist = smem + lay.hist;
@@ -356,14 +416,15 @@ __global__ void __launch_bounds__(TILE_THREADS) tiled_kernel(TiledArgs g, TiledL
     const int n_hist = g.n_bounds + 3;
     const unsigned tid = threadIdx.x;
 
-    if constexpr (SPACE == SPACE_CHORD || SPACE == SPACE_DOT) {
-        for (int s = tid; s < g.n_bounds + 2; s += TILE_THREADS) ((float2 *)sm_lohi)[s] = g.lohi[s];
+    if constexpr (SPACE == SPACE_CHORD || SPACE == SPACE_DOT || SPACE == SPACE_DOT_HI) {
+        const float2 *lohi = SPACE == SPACE_DOT_HI ? g.lohi_hi : g.lohi;
+        for (int s = tid; s < g.n_bounds + 2; s += TILE_THREADS) ((float2 *)sm_lohi)[s] = lohi[s];
         for (int c = tid; c < g.n_cells; c += TILE_THREADS) sm_cells[c] = g.cells[c];
     } else if constexpr (SPACE == SPACE_DOT_PACKED) {
         for (int c = tid; c < g.n_cells; c += TILE_THREADS) sm_packed[c] = g.packed[c];
     }
     for (int s = tid; s < n_hist; s += TILE_THREADS) ((unsigned *)sm_hist)[2 * s] = 0;
-    if (tid == 0) s_fp64 = 0;
+    if (tid == 0) s_fp64 = s_queue_n = 0;
     /* index bits(q) >> shift straight into the cells of the unclamped
      * tables; the clamped ones subtract the base first */
     const unsigned short *cellp = CLAMP ? sm_cells : sm_cells - g.cell_base;
@@ -387,10 +448,24 @@ __global__ void __launch_bounds__(TILE_THREADS) tiled_kernel(TiledArgs g, TiledL
         __syncthreads();
         bool masked = (g.autocorr && c0 < r0 + rows) || c0 + TILE_COLS > (size_t)g.n_b || r0 + rows > (size_t)g.n_a;
         if (masked)
-            tile_pairs<SPACE, CLAMP, K, true>(pi, tile, r0, c0, g, sm_lohi, cellp, packedp, sm_hist, &s_fp64);
+            tile_pairs<SPACE, CLAMP, K, SHIFT, QUEUE, true>(pi, tile, r0, c0, g, sm_lohi, cellp, packedp, sm_hist,
+                                                            &s_fp64, queue, &s_queue_n, lay.queue_len);
         else
-            tile_pairs<SPACE, CLAMP, K, false>(pi, tile, r0, c0, g, sm_lohi, cellp, packedp, sm_hist, &s_fp64);
+            tile_pairs<SPACE, CLAMP, K, SHIFT, QUEUE, false>(pi, tile, r0, c0, g, sm_lohi, cellp, packedp, sm_hist,
+                                                             &s_fp64, queue, &s_queue_n, lay.queue_len);
         __syncthreads();
+        if constexpr (QUEUE) { /* settle the queued pairs, all threads at once */
+            unsigned n = min(s_queue_n, lay.queue_len);
+            for (unsigned x = tid; x < n; x += TILE_THREADS) {
+                uint4 u = queue[x];
+                unsigned e = settle(__uint_as_float(u.z), u.w,
+                                    SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI ? g.lohi : (const float2 *)sm_lohi,
+                                    g.thr, g.n_bounds, g.a64, u.x, g.b64, u.y, &s_fp64);
+                atomicAdd((unsigned *)(sm_hist + e), 1u);
+            }
+            __syncthreads();
+            if (tid == 0) s_queue_n = 0;
+        }
         if (++items_done == items_per_flush) {
             flush_hist(sm_hist, g.n_bounds + 2, g.slots);
             items_done = 0;
@@ -407,23 +482,43 @@ typedef void (*tiled_fn)(TiledArgs, TiledLayout);
 
 struct KernelSpec {
     int kernel;
-    int space;    /* SPACE_* */
-    int clamped;  /* chord cells with a clamped index */
-    int rows;     /* rows per thread */
-    int sorted;   /* catalogs in Morton order */
-    tiled_fn fn;  /* NULL: the naive kernel */
+    int space;     /* SPACE_* */
+    int clamped;   /* chord cells with a clamped index */
+    int rows;      /* rows per thread */
+    int sorted;    /* catalogs in Morton order */
+    int queue;     /* undecided pairs queued for the block */
+    int cell_bits; /* 8: only where a sample of the pairs finds no multi cell */
+    tiled_fn fn;   /* NULL: the naive kernel */
+    tiled_fn fn9;  /* cell_bits 8: the kernel with 9 bits, for other pairs */
 };
 
+#define S9 (23 - PK_GPU_CELL_BITS)
+#define S8 (23 - 8)
+
 static const KernelSpec kernel_specs[] = {
-    {PK_ANGCORR_KERNEL_CUDA_NAIVE, SPACE_CHORD, 0, 0, 0, NULL},
-    {PK_ANGCORR_KERNEL_CUDA_APPROX_ACOS, SPACE_APPROX, 0, 1, 0, tiled_kernel<SPACE_APPROX, false, 1>},
-    {PK_ANGCORR_KERNEL_CUDA_CHORD, SPACE_CHORD, 1, 1, 0, tiled_kernel<SPACE_CHORD, true, 1>},
-    {PK_ANGCORR_KERNEL_CUDA_CHORD_OFFSET, SPACE_CHORD, 0, 1, 0, tiled_kernel<SPACE_CHORD, false, 1>},
-    {PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4, SPACE_CHORD, 0, 4, 0, tiled_kernel<SPACE_CHORD, false, 4>},
-    {PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED, SPACE_CHORD, 0, 4, 1, tiled_kernel<SPACE_CHORD, false, 4>},
-    {PK_ANGCORR_KERNEL_CUDA_DOT, SPACE_DOT, 0, 4, 1, tiled_kernel<SPACE_DOT, false, 4>},
-    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED, SPACE_DOT_PACKED, 0, 4, 1, tiled_kernel<SPACE_DOT_PACKED, false, 4>},
-    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8, SPACE_DOT_PACKED, 0, 8, 1, tiled_kernel<SPACE_DOT_PACKED, false, 8>},
+    {PK_ANGCORR_KERNEL_CUDA_NAIVE, SPACE_CHORD, 0, 0, 0, 0, 9, NULL, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_APPROX_ACOS, SPACE_APPROX, 0, 1, 0, 0, 9, tiled_kernel<SPACE_APPROX, false, 1, S9, false>,
+     NULL},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD, SPACE_CHORD, 1, 1, 0, 0, 9, tiled_kernel<SPACE_CHORD, true, 1, S9, false>, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_OFFSET, SPACE_CHORD, 0, 1, 0, 0, 9, tiled_kernel<SPACE_CHORD, false, 1, S9, false>,
+     NULL},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_ROWS4, SPACE_CHORD, 0, 4, 0, 0, 9, tiled_kernel<SPACE_CHORD, false, 4, S9, false>,
+     NULL},
+    {PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED, SPACE_CHORD, 0, 4, 1, 0, 9, tiled_kernel<SPACE_CHORD, false, 4, S9, false>,
+     NULL},
+    {PK_ANGCORR_KERNEL_CUDA_DOT, SPACE_DOT, 0, 4, 1, 0, 9, tiled_kernel<SPACE_DOT, false, 4, S9, false>, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED, SPACE_DOT_PACKED, 0, 4, 1, 0, 9,
+     tiled_kernel<SPACE_DOT_PACKED, false, 4, S9, false>, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8, SPACE_DOT_PACKED, 0, 8, 1, 0, 9,
+     tiled_kernel<SPACE_DOT_PACKED, false, 8, S9, false>, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI, SPACE_DOT_HI, 0, 4, 1, 0, 9, tiled_kernel<SPACE_DOT_HI, false, 4, S9, false>, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE, SPACE_DOT, 0, 4, 1, 1, 9, tiled_kernel<SPACE_DOT, false, 4, S9, true>, NULL},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8, SPACE_DOT, 0, 4, 1, 1, 8, tiled_kernel<SPACE_DOT, false, 4, S8, true>,
+     tiled_kernel<SPACE_DOT, false, 4, S9, true>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8, SPACE_DOT_HI, 0, 4, 1, 1, 8,
+     tiled_kernel<SPACE_DOT_HI, false, 4, S8, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, SPACE_DOT, 0, 8, 1, 1, 8, tiled_kernel<SPACE_DOT, false, 8, S8, true>,
+     tiled_kernel<SPACE_DOT, false, 8, S9, true>},
 };
 
 static const KernelSpec *spec_of(int kernel) {
@@ -492,7 +587,7 @@ static pk_status sort_vectors(pk_context *ctx, pk_unit_vectors *v) {
 struct DeviceJob {
     double *a64, *b64, *thr;
     float4 *pa, *pb;
-    float2 *lohi;
+    float2 *lohi, *lohi_hi;
     unsigned short *cells;
     uint2 *packed;
     int2 *items;
@@ -508,6 +603,7 @@ static void release(DeviceJob *d) {
     cudaFree(d->pa);
     cudaFree(d->pb);
     cudaFree(d->lohi);
+    cudaFree(d->lohi_hi);
     cudaFree(d->cells);
     cudaFree(d->packed);
     cudaFree(d->items);
@@ -606,6 +702,25 @@ static pk_status count_naive(pk_context *ctx, DeviceJob *d, const pk_unit_vector
     return st;
 }
 
+/* Whether cells of 8 mantissa bits serve these catalogs: of a fixed
+ * sequence of 8192 pairs (so that the choice repeats), at most one falls
+ * into a multi cell of the 8-bit dot table g8 (a multi cell settles every
+ * pair in it; the default bins have them only beyond 116 degrees). */
+static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const pk_unit_vectors *vb) {
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    int hits = 0;
+    for (int k = 0; k < 8192; k++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        size_t i = (size_t)(s >> 33) % va->n;
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        size_t j = (size_t)(s >> 33) % vb->n;
+        float q = fmaf(-(float)va->z[i], (float)vb->z[j],
+                       fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
+        hits += pk_gpu_table_in_multi(g8, q);
+    }
+    return hits <= 1;
+}
+
 static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *spec, const pk_catalog *a,
                              const pk_catalog *b, const pk_unit_vectors *va, const pk_unit_vectors *vb,
                              const pk_bins *bins, const pk_edge_table *table, pk_progress *progress) {
@@ -629,6 +744,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
 
     pk_gpu_table gt;
     memset(&gt, 0, sizeof gt);
+    tiled_fn fn = spec->fn;
     if (spec->space == SPACE_APPROX) {
         if (bins->kind != PK_BINS_LINEAR)
             return pk_fail(ctx, PK_ERR_UNSUPPORTED, "cuda-approx-acos takes linear bins only");
@@ -643,15 +759,29 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         g.b64.v = autocorr ? d->a64 : d->b64;
         g.b64.stride = autocorr ? pad_a : pad_b;
         g.thr = d->thr;
-        int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED;
-        if ((st = pk_gpu_table_build(ctx, table, dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD, spec->clamped, &gt)) !=
-            PK_OK)
-            return st;
+        int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
+        pk_gpu_space space = dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD;
+        if ((st = pk_gpu_table_build(ctx, table, space, spec->clamped, spec->cell_bits, &gt)) != PK_OK) return st;
+        if (spec->cell_bits == 8 && !cells8_serve(&gt, va, vb)) {
+            pk_gpu_table_free(&gt);
+            fn = spec->fn9;
+            if ((st = pk_gpu_table_build(ctx, table, space, spec->clamped, PK_GPU_CELL_BITS, &gt)) != PK_OK) return st;
+        }
         st = upload(ctx, (void **)&d->lohi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
         if (st == PK_OK) st = upload(ctx, (void **)&d->cells, gt.cells, (size_t)gt.n_cells * sizeof(uint16_t));
         if (st == PK_OK && gt.packed)
             st = upload(ctx, (void **)&d->packed, gt.packed, 2 * (size_t)gt.n_cells * sizeof(uint32_t));
+        if (st == PK_OK && spec->space == SPACE_DOT_HI) {
+            /* hi = NaN: every q of such a slot's cells undecided */
+            for (int32_t s = 0; s <= gt.n_bounds + 1; s++) {
+                float lo = gt.lohi[2 * s], hi = gt.lohi[2 * s + 1];
+                if (s == gt.n_bounds + 1 || (isfinite(hi) && (double)hi - (double)lo > (double)gt.packed_width))
+                    gt.lohi[2 * s + 1] = NAN;
+            }
+            st = upload(ctx, (void **)&d->lohi_hi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
+        }
         g.lohi = d->lohi;
+        g.lohi_hi = d->lohi_hi;
         g.cells = d->cells;
         g.packed = d->packed;
         g.packed_width = gt.packed_width;
@@ -702,13 +832,12 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
     free(items);
     if (st == PK_OK) {
         int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
-        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells);
+        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue);
         cudaError_t ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
-        if (ce == cudaSuccess) ce = cudaFuncSetAttribute(spec->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes);
-        if (ce == cudaSuccess)
-            ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spec->fn, TILE_THREADS, lay.bytes);
+        if (ce == cudaSuccess) ce = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes);
+        if (ce == cudaSuccess) ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, TILE_THREADS, lay.bytes);
         if (ce != cudaSuccess) {
             st = pk_fail(ctx, PK_ERR_CUDA, "setting up the tiled kernel failed: %s", cudaGetErrorString(ce));
         } else if (per_sm < 1) {
@@ -723,7 +852,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
                 gk.n_items = chunk_first[k + 1] - chunk_first[k];
                 gk.counter = d->counters + k;
                 int grid = n_sm * per_sm < gk.n_items ? n_sm * per_sm : gk.n_items;
-                spec->fn<<<grid, TILE_THREADS, lay.bytes>>>(gk, lay);
+                fn<<<grid, TILE_THREADS, lay.bytes>>>(gk, lay);
                 return PK_OK;
             });
         }
@@ -744,7 +873,7 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     /* The table kernels keep windows and histogram in shared memory. */
     if (spec->fn && spec->space != SPACE_APPROX && bins->n_bins > PK_GPU_TABLE_MAX_BINS)
         spec = spec_of(PK_ANGCORR_KERNEL_CUDA_NAIVE);
-    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED) &&
+    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI) &&
         pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
         spec = spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
 
@@ -811,4 +940,4 @@ done:
     return st;
 }
 
-extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8;
+extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8;

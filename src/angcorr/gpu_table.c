@@ -85,8 +85,10 @@ static int chord_first_exponent(const pk_edge_table *t) {
 }
 
 pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped,
-                             pk_gpu_table *g) {
+                             int cell_bits, pk_gpu_table *g) {
     memset(g, 0, sizeof *g);
+    if (cell_bits < 6 || cell_bits > 12)
+        return pk_fail(ctx, PK_ERR_INVALID, "GPU edge table: %d mantissa bits per cell is outside 6..12", cell_bits);
     if (t->n_bounds - 1 > PK_GPU_TABLE_MAX_BINS)
         return pk_fail(ctx, PK_ERR_UNSUPPORTED, "the CUDA table kernels take at most %d bins (%d given)",
                        PK_GPU_TABLE_MAX_BINS, t->n_bounds - 1);
@@ -151,8 +153,10 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
     g->lohi[2 * (nb + 1) + 1] = INFINITY;
 
     /* clamped: the first cell also takes every q below 2^e_first */
-    g->cell_base = bits_from_float(ldexpf(1.0f, e_first)) >> PK_GPU_CELL_SHIFT;
-    g->n_cells = (bits_from_float(8.0f) >> PK_GPU_CELL_SHIFT) - g->cell_base;
+    int shift = 23 - cell_bits;
+    g->cell_shift = shift;
+    g->cell_base = bits_from_float(ldexpf(1.0f, e_first)) >> shift;
+    g->n_cells = (bits_from_float(8.0f) >> shift) - g->cell_base;
     g->cells = malloc((size_t)g->n_cells * sizeof(uint16_t));
     if (!g->cells) {
         pk_gpu_table_free(g);
@@ -160,8 +164,8 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
     }
     int32_t n_multi = 0;
     for (int32_t c = 0; c < g->n_cells; c++) {
-        float a = c == 0 && clamped ? -INFINITY : float_from_bits((c + g->cell_base) << PK_GPU_CELL_SHIFT);
-        float b = c == g->n_cells - 1 ? INFINITY : float_from_bits((c + 1 + g->cell_base) << PK_GPU_CELL_SHIFT);
+        float a = c == 0 && clamped ? -INFINITY : float_from_bits((c + g->cell_base) << shift);
+        float b = c == g->n_cells - 1 ? INFINITY : float_from_bits((c + 1 + g->cell_base) << shift);
         int32_t s0 = passed(g, a);
         if (s0 + 1 <= nb && lo_of(g, s0 + 1) < b) {
             s0 = nb + 1;
@@ -211,15 +215,22 @@ void pk_gpu_table_free(pk_gpu_table *g) {
 }
 
 int32_t pk_gpu_table_slot_packed(const pk_gpu_table *g, float q) {
-    int32_t idx = (bits_from_float(q) >> PK_GPU_CELL_SHIFT) - g->cell_base;
+    int32_t idx = (bits_from_float(q) >> g->cell_shift) - g->cell_base;
     float d = float_from_bits((int32_t)g->packed[2 * idx]) - q;
     int32_t s = (int32_t)g->packed[2 * idx + 1] / 8;
     if (d <= 0) return s + 1;
     return d > g->packed_width ? s : -1;
 }
 
+int pk_gpu_table_in_multi(const pk_gpu_table *g, float q) {
+    int32_t idx = (bits_from_float(q) >> g->cell_shift) - g->cell_base;
+    if (idx < 0) idx = 0;
+    if (idx >= g->n_cells) idx = g->n_cells - 1;
+    return g->cells[idx] / 8 == g->n_bounds + 1;
+}
+
 int32_t pk_gpu_table_slot(const pk_gpu_table *g, float q) {
-    int32_t idx = (bits_from_float(q) >> PK_GPU_CELL_SHIFT) - g->cell_base;
+    int32_t idx = (bits_from_float(q) >> g->cell_shift) - g->cell_base;
     if (g->clamped) {
         if (idx < 0) idx = 0;
         if (idx >= g->n_cells) idx = g->n_cells - 1;

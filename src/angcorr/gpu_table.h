@@ -2,7 +2,7 @@
  *
  * A CUDA kernel computes one float32 value q per pair that grows with the
  * separation, then looks q up in two small tables kept in shared memory:
- *   cells[(bits(q) >> PK_GPU_CELL_SHIFT) - cell_base] = 8 * s0 (a byte offset)
+ *   cells[(bits(q) >> cell_shift) - cell_base] = 8 * s0 (a byte offset)
  *   lohi[s] = (lo_s, hi_s), the uncertainty window of boundary s in q
  * and takes slot = s0 + (q >= hi[s0]), settling the pair in float64 when
  * lo[s0] <= q < hi[s0]. Two forms of q:
@@ -38,10 +38,10 @@
 extern "C" {
 #endif
 
-/* Mantissa bits of q in the cell index: 9, as on the CPU (the default bins
- * then need 11,776 cells, 23 KB of u16 in shared memory). */
+/* Mantissa bits of q in the cell index: 9 by default, as on the CPU (the
+ * default bins then need 11,776 cells, 23 KB of u16 in shared memory);
+ * 8 halves the cells a warp touches where the pairs allow it (cuda.cu). */
 #define PK_GPU_CELL_BITS 9
-#define PK_GPU_CELL_SHIFT (23 - PK_GPU_CELL_BITS)
 
 /* Bound on |q - ((1 + offset) - dot_ref)| in dot space, in units of 2^-24:
  * 6 for the three fma roundings (each result below 2.001 in magnitude, so
@@ -64,7 +64,8 @@ typedef struct pk_gpu_table {
                            pseudo-slot (-inf, +inf) */
     uint16_t *cells;    /* [n_cells]: 8 * s0, or 8 * (n_bounds + 1) for multi cells */
     int32_t n_cells;
-    int32_t cell_base;  /* bits(q) >> PK_GPU_CELL_SHIFT of the first cell */
+    int32_t cell_shift; /* 23 - mantissa bits */
+    int32_t cell_base;  /* bits(q) >> cell_shift of the first cell */
     double multi_share; /* share of cells flagged multi */
     /* Dot space only: the cells packed with their window, one 8-byte load
      * a pair. packed[2c] holds the bits of hi[s0] and packed[2c + 1] 8 * s0;
@@ -79,11 +80,15 @@ typedef struct pk_gpu_table {
 /* Largest n_bins the u16 byte offsets allow: 8 * (n_bounds + 2) < 65536. */
 #define PK_GPU_TABLE_MAX_BINS 8186
 
-/* Build the GPU table of edge table t (which must outlive nothing: the
- * result owns its arrays). Fails with PK_ERR_UNSUPPORTED when the bins
- * are more than PK_GPU_TABLE_MAX_BINS. */
+/* Build the GPU table of edge table t with cells of cell_bits (6..12)
+ * mantissa bits (the result owns its arrays; t may be freed after). Fails
+ * with PK_ERR_UNSUPPORTED when the bins are more than
+ * PK_GPU_TABLE_MAX_BINS. */
 pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped,
-                             pk_gpu_table *out);
+                             int cell_bits, pk_gpu_table *out);
+
+/* 1 when q falls in a multi cell (every such pair is settled). */
+int pk_gpu_table_in_multi(const pk_gpu_table *g, float q);
 void pk_gpu_table_free(pk_gpu_table *g);
 
 /* The slot of q by the rules a kernel follows: -1 when q lies in a window
