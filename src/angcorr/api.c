@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "angcorr_internal.h"
+#include "grid.h"
 
 static const struct {
     int kernel;
@@ -125,7 +126,15 @@ static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, co
         st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, slots, stats, progress);
     else
 #endif
-        st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, slots, stats, progress);
+    {
+        /* Small theta_max: the pruned path (grid.h) skips far cell pairs. */
+        st = PK_ERR_UNSUPPORTED;
+        if (pk_angcorr_grid_wanted(kernel, bins))
+            st = pk_angcorr_count_grid(ctx, kernel, a, NULL, b, NULL, bins, table, PK_PRUNE_AUTO, 0, slots, NULL,
+                                       NULL, stats, progress);
+        if (st == PK_ERR_UNSUPPORTED)
+            st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, slots, stats, progress);
+    }
     (void)backend;
     if (st) return st;
     stats->seconds = pk_now() - t0;

@@ -1,0 +1,106 @@
+/* grid.h - cells on the sphere for counts at small separations, and the
+ * visit plan that skips cell pairs whose every pair lies beyond theta_max.
+ *
+ * Objects are sorted into cells: declination bands of height h, each cut in
+ * RA into cells about h wide (fewer towards the poles, one at a pole). A
+ * cell is a contiguous run of the sorted catalog, with a bounding sphere in
+ * 3-d: its centre c and a radius r that holds every member's double unit
+ * vector. For cells A and B every pair has chord |p_i - p_j| >=
+ * |c_A - c_B| - r_A - r_B (the triangle inequality), so when that bound
+ * exceeds the chord of the last bin edge (with a margin, see
+ * pk_grid_prune_chord2) all of their pairs are out of range for the
+ * reference and are counted into the top slot arithmetically, unvisited.
+ *
+ * The invariant: a plan never drops a pair whose reference slot is not the
+ * top one. Band and RA cell boundaries only decide efficiency; correctness
+ * rests on the sphere test alone (and on the band window, which is wider
+ * than any in-range pair's declination difference).
+ */
+#ifndef PAIRKIT_ANGCORR_GRID_H
+#define PAIRKIT_ANGCORR_GRID_H
+
+#include "angcorr_internal.h"
+
+typedef struct pk_grid {
+    size_t n;
+    double h;                 /* band height and RA cell width, radians; 0: one cell */
+    uint32_t *order;          /* sorted position -> catalog index */
+    pk_unit_vectors v;        /* double unit vectors in sorted order (the reference's values) */
+    float *fx, *fy, *fz;      /* the same rounded to float */
+    double *w;                /* weights in sorted order, NULL when unweighted */
+    double *w_prefix;         /* [n + 1] prefix sums of w (NULL when unweighted) */
+    size_t n_cells;
+    uint32_t *cell_start;     /* [n_cells + 1] */
+    int64_t *cell_band;       /* [n_cells] */
+    double *cell_c;           /* [3 n_cells] bounding sphere centres */
+    double *cell_r;           /* [n_cells] radii (chord) */
+} pk_grid;
+
+/* Build the grid of a catalog with band height h (radians; h <= 0: a
+ * single cell in catalog order). weights may be NULL. */
+pk_status pk_grid_build(pk_context *ctx, const pk_catalog *cat, const double *weights, double h, pk_grid *g);
+void pk_grid_free(pk_grid *g);
+
+/* The chord squared beyond which a pair's reference slot is certainly the
+ * top one (n_bins + 1), from the last dot threshold; 0 when nothing can be
+ * pruned (theta_max at or beyond pi). */
+double pk_grid_prune_chord2(const pk_edge_table *table);
+
+/* A unit of work: rows [i0, i1) of a (sorted) against the ranges
+ * ranges[r0..r1) of b, each a run [cb0, cb1) of b's cells (contiguous
+ * objects). Each row trims a range's ends to the cells its own point can
+ * reach (the same sphere test, point against cell). For autocorrelations
+ * only j > i is counted. */
+typedef struct pk_grid_unit {
+    uint32_t i0, i1;
+    size_t r0, r1;
+} pk_grid_unit;
+
+typedef struct pk_grid_plan {
+    size_t n_units;
+    pk_grid_unit *units;
+    uint32_t *ranges;       /* pairs cb0, cb1 of b's cells */
+    size_t n_ranges;
+    uint64_t pairs_visited; /* ordered pairs in the units before row trimming (j > i only for autos) */
+    uint64_t pairs_all;     /* n_a n_b, or n (n - 1) / 2 for autos */
+} pk_grid_plan;
+
+/* Plan for grids a and b (b == NULL: autocorrelation of a), both built
+ * with the same h. chord2 <= 0 or a single-cell grid: every pair visited. */
+pk_status pk_grid_plan_build(pk_context *ctx, const pk_grid *a, const pk_grid *b, double theta_max, double chord2,
+                             pk_grid_plan *plan);
+void pk_grid_plan_free(pk_grid_plan *plan);
+
+/* The CPU counting engine behind pk_angcorr_count_ex and the pruned path of
+ * pk_angcorr_count: slots[n_slots] += counts; wslots, tslots (n_slots each,
+ * may be NULL) += weighted counts and weighted separation sums (theta only
+ * for slots 1..n_bins). prune: PK_PRUNE_*. Returns PK_ERR_UNSUPPORTED
+ * (without a message) when prune is AUTO and pruning would not pay, so the
+ * caller can run the full-range kernels instead. */
+pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
+                                const pk_catalog *b, const double *wb, const pk_bins *bins,
+                                const pk_edge_table *table, int prune, int mean_theta, uint64_t *slots,
+                                double *wslots, double *tslots, pk_pair_stats *stats, pk_progress *progress);
+
+/* Whether the pruned path is worth trying for these bins (theta_max small
+ * enough), for the hook in api.c. */
+int pk_angcorr_grid_wanted(int kernel, const pk_bins *bins);
+
+/* The single-gather kernel for any bins (cpu_direct.c): the cell of c2 gives
+ * the slot directly unless a window touches the cell. Needs the direct
+ * table in job->table's companion (see pk_direct_table). */
+typedef struct pk_direct_table {
+    int16_t *slot;   /* per cell of the edge table: the slot, or -1 when a window touches the cell */
+    int32_t n_cells;
+} pk_direct_table;
+
+pk_status pk_direct_table_build(pk_context *ctx, const pk_edge_table *t, pk_direct_table *d);
+void pk_direct_table_free(pk_direct_table *d);
+/* Count the pairs of rows [i0, i1) against columns [j0, j1) like a
+ * pk_block_fn, through the direct table; masked tails, no scalar tail.
+ * hist holds 16 copies of stride entries, one per vector lane; entry
+ * n_slots of each copy is a spare that the caller ignores (stride > n_slots). */
+uint64_t pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d, size_t i0, size_t i1,
+                                        size_t j0, size_t j1, uint32_t *hist, size_t stride);
+
+#endif
