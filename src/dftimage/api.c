@@ -203,8 +203,17 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
     if (st == PK_OK) {
         for (size_t p = 0; p < n * n; p++)
             if (isnan(out->re[p]) || (out->im && isnan(out->im[p]))) {
-                st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %s left pixel (%zu, %zu) unwritten or NaN",
-                             pk_dftimage_kernel_name(kernel), p % n, p / n);
+                /* float32 tiles carry u dl + v dm + w dn turns in float32:
+                 * baselines of ~1e8 wavelengths and more at coarse cells
+                 * overflow it (found by fuzz/fuzz_uvfits.c). */
+                if (out->precision == PK_PRECISION_SINGLE)
+                    st = pk_fail(ctx, PK_ERR_INVALID,
+                                 "kernel %s: the float32 phases overflowed at pixel (%zu, %zu): baselines too long "
+                                 "for cells of %g rad in single precision; use --precision double or a smaller --cell",
+                                 pk_dftimage_kernel_name(kernel), p % n, p / n, cell);
+                else
+                    st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %s left pixel (%zu, %zu) unwritten or NaN",
+                                 pk_dftimage_kernel_name(kernel), p % n, p / n);
                 break;
             }
     }
