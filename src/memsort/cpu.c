@@ -229,6 +229,92 @@ static int partition_pass(cpu_job *job, uint32_t *bucket_count, uint64_t *pairs,
     return cancelled;
 }
 
+/* A big bucket by all threads: thread t counts and places the t-th part
+ * of its entries; cursors for address a run thread by thread, so the
+ * parts stay in trace order. hist holds n_threads zeroed histograms and
+ * is left zeroed. */
+static int big_bucket_pass(cpu_job *job, uint32_t bi, const uint64_t *pairs, uint32_t *hist, pk_progress *progress) {
+    const int n_threads = job->n_threads;
+    const uint64_t bs = job->bucket_start[bi], m = job->bucket_start[bi + 1] - bs;
+    const uint64_t *pr = pairs + bs;
+    const uint32_t base = bi << BUCKET_BITS;
+    uint32_t lo_t[256], hi_t[256];
+    uint64_t range_total[257], range_runs[257];
+    int cancelled = 0;
+#pragma omp parallel num_threads(n_threads)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        uint32_t *h = hist + (uint64_t)t * BUCKET_ADDRESSES;
+        uint64_t j0 = part_begin(m, t, n_threads), j1 = part_begin(m, t + 1, n_threads);
+        uint32_t lo = BUCKET_ADDRESSES, hi = 0;
+        for (uint64_t j = j0; j < j1; j++) {
+            uint32_t a = (uint32_t)(pr[j] >> 32) & (BUCKET_ADDRESSES - 1);
+            lo = a < lo ? a : lo;
+            hi = a > hi ? a : hi;
+            h[a]++;
+        }
+        lo_t[t] = lo;
+        hi_t[t] = hi;
+#pragma omp barrier
+        uint32_t all_lo = BUCKET_ADDRESSES, all_hi = 0;
+        for (int u = 0; u < n_threads; u++) {
+            all_lo = lo_t[u] < all_lo ? lo_t[u] : all_lo;
+            all_hi = hi_t[u] > all_hi ? hi_t[u] : all_hi;
+        }
+        /* thread t's share of the address range: totals, then cursors */
+        uint64_t span = all_lo <= all_hi ? (uint64_t)all_hi - all_lo + 1 : 0;
+        uint32_t a0 = all_lo + (uint32_t)part_begin(span, t, n_threads);
+        uint32_t a1 = all_lo + (uint32_t)part_begin(span, t + 1, n_threads);
+        uint64_t total = 0, runs = 0;
+        for (uint32_t a = a0; a < a1; a++) {
+            uint64_t c = 0;
+            for (int u = 0; u < n_threads; u++) c += hist[(uint64_t)u * BUCKET_ADDRESSES + a];
+            total += c;
+            runs += c > 0;
+        }
+        range_total[t] = total;
+        range_runs[t] = runs;
+#pragma omp barrier
+        uint64_t pos = bs, k = 0;
+        for (int u = 0; u < t; u++) {
+            pos += range_total[u];
+            k += range_runs[u];
+        }
+        bucket_run *out = job->runs + bs;
+        for (uint32_t a = a0; a < a1; a++) {
+            int first = 1;
+            for (int u = 0; u < n_threads; u++) {
+                uint32_t *hu = hist + (uint64_t)u * BUCKET_ADDRESSES;
+                uint32_t c = hu[a];
+                if (!c) continue;
+                if (first) {
+                    out[k].compact = base + a;
+                    out[k].start = (uint32_t)pos;
+                    k++;
+                    first = 0;
+                }
+                hu[a] = (uint32_t)pos;
+                pos += c;
+            }
+        }
+        if (t == n_threads - 1) job->bucket_runs[bi] = (uint32_t)k;
+#pragma omp barrier
+        for (uint64_t j = j0; j < j1; j++) {
+            uint64_t pj = pr[j];
+            job->sorted[h[(uint32_t)(pj >> 32) & (BUCKET_ADDRESSES - 1)]++] = (uint32_t)pj;
+        }
+        if (lo <= hi) memset(h + lo, 0, ((size_t)hi - lo + 1) * sizeof(uint32_t));
+        if (pk_progress_add(progress, 0.4 * (double)(j1 - j0), t == 0)) {
+#pragma omp atomic write
+            cancelled = 1;
+        }
+    }
+    return cancelled;
+}
+
 /* Fast chunk lookup when every chunk but the last has the same power-of-two
  * size (the prover's chunking); -1 otherwise. */
 static int uniform_chunk_shift(const pk_memsort_trace *trace) {
@@ -253,6 +339,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 #endif
     if ((uint64_t)n_threads > n / 4096 + 1) n_threads = (int)(n / 4096 + 1); /* tiny traces: one thread */
+    if (n_threads > 256) n_threads = 256;
     cpu_job job;
     memset(&job, 0, sizeof job);
     job.layout = &layout;
@@ -327,9 +414,15 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         for (uint32_t g = 0; g < n_inst; g++) owned_index[g] = result->instances[g].owned ? k++ : UINT32_MAX;
     }
 
-    /* pass 3: each bucket on its own */
+    /* pass 3: each bucket on its own; a bucket with more than its share of
+     * the entries (the hot stack window is one) is shared by all threads */
     const int chunk_shift = uniform_chunk_shift(trace);
     uint32_t *sorted = job.sorted;
+    const uint64_t big_bucket = n_threads > 1 ? n / (4 * (uint64_t)n_threads) + 1 : n + 1;
+    for (uint32_t bi = 0; bi < n_buckets && !cancelled; bi++) {
+        uint64_t bs = job.bucket_start[bi], be = job.bucket_start[bi + 1];
+        if (be - bs > big_bucket) cancelled = big_bucket_pass(&job, bi, pairs, hist, progress);
+    }
 #pragma omp parallel num_threads(n_threads) reduction(| : cancelled)
     {
         int t = 0;
@@ -340,7 +433,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
 #pragma omp for schedule(dynamic, 1)
         for (int64_t bi = 0; bi < (int64_t)n_buckets; bi++) {
             uint64_t bs = job.bucket_start[bi], be = job.bucket_start[bi + 1];
-            if (bs == be || cancelled) continue;
+            if (bs == be || cancelled || be - bs > big_bucket) continue;
             const uint64_t *pr = pairs + bs;
             uint64_t m = be - bs;
             uint32_t lo = BUCKET_ADDRESSES, hi = 0;
