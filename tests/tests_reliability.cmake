@@ -22,3 +22,6 @@ foreach(name ${PK_FUZZ_TARGETS})
     set_tests_properties(test_fuzz_short_${name} PROPERTIES LABELS slow TIMEOUT 120)
   endif()
 endforeach()
+
+# Faults: a full disk under every output writer (root: a 64 KiB tmpfs).
+pk_test(test_fault_disk TIMEOUT 120)

@@ -205,7 +205,7 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
             if (isnan(out->re[p]) || (out->im && isnan(out->im[p]))) {
                 /* float32 tiles carry u dl + v dm + w dn turns in float32:
                  * baselines of ~1e8 wavelengths and more at coarse cells
-                 * overflow it (found by fuzz/fuzz_uvfits.c). */
+                 * overflow it. */
                 if (out->precision == PK_PRECISION_SINGLE)
                     st = pk_fail(ctx, PK_ERR_INVALID,
                                  "kernel %s: the float32 phases overflowed at pixel (%zu, %zu): baselines too long "

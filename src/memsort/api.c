@@ -435,6 +435,19 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", bin_path);
         goto out;
     }
+    /* Both files reach the disk before either is renamed into place, so a
+     * full disk cannot leave a new memsort.bin beside an old summary.txt. */
+    for (int k = 0; k < 2; k++) {
+        pk_atomic_file *f = k ? &txt : &bin;
+        errno = 0;
+        if (ferror(f->fp) || fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? txt_path : bin_path,
+                         errno ? strerror(errno) : "stream error");
+            pk_atomic_abort(&bin);
+            pk_atomic_abort(&txt);
+            goto out;
+        }
+    }
     if ((st = pk_atomic_commit(ctx, &bin)) != PK_OK) {
         pk_atomic_abort(&txt);
         goto out;

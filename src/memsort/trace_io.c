@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "memsort_internal.h"
 
@@ -245,18 +246,30 @@ fail:
     return st;
 }
 
+/* Every chunk goes to a temporary file first; only when all of them are on
+ * disk are they renamed into place, and the chunk files of an older,
+ * longer trace removed. A failure (a full disk) removes the temporary
+ * files and leaves the folder as it was, never a partial or mixed trace. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     int le = host_is_little_endian();
-    for (uint32_t c = 0; c < trace->n_chunks; c++) {
+    char **tmp = calloc(trace->n_chunks, sizeof *tmp);
+    if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    pk_status st = PK_OK;
+    for (uint32_t c = 0; c < trace->n_chunks && st == PK_OK; c++) {
         char *path = chunk_path(dir, c);
-        if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        if (!path) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            break;
+        }
         pk_atomic_file f;
-        pk_status st = pk_atomic_open(ctx, &f, path);
-        free(path);
-        if (st) return st;
+        if ((st = pk_atomic_open(ctx, &f, path)) != PK_OK) {
+            free(path);
+            break;
+        }
         uint64_t b = trace->chunk_start[c], e = trace->chunk_start[c + 1];
+        errno = 0;
         if (le) {
             fwrite(trace->addr + b, sizeof(uint32_t), e - b, f.fp);
         } else {
@@ -267,9 +280,37 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
                 fwrite(bytes, 1, 4, f.fp);
             }
         }
-        if ((st = pk_atomic_commit(ctx, &f)) != PK_OK) return st;
+        int failed = ferror(f.fp) || fflush(f.fp) != 0 || fsync(fileno(f.fp)) != 0;
+        int saved_errno = errno;
+        if (fclose(f.fp) != 0 && !failed) failed = 1, saved_errno = errno;
+        f.fp = NULL;
+        tmp[c] = f.tmp_path;
+        f.tmp_path = NULL;
+        pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
+        if (failed) st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path, saved_errno ? strerror(saved_errno) : "stream error");
+        free(path);
     }
-    return PK_OK;
+    for (uint32_t c = 0; c < trace->n_chunks && st == PK_OK; c++) {
+        char *path = chunk_path(dir, c);
+        if (!path || rename(tmp[c], path) != 0) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename into place: %s", path ? path : dir, strerror(errno));
+        } else {
+            free(tmp[c]);
+            tmp[c] = NULL;
+        }
+        free(path);
+    }
+    for (uint32_t c = trace->n_chunks; c < PK_MEMSORT_MAX_CHUNKS && st == PK_OK; c++) {
+        char *path = chunk_path(dir, c);
+        if (path) unlink(path);
+        free(path);
+    }
+    for (uint32_t c = 0; c < trace->n_chunks; c++) {
+        if (tmp[c]) unlink(tmp[c]);
+        free(tmp[c]);
+    }
+    free(tmp);
+    return st;
 }
 
 pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace) {

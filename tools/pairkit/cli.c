@@ -2,6 +2,7 @@
  * the pairkit command. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -118,4 +119,16 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *o
     }
     *out = (size_t)v;
     return 0;
+}
+
+int cli_png_complete(const char *path) {
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    unsigned char tail[12];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    off_t size = lseek(fd, 0, SEEK_END);
+    int ok = size >= 12 + 8 && pread(fd, tail, sizeof tail, size - 12) == (ssize_t)sizeof tail &&
+             memcmp(tail, iend, sizeof tail) == 0 && fsync(fd) == 0;
+    close(fd);
+    return ok;
 }

@@ -34,6 +34,11 @@ typedef struct cli_plot {
 /* 0 on success; on failure prints a message and returns non-zero. */
 int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot);
 
+/* 1 when the file at path is a whole PNG (it ends with the IEND chunk)
+ * and reached the disk (fsync), 0 otherwise: the drivers that draw a PNG
+ * report no write errors, so a full disk shows only as a cut file. */
+int cli_png_complete(const char *path);
+
 /* Subcommands. */
 int cmd_angcorr(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

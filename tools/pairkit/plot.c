@@ -77,7 +77,7 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
     plend();
     free(x), free(y), free(ylo), free(yhi);
 
-    int ok = access(tmp, F_OK) == 0 && rename(tmp, path) == 0;
+    int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
     if (!ok) {
         unlink(tmp);
         fprintf(stderr, "pairkit %s: %s: could not write the PNG plot\n", cmd, path);

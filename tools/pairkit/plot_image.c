@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "plot_image.h"
+#include "cli.h"
 
 #ifdef PK_HAVE_PLPLOT
 #include <plplot.h>
@@ -85,7 +86,7 @@ int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
     plend();
     free(columns), free(cells);
 
-    int ok = access(tmp, F_OK) == 0 && rename(tmp, path) == 0;
+    int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
     if (!ok) {
         unlink(tmp);
         fprintf(stderr, "pairkit %s: %s: could not write the PNG image\n", cmd, path);
