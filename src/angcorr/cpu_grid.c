@@ -516,6 +516,11 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #ifdef _OPENMP
     n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 #endif
+    /* Small counts (jackknife patch pairs) run on fewer threads: a parallel
+     * region costs more than 2^20 pairs' work when the machine is busy and
+     * threads wait for each other at its barrier. */
+    if ((double)n_threads > 1.0 + (double)plan.pairs_visited / 1048576.0)
+        n_threads = 1 + (int)(plan.pairs_visited / 1048576);
     /* Groups of consecutive units, fixed by the plan: the weighted sums are
      * merged group by group, whatever the thread count. */
     size_t units_per_group = 1;

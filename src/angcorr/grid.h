@@ -103,4 +103,15 @@ void pk_direct_table_free(pk_direct_table *d);
 uint64_t pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d, size_t i0, size_t i1,
                                         size_t j0, size_t j1, uint32_t *hist, size_t stride);
 
+#ifdef PK_HAVE_CUDA
+/* The CUDA counterpart of pk_angcorr_count_grid (cuda_features.cu): weighted
+ * sums, mean separations and the pruned plan on the device. Same contract,
+ * including PK_ERR_UNSUPPORTED without a message when pruning would not pay
+ * and nothing is weighted. */
+pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
+                                         const pk_catalog *b, const double *wb, const pk_bins *bins,
+                                         const pk_edge_table *table, int prune, int mean_theta, uint64_t *slots,
+                                         double *wslots, double *tslots, pk_pair_stats *stats, pk_progress *progress);
+#endif
+
 #endif

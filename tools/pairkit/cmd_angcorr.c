@@ -14,12 +14,24 @@ static void usage(FILE *out) {
             "usage: pairkit angcorr DATA RANDOM [options]\n"
             "  Angular two-point correlation w(theta) of a data and a random catalog,\n"
             "  with exact bins (every pair in the bin the float64 reference gives it).\n"
-            "  Catalogs: the object count, then rows 'ra dec' (arcmin by default).\n\n"
+            "  Catalogs: the object count, then rows 'ra dec' (arcmin by default); or CSV\n"
+            "  with a header, or FITS binary tables, with named columns (degrees by default).\n\n"
             "  -o, --output FILE    the course format (default omega.out)\n"
             "  --csv FILE           also a CSV with bin edges and counts\n"
             "  --png FILE           plot of w(theta) (default: the output name with .png;\n"
             "                       'none' for no plot)\n"
-            "  --units U            arcmin (default), deg or rad\n"
+            "  --units U            arcmin (default for the native format), deg (default for\n"
+            "                       CSV and FITS) or rad\n"
+            "  --format F           auto (by extension: .csv, .fits), native, csv or fits\n"
+            "  --ra-col, --dec-col NAME   RA and Dec column names (CSV, FITS; default ra, dec)\n"
+            "  --weight-col NAME    per-object weights from this column of both catalogs\n"
+            "  --data-weight-col NAME, --random-weight-col NAME   the same for one catalog\n"
+            "  --edges FILE         bin edges in degrees from a file (one per line or blank-separated)\n"
+            "  --mean-theta         mean separation per bin (an acos per pair in range)\n"
+            "  --jackknife K        jackknife errors over K sky patches (made from RANDOM)\n"
+            "  --cov FILE           the jackknife covariance of w as CSV (default: the output\n"
+            "                       name with _cov.csv)\n"
+            "  --prune P            auto (default), on or off: skip cell pairs beyond theta_max\n"
             "  --bin-width DEG      linear bin width in degrees (default 0.25)\n"
             "  --nbins N            number of bins (default 1440)\n"
             "  --theta-min DEG      start of the first bin (default 0)\n"
@@ -39,6 +51,11 @@ int cmd_angcorr(int argc, char **argv) {
     double width_deg = 0.25, theta_min_deg = 0.0, log_max_deg = 0.0;
     size_t n_bins = 1440;
     int quiet = 0;
+    /* issue 6: formats, weights, edges, mean separations, jackknife */
+    int units_given = 0, has_log = 0, mean_theta = 0, jackknife = 0;
+    pk_catalog_format format = PK_FORMAT_AUTO;
+    const char *ra_col = NULL, *dec_col = NULL, *weight_col[2] = {NULL, NULL}, *edges_path = NULL, *cov_path = NULL;
+    pk_prune prune = PK_PRUNE_AUTO;
     pk_estimator estimator = PK_ESTIMATOR_LANDY_SZALAY;
     pk_angcorr_options opts = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
     pk_context ctx;
@@ -53,6 +70,8 @@ int cmd_angcorr(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             quiet = 1;
+        } else if (strcmp(a, "--mean-theta") == 0) {
+            mean_theta = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             const char *v = NEXT();
             if (!v) return cli_usage_error(cmd, "%s needs a value", a);
@@ -61,12 +80,41 @@ int cmd_angcorr(int argc, char **argv) {
             else if (strcmp(a, "--png") == 0) png_path = v;
             else if (strcmp(a, "--units") == 0) {
                 if (pk_units_parse(v, &units)) return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg or rad", v);
+                units_given = 1;
+            } else if (strcmp(a, "--format") == 0) {
+                if (pk_catalog_format_parse(v, &format))
+                    return cli_usage_error(cmd, "--format: '%s' is not auto, native, csv or fits", v);
+            } else if (strcmp(a, "--ra-col") == 0) {
+                ra_col = v;
+            } else if (strcmp(a, "--dec-col") == 0) {
+                dec_col = v;
+            } else if (strcmp(a, "--weight-col") == 0) {
+                weight_col[0] = weight_col[1] = v;
+            } else if (strcmp(a, "--data-weight-col") == 0) {
+                weight_col[0] = v;
+            } else if (strcmp(a, "--random-weight-col") == 0) {
+                weight_col[1] = v;
+            } else if (strcmp(a, "--edges") == 0) {
+                edges_path = v;
+            } else if (strcmp(a, "--cov") == 0) {
+                cov_path = v;
+            } else if (strcmp(a, "--jackknife") == 0) {
+                size_t kj;
+                if (cli_parse_size(cmd, a, v, &kj)) return 2;
+                if (kj < 2 || kj > 10000) return cli_usage_error(cmd, "--jackknife: %s patches; use 2 to 10000", v);
+                jackknife = (int)kj;
+            } else if (strcmp(a, "--prune") == 0) {
+                if (strcmp(v, "auto") == 0) prune = PK_PRUNE_AUTO;
+                else if (strcmp(v, "on") == 0) prune = PK_PRUNE_ON;
+                else if (strcmp(v, "off") == 0) prune = PK_PRUNE_OFF;
+                else return cli_usage_error(cmd, "--prune: '%s' is not auto, on or off", v);
             } else if (strcmp(a, "--bin-width") == 0) {
                 if (cli_parse_double(cmd, a, v, &width_deg)) return 2;
             } else if (strcmp(a, "--theta-min") == 0) {
                 if (cli_parse_double(cmd, a, v, &theta_min_deg)) return 2;
             } else if (strcmp(a, "--log") == 0) {
                 if (cli_parse_double(cmd, a, v, &log_max_deg)) return 2;
+                has_log = 1;
             } else if (strcmp(a, "--nbins") == 0) {
                 if (cli_parse_size(cmd, a, v, &n_bins)) return 2;
             } else if (strcmp(a, "--estimator") == 0) {
@@ -102,14 +150,37 @@ int cmd_angcorr(int argc, char **argv) {
     pk_bins bins = {0};
     pk_catalog data = {0}, random = {0};
     pk_angcorr_result result = {0};
+    pk_angcorr_extras extras = {0};
+    double *weights[2] = {NULL, NULL};
+    int features = weight_col[0] || weight_col[1] || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
     pk_status st;
-    if (log_max_deg > 0)
+    if (edges_path && has_log) return cli_usage_error(cmd, "--edges and --log exclude each other");
+    if (has_log && !(log_max_deg > 0)) return cli_usage_error(cmd, "--log: theta_max must be > 0 degrees (got %g)", log_max_deg);
+    if (features && n_ranks > 1)
+        return cli_usage_error(cmd, "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
+    if (edges_path)
+        st = pk_bins_read_edges(&ctx, edges_path, &bins);
+    else if (has_log)
         st = pk_bins_log(&ctx, theta_min_deg * (M_PI / 180.0), log_max_deg * (M_PI / 180.0), n_bins, &bins);
     else
         st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
-    if (st == PK_OK) st = pk_catalog_read(&ctx, paths[0], units, &data);
-    if (st == PK_OK) st = pk_catalog_read(&ctx, paths[1], units, &random);
-    if (st == PK_OK) {
+    pk_catalog *cats[2] = {&data, &random};
+    for (int c = 0; c < 2 && st == PK_OK; c++) {
+        pk_catalog_spec spec = {format, units, ra_col, dec_col, weight_col[c]};
+        /* CSV and FITS catalogs are in degrees unless --units says otherwise */
+        size_t len = strlen(paths[c]);
+        int table = format == PK_FORMAT_CSV || format == PK_FORMAT_FITS ||
+                    (format == PK_FORMAT_AUTO && ((len > 4 && strcmp(paths[c] + len - 4, ".csv") == 0) ||
+                                                  strstr(paths[c], ".fit") || strstr(paths[c], ".fts")));
+        if (!units_given && table) spec.units = PK_UNITS_DEG;
+        st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
+    }
+    if (st == PK_OK && features) {
+        cli_progress_attach(&ctx, "angcorr", quiet);
+        pk_angcorr_run_options run = {weights[0], weights[1], mean_theta, jackknife, prune};
+        st = pk_angcorr_run_ex(&ctx, &opts, &data, &random, &bins, estimator, &run, &result, &extras);
+        cli_progress_done(&ctx);
+    } else if (st == PK_OK) {
         cli_progress_attach(&ctx, "angcorr", quiet || rank != 0);
         st = pk_angcorr_run_part(&ctx, &opts, rank, n_ranks, &data, &random, &bins, estimator, &result);
         cli_progress_done(&ctx);
@@ -156,6 +227,9 @@ int cmd_angcorr(int argc, char **argv) {
     }
     if (rank != 0 || st != PK_OK) {
         pk_angcorr_result_free(&result);
+        pk_angcorr_extras_free(&extras);
+        free(weights[0]);
+        free(weights[1]);
         pk_catalog_free(&data);
         pk_catalog_free(&random);
         pk_bins_free(&bins);
@@ -164,8 +238,24 @@ int cmd_angcorr(int argc, char **argv) {
     {
 
         if ((st = pk_angcorr_write_omega(&ctx, out_path, &result, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
-        if (!rc && csv_path && (st = pk_angcorr_write_csv(&ctx, csv_path, &result, &bins)) != PK_OK)
+        if (!rc && csv_path && features && (st = pk_angcorr_write_csv_ex(&ctx, csv_path, &result, &extras, &bins)) != PK_OK)
             rc = cli_error(cmd, st, &ctx);
+        if (!rc && csv_path && !features && (st = pk_angcorr_write_csv(&ctx, csv_path, &result, &bins)) != PK_OK)
+            rc = cli_error(cmd, st, &ctx);
+        char *cov_default = NULL;
+        if (!rc && extras.omega_cov) {
+            if (!cov_path) {
+                size_t len = strlen(out_path);
+                cov_default = malloc(len + 9);
+                strcpy(cov_default, out_path);
+                char *dot = strrchr(cov_default, '.');
+                char *slash = strrchr(cov_default, '/');
+                if (dot && (!slash || dot > slash)) *dot = '\0';
+                strcat(cov_default, "_cov.csv");
+                cov_path = cov_default;
+            }
+            if ((st = pk_angcorr_write_covariance(&ctx, cov_path, &extras, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
+        }
         char *png_default = NULL;
         if (!rc && !(png_path && strcmp(png_path, "none") == 0)) {
             if (!png_path) {
@@ -180,21 +270,26 @@ int cmd_angcorr(int argc, char **argv) {
             }
             double *theta = malloc(result.n_bins * sizeof(double));
             double *w = malloc(result.n_bins * sizeof(double));
+            double *werr = extras.omega_err ? malloc(result.n_bins * sizeof(double)) : NULL;
             size_t n = 0;
             for (size_t k = 0; k < result.n_bins; k++) {
                 if (result.rr[k] == 0 || !isfinite(result.omega[k])) continue;
                 double lo = bins.edges[k], hi = bins.edges[k + 1];
-                theta[n] = (log_max_deg > 0 ? sqrt(lo * hi) : 0.5 * (lo + hi)) * (180.0 / M_PI);
+                theta[n] = (has_log ? sqrt(lo * hi) : 0.5 * (lo + hi)) * (180.0 / M_PI);
+                if (extras.theta_mean_dd && isfinite(extras.theta_mean_dd[k])) theta[n] = extras.theta_mean_dd[k] * (180.0 / M_PI);
                 w[n] = result.omega[k];
+                if (werr) werr[n] = extras.omega_err[k];
                 n++;
             }
             char title[128];
             snprintf(title, sizeof title, "w(#gh) %s, %zu x %zu objects", pk_estimator_name(estimator),
                      (size_t)result.n_data, (size_t)result.n_random);
-            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, NULL, n, log_max_deg > 0, 0};
+            int log_x = has_log || (edges_path && bins.edges[0] > 0 && bins.edges[bins.n_bins] / bins.edges[0] > 100);
+            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, 0};
             if (cli_plot_png(cmd, png_path, &plot)) rc = 1;
             free(theta);
             free(w);
+            free(werr);
         }
         if (!rc && !quiet) {
             const pk_pair_stats *s[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
@@ -209,13 +304,18 @@ int cmd_angcorr(int argc, char **argv) {
                 visited += (double)s[k]->pairs_visited;
                 fp64 += (double)s[k]->pairs_fp64;
             }
-            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s; wrote %s%s%s%s%s\n",
+            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s; wrote %s%s%s%s%s%s%s\n",
                     pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, out_path,
                     csv_path ? ", " : "", csv_path ? csv_path : "", png_path && strcmp(png_path, "none") ? ", " : "",
-                    png_path && strcmp(png_path, "none") ? png_path : "");
+                    png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
+                    extras.omega_cov ? cov_path : "");
         }
         free(png_default);
+        free(cov_default);
         pk_angcorr_result_free(&result);
+        pk_angcorr_extras_free(&extras);
+        free(weights[0]);
+        free(weights[1]);
     }
     pk_catalog_free(&data);
     pk_catalog_free(&random);

@@ -1,0 +1,328 @@
+/* catalog_formats.c - catalogs as CSV with a header and as FITS binary
+ * tables (cfitsio), with named RA, Dec and weight columns, and the reader
+ * that picks the format by extension or by request.
+ *
+ * As in catalog_io.c, values are parsed to double and checked; every error
+ * names the file and the line (CSV) or row (FITS) and the column.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <fitsio.h>
+
+#include "angcorr_internal.h"
+
+pk_status pk_catalog_format_parse(const char *name, pk_catalog_format *out) {
+    if (strcmp(name, "auto") == 0) *out = PK_FORMAT_AUTO;
+    else if (strcmp(name, "native") == 0 || strcmp(name, "txt") == 0) *out = PK_FORMAT_NATIVE;
+    else if (strcmp(name, "csv") == 0) *out = PK_FORMAT_CSV;
+    else if (strcmp(name, "fits") == 0) *out = PK_FORMAT_FITS;
+    else return PK_ERR_INVALID;
+    return PK_OK;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+static pk_catalog_format format_of(const char *path) {
+    if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) return PK_FORMAT_CSV;
+    const char *fits[] = {".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz"};
+    for (size_t k = 0; k < sizeof fits / sizeof fits[0]; k++)
+        if (ends_with(path, fits[k])) return PK_FORMAT_FITS;
+    return PK_FORMAT_NATIVE;
+}
+
+static const char *units_word(pk_units units) {
+    return units == PK_UNITS_ARCMIN ? "arcmin" : units == PK_UNITS_DEG ? "deg" : "rad";
+}
+
+/* Check and convert one object; where names file and line or row. */
+static pk_status store_object(pk_context *ctx, const char *where, double ra, double dec, pk_units units,
+                              pk_catalog *out, size_t i) {
+    if (!isfinite(ra)) return pk_fail(ctx, PK_ERR_PARSE, "%s: ra is not a finite number", where);
+    if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
+    double lim = units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
+    if (dec < -lim || dec > lim)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %.17g %s is outside [-90, 90] degrees", where, dec, units_word(units));
+    out->ra[i] = pk_units_to_rad(ra, units);
+    out->dec[i] = pk_units_to_rad(dec, units);
+    return PK_OK;
+}
+
+static pk_status alloc_catalog(pk_context *ctx, const char *path, size_t n, int with_weights, pk_catalog *out,
+                               double **weights) {
+    out->n = n;
+    out->ra = malloc((n ? n : 1) * sizeof(double));
+    out->dec = malloc((n ? n : 1) * sizeof(double));
+    if (with_weights) *weights = malloc((n ? n : 1) * sizeof(double));
+    if (!out->ra || !out->dec || (with_weights && !*weights)) {
+        pk_catalog_free(out);
+        if (with_weights) {
+            free(*weights);
+            *weights = NULL;
+        }
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %zu objects", path, n);
+    }
+    return PK_OK;
+}
+
+/* ---- CSV -------------------------------------------------------------------- */
+
+/* Split a line at commas in place; fields trimmed of blanks and one pair of
+ * double quotes. Returns the number of fields (at most max). */
+static int split_csv(char *line, char **fields, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        char *start = p;
+        while (*p && *p != ',') p++;
+        char end = *p;
+        *p = '\0';
+        char *f = start, *e = p;
+        while (*f == ' ' || *f == '\t') f++;
+        while (e > f && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
+        *e = '\0';
+        if (e - f >= 2 && *f == '"' && e[-1] == '"') {
+            f++;
+            e[-1] = '\0';
+        }
+        if (n < max) fields[n] = f;
+        n++;
+        if (!end) break;
+        p++;
+    }
+    return n;
+}
+
+static int find_column(char **names, int n, const char *want) {
+    for (int c = 0; c < n; c++)
+        if (strcasecmp(names[c], want) == 0) return c;
+    return -1;
+}
+
+static pk_status missing_column(pk_context *ctx, const char *path, const char *where, const char *kind,
+                                const char *want, char **names, int n) {
+    char list[256] = "";
+    size_t used = 0;
+    for (int c = 0; c < n && used + 2 < sizeof list; c++) {
+        int w = snprintf(list + used, sizeof list - used, "%s%s", c ? ", " : "", names[c]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return pk_fail(ctx, PK_ERR_PARSE, "%s%s: no %s column '%s' (the columns are: %s)", path, where, kind, want, list);
+}
+
+#define CSV_MAX_COLUMNS 4096
+
+static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t size, const pk_catalog_spec *spec,
+                          pk_catalog *out, double **weights) {
+    const char *want[3] = {spec->ra_column ? spec->ra_column : "ra", spec->dec_column ? spec->dec_column : "dec",
+                           spec->weight_column};
+    const char *kind[3] = {"RA", "Dec", "weight"};
+    char **fields = malloc(CSV_MAX_COLUMNS * sizeof(char *));
+    if (!fields) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    /* lines: count them first (an upper bound on rows) */
+    size_t n_lines = 1;
+    for (size_t i = 0; i < size; i++) n_lines += text[i] == '\n';
+    char *p = text, *end = text + size;
+    size_t line_no = 0;
+    char *header = NULL;
+    int col[3] = {-1, -1, -1}, n_cols = 0;
+    pk_status st = PK_OK;
+    size_t rows = 0;
+    while (p < end && st == PK_OK) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *line = p;
+        char *e = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        *e = '\0';
+        line_no++;
+        char *q = line;
+        while (*q == ' ' || *q == '\t' || *q == '\r') q++;
+        if (*q == '\0' || *q == '#') continue; /* blank lines and comments */
+        if (!header) {
+            header = line;
+            n_cols = split_csv(line, fields, CSV_MAX_COLUMNS);
+            if (n_cols > CSV_MAX_COLUMNS) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: more than %d columns", path, line_no, CSV_MAX_COLUMNS);
+                break;
+            }
+            char where[32];
+            snprintf(where, sizeof where, ":%zu", line_no);
+            for (int c = 0; c < 3 && st == PK_OK; c++) {
+                if (!want[c]) continue;
+                col[c] = find_column(fields, n_cols, want[c]);
+                if (col[c] < 0) st = missing_column(ctx, path, where, kind[c], want[c], fields, n_cols);
+            }
+            if (st == PK_OK) st = alloc_catalog(ctx, path, n_lines, want[2] != NULL, out, weights);
+            continue;
+        }
+        int nf = split_csv(line, fields, CSV_MAX_COLUMNS);
+        double v[3] = {0, 0, 1};
+        for (int c = 0; c < 3 && st == PK_OK; c++) {
+            if (col[c] < 0) continue;
+            if (col[c] >= nf) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the row has %d fields, column '%s' (%d) is missing", path,
+                             line_no, nf, want[c], col[c] + 1);
+                break;
+            }
+            const char *f = fields[col[c]];
+            char *endp;
+            errno = 0;
+            v[c] = strtod(f, &endp);
+            if (*f == '\0' || *endp != '\0') {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': '%.40s' is not a number", path, line_no, want[c], f);
+                break;
+            }
+            if (c == 2 && !isfinite(v[c])) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': the weight is %s", path, line_no, want[c],
+                             isnan(v[c]) ? "NaN" : "infinite");
+                break;
+            }
+        }
+        if (st) break;
+        char where[300];
+        snprintf(where, sizeof where, "%s:%zu", path, line_no);
+        if ((st = store_object(ctx, where, v[0], v[1], spec->units, out, rows)) != PK_OK) break;
+        if (want[2]) (*weights)[rows] = v[2];
+        rows++;
+    }
+    free(fields);
+    if (st == PK_OK && !header) st = pk_fail(ctx, PK_ERR_PARSE, "%s: empty file, expected a header line naming the columns", path);
+    if (st == PK_OK && rows == 0) st = pk_fail(ctx, PK_ERR_PARSE, "%s: no rows after the header", path);
+    if (st) {
+        if (header) {
+            pk_catalog_free(out);
+            if (want[2] && weights) {
+                free(*weights);
+                *weights = NULL;
+            }
+        }
+        return st;
+    }
+    out->n = rows;
+    return PK_OK;
+}
+
+/* ---- FITS ------------------------------------------------------------------- */
+
+static pk_status fits_error(pk_context *ctx, const char *path, const char *what, int status) {
+    char text[FLEN_STATUS];
+    fits_get_errstatus(status, text);
+    return pk_fail(ctx, status == FILE_NOT_OPENED ? PK_ERR_IO : PK_ERR_PARSE, "%s: %s: %s", path, what, text);
+}
+
+static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
+                           double **weights) {
+    const char *want[3] = {spec->ra_column ? spec->ra_column : "ra", spec->dec_column ? spec->dec_column : "dec",
+                           spec->weight_column};
+    const char *kind[3] = {"RA", "Dec", "weight"};
+    fitsfile *f = NULL;
+    int status = 0;
+    if (fits_open_table(&f, path, READONLY, &status)) return fits_error(ctx, path, "no FITS table", status);
+    int hdu_type = 0;
+    fits_get_hdu_type(f, &hdu_type, &status);
+    long n_rows = 0;
+    int n_cols = 0;
+    fits_get_num_rows(f, &n_rows, &status);
+    fits_get_num_cols(f, &n_cols, &status);
+    pk_status st = PK_OK;
+    if (status) st = fits_error(ctx, path, "reading the table header", status);
+    int col[3] = {-1, -1, -1};
+    for (int c = 0; c < 3 && st == PK_OK; c++) {
+        if (!want[c]) continue;
+        char name[FLEN_VALUE];
+        snprintf(name, sizeof name, "%s", want[c]);
+        int s = 0;
+        if (fits_get_colnum(f, CASEINSEN, name, &col[c], &s)) {
+            char *names[64];
+            char store[64][FLEN_VALUE];
+            int m = n_cols < 64 ? n_cols : 64;
+            for (int k = 0; k < m; k++) {
+                char key[FLEN_KEYWORD];
+                int s2 = 0;
+                snprintf(key, sizeof key, "TTYPE%d", k + 1);
+                if (fits_read_key(f, TSTRING, key, store[k], NULL, &s2)) snprintf(store[k], FLEN_VALUE, "?");
+                names[k] = store[k];
+            }
+            st = missing_column(ctx, path, "", kind[c], want[c], names, m);
+        }
+    }
+    if (st == PK_OK && n_rows < 1) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the table has no rows", path);
+    if (st == PK_OK) st = alloc_catalog(ctx, path, (size_t)n_rows, want[2] != NULL, out, weights);
+    if (st) {
+        int s = 0;
+        fits_close_file(f, &s);
+        return st;
+    }
+    double *v[3] = {malloc((size_t)n_rows * sizeof(double)), malloc((size_t)n_rows * sizeof(double)),
+                    want[2] ? *weights : NULL};
+    if (!v[0] || !v[1]) st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    for (int c = 0; c < 3 && st == PK_OK; c++) {
+        if (col[c] < 0) continue;
+        int anynul = 0;
+        double nulval = NAN;
+        if (fits_read_col(f, TDOUBLE, col[c], 1, 1, n_rows, &nulval, v[c], &anynul, &status))
+            st = fits_error(ctx, path, want[c], status);
+    }
+    for (long r = 0; r < n_rows && st == PK_OK; r++) {
+        if (v[2] && !isfinite(v[2][r])) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': the weight is %s", path, r + 1, want[2],
+                         isnan(v[2][r]) ? "NaN (or null)" : "infinite");
+            break;
+        }
+        char where[300];
+        snprintf(where, sizeof where, "%s: row %ld", path, r + 1);
+        st = store_object(ctx, where, v[0][r], v[1][r], spec->units, out, (size_t)r);
+    }
+    free(v[0]);
+    free(v[1]);
+    int s = 0;
+    fits_close_file(f, &s);
+    if (st) {
+        pk_catalog_free(out);
+        if (want[2]) {
+            free(*weights);
+            *weights = NULL;
+        }
+    }
+    return st;
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
+                               double **weights) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    if (weights) *weights = NULL;
+    pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_ARCMIN, NULL, NULL, NULL};
+    if (spec) sp = *spec;
+    if (sp.weight_column && !weights)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: a weight column was asked for but no place to put the weights", path);
+    pk_catalog_format fmt = sp.format == PK_FORMAT_AUTO ? format_of(path) : sp.format;
+    if (fmt == PK_FORMAT_NATIVE) {
+        if (sp.weight_column)
+            return pk_fail(ctx, PK_ERR_INVALID, "%s: the native format has no weight column '%s' (use CSV or FITS)", path,
+                           sp.weight_column);
+        return pk_catalog_read(ctx, path, sp.units, out);
+    }
+    if (fmt == PK_FORMAT_FITS) return read_fits(ctx, path, &sp, out, weights);
+    char *text;
+    size_t size;
+    pk_status st = pk_read_file(ctx, path, &text, &size);
+    if (st) return st;
+    if (memchr(text, '\0', size)) {
+        free(text);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: not a CSV file (it contains NUL bytes)", path);
+    }
+    st = read_csv(ctx, path, text, size, &sp, out, weights);
+    free(text);
+    return st;
+}

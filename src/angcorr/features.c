@@ -1,0 +1,731 @@
+/* features.c - what astronomers ask of angcorr beyond the course format:
+ * weighted counts and mean separations (pk_angcorr_count_ex), weighted
+ * estimators, jackknife errors over sky patches (pk_angcorr_run_ex), edge
+ * files, and the CSV outputs that carry all of it.
+ *
+ * Counts stay exact: weights and separations ride on the same slot
+ * decisions as the unweighted kernels, and every count checks that its
+ * slots hold every pair (integers exactly, weights to float64 rounding).
+ * Jackknife counts are made patch pair by patch pair, so the leave-one-out
+ * counts are integer sums equal to a direct recomputation without the patch.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "angcorr_internal.h"
+#include "grid.h"
+
+/* ---- kernel choice (as api.c) -------------------------------------------- */
+
+static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
+                                 int *kernel) {
+    pk_angcorr_options o = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
+    if (opts) o = *opts;
+    if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
+        if (!pk_angcorr_kernel_name(o.kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o.kernel);
+        if (!pk_angcorr_kernel_available(o.kernel))
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here", pk_angcorr_kernel_name(o.kernel));
+        if (!pk_angcorr_kernel_exact(o.kernel))
+            return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' is inexact; weights, mean separations and jackknife "
+                                                "take exact kernels only", pk_angcorr_kernel_name(o.kernel));
+        *backend = o.kernel >= PK_ANGCORR_KERNEL_CUDA_FIRST ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
+        *kernel = o.kernel;
+        return PK_OK;
+    }
+    pk_status st = pk_backend_resolve(ctx, o.backend, backend);
+    if (st) return st;
+#ifdef PK_HAVE_CUDA
+    if (*backend == PK_BACKEND_CUDA) {
+        *kernel = PK_ANGCORR_KERNEL_CUDA_BEST;
+        return PK_OK;
+    }
+#endif
+    *kernel = pk_cpu_has_avx512() ? PK_ANGCORR_KERNEL_CPU_AVX512
+            : pk_cpu_has_avx2_fma() ? PK_ANGCORR_KERNEL_CPU_AVX2 : PK_ANGCORR_KERNEL_CPU_SCALAR;
+    return PK_OK;
+}
+
+static pk_status check_weights(pk_context *ctx, const double *w, size_t n, const char *name) {
+    if (!w) return PK_OK;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(w[i]))
+            return pk_fail(ctx, PK_ERR_INVALID, "%s[%zu] is %s: weights must be finite numbers", name, i,
+                           isnan(w[i]) ? "NaN" : "infinite");
+    return PK_OK;
+}
+
+static double weight_total(const double *w, size_t n) {
+    if (!w) return (double)n;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += w[i];
+    return s;
+}
+
+static double weight_abs_total(const double *w, size_t n) {
+    if (!w) return (double)n;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += fabs(w[i]);
+    return s;
+}
+
+/* ---- one count into all slots ----------------------------------------------- */
+
+typedef struct count_out {
+    uint64_t *slots; /* [n_slots] */
+    double *wslots;  /* [n_slots] or NULL: unweighted, no separations */
+    double *tslots;  /* [n_slots] or NULL */
+} count_out;
+
+/* A count with a ready table: slots (and weighted sums) of every pair,
+ * then the sum checks. */
+static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a,
+                                const double *wa, const pk_catalog *b, const double *wb, const pk_bins *bins,
+                                const pk_edge_table *table, pk_prune prune, int mean_theta, count_out *out,
+                                pk_pair_stats *stats, pk_progress *progress) {
+    size_t n_slots = (size_t)table->n_slots;
+    memset(stats, 0, sizeof *stats);
+    memset(out->slots, 0, n_slots * sizeof(uint64_t));
+    if (out->wslots) memset(out->wslots, 0, n_slots * sizeof(double));
+    if (out->tslots) memset(out->tslots, 0, n_slots * sizeof(double));
+    if (!b) wb = wa;
+    double t0 = pk_now();
+    pk_status st = PK_ERR_UNSUPPORTED;
+    int weighted_path = out->wslots != NULL;
+    if (kernel == PK_ANGCORR_KERNEL_REF && weighted_path) {
+        /* the reference itself: in-range bins only, out-of-range slots by difference */
+        size_t n = bins->n_bins;
+        uint64_t *c = calloc(n, sizeof(uint64_t));
+        double *w = calloc(n, sizeof(double)), *t = out->tslots ? calloc(n, sizeof(double)) : NULL;
+        if (!c || !w || (out->tslots && !t)) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        else st = pk_angcorr_count_ref_weighted(ctx, a, wa, b, wb, bins, c, w, t);
+        if (st == PK_OK) {
+            uint64_t in = 0;
+            double win = 0;
+            for (size_t k = 0; k < n; k++) {
+                out->slots[k + 1] = c[k];
+                out->wslots[k + 1] = w[k];
+                if (t) out->tslots[k + 1] = t[k];
+                in += c[k];
+                win += w[k];
+            }
+            uint64_t total = (uint64_t)a->n * (uint64_t)(b ? b->n : a->n);
+            out->slots[n_slots - 1] = total - in; /* the reference does not tell below from above */
+            out->wslots[n_slots - 1] = weight_total(wa, a->n) * weight_total(wb, b ? b->n : a->n) - win;
+            stats->pairs_visited = stats->pairs_fp64 = total;
+        }
+        free(c);
+        free(w);
+        free(t);
+        if (st) return st;
+        st = PK_OK;
+    } else if (backend == PK_BACKEND_CPU) {
+        if (kernel != PK_ANGCORR_KERNEL_REF)
+            st = pk_angcorr_count_grid(ctx, kernel, a, wa, b, wb, bins, table, prune, mean_theta, out->slots,
+                                       out->wslots, out->tslots, stats, progress);
+        if (st == PK_ERR_UNSUPPORTED) st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, out->slots, stats, progress);
+    }
+#ifdef PK_HAVE_CUDA
+    else {
+        if (weighted_path || prune != PK_PRUNE_OFF)
+            st = pk_angcorr_count_cuda_features(ctx, kernel, a, wa, b, wb, bins, table, prune, mean_theta, out->slots,
+                                                out->wslots, out->tslots, stats, progress);
+        if (st == PK_ERR_UNSUPPORTED && !weighted_path)
+            st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, out->slots, stats, progress);
+    }
+#endif
+    if (st == PK_ERR_UNSUPPORTED && !ctx->message[0])
+        st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel %s cannot count these pairs", pk_angcorr_kernel_name(kernel));
+    if (st) return st;
+    stats->seconds = pk_now() - t0;
+    stats->kernel = kernel;
+    uint64_t n_b = b ? b->n : a->n;
+    stats->pairs_total = (uint64_t)a->n * n_b;
+    uint64_t sum = 0;
+    for (size_t s = 0; s < n_slots; s++) sum += out->slots[s];
+    stats->pairs_in_range = sum - out->slots[0] - out->slots[n_slots - 1];
+    if (sum != stats->pairs_total)
+        return pk_fail(ctx, PK_ERR_INTERNAL,
+                       "pair count check failed: the histogram holds %llu pairs, expected %llu (kernel %s)",
+                       (unsigned long long)sum, (unsigned long long)stats->pairs_total, pk_angcorr_kernel_name(kernel));
+    if (weighted_path) {
+        /* The weighted slots hold every pair's weight: sum_i w_i sum_j w_j,
+         * to the rounding of summing pairs_total terms of at most
+         * max|w_i w_j| (a generous bound: n eps times the absolute sums). */
+        double wsum = 0;
+        for (size_t s = 0; s < n_slots; s++) wsum += out->wslots[s];
+        double want = weight_total(wa, a->n) * weight_total(wb, n_b);
+        double scale = weight_abs_total(wa, a->n) * weight_abs_total(wb, n_b);
+        double tol = 4.0 * ((double)a->n + (double)n_b + 16.0) * 0x1p-52 * scale;
+        if (!(fabs(wsum - want) <= tol))
+            return pk_fail(ctx, PK_ERR_INTERNAL, "weighted pair check failed: the slots hold %.17g, expected %.17g (kernel %s)",
+                           wsum, want, pk_angcorr_kernel_name(kernel));
+    }
+    return PK_OK;
+}
+
+pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
+                              const pk_catalog *b, const pk_bins *bins, const pk_angcorr_features *features,
+                              uint64_t *counts, double *weighted, double *theta_sum, pk_pair_stats *stats) {
+    pk_clear(ctx);
+    if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
+    pk_angcorr_features f = {NULL, NULL, 0, PK_PRUNE_AUTO};
+    if (features) f = *features;
+    if (theta_sum && !f.mean_theta) f.mean_theta = 1;
+    pk_status st;
+    if ((st = check_weights(ctx, f.weights_a, a->n, "weights_a")) != PK_OK) return st;
+    if (b && (st = check_weights(ctx, f.weights_b, b->n, "weights_b")) != PK_OK) return st;
+    pk_backend backend;
+    int kernel;
+    if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
+    pk_edge_table table;
+    if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
+    size_t n_slots = (size_t)table.n_slots;
+    int weighted_path = f.weights_a || (b && f.weights_b) || f.mean_theta;
+    count_out out = {calloc(n_slots, sizeof(uint64_t)), weighted_path ? calloc(n_slots, sizeof(double)) : NULL,
+                     f.mean_theta ? calloc(n_slots, sizeof(double)) : NULL};
+    if (!out.slots || (weighted_path && !out.wslots) || (f.mean_theta && !out.tslots)) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    } else {
+        pk_pair_stats local;
+        pk_progress progress;
+        double work = b ? (double)a->n * (double)b->n : 0.5 * (double)a->n * (double)(a->n + 1);
+        pk_progress_begin(&progress, ctx, work, 0.0, 1.0);
+        st = count_slots_ex(ctx, backend, kernel, a, f.weights_a, b, b ? f.weights_b : f.weights_a, bins, &table,
+                            f.prune, f.mean_theta, &out, &local, &progress);
+        if (st == PK_OK) {
+            size_t n = bins->n_bins;
+            if (counts) memcpy(counts, out.slots + 1, n * sizeof(uint64_t));
+            for (size_t k = 0; k < n; k++) {
+                if (weighted) weighted[k] = out.wslots ? out.wslots[k + 1] : (double)out.slots[k + 1];
+                if (theta_sum) theta_sum[k] = out.tslots[k + 1];
+            }
+            if (stats) *stats = local;
+        }
+    }
+    free(out.slots);
+    free(out.wslots);
+    free(out.tslots);
+    pk_edge_table_free(&table);
+    return st;
+}
+
+void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_w_random, size_t n_bins,
+                          const double *dd, const double *dr, const double *rr, double *omega) {
+    double f_dd = sum_w_data * sum_w_data, f_dr = sum_w_data * sum_w_random, f_rr = sum_w_random * sum_w_random;
+    for (size_t k = 0; k < n_bins; k++) {
+        double DD = dd[k] / f_dd, DR = dr[k] / f_dr, RR = rr[k] / f_rr;
+        double w = NAN;
+        switch (estimator) {
+        case PK_ESTIMATOR_LANDY_SZALAY:
+            if (rr[k] != 0) w = (DD - 2.0 * DR + RR) / RR;
+            break;
+        case PK_ESTIMATOR_NATURAL:
+            if (rr[k] != 0) w = DD / RR - 1.0;
+            break;
+        case PK_ESTIMATOR_HAMILTON:
+            if (dr[k] != 0) w = DD * RR / (DR * DR) - 1.0;
+            break;
+        case PK_ESTIMATOR_DAVIS_PEEBLES:
+            if (dr[k] != 0) w = DD / DR - 1.0;
+            break;
+        }
+        omega[k] = w;
+    }
+}
+
+/* ---- jackknife patches ------------------------------------------------------ */
+
+static int cmp_double(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* RA measured from the middle of the largest empty RA gap of the randoms,
+ * so that a field across RA = 0 is not cut in two. */
+static double ra_shift(double ra, double origin) {
+    double r = fmod(ra - origin, 2 * M_PI);
+    if (r < 0) r += 2 * M_PI;
+    return r;
+}
+
+/* Index of the last edge <= v among edges[0..n) (0 when below all). */
+static int bucket_of(const double *edges, int n, double v) {
+    int lo = 0, hi = n; /* first edge > v */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (edges[mid] <= v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 ? lo - 1 : 0;
+}
+
+pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
+                             int32_t *patch) {
+    if (k < 2) return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", k);
+    size_t n = random->n;
+    if ((size_t)k > n)
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k, n);
+    double *ra = malloc(n * sizeof(double)), *dec = malloc(n * sizeof(double));
+    int n_stripes = (int)floor(sqrt((double)k) + 0.5);
+    if (n_stripes < 1) n_stripes = 1;
+    double *dec_edges = malloc((size_t)n_stripes * sizeof(double));
+    double *ra_edges = malloc((size_t)k * sizeof(double));
+    int *first_patch = malloc(((size_t)n_stripes + 1) * sizeof(int));
+    if (!ra || !dec || !dec_edges || !ra_edges || !first_patch) {
+        free(ra), free(dec), free(dec_edges), free(ra_edges), free(first_patch);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for jackknife patches");
+    }
+    /* the RA origin: middle of the largest gap between sorted RAs */
+    for (size_t i = 0; i < n; i++) ra[i] = ra_shift(random->ra[i], 0.0);
+    qsort(ra, n, sizeof(double), cmp_double);
+    double gap = ra[0] + 2 * M_PI - ra[n - 1], origin = 0.5 * (ra[n - 1] + ra[0] + 2 * M_PI);
+    for (size_t i = 1; i < n; i++)
+        if (ra[i] - ra[i - 1] > gap) gap = ra[i] - ra[i - 1], origin = 0.5 * (ra[i] + ra[i - 1]);
+    /* declination stripes of equal random counts */
+    memcpy(dec, random->dec, n * sizeof(double));
+    qsort(dec, n, sizeof(double), cmp_double);
+    for (int s = 0; s < n_stripes; s++) dec_edges[s] = dec[(size_t)((double)n * s / n_stripes)];
+    dec_edges[0] = -(double)INFINITY;
+    first_patch[0] = 0;
+    for (int s = 0; s < n_stripes; s++) first_patch[s + 1] = first_patch[s] + k / n_stripes + (s < k % n_stripes);
+    /* in each stripe, RA cells of equal random counts */
+    for (int s = 0; s < n_stripes; s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (bucket_of(dec_edges, n_stripes, random->dec[i]) == s) ra[m++] = ra_shift(random->ra[i], origin);
+        qsort(ra, m, sizeof(double), cmp_double);
+        int cells = first_patch[s + 1] - first_patch[s];
+        for (int c = 0; c < cells; c++)
+            ra_edges[first_patch[s] + c] = c == 0 || m == 0 ? -(double)INFINITY : ra[(size_t)((double)m * c / cells)];
+    }
+    for (size_t i = 0; i < objects->n; i++) {
+        int s = bucket_of(dec_edges, n_stripes, objects->dec[i]);
+        int cells = first_patch[s + 1] - first_patch[s];
+        patch[i] = first_patch[s] + bucket_of(ra_edges + first_patch[s], cells, ra_shift(objects->ra[i], origin));
+    }
+    free(ra), free(dec), free(dec_edges), free(ra_edges), free(first_patch);
+    return PK_OK;
+}
+
+/* ---- the whole correlation with extras ----------------------------------- */
+
+void pk_angcorr_extras_free(pk_angcorr_extras *e) {
+    if (!e) return;
+    free(e->dd_w), free(e->dr_w), free(e->rr_w);
+    free(e->theta_mean_dd), free(e->theta_mean_dr), free(e->theta_mean_rr);
+    free(e->omega_jk), free(e->omega_cov), free(e->omega_err);
+    memset(e, 0, sizeof *e);
+}
+
+/* Objects of one patch: positions and weights copied out. */
+typedef struct patch_cat {
+    pk_catalog cat;
+    double *w;
+    double w_total;
+} patch_cat;
+
+static pk_status split_patches(pk_context *ctx, const pk_catalog *c, const double *w, const int32_t *patch, int k,
+                               patch_cat *out) {
+    size_t *count = calloc((size_t)k, sizeof(size_t));
+    if (!count) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < c->n; i++) count[patch[i]]++;
+    for (int p = 0; p < k; p++) {
+        size_t m = count[p] ? count[p] : 1;
+        out[p].cat.ra = malloc(m * sizeof(double));
+        out[p].cat.dec = malloc(m * sizeof(double));
+        out[p].w = w ? malloc(m * sizeof(double)) : NULL;
+        out[p].cat.n = 0;
+        out[p].w_total = 0;
+        if (!out[p].cat.ra || !out[p].cat.dec || (w && !out[p].w)) {
+            free(count);
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        patch_cat *pc = &out[patch[i]];
+        pc->cat.ra[pc->cat.n] = c->ra[i];
+        pc->cat.dec[pc->cat.n] = c->dec[i];
+        if (w) pc->w[pc->cat.n] = w[i];
+        pc->cat.n++;
+    }
+    for (int p = 0; p < k; p++) out[p].w_total = weight_total(out[p].w, out[p].cat.n);
+    free(count);
+    return PK_OK;
+}
+
+static void free_patches(patch_cat *pcs, int k) {
+    if (!pcs) return;
+    for (int p = 0; p < k; p++) {
+        free(pcs[p].cat.ra);
+        free(pcs[p].cat.dec);
+        free(pcs[p].w);
+    }
+    free(pcs);
+}
+
+/* Counts of one kind (DD, DR or RR) per patch pair: [k][k][n] each. */
+typedef struct patch_counts {
+    uint64_t *c;
+    double *w, *t;
+} patch_counts;
+
+pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                            const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                            const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    memset(extras, 0, sizeof *extras);
+    if (!data || !random || data->n == 0 || random->n == 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
+    pk_angcorr_run_options ro = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
+    if (run) ro = *run;
+    pk_status st;
+    if ((st = check_weights(ctx, ro.weights_data, data->n, "data weights")) != PK_OK) return st;
+    if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights")) != PK_OK) return st;
+    if (ro.jackknife == 1 || ro.jackknife < 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", ro.jackknife);
+    pk_backend backend;
+    int kernel;
+    if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
+    pk_edge_table table;
+    if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
+    size_t n = bins->n_bins, n_slots = (size_t)table.n_slots;
+    int weighted = ro.weights_data || ro.weights_random;
+    int weighted_path = weighted || ro.mean_theta;
+    int k = ro.jackknife >= 2 ? ro.jackknife : 1;
+    size_t kk = (size_t)k * (size_t)k;
+
+    out->n_bins = n;
+    out->n_data = data->n;
+    out->n_random = random->n;
+    out->estimator = estimator;
+    out->dd = calloc(n, sizeof(uint64_t));
+    out->dr = calloc(n, sizeof(uint64_t));
+    out->rr = calloc(n, sizeof(uint64_t));
+    out->omega = calloc(n, sizeof(double));
+    extras->n_bins = n;
+    extras->weighted = weighted;
+    extras->sum_w_data = weight_total(ro.weights_data, data->n);
+    extras->sum_w_random = weight_total(ro.weights_random, random->n);
+    patch_counts pc[3];
+    memset(pc, 0, sizeof pc);
+    count_out co = {malloc(n_slots * sizeof(uint64_t)), weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
+                    ro.mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
+    int failed = !out->dd || !out->dr || !out->rr || !out->omega || !co.slots || (weighted_path && !co.wslots) ||
+                 (ro.mean_theta && !co.tslots);
+    for (int c = 0; c < 3 && !failed; c++) {
+        pc[c].c = calloc(kk * n, sizeof(uint64_t));
+        pc[c].w = calloc(kk * n, sizeof(double));
+        pc[c].t = calloc(kk * n, sizeof(double));
+        failed = !pc[c].c || !pc[c].w || !pc[c].t;
+    }
+    patch_cat *dp = NULL, *rp = NULL;
+    int32_t *patch_d = NULL, *patch_r = NULL;
+    if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    if (st == PK_OK && k > 1) {
+        patch_d = malloc(data->n * sizeof(int32_t));
+        patch_r = malloc(random->n * sizeof(int32_t));
+        dp = calloc((size_t)k, sizeof(patch_cat));
+        rp = calloc((size_t)k, sizeof(patch_cat));
+        if (!patch_d || !patch_r || !dp || !rp) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        if (st == PK_OK) st = pk_angcorr_patches(ctx, random, k, data, patch_d);
+        if (st == PK_OK) st = pk_angcorr_patches(ctx, random, k, random, patch_r);
+        if (st == PK_OK) st = split_patches(ctx, data, ro.weights_data, patch_d, k, dp);
+        if (st == PK_OK) st = split_patches(ctx, random, ro.weights_random, patch_r, k, rp);
+    }
+    /* The counts, patch pair by patch pair (one pair of "patches" without
+     * jackknife). Autocorrelations: (p, p) as an autocorrelation, p < q as a
+     * cross count that stands for (q, p) too. */
+    double w_all = 2.0 * (double)data->n * (double)random->n + 0.5 * (double)data->n * (double)data->n +
+                   0.5 * (double)random->n * (double)random->n;
+    double done = 0;
+    pk_pair_stats *stats_of[3] = {&out->stats_dd, &out->stats_dr, &out->stats_rr};
+    for (int c = 0; c < 3 && st == PK_OK; c++) {
+        int autocorr = c != 1;
+        for (int p = 0; p < k && st == PK_OK; p++) {
+            for (int q = autocorr ? p : 0; q < k && st == PK_OK; q++) {
+                const pk_catalog *a, *b;
+                const double *wa, *wb;
+                if (k == 1) {
+                    a = c == 2 ? random : data;
+                    wa = c == 2 ? ro.weights_random : ro.weights_data;
+                    b = c == 1 ? random : c == 0 ? data : random;
+                    wb = c == 1 ? ro.weights_random : wa;
+                } else {
+                    patch_cat *A = c == 2 ? &rp[p] : &dp[p];
+                    patch_cat *B = c == 0 ? &dp[q] : &rp[q];
+                    a = &A->cat, wa = A->w, b = &B->cat, wb = B->w;
+                }
+                if (a->n == 0 || b->n == 0) continue;
+                int as_auto = autocorr && p == q;
+                double work = as_auto ? 0.5 * (double)a->n * (double)a->n : (double)a->n * (double)b->n;
+                pk_progress progress;
+                pk_progress_begin(&progress, ctx, work, done / w_all, work / w_all);
+                done += work;
+                pk_pair_stats s;
+                st = count_slots_ex(ctx, backend, kernel, a, wa, as_auto ? NULL : b, as_auto ? NULL : wb, bins, &table,
+                                    ro.prune, ro.mean_theta, &co, &s, &progress);
+                if (st) break;
+                stats_of[c]->pairs_total += (autocorr && p != q ? 2 : 1) * s.pairs_total;
+                stats_of[c]->pairs_in_range += (autocorr && p != q ? 2 : 1) * s.pairs_in_range;
+                stats_of[c]->pairs_visited += s.pairs_visited;
+                stats_of[c]->pairs_fp64 += s.pairs_fp64;
+                stats_of[c]->seconds += s.seconds;
+                stats_of[c]->kernel_ms += s.kernel_ms;
+                stats_of[c]->kernel = s.kernel;
+                for (int mirror = 0; mirror < (autocorr && p != q ? 2 : 1); mirror++) {
+                    size_t cell = mirror ? (size_t)q * (size_t)k + (size_t)p : (size_t)p * (size_t)k + (size_t)q;
+                    for (size_t b_ = 0; b_ < n; b_++) {
+                        pc[c].c[cell * n + b_] = co.slots[b_ + 1];
+                        pc[c].w[cell * n + b_] = co.wslots ? co.wslots[b_ + 1] : (double)co.slots[b_ + 1];
+                        pc[c].t[cell * n + b_] = co.tslots ? co.tslots[b_ + 1] : 0.0;
+                    }
+                }
+            }
+        }
+    }
+    if (st == PK_OK) {
+        uint64_t *dst[3] = {out->dd, out->dr, out->rr};
+        double *wsum[3], *tsum[3];
+        for (int c = 0; c < 3; c++) {
+            wsum[c] = calloc(n, sizeof(double));
+            tsum[c] = calloc(n, sizeof(double));
+        }
+        if (!wsum[0] || !wsum[1] || !wsum[2] || !tsum[0] || !tsum[1] || !tsum[2])
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (int c = 0; c < 3 && st == PK_OK; c++)
+            for (size_t cell = 0; cell < kk; cell++)
+                for (size_t b_ = 0; b_ < n; b_++) {
+                    dst[c][b_] += pc[c].c[cell * n + b_];
+                    wsum[c][b_] += pc[c].w[cell * n + b_];
+                    tsum[c][b_] += pc[c].t[cell * n + b_];
+                }
+        if (st == PK_OK) {
+            if (weighted) {
+                extras->dd_w = wsum[0], extras->dr_w = wsum[1], extras->rr_w = wsum[2];
+                wsum[0] = wsum[1] = wsum[2] = NULL;
+                pk_estimate_weighted(estimator, extras->sum_w_data, extras->sum_w_random, n, extras->dd_w,
+                                     extras->dr_w, extras->rr_w, out->omega);
+            } else {
+                pk_estimate(estimator, data->n, random->n, n, out->dd, out->dr, out->rr, out->omega);
+            }
+            if (ro.mean_theta) {
+                double **means[3] = {&extras->theta_mean_dd, &extras->theta_mean_dr, &extras->theta_mean_rr};
+                for (int c = 0; c < 3; c++) {
+                    const double *ws = weighted ? (c == 0 ? extras->dd_w : c == 1 ? extras->dr_w : extras->rr_w) : wsum[c];
+                    *means[c] = malloc(n * sizeof(double));
+                    if (!*means[c]) {
+                        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+                        break;
+                    }
+                    for (size_t b_ = 0; b_ < n; b_++) (*means[c])[b_] = ws[b_] != 0 ? tsum[c][b_] / ws[b_] : (double)NAN;
+                }
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            free(wsum[c]);
+            free(tsum[c]);
+        }
+    }
+    if (st == PK_OK && k > 1) {
+        /* leave patch j out: total - row j - column j + (j, j) */
+        extras->n_patches = (size_t)k;
+        extras->omega_jk = malloc((size_t)k * n * sizeof(double));
+        extras->omega_cov = calloc(n * n, sizeof(double));
+        extras->omega_err = malloc(n * sizeof(double));
+        uint64_t *lc[3];
+        double *lw[3];
+        for (int c = 0; c < 3; c++) {
+            lc[c] = malloc(n * sizeof(uint64_t));
+            lw[c] = malloc(n * sizeof(double));
+        }
+        if (!extras->omega_jk || !extras->omega_cov || !extras->omega_err || !lc[0] || !lc[1] || !lc[2] || !lw[0] ||
+            !lw[1] || !lw[2])
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (int j = 0; j < k && st == PK_OK; j++) {
+            for (int c = 0; c < 3; c++) {
+                const uint64_t *total = c == 0 ? out->dd : c == 1 ? out->dr : out->rr;
+                for (size_t b_ = 0; b_ < n; b_++) {
+                    uint64_t cnt = total[b_];
+                    double wt = 0;
+                    for (int q = 0; q < k; q++) {
+                        size_t row = ((size_t)j * (size_t)k + (size_t)q) * n + b_;
+                        size_t col = ((size_t)q * (size_t)k + (size_t)j) * n + b_;
+                        cnt -= pc[c].c[row] + (q == j ? 0 : pc[c].c[col]);
+                    }
+                    for (int p = 0; p < k; p++)
+                        for (int q = 0; q < k; q++)
+                            if (p != j && q != j) wt += pc[c].w[((size_t)p * (size_t)k + (size_t)q) * n + b_];
+                    lc[c][b_] = cnt;
+                    lw[c][b_] = wt;
+                }
+            }
+            double *w_j = extras->omega_jk + (size_t)j * n;
+            if (weighted)
+                pk_estimate_weighted(estimator, extras->sum_w_data - dp[j].w_total,
+                                     extras->sum_w_random - rp[j].w_total, n, lw[0], lw[1], lw[2], w_j);
+            else
+                pk_estimate(estimator, data->n - dp[j].cat.n, random->n - rp[j].cat.n, n, lc[0], lc[1], lc[2], w_j);
+        }
+        if (st == PK_OK) {
+            double f = (double)(k - 1) / (double)k;
+            for (size_t x = 0; x < n; x++) {
+                double mx = 0;
+                for (int j = 0; j < k; j++) mx += extras->omega_jk[(size_t)j * n + x];
+                mx /= k;
+                for (size_t y = 0; y < n; y++) {
+                    double my = 0;
+                    for (int j = 0; j < k; j++) my += extras->omega_jk[(size_t)j * n + y];
+                    my /= k;
+                    double s = 0;
+                    for (int j = 0; j < k; j++)
+                        s += (extras->omega_jk[(size_t)j * n + x] - mx) * (extras->omega_jk[(size_t)j * n + y] - my);
+                    extras->omega_cov[x * n + y] = f * s;
+                }
+                extras->omega_err[x] = sqrt(extras->omega_cov[x * n + x]);
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            free(lc[c]);
+            free(lw[c]);
+        }
+    }
+    for (int c = 0; c < 3; c++) {
+        free(pc[c].c);
+        free(pc[c].w);
+        free(pc[c].t);
+    }
+    free(co.slots);
+    free(co.wslots);
+    free(co.tslots);
+    free(patch_d);
+    free(patch_r);
+    free_patches(dp, k > 1 ? k : 0);
+    free_patches(rp, k > 1 ? k : 0);
+    pk_edge_table_free(&table);
+    if (st) {
+        pk_angcorr_result_free(out);
+        pk_angcorr_extras_free(extras);
+    }
+    return st;
+}
+
+/* ---- outputs ------------------------------------------------------------------ */
+
+static double deg(double rad) {
+    return rad * (180.0 / M_PI);
+}
+
+pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                                  const pk_angcorr_extras *extras, const pk_bins *bins) {
+    pk_atomic_file f;
+    pk_status st = pk_atomic_open(ctx, &f, path);
+    if (st) return st;
+    int means = extras && extras->theta_mean_dd, errs = extras && extras->omega_err, wts = extras && extras->dd_w;
+    fprintf(f.fp, "theta_lo_deg,theta_hi_deg%s,omega%s,dd,dr,rr%s\n",
+            means ? ",theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg" : "", errs ? ",omega_err" : "",
+            wts ? ",dd_weighted,dr_weighted,rr_weighted" : "");
+    for (size_t k = 0; k < result->n_bins; k++) {
+        fprintf(f.fp, "%.17g,%.17g", deg(bins->edges[k]), deg(bins->edges[k + 1]));
+        if (means)
+            fprintf(f.fp, ",%.17g,%.17g,%.17g", deg(extras->theta_mean_dd[k]), deg(extras->theta_mean_dr[k]),
+                    deg(extras->theta_mean_rr[k]));
+        fprintf(f.fp, ",%.17g", result->omega[k]);
+        if (errs) fprintf(f.fp, ",%.17g", extras->omega_err[k]);
+        fprintf(f.fp, ",%llu,%llu,%llu", (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
+                (unsigned long long)result->rr[k]);
+        if (wts) fprintf(f.fp, ",%.17g,%.17g,%.17g", extras->dd_w[k], extras->dr_w[k], extras->rr_w[k]);
+        fprintf(f.fp, "\n");
+    }
+    return pk_atomic_commit(ctx, &f);
+}
+
+pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
+                                      const pk_bins *bins) {
+    if (!extras || !extras->omega_cov) return pk_fail(ctx, PK_ERR_INVALID, "%s: no jackknife covariance to write", path);
+    pk_atomic_file f;
+    pk_status st = pk_atomic_open(ctx, &f, path);
+    if (st) return st;
+    size_t n = extras->n_bins;
+    fprintf(f.fp, "theta_lo_deg,theta_hi_deg");
+    for (size_t k = 0; k < n; k++) fprintf(f.fp, ",bin_%zu", k);
+    fprintf(f.fp, "\n");
+    for (size_t x = 0; x < n; x++) {
+        fprintf(f.fp, "%.17g,%.17g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
+        for (size_t y = 0; y < n; y++) fprintf(f.fp, ",%.17g", extras->omega_cov[x * n + y]);
+        fprintf(f.fp, "\n");
+    }
+    return pk_atomic_commit(ctx, &f);
+}
+
+/* ---- edge files ----------------------------------------------------------------- */
+
+pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    char *text;
+    size_t size;
+    pk_status st = pk_read_file(ctx, path, &text, &size);
+    if (st) return st;
+    size_t cap = 64, n = 0, line = 1;
+    double *edges = malloc(cap * sizeof(double));
+    if (!edges) {
+        free(text);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    char *p = text;
+    while (*p && st == PK_OK) {
+        if (*p == '\n') {
+            line++;
+            p++;
+            continue;
+        }
+        if (*p == ' ' || *p == '\t' || *p == '\r' || *p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '#') {
+            while (*p && *p != '\n') p++;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || (*end && !isspace((unsigned char)*end) && *end != ',' && *end != '#')) {
+            char *tok_end = p;
+            while (*tok_end && !isspace((unsigned char)*tok_end)) tok_end++;
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: '%.*s' is not an edge (degrees)", path, line,
+                         (int)(tok_end - p < 40 ? tok_end - p : 40), p);
+            break;
+        }
+        if (!isfinite(v) || v < 0 || v > 180) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.17g is not an angle in [0, 180] degrees", path, line, v);
+            break;
+        }
+        if (n == cap) {
+            double *e2 = realloc(edges, 2 * cap * sizeof(double));
+            if (!e2) {
+                st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+                break;
+            }
+            edges = e2;
+            cap *= 2;
+        }
+        double rad = v * (M_PI / 180.0);
+        if (n > 0 && !(rad > edges[n - 1])) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.17g degrees does not increase on the previous one", path,
+                         line, v);
+            break;
+        }
+        edges[n++] = rad;
+        p = end;
+    }
+    free(text);
+    if (st == PK_OK && n < 2) st = pk_fail(ctx, PK_ERR_PARSE, "%s: an edge file needs at least 2 edges (found %zu)", path, n);
+    if (st == PK_OK) st = pk_bins_from_edges(ctx, edges, n, out);
+    free(edges);
+    return st;
+}
