@@ -14,7 +14,7 @@ set -u -o pipefail
 BUILD=${1:-build-acu}
 STEPS=${2:-smi,tests,bundled,sanitize,ladder,naive,wall,sass}
 LADDER=${LADDER:-cuda-chord,cuda-approx-acos,cuda-chord-offset,cuda-chord-rows4,cuda-chord-sorted,cuda-dot,cuda-dot-packed,cuda-dot-packed-rows8,cuda-dot-hi,cuda-dot-queue,cuda-dot-queue-cells8,cuda-dot-hi-queue-cells8,cuda-dot-queue-cells8-rows8}
-FINAL=${FINAL:-cuda-dot-queue-cells8}
+FINAL=${FINAL:-cuda-dot-hi-queue-cells8}
 OUT=${OUT:-angcorr-cuda-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devlibs-acu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -940,4 +940,4 @@ done:
     return st;
 }
 
-extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8;
+extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8;
