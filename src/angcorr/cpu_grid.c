@@ -387,7 +387,7 @@ static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const d
 
 /* Band height for theta_max: GRID_REFINE cells across theta_max, but no
  * finer than GRID_MIN_PER_CELL objects per cell on average. */
-static pk_status build_grids(pk_context *ctx, const pk_catalog *a, const double *wa, const pk_catalog *b,
+pk_status pk_grid_build_pair(pk_context *ctx, const pk_catalog *a, const double *wa, const pk_catalog *b,
                              const double *wb, double theta_max, pk_grid *ga, pk_grid *gb) {
     double h = theta_max / GRID_REFINE;
     if (h < 1e-6) h = 1e-6;
@@ -457,7 +457,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     memset(&gb, 0, sizeof gb);
     pk_status st;
     if (chord2 > 0) {
-        st = build_grids(ctx, a, wa, b, wb, theta_max, &ga, autocorr ? NULL : &gb);
+        st = pk_grid_build_pair(ctx, a, wa, b, wb, theta_max, &ga, autocorr ? NULL : &gb);
     } else {
         st = pk_grid_build(ctx, a, wa, 0, &ga);
         if (st == PK_OK && !autocorr && (st = pk_grid_build(ctx, b, wb, 0, &gb)) != PK_OK) pk_grid_free(&ga);
@@ -727,4 +727,26 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     pk_grid_free(&ga);
     pk_grid_free(&gb);
     return result;
+}
+
+double pk_grid_plan_skipped_weight(const pk_grid_plan *plan, const pk_grid *ga, const pk_grid *gb, int autocorr) {
+    double skipped = 0;
+    size_t next = 0;
+    for (size_t ui = 0; ui <= plan->n_units; ui++) {
+        size_t until = ui < plan->n_units ? plan->units[ui].i0 : ga->n;
+        for (size_t i = next; i < until; i++) skipped += (ga->w ? ga->w[i] : 1.0) * row_all_columns(gb, i, autocorr);
+        if (ui == plan->n_units) break;
+        const pk_grid_unit *u = &plan->units[ui];
+        for (size_t i = u->i0; i < u->i1; i++) {
+            double cols = row_all_columns(gb, i, autocorr);
+            for (size_t r = u->r0; r < u->r1; r++) {
+                size_t j0 = gb->cell_start[plan->ranges[2 * r]], j1 = gb->cell_start[plan->ranges[2 * r + 1]];
+                if (autocorr && j0 < i + 1) j0 = i + 1;
+                if (j1 > j0) cols -= columns_weight(gb, j0, j1);
+            }
+            skipped += (ga->w ? ga->w[i] : 1.0) * cols;
+        }
+        next = u->i1;
+    }
+    return skipped;
 }

@@ -40,6 +40,11 @@ typedef struct pk_grid {
  * single cell in catalog order). weights may be NULL. */
 pk_status pk_grid_build(pk_context *ctx, const pk_catalog *cat, const double *weights, double h, pk_grid *g);
 void pk_grid_free(pk_grid *g);
+/* The grids of a and b (b NULL: a alone) for counts up to theta_max:
+ * band height theta_max / GRID_REFINE, coarser until cells hold
+ * GRID_MIN_PER_CELL objects on average (cpu_grid.c). */
+pk_status pk_grid_build_pair(pk_context *ctx, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                             const double *wb, double theta_max, pk_grid *ga, pk_grid *gb);
 
 /* The chord squared beyond which a pair's reference slot is certainly the
  * top one (n_bins + 1), from the last dot threshold; 0 when nothing can be
@@ -70,6 +75,10 @@ typedef struct pk_grid_plan {
 pk_status pk_grid_plan_build(pk_context *ctx, const pk_grid *a, const pk_grid *b, double theta_max, double chord2,
                              pk_grid_plan *plan);
 void pk_grid_plan_free(pk_grid_plan *plan);
+/* Weight (or count, unweighted) of the pairs a plan does not visit:
+ * every row's columns minus those of its units' ranges (rows of a in no
+ * unit: all their columns). */
+double pk_grid_plan_skipped_weight(const pk_grid_plan *plan, const pk_grid *ga, const pk_grid *gb, int autocorr);
 
 /* The CPU counting engine behind pk_angcorr_count_ex and the pruned path of
  * pk_angcorr_count: slots[n_slots] += counts; wslots, tslots (n_slots each,

@@ -1,0 +1,372 @@
+/* cuda_features.cu - the CUDA side of the small-scale and weighted counts:
+ * the visit plan of grid.h (cells on the sphere, far cell pairs skipped)
+ * and per-object weights and mean separations, on the device.
+ *
+ * Slots are decided exactly as on the CPU: float32 chord squared from float
+ * unit vectors, the host edge table's cells and windows (angcorr_internal.h),
+ * and pairs inside a window settled with the reference float64 dot product,
+ * evaluated with __dmul_rn/__dadd_rn so that no fma contraction changes it.
+ * Skipped pairs are counted into the top slot on the host.
+ *
+ * One block per work item: a unit of the plan (at most 256 rows, a row per
+ * thread) against one range of cells; every thread walks the same columns,
+ * so a warp's column reads are broadcasts. Counts go to shared u32 slots,
+ * weights and weighted separations to shared float64 sums (atomicAdd), all
+ * flushed once per block. The float64 sums therefore depend on the order in
+ * which blocks and threads add: they agree with the reference to float64
+ * rounding (tests/test_angcorr_features.c bounds the difference), not bit
+ * for bit; the integer counts are exact.
+ */
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "angcorr_internal.h"
+#include "grid.h"
+}
+#include "../common/cuda_check.cuh"
+
+#define FEATURE_THREADS 256
+
+struct FeatureArgs {
+    const float4 *pa, *pb;          /* float unit vectors, sorted */
+    const double *a64, *b64;        /* x[n], y[n], z[n] at strides na, nb */
+    size_t na, nb;
+    const double *wa, *wb;          /* sorted weights or NULL */
+    const double *thr;              /* dot thresholds [n_bounds] */
+    int n_bounds, n_slots, n_bins;
+    const int *cell_slot;           /* [n_cells] */
+    const float *c2_lo, *c2_hi;     /* [n_bounds + 1] */
+    int n_cells, cell_shift, cell_base;
+    const uint4 *items;             /* i0, i1, j0, j1 */
+    int autocorr, weighted, mean_theta;
+    unsigned long long *slots, *n_fp64;
+    double *wslots, *tslots;
+};
+
+__device__ __forceinline__ double dot_rn(double x1, double y1, double z1, double x2, double y2, double z2) {
+    return __dadd_rn(__dadd_rn(__dmul_rn(x1, x2), __dmul_rn(y1, y2)), __dmul_rn(z1, z2));
+}
+
+__device__ __forceinline__ int slot_of_dot(const double *thr, int n_bounds, double dot) {
+    int lo = 0, hi = n_bounds;
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        if (dot < thr[mid]) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+__global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    double *s_w = (double *)smem;
+    double *s_t = s_w + g.n_slots;
+    unsigned *s_cnt = (unsigned *)(s_t + g.n_slots);
+    int *s_cells = (int *)(s_cnt + g.n_slots);
+    float *s_lo = (float *)(s_cells + g.n_cells);
+    float *s_hi = s_lo + g.n_bounds + 1;
+    __shared__ unsigned s_fp64;
+    for (int s = threadIdx.x; s < g.n_slots; s += FEATURE_THREADS) {
+        s_w[s] = 0;
+        s_t[s] = 0;
+        s_cnt[s] = 0;
+    }
+    for (int c = threadIdx.x; c < g.n_cells; c += FEATURE_THREADS) s_cells[c] = g.cell_slot[c];
+    for (int s = threadIdx.x; s <= g.n_bounds; s += FEATURE_THREADS) {
+        s_lo[s] = g.c2_lo[s];
+        s_hi[s] = g.c2_hi[s];
+    }
+    if (threadIdx.x == 0) s_fp64 = 0;
+    __syncthreads();
+
+    uint4 it = g.items[blockIdx.x];
+    size_t i = it.x + threadIdx.x;
+    if (i < it.y) {
+        float4 p = g.pa[i];
+        double wi = g.wa ? g.wa[i] : 1.0;
+        size_t j = it.z;
+        if (g.autocorr && j < i + 1) j = i + 1;
+        unsigned fp64 = 0;
+        for (; j < it.w; j++) {
+            float4 q = g.pb[j];
+            float dx = p.x - q.x, dy = p.y - q.y, dz = p.z - q.z;
+            float c2 = fmaf(dz, dz, fmaf(dy, dy, dx * dx));
+            int cell = (int)(__float_as_uint(c2) >> g.cell_shift) - g.cell_base;
+            cell = min(max(cell, 0), g.n_cells - 1);
+            int e = s_cells[cell];
+            int s;
+            if (!(e & PK_CELL_MULTI)) {
+                s = e;
+                if (c2 >= s_hi[s]) s++;
+                else if (c2 >= s_lo[s]) s = -1;
+            } else {
+                int lo = 0, hi = g.n_bounds; /* #{s : c2_hi[s] <= c2} */
+                while (lo < hi) {
+                    int mid = (lo + hi) >> 1;
+                    if (s_hi[mid] <= c2) lo = mid + 1;
+                    else hi = mid;
+                }
+                s = c2 >= s_lo[lo] ? -1 : lo;
+            }
+            double dot = 0;
+            bool have_dot = false;
+            if (s < 0) {
+                dot = dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
+                             g.b64[2 * g.nb + j]);
+                have_dot = true;
+                s = slot_of_dot(g.thr, g.n_bounds, dot);
+                fp64++;
+            }
+            atomicAdd(&s_cnt[s], 1u);
+            if (g.weighted) {
+                double w = wi * (g.wb ? g.wb[j] : 1.0);
+                atomicAdd(&s_w[s], w);
+                if (g.mean_theta && s >= 1 && s <= g.n_bins) {
+                    if (!have_dot)
+                        dot = dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
+                                     g.b64[2 * g.nb + j]);
+                    dot = fmin(fmax(dot, -1.0), 1.0);
+                    atomicAdd(&s_t[s], w * acos(dot));
+                }
+            }
+        }
+        if (fp64) atomicAdd(&s_fp64, fp64);
+    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < g.n_slots; s += FEATURE_THREADS) {
+        if (s_cnt[s]) atomicAdd(&g.slots[s], (unsigned long long)s_cnt[s]);
+        if (g.weighted) {
+            if (s_w[s] != 0) atomicAdd(&g.wslots[s], s_w[s]);
+            if (g.mean_theta && s_t[s] != 0) atomicAdd(&g.tslots[s], s_t[s]);
+        }
+    }
+    if (threadIdx.x == 0 && s_fp64) atomicAdd(g.n_fp64, (unsigned long long)s_fp64);
+}
+
+/* ---- host ------------------------------------------------------------------ */
+
+struct FeatureDevice {
+    float4 *pa, *pb;
+    double *a64, *b64, *wa, *wb, *thr, *wslots, *tslots;
+    int *cells;
+    float *lo, *hi;
+    uint4 *items;
+    unsigned long long *slots, *n_fp64;
+};
+
+static void release(FeatureDevice *d) {
+    void *ptrs[] = {d->pa, d->pb, d->a64, d->b64, d->wa, d->wb, d->thr, d->wslots, d->tslots, d->cells,
+                    d->lo, d->hi, d->items, d->slots, d->n_fp64};
+    for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) cudaFree(ptrs[k]);
+    memset(d, 0, sizeof *d);
+}
+
+static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t bytes) {
+    PK_CUDA(ctx, cudaMalloc(dev, bytes ? bytes : 1));
+    if (bytes) PK_CUDA(ctx, cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
+    return PK_OK;
+}
+
+static pk_status upload_grid(pk_context *ctx, const pk_grid *g, float4 **p, double **v64, double **w) {
+    size_t n = g->n;
+    float4 *host = (float4 *)malloc((n ? n : 1) * sizeof(float4));
+    double *v = (double *)malloc(3 * (n ? n : 1) * sizeof(double));
+    if (!host || !v) {
+        free(host);
+        free(v);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        host[i] = make_float4(g->fx[i], g->fy[i], g->fz[i], 0.0f);
+        v[i] = g->v.x[i];
+        v[n + i] = g->v.y[i];
+        v[2 * n + i] = g->v.z[i];
+    }
+    pk_status st = upload(ctx, (void **)p, host, n * sizeof(float4));
+    if (st == PK_OK) st = upload(ctx, (void **)v64, v, 3 * n * sizeof(double));
+    if (st == PK_OK && g->w) st = upload(ctx, (void **)w, g->w, n * sizeof(double));
+    free(host);
+    free(v);
+    return st;
+}
+
+extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
+                                                    const pk_catalog *b, const double *wb, const pk_bins *bins,
+                                                    const pk_edge_table *table, int prune, int mean_theta,
+                                                    uint64_t *slots, double *wslots, double *tslots,
+                                                    pk_pair_stats *stats, pk_progress *progress) {
+    (void)kernel;
+    int autocorr = b == NULL;
+    int weighted = wslots != NULL;
+    if (!mean_theta || !weighted) tslots = NULL;
+    size_t n_slots = (size_t)table->n_slots;
+    double theta_max = bins->edges[bins->n_bins];
+    double chord2 = prune == PK_PRUNE_OFF ? 0.0 : pk_grid_prune_chord2(table);
+    if (prune == PK_PRUNE_AUTO && theta_max >= M_PI / 3) chord2 = 0;
+    if (prune == PK_PRUNE_AUTO && chord2 <= 0 && !weighted) return PK_ERR_UNSUPPORTED;
+    size_t smem = n_slots * (2 * sizeof(double) + sizeof(unsigned)) + (size_t)table->n_cells * sizeof(int) +
+                  2 * ((size_t)table->n_bounds + 1) * sizeof(float) + 64;
+    if (smem > 200 * 1024) {
+        if (!weighted) return PK_ERR_UNSUPPORTED;
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "weighted CUDA counts take at most about 4000 bins here (%zu needed "
+                                                "%zu bytes of shared memory)", bins->n_bins, smem);
+    }
+
+    pk_grid ga, gb;
+    memset(&ga, 0, sizeof ga);
+    memset(&gb, 0, sizeof gb);
+    pk_status st;
+    if (chord2 > 0) {
+        st = pk_grid_build_pair(ctx, a, wa, b, wb, theta_max, &ga, autocorr ? NULL : &gb);
+    } else {
+        st = pk_grid_build(ctx, a, wa, 0, &ga);
+        if (st == PK_OK && !autocorr && (st = pk_grid_build(ctx, b, wb, 0, &gb)) != PK_OK) pk_grid_free(&ga);
+    }
+    if (st) return st;
+    const pk_grid *gbp = autocorr ? &ga : &gb;
+    pk_grid_plan plan;
+    memset(&plan, 0, sizeof plan);
+    if ((st = pk_grid_plan_build(ctx, &ga, autocorr ? NULL : &gb, theta_max, chord2, &plan)) != PK_OK) {
+        pk_grid_free(&ga);
+        pk_grid_free(&gb);
+        return st;
+    }
+    if (prune == PK_PRUNE_AUTO && !weighted && (double)plan.pairs_visited > 0.67 * (double)plan.pairs_all) {
+        pk_grid_plan_free(&plan);
+        pk_grid_free(&ga);
+        pk_grid_free(&gb);
+        return PK_ERR_UNSUPPORTED;
+    }
+
+    FeatureDevice d;
+    memset(&d, 0, sizeof d);
+    FeatureArgs g;
+    memset(&g, 0, sizeof g);
+    cudaEvent_t ev0 = NULL, ev1 = NULL;
+    float ms = 0;
+    unsigned long long n_fp64 = 0;
+    size_t n_items = 0;
+    uint4 *items = NULL;
+    for (size_t u = 0; u < plan.n_units; u++) n_items += plan.units[u].r1 - plan.units[u].r0;
+    items = (uint4 *)malloc((n_items ? n_items : 1) * sizeof(uint4));
+    if (!items) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    n_items = 0;
+    for (size_t u = 0; u < plan.n_units; u++)
+        for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
+            uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
+            if (autocorr && j1 <= plan.units[u].i0 + 1) continue;
+            items[n_items++] = make_uint4(plan.units[u].i0, plan.units[u].i1, j0, j1);
+        }
+    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
+    if ((st = upload_grid(ctx, &ga, &d.pa, &d.a64, &d.wa)) != PK_OK) goto done;
+    if (!autocorr && (st = upload_grid(ctx, &gb, &d.pb, &d.b64, &d.wb)) != PK_OK) goto done;
+    if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
+        goto done;
+    if ((st = upload(ctx, (void **)&d.cells, table->cell_slot, (size_t)table->n_cells * sizeof(int))) != PK_OK) goto done;
+    if ((st = upload(ctx, (void **)&d.lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK) goto done;
+    if ((st = upload(ctx, (void **)&d.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK) goto done;
+    if ((st = upload(ctx, (void **)&d.items, items, n_items * sizeof(uint4))) != PK_OK) goto done;
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.slots, n_slots * sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, n_slots * sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.n_fp64, sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.wslots, n_slots * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.wslots, 0, n_slots * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.tslots, n_slots * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.tslots, 0, n_slots * sizeof(double)));
+    g.pa = d.pa;
+    g.pb = autocorr ? d.pa : d.pb;
+    g.a64 = d.a64;
+    g.b64 = autocorr ? d.a64 : d.b64;
+    g.na = ga.n;
+    g.nb = gbp->n;
+    g.wa = d.wa;
+    g.wb = autocorr ? d.wa : d.wb;
+    g.thr = d.thr;
+    g.n_bounds = table->n_bounds;
+    g.n_slots = (int)n_slots;
+    g.n_bins = (int)bins->n_bins;
+    g.cell_slot = d.cells;
+    g.c2_lo = d.lo;
+    g.c2_hi = d.hi;
+    g.n_cells = table->n_cells;
+    g.cell_shift = table->cell_shift;
+    g.cell_base = table->cell_base;
+    g.autocorr = autocorr;
+    g.weighted = weighted;
+    g.mean_theta = tslots != NULL;
+    g.slots = d.slots;
+    g.n_fp64 = d.n_fp64;
+    g.wslots = d.wslots;
+    g.tslots = d.tslots;
+    PK_CUDA_GOTO(ctx, st, done, cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
+    {
+        /* launches of at most 2^16 items (2^31 pairs of 256-row units at most
+         * 2^15 columns wide would take well under a second), with progress
+         * and cancellation between them */
+        const size_t per_launch = 65536;
+        double scale = progress && plan.pairs_visited ? progress->total / (double)n_items : 0;
+        for (size_t first = 0; first < n_items; first += per_launch) {
+            size_t count = n_items - first < per_launch ? n_items - first : per_launch;
+            FeatureArgs gk = g;
+            gk.items = d.items + first;
+            features_kernel<<<(unsigned)count, FEATURE_THREADS, smem>>>(gk);
+            PK_CUDA_LAUNCHED(ctx, st, done);
+            PK_CUDA_GOTO(ctx, st, done, cudaDeviceSynchronize());
+            if (progress && pk_progress_add(progress, (double)count * scale, 1)) {
+                st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+                goto done;
+            }
+        }
+    }
+    PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(slots, d.slots, n_slots * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(&n_fp64, d.n_fp64, sizeof n_fp64, cudaMemcpyDeviceToHost));
+    if (weighted) PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(wslots, d.wslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
+    if (tslots) PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(tslots, d.tslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
+    /* the pairs the plan skipped are beyond the last edge */
+    slots[n_slots - 1] += plan.pairs_all - plan.pairs_visited;
+    if (weighted) wslots[n_slots - 1] += pk_grid_plan_skipped_weight(&plan, &ga, gbp, autocorr);
+    if (autocorr) {
+        for (size_t s = 0; s < n_slots; s++) {
+            slots[s] *= 2;
+            if (weighted) wslots[s] *= 2;
+            if (tslots) tslots[s] *= 2;
+        }
+        for (size_t i = 0; i < ga.n; i++) {
+            double dot = pk_angcorr_dot_ref(ga.v.x[i], ga.v.y[i], ga.v.z[i], ga.v.x[i], ga.v.y[i], ga.v.z[i]);
+            int32_t s = pk_edge_table_slot_fp64(table, dot);
+            slots[s]++;
+            if (weighted) {
+                double w = ga.w ? ga.w[i] * ga.w[i] : 1.0;
+                wslots[s] += w;
+                if (tslots && s >= 1 && s <= (int32_t)bins->n_bins) tslots[s] += w * acos(fmin(fmax(dot, -1.0), 1.0));
+            }
+        }
+        n_fp64 += ga.n;
+    }
+    stats->kernel_ms = ms;
+    stats->pairs_visited = plan.pairs_visited + (autocorr ? ga.n : 0);
+    stats->pairs_fp64 = n_fp64;
+done:
+    if (ev0) cudaEventDestroy(ev0);
+    if (ev1) cudaEventDestroy(ev1);
+    free(items);
+    release(&d);
+    pk_grid_plan_free(&plan);
+    pk_grid_free(&ga);
+    pk_grid_free(&gb);
+    return st;
+}
