@@ -18,9 +18,16 @@
  *
  * Work is cut into tiles of rows x columns handed out through an atomic
  * counter to resident blocks, each with its own shared histogram flushed
- * once into the global one. Launches come in chunks of at most
- * chunk_pairs pairs, with progress reported and cancellation honoured
- * between chunks.
+ * into the global one when the block ends (or before its u32 counters could
+ * overflow). Launches come in chunks of at most CHUNK_PAIRS_* pairs, with
+ * progress reported and cancellation honoured between chunks.
+ *
+ * What bounds the fastest kernels on an H200 (docs/performance.md): the
+ * shared-memory gathers of cells and windows, not the instruction issue
+ * (64% of the issue limit at 14 instructions a pair); hence the Morton
+ * order of the catalogs (a warp's pairs touch few table entries), the
+ * 8-bit cells and the queue that keeps the rare float64 settling off the
+ * warps' common path.
  */
 #include <cuda_runtime.h>
 
@@ -298,8 +305,6 @@ __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *
                                            unsigned char *sm_hist, unsigned *fp64_count, uint4 *queue,
                                            unsigned *queue_n, unsigned queue_len) {
     const unsigned trash = 8u * (unsigned)(g.n_bounds + 2);
-    const float *lohi_g = (const float *)g.lohi;
-    (void)lohi_g;
 #pragma unroll 2
     for (int jj = 0; jj < TILE_COLS; jj++) {
         float4 pj = tile[jj];
