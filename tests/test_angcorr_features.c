@@ -1,0 +1,336 @@
+/* test_angcorr_features.c - weights, mean separations, the pruned small-scale
+ * path and jackknife errors against the float64 reference, on every CPU
+ * kernel (and the CUDA path when a device is present):
+ *
+ * - counts bit for bit, weighted sums and separation sums to float64
+ *   rounding: |fast - ref| <= 2 m eps S, with m the pairs of the bin and S
+ *   the sum of |w_i w_j| (theta: times pi), the bound of two recursive sums
+ *   of the same m rounded products in different orders;
+ * - the pruned plan forced on, with pairs built on the last edge (the one
+ *   pruning relies on) and on the others, near the poles, across RA = 0;
+ * - jackknife: every leave-one-out w(theta) equals a direct run without the
+ *   patch's objects (bit for bit unweighted, to rounding weighted);
+ * - the N_D != N_R and weighted normalisations against the formulas.
+ */
+#include "angcorr/angcorr_internal.h"
+#include "angcorr_util.h"
+
+static void offset_point(double ra, double dec, double theta, double bearing, double *ra2, double *dec2) {
+    double sd = sin(dec) * cos(theta) + cos(dec) * sin(theta) * cos(bearing);
+    if (sd > 1) sd = 1;
+    if (sd < -1) sd = -1;
+    *dec2 = asin(sd);
+    *ra2 = ra + atan2(sin(bearing) * sin(theta) * cos(dec), cos(theta) - sin(dec) * sd);
+}
+
+static double *test_weights(check_rng *rng, size_t n) {
+    double *w = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) w[i] = 0.2 + 1.6 * check_uniform(rng);
+    return w;
+}
+
+static int kernels_to_test(int *ids) {
+    int n = 0;
+    for (int k = 0; k < N_TEST_CPU_KERNELS; k++)
+        if (pk_angcorr_kernel_available(test_cpu_kernels[k])) ids[n++] = test_cpu_kernels[k];
+    if (pk_angcorr_kernel_available(PK_ANGCORR_KERNEL_CPU_AVX512_TABLE)) ids[n++] = PK_ANGCORR_KERNEL_CPU_AVX512_TABLE;
+#ifdef PK_HAVE_CUDA
+    if (pk_cuda_device_count() > 0) ids[n++] = pk_angcorr_kernel_from_name("cuda-dot");
+#endif
+    return n;
+}
+
+/* Every kernel with weights / mean separations / pruning against the
+ * weighted reference. */
+static void compare_weighted(const char *what, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                             const double *wb, const pk_bins *bins, int mean_theta) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    size_t n = bins->n_bins;
+    uint64_t *rc = calloc(n, sizeof(uint64_t)), *gc = calloc(n, sizeof(uint64_t));
+    double *rw = calloc(n, sizeof(double)), *rt = calloc(n, sizeof(double));
+    double *gw = calloc(n, sizeof(double)), *gt = calloc(n, sizeof(double));
+    double *abs_w = calloc(n, sizeof(double));
+    CHECK_OK(pk_angcorr_count_ref_weighted(&ctx, a, wa, b, wb, bins, rc, rw, mean_theta ? rt : NULL), &ctx);
+    /* |w| sums for the bound (weights here are positive: the sums themselves) */
+    for (size_t k = 0; k < n; k++) abs_w[k] = fabs(rw[k]);
+    int ids[8];
+    int nk = kernels_to_test(ids);
+    pk_prune prunes[2] = {PK_PRUNE_ON, PK_PRUNE_OFF};
+    for (int k = 0; k < nk; k++) {
+        for (int p = 0; p < 2; p++) {
+            pk_angcorr_options opts = {PK_BACKEND_AUTO, ids[k]};
+            pk_angcorr_features f = {wa, wb, mean_theta, prunes[p]};
+            pk_pair_stats stats;
+            pk_status st = pk_angcorr_count_ex(&ctx, &opts, a, b, bins, &f, gc, gw, mean_theta ? gt : NULL, &stats);
+            CHECK_OK(st, &ctx);
+            if (st) continue;
+            int bad = 0;
+            for (size_t q = 0; q < n && bad < 3; q++) {
+                double m = (double)rc[q] + 2;
+                double tol_w = 2.0 * m * 0x1p-53 * abs_w[q] * 1.0000001 + 1e-300;
+                double tol_t = tol_w * M_PI;
+                int ok = gc[q] == rc[q] && fabs(gw[q] - rw[q]) <= tol_w && (!mean_theta || fabs(gt[q] - rt[q]) <= tol_t);
+                if (!ok) bad++;
+                CHECK(ok, "%s: kernel %s prune %d bin %zu: count %llu vs %llu, weight %.17g vs %.17g (tol %.3g), theta %.17g vs %.17g",
+                      what, pk_angcorr_kernel_name(ids[k]), p == 0, q, (unsigned long long)gc[q],
+                      (unsigned long long)rc[q], gw[q], rw[q], tol_w, gt[q], rt[q]);
+            }
+        }
+    }
+    free(rc), free(gc), free(rw), free(rt), free(gw), free(gt), free(abs_w);
+}
+
+/* The unweighted pruned path forced on, every kernel, against the reference. */
+static void compare_pruned(const char *what, const pk_catalog *a, const pk_catalog *b, const pk_bins *bins) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    size_t n = bins->n_bins;
+    uint64_t *ref = calloc(n, sizeof(uint64_t)), *got = calloc(n, sizeof(uint64_t));
+    pk_angcorr_options ro = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_REF};
+    CHECK_OK(pk_angcorr_count(&ctx, &ro, a, b, bins, ref, NULL), &ctx);
+    int ids[8];
+    int nk = kernels_to_test(ids);
+    for (int k = 0; k < nk; k++) {
+        pk_angcorr_options opts = {PK_BACKEND_AUTO, ids[k]};
+        pk_angcorr_features f = {NULL, NULL, 0, PK_PRUNE_ON};
+        pk_pair_stats stats;
+        CHECK_OK(pk_angcorr_count_ex(&ctx, &opts, a, b, bins, &f, got, NULL, NULL, &stats), &ctx);
+        size_t diff = n;
+        for (size_t q = 0; q < n; q++)
+            if (got[q] != ref[q]) {
+                diff = q;
+                break;
+            }
+        CHECK(diff == n, "%s: pruned kernel %s differs in bin %zu: %llu vs %llu", what, pk_angcorr_kernel_name(ids[k]),
+              diff, diff < n ? (unsigned long long)got[diff] : 0ull, diff < n ? (unsigned long long)ref[diff] : 0ull);
+    }
+    free(ref);
+    free(got);
+}
+
+/* a: n points; b: for each, a point at an edge (the last one half the
+ * time) +- a spread, so that pruning near theta_max is exercised. */
+static void edge_catalogs(check_rng *rng, const pk_bins *bins, size_t n, double ra0, double ra1, double dec0,
+                          double dec1, double spread, pk_catalog *a, pk_catalog *b) {
+    *a = test_catalog(rng, n, ra0, ra1, dec0, dec1);
+    *b = test_catalog(rng, n, ra0, ra1, dec0, dec1);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = i % 2 ? bins->n_bins : (size_t)(check_uniform(rng) * (double)(bins->n_bins + 1));
+        double theta = fabs(bins->edges[k] + spread * (2 * check_uniform(rng) - 1));
+        if (i % 7 == 0) theta = bins->edges[k];
+        offset_point(a->ra[i], a->dec[i], theta, 2 * M_PI * check_uniform(rng), &b->ra[i], &b->dec[i]);
+    }
+}
+
+static pk_catalog merged(const pk_catalog *a, const pk_catalog *b) {
+    pk_catalog m;
+    m.n = a->n + b->n;
+    m.ra = malloc(m.n * sizeof(double));
+    m.dec = malloc(m.n * sizeof(double));
+    memcpy(m.ra, a->ra, a->n * sizeof(double));
+    memcpy(m.ra + a->n, b->ra, b->n * sizeof(double));
+    memcpy(m.dec, a->dec, a->n * sizeof(double));
+    memcpy(m.dec + a->n, b->dec, b->n * sizeof(double));
+    return m;
+}
+
+static void pruned_cases(check_rng *rng, const pk_bins *bins, const char *name) {
+    struct {
+        const char *where;
+        double ra0, ra1, dec0, dec1;
+    } regions[] = {
+        {"patch", 0.2, 0.6, 0.1, 0.5},
+        {"north pole", 0, 2 * M_PI, M_PI / 2 - 0.2, M_PI / 2},
+        {"south pole", 0, 2 * M_PI, -M_PI / 2, -M_PI / 2 + 0.15},
+        {"across ra 0", -0.3, 0.3, -0.2, 0.2},
+        {"sphere", 0, 2 * M_PI, -M_PI / 2, M_PI / 2},
+    };
+    for (size_t r = 0; r < sizeof regions / sizeof regions[0]; r++) {
+        pk_catalog a, b;
+        edge_catalogs(rng, bins, 2000, regions[r].ra0, regions[r].ra1, regions[r].dec0, regions[r].dec1, 8e-6, &a, &b);
+        if (r == 3)
+            for (size_t i = 0; i < a.n; i++) /* as users write them: in [0, 2 pi) */
+                if (a.ra[i] < 0) a.ra[i] += 2 * M_PI;
+        if (r == 1) a.dec[0] = M_PI / 2, b.dec[1] = M_PI / 2; /* exactly at the pole */
+        char what[200];
+        snprintf(what, sizeof what, "%s bins, %s, cross", name, regions[r].where);
+        compare_pruned(what, &a, &b, bins);
+        pk_catalog m = merged(&a, &b);
+        snprintf(what, sizeof what, "%s bins, %s, auto", name, regions[r].where);
+        compare_pruned(what, &m, NULL, bins);
+        if (r == 0 || r == 3) {
+            double *wa = test_weights(rng, a.n), *wb = test_weights(rng, b.n), *wm = test_weights(rng, m.n);
+            snprintf(what, sizeof what, "%s bins, %s, weighted cross", name, regions[r].where);
+            compare_weighted(what, &a, wa, &b, wb, bins, 1);
+            snprintf(what, sizeof what, "%s bins, %s, weighted auto", name, regions[r].where);
+            compare_weighted(what, &m, wm, NULL, NULL, bins, 1);
+            snprintf(what, sizeof what, "%s bins, %s, mean theta only", name, regions[r].where);
+            compare_weighted(what, &a, NULL, &b, NULL, bins, 1);
+            free(wa), free(wb), free(wm);
+        }
+        pk_catalog_free(&a);
+        pk_catalog_free(&b);
+        pk_catalog_free(&m);
+    }
+}
+
+/* ---- jackknife ------------------------------------------------------------- */
+
+static pk_catalog without_patch(const pk_catalog *c, const double *w, const int32_t *patch, int j, double **w_out) {
+    pk_catalog s;
+    s.n = 0;
+    s.ra = malloc(c->n * sizeof(double));
+    s.dec = malloc(c->n * sizeof(double));
+    *w_out = w ? malloc(c->n * sizeof(double)) : NULL;
+    for (size_t i = 0; i < c->n; i++) {
+        if (patch[i] == j) continue;
+        s.ra[s.n] = c->ra[i];
+        s.dec[s.n] = c->dec[i];
+        if (w) (*w_out)[s.n] = w[i];
+        s.n++;
+    }
+    return s;
+}
+
+static void jackknife_case(check_rng *rng, const pk_bins *bins, int k, int weighted, pk_estimator est) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_catalog d = test_catalog(rng, 1500, 0.1, 0.9, 0.1, 0.8), r = test_catalog(rng, 2100, 0.1, 0.9, 0.1, 0.8);
+    double *wd = weighted ? test_weights(rng, d.n) : NULL, *wr = weighted ? test_weights(rng, r.n) : NULL;
+    pk_angcorr_run_options ro = {wd, wr, 0, k, PK_PRUNE_AUTO};
+    pk_angcorr_result res;
+    pk_angcorr_extras ex;
+    pk_status st = pk_angcorr_run_ex(&ctx, NULL, &d, &r, bins, est, &ro, &res, &ex);
+    CHECK_OK(st, &ctx);
+    if (st) return;
+    CHECK(ex.n_patches == (size_t)k, "jackknife: %zu patches, asked for %d", ex.n_patches, k);
+    int32_t *pd = malloc(d.n * sizeof(int32_t)), *pr = malloc(r.n * sizeof(int32_t));
+    CHECK_OK(pk_angcorr_patches(&ctx, &r, k, &d, pd), &ctx);
+    CHECK_OK(pk_angcorr_patches(&ctx, &r, k, &r, pr), &ctx);
+    size_t n = bins->n_bins;
+    for (int j = 0; j < k; j++) {
+        double *wd2, *wr2;
+        pk_catalog d2 = without_patch(&d, wd, pd, j, &wd2), r2 = without_patch(&r, wr, pr, j, &wr2);
+        pk_angcorr_run_options ro2 = {wd2, wr2, 0, 0, PK_PRUNE_OFF};
+        pk_angcorr_result direct;
+        pk_angcorr_extras dex;
+        st = pk_angcorr_run_ex(&ctx, NULL, &d2, &r2, bins, est, &ro2, &direct, &dex);
+        CHECK_OK(st, &ctx);
+        for (size_t q = 0; st == PK_OK && q < n; q++) {
+            double a = ex.omega_jk[(size_t)j * n + q], b = direct.omega[q];
+            int same = weighted ? (isnan(a) && isnan(b)) || fabs(a - b) <= 1e-9 * (1 + fabs(b))
+                                : (isnan(a) && isnan(b)) || a == b;
+            CHECK(same, "jackknife K=%d %s %s: patch %d bin %zu: leave-one-out %.17g, direct %.17g", k,
+                  weighted ? "weighted" : "unweighted", pk_estimator_name(est), j, q, a, b);
+        }
+        if (st == PK_OK) {
+            pk_angcorr_result_free(&direct);
+            pk_angcorr_extras_free(&dex);
+        }
+        pk_catalog_free(&d2);
+        pk_catalog_free(&r2);
+        free(wd2), free(wr2);
+    }
+    /* the covariance from the leave-one-out values */
+    for (size_t x = 0; x < n; x++) {
+        double m = 0, s = 0;
+        for (int j = 0; j < k; j++) m += ex.omega_jk[(size_t)j * n + x];
+        m /= k;
+        for (int j = 0; j < k; j++) s += (ex.omega_jk[(size_t)j * n + x] - m) * (ex.omega_jk[(size_t)j * n + x] - m);
+        double want = s * (k - 1) / k;
+        CHECK(fabs(ex.omega_cov[x * n + x] - want) <= 1e-12 * (1 + want) || (isnan(want) && isnan(ex.omega_cov[x * n + x])),
+              "jackknife covariance bin %zu: %.17g vs %.17g", x, ex.omega_cov[x * n + x], want);
+    }
+    pk_angcorr_result_free(&res);
+    pk_angcorr_extras_free(&ex);
+    free(pd), free(pr), free(wd), free(wr);
+    pk_catalog_free(&d);
+    pk_catalog_free(&r);
+}
+
+/* ---- normalisation ------------------------------------------------------------ */
+
+static void normalisation(void) {
+    uint64_t dd[1] = {1000}, dr[1] = {3000}, rr[1] = {5000};
+    double w[1], want;
+    double nd = 100, nr = 150;
+    pk_estimate(PK_ESTIMATOR_LANDY_SZALAY, 100, 150, 1, dd, dr, rr, w);
+    want = (1000 / (nd * nd) - 2 * 3000 / (nd * nr) + 5000 / (nr * nr)) / (5000 / (nr * nr));
+    CHECK(fabs(w[0] - want) <= 1e-14 * fabs(want), "LS with N_D != N_R: %.17g vs %.17g", w[0], want);
+    double ddw[1] = {1000}, drw[1] = {3000}, rrw[1] = {5000};
+    pk_estimate_weighted(PK_ESTIMATOR_LANDY_SZALAY, nd, nr, 1, ddw, drw, rrw, w);
+    CHECK(fabs(w[0] - want) <= 1e-14 * fabs(want), "weighted LS with unit weights: %.17g vs %.17g", w[0], want);
+    pk_estimate_weighted(PK_ESTIMATOR_NATURAL, 2 * nd, 3 * nr, 1, ddw, drw, rrw, w);
+    want = (1000 / (4 * nd * nd)) / (5000 / (9 * nr * nr)) - 1;
+    CHECK(fabs(w[0] - want) <= 1e-14 * fabs(want), "weighted natural: %.17g vs %.17g", w[0], want);
+    pk_estimate_weighted(PK_ESTIMATOR_HAMILTON, nd, nr, 1, ddw, drw, rrw, w);
+    want = (1000 / (nd * nd)) * (5000 / (nr * nr)) / ((3000 / (nd * nr)) * (3000 / (nd * nr))) - 1;
+    CHECK(fabs(w[0] - want) <= 1e-13 * fabs(want), "weighted Hamilton: %.17g vs %.17g", w[0], want);
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(6060606);
+    printf("seed %llu\n", rng.s);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_bins logb, lin, list;
+    CHECK_OK(pk_bins_log(&ctx, 0.01 * M_PI / 180, 10 * M_PI / 180, 20, &logb), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.5 * M_PI / 180, 0.25 * M_PI / 180, 30, &lin), &ctx);
+    const double e[] = {0.0, 0.003, 0.02, 0.05, 0.4, 1.0, 2.5, 3.0};
+    double er[8];
+    for (int k = 0; k < 8; k++) er[k] = e[k] * M_PI / 180;
+    CHECK_OK(pk_bins_from_edges(&ctx, er, 8, &list), &ctx);
+    const pk_bins *all[3] = {&logb, &lin, &list};
+    const char *names[3] = {"log", "linear", "listed"};
+    for (int k = 0; k < 3; k++) pruned_cases(&rng, all[k], names[k]);
+
+    /* weights on the whole sphere with wide bins (no pruning possible) */
+    {
+        pk_bins def;
+        CHECK_OK(pk_bins_default(&ctx, &def), &ctx);
+        pk_catalog a = test_catalog(&rng, 700, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        pk_catalog b = test_catalog(&rng, 333, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        double *wa = test_weights(&rng, a.n), *wb = test_weights(&rng, b.n);
+        compare_weighted("default bins weighted cross", &a, wa, &b, wb, &def, 1);
+        compare_weighted("default bins weighted auto", &a, wa, NULL, NULL, &def, 0);
+        free(wa), free(wb);
+        pk_catalog_free(&a);
+        pk_catalog_free(&b);
+        pk_bins_free(&def);
+    }
+
+    jackknife_case(&rng, &logb, 4, 0, PK_ESTIMATOR_LANDY_SZALAY);
+    jackknife_case(&rng, &lin, 6, 0, PK_ESTIMATOR_NATURAL);
+    jackknife_case(&rng, &logb, 5, 1, PK_ESTIMATOR_LANDY_SZALAY);
+    normalisation();
+
+    /* bad values */
+    {
+        pk_bins b;
+        CHECK(pk_bins_log(&ctx, 1.0, 1.0, 10, &b) == PK_ERR_INVALID, "log bins with theta_min == theta_max accepted");
+        CHECK(pk_bins_log(&ctx, 0.0, 1.0, 10, &b) == PK_ERR_INVALID, "log bins from 0 accepted");
+        CHECK(pk_bins_log(&ctx, -1.0, 1.0, 10, &b) == PK_ERR_INVALID, "log bins from -1 accepted");
+        CHECK(strstr(ctx.message, "theta_min > 0") != NULL, "message: %s", ctx.message);
+        pk_catalog a = test_catalog(&rng, 10, 0, 1, 0, 1);
+        double w[10];
+        for (int i = 0; i < 10; i++) w[i] = 1;
+        w[3] = NAN;
+        pk_angcorr_features f = {w, NULL, 0, PK_PRUNE_AUTO};
+        uint64_t c[20];
+        CHECK(pk_angcorr_count_ex(&ctx, NULL, &a, NULL, &logb, &f, c, NULL, NULL, NULL) == PK_ERR_INVALID,
+              "a NaN weight accepted");
+        CHECK(strstr(ctx.message, "weights_a[3] is NaN") != NULL, "message: %s", ctx.message);
+        pk_angcorr_run_options ro = {NULL, NULL, 0, 1, PK_PRUNE_AUTO};
+        pk_angcorr_result res;
+        pk_angcorr_extras ex;
+        CHECK(pk_angcorr_run_ex(&ctx, NULL, &a, &a, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &res, &ex) == PK_ERR_INVALID,
+              "jackknife with one patch accepted");
+        ro.jackknife = 11;
+        CHECK(pk_angcorr_run_ex(&ctx, NULL, &a, &a, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &res, &ex) == PK_ERR_INVALID,
+              "jackknife with more patches than randoms accepted");
+        pk_catalog_free(&a);
+    }
+    for (int k = 0; k < 3; k++) pk_bins_free((pk_bins *)all[k]);
+    return check_finish("test_angcorr_features");
+}
