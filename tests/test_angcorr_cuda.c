@@ -173,6 +173,35 @@ static int run_bundled(size_t n_sub) {
     return check_finish("test_angcorr_cuda bundled");
 }
 
+/* ---- cancellation ------------------------------------------------------------ */
+
+static int stop_at_first_report(void *user, double fraction_done) {
+    int *calls = user;
+    (*calls)++;
+    return fraction_done >= 0;
+}
+
+/* A callback that asks to stop: a count of several launches (the naive
+ * kernel launches 2^28 pairs at a time) ends with PK_ERR_CANCELLED after the
+ * first one. */
+static void check_cancel(check_rng *rng, const pk_bins *bins) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    int calls = 0;
+    ctx.progress = stop_at_first_report;
+    ctx.progress_user = &calls;
+    pk_catalog a = test_catalog(rng, 20000, 0, M_PI / 2, 0, M_PI / 2);
+    pk_catalog b = test_catalog(rng, 20000, 0, M_PI / 2, 0, M_PI / 2);
+    uint64_t *counts = calloc(bins->n_bins, sizeof(uint64_t));
+    pk_angcorr_options opts = {PK_BACKEND_CUDA, pk_angcorr_kernel_from_name("cuda-naive")};
+    pk_status st = pk_angcorr_count(&ctx, &opts, &a, &b, bins, counts, NULL);
+    CHECK(st == PK_ERR_CANCELLED, "cancel: status %d (%s), expected PK_ERR_CANCELLED", (int)st, ctx.message);
+    CHECK(calls == 1, "cancel: the callback ran %d times, expected once", calls);
+    free(counts);
+    pk_catalog_free(&a);
+    pk_catalog_free(&b);
+}
+
 /* ---- random catalogs --------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -252,6 +281,8 @@ int main(int argc, char **argv) {
         pk_catalog_free(&base);
         pk_catalog_free(&dup);
     }
+    check_cancel(&rng, &def);
+
     /* Every pair undecided: two points 1 degree apart (a bin edge of the
      * default bins), each repeated, so that a tile holds more undecided
      * pairs than a block can queue. */
