@@ -61,12 +61,14 @@ enum {
     /* + q = (1 + offset) - dot: three fmas in place of six operations */
     PK_ANGCORR_KERNEL_CUDA_DOT,
     /* + cells packed with their window: one 8-byte shared load a pair in
-     * place of two loads */
+     * place of two loads. Did not pay (H200: 23.4 ms against 16.4): a
+     * warp's packed cells span more banks than the two small gathers, and
+     * the 90 KB table halves the resident blocks */
     PK_ANGCORR_KERNEL_CUDA_DOT_PACKED,
-    /* + eight rows per thread */
+    /* + eight rows per thread (24.6 ms) */
     PK_ANGCORR_KERNEL_CUDA_DOT_PACKED_ROWS8,
     /* cuda-dot with windows of one width, known by their upper edge: a
-     * 4-byte load by slot in place of 8 */
+     * 4-byte load by slot in place of 8 (17.3 ms: more pairs settled) */
     PK_ANGCORR_KERNEL_CUDA_DOT_HI,
     /* cuda-dot + undecided pairs queued in shared memory and settled by
      * the whole block after each tile, in place of one lane at a time */
@@ -74,9 +76,11 @@ enum {
     /* + cells of 8 mantissa bits where a sample of the pairs finds no
      * multi cell: half the distinct cells a warp reads */
     PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8,
-    /* the same with cuda-dot-hi's windows */
+    /* the same with cuda-dot-hi's windows: the fastest (13.16 ms against
+     * 13.54), the default */
     PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8,
-    /* cuda-dot-queue-cells8 with eight rows per thread */
+    /* cuda-dot-queue-cells8 with eight rows per thread (16.5 ms: the
+     * registers halve the resident warps) */
     PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8,
 };
 
@@ -535,7 +539,7 @@ static const KernelSpec *spec_of(int kernel) {
 /* Dot space resolves q to about 5e-7 whatever the separation, chord space
  * to a fraction of it: below a first boundary of 2^-16 in chord squared
  * (0.22 degree) the dot windows would hold a large share of the first
- * bin's pairs, so cuda-dot runs as cuda-chord-sorted there. */
+ * bin's pairs, so the dot kernels run as cuda-chord-sorted there. */
 #define DOT_MIN_FIRST_BOUNDARY_C2 0x1p-16
 
 /* Pairs per launch: 2^34 is about 11 ms of the fastest kernel on an H200
