@@ -702,7 +702,7 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
             break;
         }
         if (!isfinite(v) || v < 0 || v > 180) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.17g is not an angle in [0, 180] degrees", path, line, v);
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.10g is not an angle in [0, 180] degrees", path, line, v);
             break;
         }
         if (n == cap) {
@@ -716,7 +716,7 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
         }
         double rad = v * (M_PI / 180.0);
         if (n > 0 && !(rad > edges[n - 1])) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.17g degrees does not increase on the previous one", path,
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.10g degrees does not increase on the previous one", path,
                          line, v);
             break;
         }

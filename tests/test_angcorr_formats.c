@@ -1,0 +1,202 @@
+/* test_angcorr_formats.c - catalogs as CSV and FITS tables with named
+ * columns, edge files, and the command with weights, jackknife and the
+ * new options: the same positions in every format give the same doubles;
+ * every bad input gets an error naming the file, line or row and column.
+ */
+#include <fitsio.h>
+
+#include "angcorr_util.h"
+#include "cli_util.h"
+
+static void check_error(pk_status st, const pk_context *ctx, const char *want, const char *what) {
+    CHECK(st != PK_OK, "%s: accepted", what);
+    CHECK(strstr(ctx->message, want) != NULL, "%s: message '%s' lacks '%s'", what, ctx->message, want);
+}
+
+/* A FITS binary table with double columns; names[c], cols[c][n]. */
+static int write_fits(const char *path, int n_cols, const char **names, double **cols, long n) {
+    fitsfile *f;
+    int status = 0;
+    char fname[600];
+    snprintf(fname, sizeof fname, "!%s", path);
+    char *ttype[8], *tform[8];
+    for (int c = 0; c < n_cols; c++) {
+        ttype[c] = (char *)names[c];
+        tform[c] = (char *)"D";
+    }
+    fits_create_file(&f, fname, &status);
+    fits_create_tbl(f, BINARY_TBL, n, n_cols, ttype, tform, NULL, "CATALOG", &status);
+    for (int c = 0; c < n_cols; c++) fits_write_col(f, TDOUBLE, c + 1, 1, 1, n, cols[c], &status);
+    fits_close_file(f, &status);
+    return status;
+}
+
+static void same_catalog(const pk_catalog *a, const pk_catalog *b, const char *what) {
+    CHECK(a->n == b->n, "%s: %zu vs %zu objects", what, a->n, b->n);
+    for (size_t i = 0; i < a->n && i < b->n; i++) {
+        CHECK(a->ra[i] == b->ra[i] && a->dec[i] == b->dec[i], "%s: object %zu differs", what, i);
+        if (a->ra[i] != b->ra[i] || a->dec[i] != b->dec[i]) break;
+    }
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(4242);
+    cli_scratch();
+    pk_context ctx;
+    pk_context_init(&ctx);
+    size_t n = 300;
+    double *ra = malloc(n * sizeof(double)), *dec = malloc(n * sizeof(double)), *w = malloc(n * sizeof(double));
+    /* positions in degrees with a text form that parses back exactly */
+    FILE *nat = fopen(cli_path("cat.txt"), "w"), *csv = fopen(cli_path("cat.csv"), "w");
+    fprintf(nat, "%zu\n", n);
+    fprintf(csv, "# a comment line\nid, RA ,Dec,weight,\"mag\"\n");
+    for (size_t i = 0; i < n; i++) {
+        ra[i] = 360 * check_uniform(&rng);
+        dec[i] = -90 + 180 * check_uniform(&rng);
+        w[i] = 0.5 + check_uniform(&rng);
+        fprintf(nat, "%.17g\t%.17g\r\n", ra[i], dec[i]);
+        fprintf(csv, "%zu,%.17g,%.17g,%.17g,%.3f\n", i, ra[i], dec[i], w[i], 20 + check_uniform(&rng));
+    }
+    fclose(nat);
+    fclose(csv);
+    const char *names[3] = {"RA", "DEC", "WEIGHT"};
+    double *cols[3] = {ra, dec, w};
+    CHECK(write_fits(cli_path("cat.fits"), 3, names, cols, (long)n) == 0, "writing the FITS table");
+
+    pk_catalog c_nat, c_csv, c_fits;
+    double *w_csv = NULL, *w_fits = NULL;
+    pk_catalog_spec spec = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+    CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &spec, &c_nat, NULL), &ctx);
+    spec.weight_column = "weight";
+    CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.csv"), &spec, &c_csv, &w_csv), &ctx);
+    CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &spec, &c_fits, &w_fits), &ctx);
+    same_catalog(&c_nat, &c_csv, "native vs CSV");
+    same_catalog(&c_nat, &c_fits, "native vs FITS");
+    for (size_t i = 0; i < n && w_csv && w_fits; i++)
+        CHECK(w_csv[i] == w[i] && w_fits[i] == w[i], "weight %zu: %g %g vs %g", i, w_csv[i], w_fits[i], w[i]);
+    free(w_csv), free(w_fits);
+    pk_catalog_free(&c_csv);
+    pk_catalog_free(&c_fits);
+
+    /* column names picked by the caller, format forced */
+    cli_write("pick.dat", "x,y,w\n10,20,1\n11,21,2\n");
+    pk_catalog_spec pick = {PK_FORMAT_CSV, PK_UNITS_DEG, "x", "y", "w"};
+    double *wp = NULL;
+    CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("pick.dat"), &pick, &c_csv, &wp), &ctx);
+    CHECK(c_csv.n == 2 && wp && wp[1] == 2.0, "picked columns");
+    free(wp);
+    pk_catalog_free(&c_csv);
+
+    /* errors, each naming file, line or row, and column */
+    struct {
+        const char *name, *text, *weight, *want;
+    } bad[] = {
+        {"nora.csv", "alpha,dec\n1,2\n", NULL, "nora.csv:1: no RA column 'ra' (the columns are: alpha, dec)"},
+        {"now.csv", "ra,dec\n1,2\n", "wt", "now.csv:1: no weight column 'wt'"},
+        {"text.csv", "ra,dec\n1,2\n3,abc\n", NULL, "text.csv:3: column 'dec': 'abc' is not a number"},
+        {"nanw.csv", "ra,dec,w\n1,2,1\n1,2,nan\n", "w", "nanw.csv:3: column 'w': the weight is NaN"},
+        {"short.csv", "ra,dec,w\n1,2\n", "w", "short.csv:2: the row has 2 fields, column 'w' (3) is missing"},
+        {"decbad.csv", "ra,dec\n1,91\n", NULL, "decbad.csv:2: dec 91 deg is outside [-90, 90] degrees"},
+        {"empty.csv", "# nothing\n", NULL, "empty.csv: empty file"},
+        {"header.csv", "ra,dec\n", NULL, "header.csv: no rows after the header"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cli_write(bad[k].name, bad[k].text);
+        pk_catalog c;
+        double *wb = NULL;
+        pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, bad[k].weight};
+        check_error(pk_catalog_read_spec(&ctx, cli_path(bad[k].name), &sp, &c, &wb), &ctx, bad[k].want, bad[k].name);
+    }
+    {
+        pk_catalog c;
+        double *wb = NULL;
+        pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "wt"};
+        check_error(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &sp, &c, &wb), &ctx,
+                    "cat.fits: no weight column 'wt' (the columns are: RA, DEC, WEIGHT)", "FITS without the column");
+        w[7] = NAN;
+        CHECK(write_fits(cli_path("nan.fits"), 3, names, cols, (long)n) == 0, "writing the FITS table");
+        sp.weight_column = "weight";
+        check_error(pk_catalog_read_spec(&ctx, cli_path("nan.fits"), &sp, &c, &wb), &ctx,
+                    "nan.fits: row 8, column 'weight': the weight is NaN", "FITS NaN weight");
+        w[7] = 1.0;
+        dec[3] = 95;
+        CHECK(write_fits(cli_path("dec.fits"), 3, names, cols, (long)n) == 0, "writing the FITS table");
+        sp.weight_column = NULL;
+        check_error(pk_catalog_read_spec(&ctx, cli_path("dec.fits"), &sp, &c, NULL), &ctx,
+                    "dec.fits: row 4: dec 95 deg is outside", "FITS dec out of range");
+        dec[3] = 10;
+        sp.weight_column = "w";
+        check_error(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &sp, &c, &wb), &ctx,
+                    "the native format has no weight column 'w'", "native with weights");
+    }
+
+    /* edge files */
+    {
+        pk_bins b;
+        cli_write("edges.txt", "# edges in degrees\n0.01\n0.1 1.0\n\n10 # last\n");
+        CHECK_OK(pk_bins_read_edges(&ctx, cli_path("edges.txt"), &b), &ctx);
+        CHECK(b.n_bins == 3 && fabs(b.edges[3] - 10 * M_PI / 180) < 1e-15, "edge file: %zu bins", b.n_bins);
+        pk_bins_free(&b);
+        cli_write("e1.txt", "0.1\n0.05\n");
+        check_error(pk_bins_read_edges(&ctx, cli_path("e1.txt"), &b), &ctx, "e1.txt:2: edge 0.05 degrees does not increase",
+                    "decreasing edges");
+        cli_write("e2.txt", "0.1\nten\n");
+        check_error(pk_bins_read_edges(&ctx, cli_path("e2.txt"), &b), &ctx, "e2.txt:2: 'ten' is not an edge", "text edge");
+        cli_write("e3.txt", "0.1\n");
+        check_error(pk_bins_read_edges(&ctx, cli_path("e3.txt"), &b), &ctx, "needs at least 2 edges", "one edge");
+        cli_write("e4.txt", "-1 2\n");
+        check_error(pk_bins_read_edges(&ctx, cli_path("e4.txt"), &b), &ctx, "e4.txt:1: edge -1 is not an angle",
+                    "negative edge");
+    }
+
+    /* the command: CSV with weights, jackknife, mean separations, edges */
+    {
+        FILE *d = fopen(cli_path("d.csv"), "w"), *r = fopen(cli_path("r.csv"), "w");
+        fprintf(d, "ra,dec,w\n");
+        fprintf(r, "ra,dec,w\n");
+        for (int i = 0; i < 400; i++) fprintf(d, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng), 0.5 + check_uniform(&rng));
+        for (int i = 0; i < 600; i++) fprintf(r, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng), 0.5 + check_uniform(&rng));
+        fclose(d);
+        fclose(r);
+        int rc = cli_run("angcorr d.csv r.csv --weight-col w --theta-min 0.1 --log 10 --nbins 8 --jackknife 4 "
+                         "--mean-theta --csv o.csv -o o.out --png none -q");
+        char *err = cli_stderr();
+        CHECK(rc == 0, "command with weights and jackknife: exit %d: %s", rc, err ? err : "");
+        free(err);
+        char *o = cli_read(cli_path("o.csv")), *cov = cli_read(cli_path("o_cov.csv"));
+        CHECK(o && strstr(o, "theta_lo_deg,theta_hi_deg,theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg,omega,"
+                             "omega_err,dd,dr,rr,dd_weighted,dr_weighted,rr_weighted\n") == o, "CSV header: %.200s", o ? o : "(none)");
+        int lines = 0;
+        for (const char *p = cov; p && *p; p++) lines += *p == '\n';
+        CHECK(lines == 9, "covariance CSV: %d lines, expected 9", lines);
+        free(o), free(cov);
+        rc = cli_run("angcorr d.csv r.csv --edges ../nonexistent_edges.txt -q --png none");
+        CHECK(rc != 0, "a missing edge file accepted");
+        cli_write("ed.txt", "0.1 0.5 2 8\n");
+        rc = cli_run("angcorr d.csv r.csv --edges ed.txt --csv e.csv -o e.out --png none -q");
+        CHECK(rc == 0, "command with an edge file: exit %d", rc);
+        struct {
+            const char *args, *want;
+        } bad_cli[] = {
+            {"angcorr d.csv r.csv --jackknife 1", "--jackknife: 1 patches"},
+            {"angcorr d.csv r.csv --log 0", "--log: theta_max must be > 0"},
+            {"angcorr d.csv r.csv --log 5 --theta-min 5", "theta_max must be greater than theta_min"},
+            {"angcorr d.csv r.csv --log 5 --theta-min 0", "log bins need theta_min > 0"},
+            {"angcorr d.csv r.csv --log 5 --theta-min -1", "log bins need theta_min > 0"},
+            {"angcorr d.csv r.csv --weight-col nope", "d.csv:1: no weight column 'nope'"},
+            {"angcorr d.csv r.csv --format xml", "--format: 'xml' is not"},
+            {"angcorr d.csv r.csv --prune maybe", "--prune: 'maybe' is not"},
+        };
+        for (size_t k = 0; k < sizeof bad_cli / sizeof bad_cli[0]; k++) {
+            rc = cli_run(bad_cli[k].args);
+            err = cli_stderr();
+            CHECK(rc != 0 && err && strstr(err, bad_cli[k].want), "'%s': exit %d, stderr '%s'", bad_cli[k].args, rc,
+                  err ? err : "");
+            free(err);
+        }
+    }
+    pk_catalog_free(&c_nat);
+    free(ra), free(dec), free(w);
+    cli_scratch_remove();
+    return check_finish("test_angcorr_formats");
+}
