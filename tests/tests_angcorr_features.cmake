@@ -2,3 +2,7 @@
 # scales, jackknife, CSV/FITS catalogs and edge files, against the reference.
 pk_test(test_angcorr_features TIMEOUT 900)
 pk_test(test_angcorr_formats)
+# Corrfunc's binning rule (dot against cos of the edges) against pairkit's on
+# the small-scale configuration: 20,000 objects by default, all with --slow.
+pk_test(test_angcorr_corrfunc_rule ARGS 20000)
+pk_test(test_angcorr_corrfunc_rule_full SOURCE test_angcorr_corrfunc_rule LABELS slow ARGS 0 TIMEOUT 1800)
