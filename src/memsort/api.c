@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,19 @@ void pk_memsort_result_init(pk_memsort_result *result) {
     memset(result, 0, sizeof *result);
 }
 
+#define HUGE_PAGE_BYTES (2u << 20)
+
+void *pk_memsort_big_alloc(size_t bytes) {
+    if (bytes < 2 * HUGE_PAGE_BYTES) return pk_aligned_alloc(bytes);
+    void *p = NULL;
+    size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+    if (posix_memalign(&p, HUGE_PAGE_BYTES, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#endif
+    return p;
+}
+
 static void host_free(void *p, int pinned) {
 #ifdef PK_HAVE_CUDA
     if (pinned) {
@@ -53,7 +67,7 @@ static void *host_alloc(size_t bytes, int pinned) {
     if (pinned) return pk_memsort_cuda_host_alloc(bytes);
 #endif
     (void)pinned;
-    return pk_aligned_alloc(bytes);
+    return pk_memsort_big_alloc(bytes);
 }
 
 void pk_memsort_result_free(pk_memsort_result *result) {

@@ -73,8 +73,8 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, uint64_t n) {
     if (n > s->cap_n || !s->pairs || !s->runs) {
         pk_aligned_free(s->pairs);
         pk_aligned_free(s->runs);
-        s->pairs = pk_aligned_alloc((n + 1) * sizeof(uint64_t));
-        s->runs = pk_aligned_alloc((n + 1) * sizeof(bucket_run));
+        s->pairs = pk_memsort_big_alloc((n + 1) * sizeof(uint64_t));
+        s->runs = pk_memsort_big_alloc((n + 1) * sizeof(bucket_run));
         s->cap_n = s->pairs && s->runs ? n : 0;
         if (!s->pairs || !s->runs) return NULL;
     }

@@ -203,7 +203,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
         st = pk_fail(ctx, PK_ERR_PARSE, "%s: %llu entries, at most 2^32 - 1 allowed", dir, (unsigned long long)total);
         goto fail;
     }
-    out->addr = pk_aligned_alloc((total + 1) * sizeof(uint32_t));
+    out->addr = pk_memsort_big_alloc((total + 1) * sizeof(uint32_t));
     if (!out->addr) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %llu entries", dir, (unsigned long long)total);
         goto fail;

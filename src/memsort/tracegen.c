@@ -258,7 +258,7 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
                        PK_MEMSORT_MAX_CHUNKS);
     out->n_entries = opts->n_entries;
     out->n_chunks = (uint32_t)n_chunks;
-    out->addr = pk_aligned_alloc((opts->n_entries + 1) * sizeof(uint32_t));
+    out->addr = pk_memsort_big_alloc((opts->n_entries + 1) * sizeof(uint32_t));
     out->chunk_start = calloc(n_chunks + 1, sizeof(uint64_t));
     if (!out->addr || !out->chunk_start) {
         pk_memsort_trace_free(out);

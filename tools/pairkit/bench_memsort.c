@@ -21,6 +21,7 @@
 #include "../../bench/memsort_baselines.h"
 #include "cli.h"
 #include "common/common.h"
+#include "memsort/memsort_internal.h"
 #include "pairkit/memsort.h"
 
 enum { MAX_VARIANTS = 4 };
@@ -146,8 +147,8 @@ int bench_memsort(int argc, char **argv) {
         pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
         if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[1])) != PK_OK) return cli_error(cmd, st, &ctx);
         stream_n_runs = res[1].n_runs;
-        stream_values = malloc((n + 1) * sizeof(uint32_t));
-        stream_runs = malloc((stream_n_runs + 1) * sizeof(pk_memsort_run_entry));
+        stream_values = pk_memsort_big_alloc((n + 1) * sizeof(uint32_t));
+        stream_runs = pk_memsort_big_alloc((stream_n_runs + 1) * sizeof(pk_memsort_run_entry));
         if (!stream_values || !stream_runs) return cli_error(cmd, PK_ERR_NOMEM, NULL);
     } else {
 #ifdef PK_HAVE_CUDA
@@ -254,8 +255,8 @@ done:
 #ifdef PK_HAVE_CUDA
     pk_memsort_cub_baseline_free(cub);
 #endif
-    free(stream_values);
-    free(stream_runs);
+    pk_aligned_free(stream_values);
+    pk_aligned_free(stream_runs);
     free(times);
     pk_memsort_trace_free(&trace);
     return rc;
