@@ -1,0 +1,325 @@
+"""pairkit: exact angular pair counts and w(theta) on numpy arrays.
+
+A thin ctypes layer over the C library (libpairkit.so). Every pair lands in
+the bin the float64 reference gives it, on the CPU and on a CUDA GPU.
+
+    import numpy as np, pairkit
+    bins = np.logspace(-2, 1, 21)                       # edges in degrees
+    res = pairkit.DDtheta_mocks(1, 2, bins, ra, dec)     # like Corrfunc's
+    res["npairs"], res["thetaavg"]
+    w = pairkit.w_theta(ra, dec, rand_ra, rand_dec, bins, jackknife=16)
+    w["omega"], w["omega_err"], w["cov"]
+
+Angles are in degrees unless `units` says otherwise. The library is looked
+up in $PAIRKIT_LIB, then in the build folders of a source checkout, then by
+the system's library search.
+"""
+import ctypes
+import ctypes.util
+import os
+
+import numpy as np
+
+__all__ = ["DDtheta_mocks", "w_theta", "PairkitError", "library_path"]
+
+
+class PairkitError(ValueError):
+    """A pairkit call failed; the message names the argument or file."""
+
+
+# ---- the C structures (pairkit.h, angcorr.h) ---------------------------------
+
+class _Context(ctypes.Structure):
+    _fields_ = [("message", ctypes.c_char * 512), ("progress", ctypes.c_void_p), ("progress_user", ctypes.c_void_p),
+                ("n_threads", ctypes.c_int), ("cuda_device", ctypes.c_int)]
+
+
+class _Catalog(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_size_t), ("ra", ctypes.POINTER(ctypes.c_double)),
+                ("dec", ctypes.POINTER(ctypes.c_double))]
+
+
+class _Bins(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("n_bins", ctypes.c_size_t), ("theta_min", ctypes.c_double),
+                ("width", ctypes.c_double), ("edges", ctypes.POINTER(ctypes.c_double))]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("backend", ctypes.c_int), ("kernel", ctypes.c_int)]
+
+
+class _Features(ctypes.Structure):
+    _fields_ = [("weights_a", ctypes.POINTER(ctypes.c_double)), ("weights_b", ctypes.POINTER(ctypes.c_double)),
+                ("mean_theta", ctypes.c_int), ("prune", ctypes.c_int)]
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [("pairs_total", ctypes.c_uint64), ("pairs_in_range", ctypes.c_uint64),
+                ("pairs_visited", ctypes.c_uint64), ("pairs_fp64", ctypes.c_uint64), ("seconds", ctypes.c_double),
+                ("kernel_ms", ctypes.c_double), ("kernel", ctypes.c_int)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("n_bins", ctypes.c_size_t), ("n_data", ctypes.c_uint64), ("n_random", ctypes.c_uint64),
+                ("dd", ctypes.POINTER(ctypes.c_uint64)), ("dr", ctypes.POINTER(ctypes.c_uint64)),
+                ("rr", ctypes.POINTER(ctypes.c_uint64)), ("omega", ctypes.POINTER(ctypes.c_double)),
+                ("estimator", ctypes.c_int), ("stats_dd", _Stats), ("stats_dr", _Stats), ("stats_rr", _Stats)]
+
+
+class _RunOptions(ctypes.Structure):
+    _fields_ = [("weights_data", ctypes.POINTER(ctypes.c_double)), ("weights_random", ctypes.POINTER(ctypes.c_double)),
+                ("mean_theta", ctypes.c_int), ("jackknife", ctypes.c_int), ("prune", ctypes.c_int)]
+
+
+class _Extras(ctypes.Structure):
+    _fields_ = [("n_bins", ctypes.c_size_t), ("weighted", ctypes.c_int), ("sum_w_data", ctypes.c_double),
+                ("sum_w_random", ctypes.c_double)] + \
+               [(name, ctypes.POINTER(ctypes.c_double)) for name in
+                ("dd_w", "dr_w", "rr_w", "theta_mean_dd", "theta_mean_dr", "theta_mean_rr")] + \
+               [("n_patches", ctypes.c_size_t)] + \
+               [(name, ctypes.POINTER(ctypes.c_double)) for name in ("omega_jk", "omega_cov", "omega_err")]
+
+
+_BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
+_ESTIMATORS = {"ls": 0, "landy-szalay": 0, "natural": 1, "peebles-hauser": 1, "hamilton": 2, "dp": 3,
+               "davis-peebles": 3}
+_UNITS = {"arcmin": 0, "deg": 1, "rad": 2}
+_PRUNE = {"auto": 0, "off": 1, "on": 2}
+
+_lib = None
+
+
+def library_path():
+    """Where libpairkit.so is taken from."""
+    env = os.environ.get("PAIRKIT_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    for build in ("build", "build-a6", "build-a6c"):
+        cand = os.path.join(root, build, "libpairkit.so")
+        if os.path.exists(cand):
+            return cand
+    found = ctypes.util.find_library("pairkit")
+    if found:
+        return found
+    raise PairkitError("libpairkit.so not found: build the C library (cmake --build build) or set PAIRKIT_LIB")
+
+
+def _load():
+    global _lib
+    if _lib is not None:
+        return _lib
+    lib = ctypes.CDLL(library_path())
+    P = ctypes.POINTER
+    lib.pk_context_init.argtypes = [P(_Context)]
+    lib.pk_catalog_from_arrays.argtypes = [P(_Context), ctypes.c_size_t, P(ctypes.c_double), P(ctypes.c_double),
+                                           ctypes.c_int, ctypes.c_char_p, P(_Catalog)]
+    lib.pk_catalog_free.argtypes = [P(_Catalog)]
+    lib.pk_bins_from_edges.argtypes = [P(_Context), P(ctypes.c_double), ctypes.c_size_t, P(_Bins)]
+    lib.pk_bins_free.argtypes = [P(_Bins)]
+    lib.pk_angcorr_count_ex.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), P(_Features),
+                                        P(ctypes.c_uint64), P(ctypes.c_double), P(ctypes.c_double), P(_Stats)]
+    lib.pk_angcorr_run_ex.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), ctypes.c_int,
+                                      P(_RunOptions), P(_Result), P(_Extras)]
+    lib.pk_angcorr_result_free.argtypes = [P(_Result)]
+    lib.pk_angcorr_extras_free.argtypes = [P(_Extras)]
+    for name in ("pk_catalog_from_arrays", "pk_bins_from_edges", "pk_angcorr_count_ex", "pk_angcorr_run_ex"):
+        getattr(lib, name).restype = ctypes.c_int
+    _lib = lib
+    return lib
+
+
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if a is not None else None
+
+
+def _array(x, name, n=None):
+    a = np.ascontiguousarray(np.asarray(x, dtype=np.float64)).ravel()
+    if n is not None and a.size != n:
+        raise PairkitError("%s has %d values, expected %d" % (name, a.size, n))
+    return a
+
+
+def _check(st, ctx):
+    if st != 0:
+        raise PairkitError(ctx.message.decode("utf-8", "replace") or "pairkit error %d" % st)
+
+
+def _edges_deg(binfile):
+    if isinstance(binfile, (str, bytes, os.PathLike)):
+        rows = np.loadtxt(binfile, ndmin=2)
+        edges = np.concatenate([rows[:, 0], rows[-1:, 1]]) if rows.shape[1] >= 2 else rows[:, 0]
+    else:
+        edges = np.asarray(binfile, dtype=np.float64).ravel()
+    if edges.size < 2:
+        raise PairkitError("binfile: at least 2 edges are needed")
+    return np.ascontiguousarray(edges, dtype=np.float64)
+
+
+class _Session:
+    """A context, catalogs and bins that are freed together."""
+
+    def __init__(self, nthreads, backend):
+        self.lib = _load()
+        self.ctx = _Context()
+        self.lib.pk_context_init(ctypes.byref(self.ctx))
+        self.ctx.n_threads = int(nthreads or 0)
+        if backend not in _BACKENDS:
+            raise PairkitError("backend must be auto, cpu or cuda (got %r)" % (backend,))
+        self.opts = _Options(_BACKENDS[backend], 0)
+        self.cats, self.bins = [], []
+
+    def catalog(self, ra, dec, units, field):
+        ra = _array(ra, field + " RA")
+        dec = _array(dec, field + " DEC", ra.size)
+        cat = _Catalog()
+        _check(self.lib.pk_catalog_from_arrays(ctypes.byref(self.ctx), ra.size, _ptr(ra), _ptr(dec), _UNITS[units],
+                                               field.encode(), ctypes.byref(cat)), self.ctx)
+        self.cats.append(cat)
+        return cat
+
+    def bins_from(self, edges_deg, units):
+        scale = {"deg": np.pi / 180.0, "arcmin": np.pi / 10800.0, "rad": 1.0}[units]
+        edges = np.ascontiguousarray(edges_deg * scale)
+        bins = _Bins()
+        _check(self.lib.pk_bins_from_edges(ctypes.byref(self.ctx), _ptr(edges), edges.size, ctypes.byref(bins)),
+               self.ctx)
+        self.bins.append(bins)
+        return bins
+
+    def close(self):
+        for c in self.cats:
+            self.lib.pk_catalog_free(ctypes.byref(c))
+        for b in self.bins:
+            self.lib.pk_bins_free(ctypes.byref(b))
+        self.cats, self.bins = [], []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=None, DEC2=None, weights2=None,
+                  output_thetaavg=False, weight_type=None, units="deg", backend="auto", prune="auto", **ignored):
+    """Pair counts in bins of angular separation, shaped like Corrfunc's
+    DDtheta_mocks.
+
+    autocorr: 1 counts the pairs of (RA1, DEC1) with itself (every ordered
+    pair, both orders, self-pairs included where the bins reach 0); 0
+    counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of rows
+    "theta_lo theta_hi" (or one edge per row), or an array of edges, in
+    degrees. weights1/weights2: per-object weights; a pair weighs
+    w1 * w2 (Corrfunc's weight_type="pair_product", the only type).
+    output_thetaavg: the mean separation of the pairs of each bin (weighted).
+    Tuning arguments of Corrfunc (refine factors, isa, ...) are accepted and
+    ignored.
+
+    Returns a numpy structured array with fields thetamin, thetamax,
+    thetaavg (degrees, 0 unless asked), npairs (exact counts) and
+    weightavg (mean pair weight, 0 when unweighted).
+    """
+    if weight_type not in (None, "pair_product"):
+        raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
+    if units not in _UNITS:
+        raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+    if prune not in _PRUNE:
+        raise PairkitError("prune must be auto, on or off (got %r)" % (prune,))
+    edges = _edges_deg(binfile)
+    with _Session(nthreads, backend) as s:
+        a = s.catalog(RA1, DEC1, units, "RA1/DEC1")
+        w1 = _array(weights1, "weights1", a.n) if weights1 is not None else None
+        b, w2 = None, None
+        if not autocorr:
+            if RA2 is None or DEC2 is None:
+                raise PairkitError("autocorr=0 needs RA2 and DEC2")
+            b = s.catalog(RA2, DEC2, units, "RA2/DEC2")
+            w2 = _array(weights2, "weights2", b.n) if weights2 is not None else None
+        if (w1 is None) != (w2 is None) and not autocorr:
+            # one side weighted: the other weighs 1
+            if w1 is None:
+                w1 = np.ones(a.n)
+            else:
+                w2 = np.ones(b.n)
+        bins = s.bins_from(edges, units)
+        n = bins.n_bins
+        counts = np.zeros(n, dtype=np.uint64)
+        wsum = np.zeros(n)
+        tsum = np.zeros(n)
+        feats = _Features(_ptr(w1), _ptr(w2), 1 if output_thetaavg else 0, _PRUNE[prune])
+        stats = _Stats()
+        st = s.lib.pk_angcorr_count_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(a),
+                                       ctypes.byref(b) if b is not None else None, ctypes.byref(bins),
+                                       ctypes.byref(feats), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                       _ptr(wsum), _ptr(tsum) if output_thetaavg else None, ctypes.byref(stats))
+        _check(st, s.ctx)
+    out = np.zeros(n, dtype=[("thetamin", "f8"), ("thetamax", "f8"), ("thetaavg", "f8"), ("npairs", "u8"),
+                             ("weightavg", "f8")])
+    out["thetamin"] = edges[:-1]
+    out["thetamax"] = edges[1:]
+    out["npairs"] = counts
+    nonzero = wsum != 0
+    if output_thetaavg:
+        scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+        out["thetaavg"][nonzero] = tsum[nonzero] / wsum[nonzero] * scale
+    if w1 is not None or w2 is not None:
+        has = counts > 0
+        out["weightavg"][has] = wsum[has] / counts[has]
+    return out
+
+
+def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, estimator="ls", jackknife=0,
+            mean_theta=False, nthreads=0, units="deg", backend="auto", prune="auto"):
+    """w(theta) of a data catalog against a random one: DD, DR, RR, the
+    estimator ("ls", "natural", "hamilton", "dp") on counts normalised by
+    their totals (weight totals when weighted), and with jackknife=K the
+    leave-one-patch-out errors over K sky patches made from the randoms.
+
+    Returns a dict: theta_lo, theta_hi (degrees or `units`), omega, dd, dr,
+    rr (exact counts), and when asked dd_w, dr_w, rr_w (weighted counts),
+    theta_mean_dd (mean separations), omega_err, cov (K-patch covariance),
+    omega_jk (K leave-one-out values).
+    """
+    if estimator not in _ESTIMATORS:
+        raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
+    if units not in _UNITS:
+        raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+    edges = _edges_deg(bins)
+    with _Session(nthreads, backend) as s:
+        d = s.catalog(ra, dec, units, "data")
+        r = s.catalog(rand_ra, rand_dec, units, "random")
+        wd = _array(weights, "weights", d.n) if weights is not None else None
+        wr = _array(rand_weights, "rand_weights", r.n) if rand_weights is not None else None
+        if (wd is None) != (wr is None):
+            wd = wd if wd is not None else np.ones(d.n)
+            wr = wr if wr is not None else np.ones(r.n)
+        b = s.bins_from(edges, units)
+        ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, int(jackknife), _PRUNE[prune])
+        res, ex = _Result(), _Extras()
+        st = s.lib.pk_angcorr_run_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d), ctypes.byref(r),
+                                     ctypes.byref(b), _ESTIMATORS[estimator], ctypes.byref(ro), ctypes.byref(res),
+                                     ctypes.byref(ex))
+        _check(st, s.ctx)
+        n = res.n_bins
+        out = {"theta_lo": edges[:-1].copy(), "theta_hi": edges[1:].copy(),
+               "omega": np.ctypeslib.as_array(res.omega, (n,)).copy(),
+               "dd": np.ctypeslib.as_array(res.dd, (n,)).copy(),
+               "dr": np.ctypeslib.as_array(res.dr, (n,)).copy(),
+               "rr": np.ctypeslib.as_array(res.rr, (n,)).copy()}
+        if ex.weighted:
+            for name in ("dd_w", "dr_w", "rr_w"):
+                out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy()
+        if mean_theta:
+            scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+            for name in ("theta_mean_dd", "theta_mean_dr", "theta_mean_rr"):
+                out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy() * scale
+        if ex.n_patches:
+            k = ex.n_patches
+            out["omega_err"] = np.ctypeslib.as_array(ex.omega_err, (n,)).copy()
+            out["cov"] = np.ctypeslib.as_array(ex.omega_cov, (n * n,)).copy().reshape(n, n)
+            out["omega_jk"] = np.ctypeslib.as_array(ex.omega_jk, (k * n,)).copy().reshape(k, n)
+        s.lib.pk_angcorr_result_free(ctypes.byref(res))
+        s.lib.pk_angcorr_extras_free(ctypes.byref(ex))
+    return out

@@ -1,0 +1,106 @@
+"""pairkit's Python module against numpy brute force: counts exactly,
+weighted sums and mean separations to float64 rounding, w(theta) with
+jackknife, and clear errors for bad values."""
+import numpy as np
+import pytest
+
+import pairkit
+
+
+def unit(ra, dec):
+    ra, dec = np.radians(ra), np.radians(dec)
+    return np.cos(dec) * np.cos(ra), np.cos(dec) * np.sin(ra), np.sin(dec)
+
+
+def brute(ra1, dec1, ra2, dec2, edges, w1=None, w2=None):
+    x1, y1, z1 = unit(ra1, dec1)
+    x2, y2, z2 = unit(ra2, dec2)
+    dot = (np.outer(x1, x2) + np.outer(y1, y2)) + np.outer(z1, z2)
+    theta = np.degrees(np.arccos(np.clip(dot, -1, 1)))
+    w = np.outer(w1 if w1 is not None else np.ones(len(ra1)), w2 if w2 is not None else np.ones(len(ra2)))
+    k = np.searchsorted(edges, theta, side="right") - 1
+    inside = (k >= 0) & (k < len(edges) - 1)
+    n = len(edges) - 1
+    counts = np.bincount(k[inside], minlength=n)
+    wsum = np.bincount(k[inside], weights=w[inside], minlength=n)
+    tsum = np.bincount(k[inside], weights=(w * theta)[inside], minlength=n)
+    return counts, wsum, tsum
+
+
+@pytest.fixture
+def cats():
+    rng = np.random.default_rng(6)
+    ra1, dec1 = rng.uniform(10, 30, 700), rng.uniform(-10, 10, 700)
+    ra2, dec2 = rng.uniform(10, 30, 900), rng.uniform(-10, 10, 900)
+    return ra1, dec1, ra2, dec2, rng.uniform(0.5, 1.5, 700), rng.uniform(0.5, 1.5, 900)
+
+
+EDGES = np.logspace(-1, 1, 13)
+
+
+def test_cross_counts_weights_thetaavg(cats):
+    ra1, dec1, ra2, dec2, w1, w2 = cats
+    res = pairkit.DDtheta_mocks(0, 2, EDGES, ra1, dec1, weights1=w1, RA2=ra2, DEC2=dec2, weights2=w2,
+                                output_thetaavg=True, weight_type="pair_product")
+    counts, wsum, tsum = brute(ra1, dec1, ra2, dec2, EDGES, w1, w2)
+    assert res.dtype.names == ("thetamin", "thetamax", "thetaavg", "npairs", "weightavg")
+    np.testing.assert_array_equal(res["npairs"], counts)
+    np.testing.assert_allclose(res["weightavg"] * res["npairs"], wsum, rtol=1e-12)
+    # numpy's sin, cos and arccos are not glibc's to the last bit: separations
+    # of 0.1 degree move by ~1e-11 relative (acos is ill-conditioned near 1)
+    np.testing.assert_allclose(res["thetaavg"], tsum / wsum, rtol=1e-9)
+    np.testing.assert_allclose(res["thetamin"], EDGES[:-1])
+
+
+def test_auto_counts_every_ordered_pair(cats):
+    ra1, dec1 = cats[0], cats[1]
+    edges = np.array([0.0, 0.5, 1.0, 3.0, 40.0])
+    res = pairkit.DDtheta_mocks(1, 1, edges, ra1, dec1)
+    counts, _, _ = brute(ra1, dec1, ra1, dec1, edges)
+    np.testing.assert_array_equal(res["npairs"], counts)
+    assert res["npairs"].sum() == len(ra1) ** 2  # every pair within 40 degrees, self-pairs in the first bin
+
+
+def test_binfile_and_cpu_backend(tmp_path, cats):
+    ra1, dec1, ra2, dec2 = cats[:4]
+    f = tmp_path / "bins.txt"
+    f.write_text("".join("%r %r\n" % (lo, hi) for lo, hi in zip(EDGES[:-1], EDGES[1:])))
+    a = pairkit.DDtheta_mocks(0, 2, str(f), ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu")
+    b = pairkit.DDtheta_mocks(0, 2, EDGES, ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu", prune="off")
+    np.testing.assert_array_equal(a["npairs"], b["npairs"])
+
+
+def test_w_theta_and_jackknife(cats):
+    ra1, dec1, ra2, dec2, w1, w2 = cats
+    w = pairkit.w_theta(ra1, dec1, ra2, dec2, EDGES, jackknife=4, mean_theta=True)
+    dd, _, _ = brute(ra1, dec1, ra1, dec1, EDGES)
+    dr, _, _ = brute(ra1, dec1, ra2, dec2, EDGES)
+    rr, _, _ = brute(ra2, dec2, ra2, dec2, EDGES)
+    nd, nr = len(ra1), len(ra2)
+    ls = (dd / nd**2 - 2 * dr / (nd * nr) + rr / nr**2) / (rr / nr**2)
+    np.testing.assert_array_equal(w["dd"], dd)
+    np.testing.assert_allclose(w["omega"], ls, rtol=1e-12)
+    assert w["cov"].shape == (12, 12) and w["omega_jk"].shape == (4, 12)
+    assert np.all(np.isfinite(w["omega_err"]))
+    # unit weights give the unweighted estimate
+    ww = pairkit.w_theta(ra1, dec1, ra2, dec2, EDGES, weights=np.ones(nd), rand_weights=np.ones(nr))
+    np.testing.assert_allclose(ww["omega"], w["omega"], rtol=1e-12)
+    np.testing.assert_allclose(ww["dd_w"], dd, rtol=1e-15)
+
+
+def test_bad_values(cats):
+    ra1, dec1 = cats[0], cats[1]
+    w = np.ones(len(ra1))
+    w[5] = np.nan
+    with pytest.raises(pairkit.PairkitError, match=r"weights_a\[5\] is NaN"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w)
+    with pytest.raises(pairkit.PairkitError, match="edges must increase"):
+        pairkit.DDtheta_mocks(1, 1, [1.0, 1.0, 2.0], ra1, dec1)
+    bad_dec = dec1.copy()
+    bad_dec[3] = 95
+    with pytest.raises(pairkit.PairkitError, match=r"RA1/DEC1\[3\]: dec 95"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, bad_dec)
+    with pytest.raises(pairkit.PairkitError, match="expected 700"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1[:10])
+    with pytest.raises(pairkit.PairkitError, match="at least 2 patches"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=1)
