@@ -82,6 +82,10 @@ enum {
     /* cuda-dot-queue-cells8 with eight rows per thread (16.5 ms: the
      * registers halve the resident warps) */
     PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8,
+    /* cuda-dot-hi-queue-cells8 with the catalogs in Hilbert order over their
+     * own bounding box: no long jumps between neighbours in the order, so a
+     * tile's pairs spread over fewer bins */
+    PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT,
 };
 
 static const struct {
@@ -102,6 +106,7 @@ static const struct {
     {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8, "cuda-dot-queue-cells8"},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8, "cuda-dot-hi-queue-cells8"},
     {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, "cuda-dot-queue-cells8-rows8"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT, "cuda-dot-hi-queue-cells8-hilbert"},
 };
 #define N_CUDA_KERNELS (sizeof cuda_kernels / sizeof cuda_kernels[0])
 
@@ -494,7 +499,7 @@ struct KernelSpec {
     int space;     /* SPACE_* */
     int clamped;   /* chord cells with a clamped index */
     int rows;      /* rows per thread */
-    int sorted;    /* catalogs in Morton order */
+    int sorted;    /* catalogs in Morton order (1) or Hilbert order (2) */
     int queue;     /* undecided pairs queued for the block */
     int cell_bits; /* 8: only where a sample of the pairs finds no multi cell */
     tiled_fn fn;   /* NULL: the naive kernel */
@@ -528,6 +533,8 @@ static const KernelSpec kernel_specs[] = {
      tiled_kernel<SPACE_DOT_HI, false, 4, S8, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true>},
     {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, SPACE_DOT, 0, 8, 1, 1, 8, tiled_kernel<SPACE_DOT, false, 8, S8, true>,
      tiled_kernel<SPACE_DOT, false, 8, S9, true>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT, SPACE_DOT_HI, 0, 4, 2, 1, 8,
+     tiled_kernel<SPACE_DOT_HI, false, 4, S8, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true>},
 };
 
 static const KernelSpec *spec_of(int kernel) {
@@ -564,9 +571,39 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Hilbert index of a point with 10-bit coordinates: Skilling's transpose
+ * ("Programming the Hilbert curve", AIP Conf. Proc. 707, 2004), then the
+ * bits interleaved. */
+static uint64_t hilbert10(uint32_t x, uint32_t y, uint32_t z) {
+    uint32_t X[3] = {x, y, z};
+    const uint32_t M = 1u << 9;
+    for (uint32_t Q = M; Q > 1; Q >>= 1) {
+        uint32_t P = Q - 1;
+        for (int i = 0; i < 3; i++) {
+            if (X[i] & Q) {
+                X[0] ^= P;
+            } else {
+                uint32_t t = (X[0] ^ X[i]) & P;
+                X[0] ^= t;
+                X[i] ^= t;
+            }
+        }
+    }
+    for (int i = 1; i < 3; i++) X[i] ^= X[i - 1];
+    uint32_t t = 0;
+    for (uint32_t Q = M; Q > 1; Q >>= 1)
+        if (X[2] & Q) t ^= Q - 1;
+    for (int i = 0; i < 3; i++) X[i] ^= t;
+    uint64_t h = 0;
+    for (int bit = 9; bit >= 0; bit--)
+        for (int i = 0; i < 3; i++) h = h << 1 | ((X[i] >> bit) & 1u);
+    return h;
+}
+
 /* Reorder unit vectors (in place) by the Morton code of the point on
- * [-1, 1]^3. The order of the objects does not change any count. */
-static pk_status sort_vectors(pk_context *ctx, pk_unit_vectors *v) {
+ * [-1, 1]^3 (order 1), or by the Hilbert index over the catalog's bounding
+ * box (order 2). The order of the objects does not change any count. */
+static pk_status sort_vectors(pk_context *ctx, pk_unit_vectors *v, int order) {
     size_t n = v->n;
     uint64_t *key = (uint64_t *)malloc(n * sizeof(uint64_t));
     double *tmp = (double *)malloc(n * sizeof(double));
@@ -575,10 +612,25 @@ static pk_status sort_vectors(pk_context *ctx, pk_unit_vectors *v) {
         free(tmp);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
+    double lo[3] = {-1, -1, -1}, scale[3] = {511.75, 511.75, 511.75};
+    if (order == 2) {
+        const double *col[3] = {v->x, v->y, v->z};
+        for (int c = 0; c < 3; c++) {
+            double mn = 1, mx = -1;
+            for (size_t i = 0; i < n; i++) {
+                mn = col[c][i] < mn ? col[c][i] : mn;
+                mx = col[c][i] > mx ? col[c][i] : mx;
+            }
+            lo[c] = mn;
+            scale[c] = mx > mn ? 1023.5 / (mx - mn) : 0;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
-        uint32_t qx = (uint32_t)((v->x[i] + 1.0) * 511.75), qy = (uint32_t)((v->y[i] + 1.0) * 511.75),
-                 qz = (uint32_t)((v->z[i] + 1.0) * 511.75);
-        uint64_t code = morton_spread10(qx) | morton_spread10(qy) << 1 | morton_spread10(qz) << 2;
+        uint32_t qx = (uint32_t)((v->x[i] - lo[0]) * scale[0]), qy = (uint32_t)((v->y[i] - lo[1]) * scale[1]),
+                 qz = (uint32_t)((v->z[i] - lo[2]) * scale[2]);
+        qx = qx > 1023 ? 1023 : qx, qy = qy > 1023 ? 1023 : qy, qz = qz > 1023 ? 1023 : qz;
+        uint64_t code = order == 2 ? hilbert10(qx, qy, qz)
+                                   : morton_spread10(qx) | morton_spread10(qy) << 1 | morton_spread10(qz) << 2;
         key[i] = code << 32 | (uint64_t)i;
     }
     qsort(key, n, sizeof *key, cmp_u64);
@@ -899,8 +951,8 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     if ((st = pk_unit_vectors_make(ctx, a, &va)) != PK_OK) goto done;
     if (!autocorr && (st = pk_unit_vectors_make(ctx, b, &vb)) != PK_OK) goto done;
     if (spec->sorted) {
-        if ((st = sort_vectors(ctx, &va)) != PK_OK) goto done;
-        if (!autocorr && (st = sort_vectors(ctx, &vb)) != PK_OK) goto done;
+        if ((st = sort_vectors(ctx, &va, spec->sorted)) != PK_OK) goto done;
+        if (!autocorr && (st = sort_vectors(ctx, &vb, spec->sorted)) != PK_OK) goto done;
     }
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_start));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_stop));
