@@ -186,6 +186,16 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
                                const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
                                pk_pair_stats *stats, pk_progress *progress);
 
+/* The largest catalog a count takes: the CUDA kernels index objects with
+ * int, and with it every count, up to n^2 < 2^62 pairs, fits the uint64
+ * histograms. */
+#define PK_ANGCORR_MAX_OBJECTS 2147483647u
+
+/* PK_ERR_INVALID, before any work, when a or b (may be NULL) holds more
+ * objects than PK_ANGCORR_MAX_OBJECTS or their pairs would overflow a
+ * 64-bit count. */
+pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_catalog *b);
+
 #ifdef PK_HAVE_CUDA
 /* CUDA kernels are numbered from PK_ANGCORR_KERNEL_CUDA_FIRST; cuda.cu
  * names them and picks PK_ANGCORR_KERNEL_CUDA_BEST. */

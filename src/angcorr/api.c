@@ -239,6 +239,19 @@ static pk_status count_part(pk_context *ctx, pk_backend backend, int kernel, int
     return st;
 }
 
+pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_catalog *b) {
+    const pk_catalog *cats[2] = {a, b};
+    for (int k = 0; k < 2; k++)
+        if (cats[k] && cats[k]->n > PK_ANGCORR_MAX_OBJECTS)
+            return pk_fail(ctx, PK_ERR_INVALID, "a catalog of %zu objects: at most %u (2^31 - 1) can be counted",
+                           cats[k]->n, PK_ANGCORR_MAX_OBJECTS);
+    uint64_t n_a = a ? a->n : 0, n_b = b ? b->n : n_a;
+    if (n_a && n_b > UINT64_MAX / n_a)
+        return pk_fail(ctx, PK_ERR_INVALID, "%llu x %llu pairs overflow a 64-bit count", (unsigned long long)n_a,
+                       (unsigned long long)n_b);
+    return PK_OK;
+}
+
 pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
                            const pk_catalog *b, const pk_bins *bins, uint64_t *counts,
                            pk_pair_stats *stats) {
@@ -246,8 +259,9 @@ pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, cons
     if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
     pk_backend backend;
     int kernel;
-    pk_status st = choose_kernel(ctx, opts, &backend, &kernel);
+    pk_status st = pk_angcorr_check_sizes(ctx, a, b);
     if (st) return st;
+    if ((st = choose_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
     pk_edge_table table;
     if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
     uint64_t *slots = malloc((size_t)table.n_slots * sizeof(uint64_t));
@@ -347,8 +361,9 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
     pk_backend backend;
     int kernel;
-    pk_status st = choose_kernel(ctx, opts, &backend, &kernel);
+    pk_status st = pk_angcorr_check_sizes(ctx, data, random);
     if (st) return st;
+    if ((st = choose_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
     pk_edge_table table;
     if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
     size_t n = bins->n_bins;
