@@ -45,6 +45,15 @@ static void bench_usage(FILE *out) {
             "  --threads N      CPU threads\n");
 }
 
+/* CPU seconds of the process (all threads), to compare variants on a
+ * machine that others load: contention lengthens wall time, not this. */
+static double process_cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
 static double peak_rss_gib(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -126,6 +135,7 @@ int bench_memsort(int argc, char **argv) {
     const char *names[MAX_VARIANTS];
     int n_var = 0, rc = 0;
     double *times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
+    double *cpu_times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double cold[MAX_VARIANTS] = {0};
     pk_memsort_result res[MAX_VARIANTS];
     for (int v = 0; v < MAX_VARIANTS; v++) pk_memsort_result_init(&res[v]);
@@ -165,7 +175,7 @@ int bench_memsort(int argc, char **argv) {
         for (int q = 0; q < n_var; q++) {
             int v = (q + round) % n_var;
             const char *name = names[v];
-            double t = 0;
+            double t = 0, cpu0 = process_cpu_seconds();
             if (strcmp(name, "stream-pass") == 0) {
                 int nt = threads;
 #ifdef _OPENMP
@@ -196,6 +206,7 @@ int bench_memsort(int argc, char **argv) {
             }
             if (round == 0) cold[v] = t * 1e3;
             else times[(size_t)v * (size_t)runs + (size_t)(round - 1)] = t * 1e3;
+            if (round > 0) cpu_times[(size_t)v * (size_t)runs + (size_t)(round - 1)] = (process_cpu_seconds() - cpu0) * 1e3;
         }
     }
 
@@ -248,6 +259,11 @@ int bench_memsort(int argc, char **argv) {
         printf("cpu plan+fill / stream pass: %.2fx", cpu / base);
         if (with_ref) printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
         printf("\n");
+        double cpu_base = median_of(cpu_times, runs), cpu_cpu = median_of(cpu_times + (size_t)runs, runs);
+        printf("CPU time (all threads), median ms: stream pass %.1f, cpu %.1f (%.2fx)", cpu_base, cpu_cpu,
+               cpu_cpu / cpu_base);
+        if (with_ref) printf(", ref %.1f", median_of(cpu_times + 2 * (size_t)runs, runs));
+        printf("\n");
     }
     printf("%s; peak host memory (RSS) %.2f GiB\n", agree, peak_rss_gib());
 done:
@@ -258,6 +274,7 @@ done:
     pk_aligned_free(stream_values);
     pk_aligned_free(stream_runs);
     free(times);
+    free(cpu_times);
     pk_memsort_trace_free(&trace);
     return rc;
 }
