@@ -122,15 +122,9 @@ static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, co
     double t0 = pk_now();
     pk_status st;
 #ifdef PK_HAVE_CUDA
-    if (backend == PK_BACKEND_CUDA) {
-        /* Small theta_max with the default kernel: the pruned plan on the
-         * device (cuda_features.cu); otherwise the full-range kernels. */
-        st = PK_ERR_UNSUPPORTED;
-        if (kernel == PK_ANGCORR_KERNEL_CUDA_BEST && bins->edges[bins->n_bins] < M_PI / 3)
-            st = pk_angcorr_count_cuda_features(ctx, kernel, a, NULL, b, NULL, bins, table, PK_PRUNE_AUTO, 0, slots,
-                                                NULL, NULL, stats, progress);
-        if (st == PK_ERR_UNSUPPORTED) st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, slots, stats, progress);
-    } else
+    if (backend == PK_BACKEND_CUDA)
+        st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, slots, stats, progress);
+    else
 #endif
     {
         /* Small theta_max: the pruned path (grid.h) skips far cell pairs. */
