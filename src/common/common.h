@@ -70,7 +70,8 @@ typedef struct pk_progress {
 /* Start a stage: reports its starting fraction to the callback at once. */
 void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double base, double span);
 /* Add work from any thread; report (from the owning thread) at most ~20
- * times a second. Returns non-zero when cancelled. */
+ * times a second, and never again once the callback asked to stop.
+ * Returns non-zero when cancelled. */
 int pk_progress_add(pk_progress *p, double work, int is_owner_thread);
 
 #endif

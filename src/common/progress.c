@@ -19,7 +19,7 @@ void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double bas
 int pk_progress_add(pk_progress *p, double work, int is_owner_thread) {
 #pragma omp atomic
     p->done += work;
-    if (is_owner_thread && p->ctx && p->ctx->progress) {
+    if (is_owner_thread && p->ctx && p->ctx->progress && !p->cancelled) {
         double now = pk_now();
         if (now - p->last_report > 0.05) {
             double done;
