@@ -25,3 +25,6 @@ endforeach()
 
 # Faults: a full disk under every output writer (root: a 64 KiB tmpfs).
 pk_test(test_fault_disk TIMEOUT 120)
+# Ctrl-C during memsort and memsort-gen; out of host memory and the limits.
+pk_test(test_fault_sigint TIMEOUT 120)
+pk_test(test_fault_memory TIMEOUT 120)

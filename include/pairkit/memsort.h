@@ -98,7 +98,10 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
 pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions,
                                  const pk_memsort_trace *trace);
 
-/* Write the chunk files into dir (created if missing), each atomically. */
+/* Write the chunk files into dir (created if missing): all of them go to
+ * temporary files, then into place together, and chunk files of an older,
+ * longer trace in dir are removed. On failure, or when ctx->progress asks
+ * to cancel (it is called after each chunk), no new chunk file is left. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace);
 
 /* Page-lock the trace's addresses for fast copies to the GPU (a prover

@@ -248,8 +248,9 @@ fail:
 
 /* Every chunk goes to a temporary file first; only when all of them are on
  * disk are they renamed into place, and the chunk files of an older,
- * longer trace removed. A failure (a full disk) removes the temporary
- * files and leaves the folder as it was, never a partial or mixed trace. */
+ * longer trace removed. A failure (a full disk) or a cancellation through
+ * ctx->progress (asked after each chunk) removes the temporary files and
+ * leaves the folder as it was, never a partial or mixed trace. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
@@ -289,6 +290,9 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
         pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
         if (failed) st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path, saved_errno ? strerror(saved_errno) : "stream error");
         free(path);
+        if (st == PK_OK && ctx && ctx->progress &&
+            ctx->progress(ctx->progress_user, (double)(c + 1) / (double)trace->n_chunks))
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled; no chunk file written", dir);
     }
     for (uint32_t c = 0; c < trace->n_chunks && st == PK_OK; c++) {
         char *path = chunk_path(dir, c);

@@ -193,7 +193,9 @@ int cmd_memsort_gen(int argc, char **argv) {
     if (st) return cli_error(cmd, st, &ctx);
     pk_memsort_trace trace;
     if ((st = pk_memsort_generate(&ctx, &regions, &g, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
+    cli_progress_attach(&ctx, "memsort-gen", 1); /* Ctrl-C while writing: no chunk file left behind */
     st = pk_memsort_trace_write(&ctx, out_dir, &trace);
+    cli_progress_done(&ctx);
     int rc = st ? cli_error(cmd, st, &ctx) : 0;
     if (!st)
         fprintf(stderr, "wrote %llu entries in %u chunk files to %s\n", (unsigned long long)trace.n_entries,
