@@ -225,7 +225,12 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     const char *kind[3] = {"RA", "Dec", "weight"};
     fitsfile *f = NULL;
     int status = 0;
-    if (fits_open_table(&f, path, READONLY, &status)) return fits_error(ctx, path, "no FITS table", status);
+    if (fits_open_table(&f, path, READONLY, &status)) {
+        pk_status st = fits_error(ctx, path, "no FITS table", status);
+        int s = 0;
+        if (f) fits_close_file(f, &s); /* cfitsio 4.2 keeps the handle on some failures */
+        return st;
+    }
     int hdu_type = 0;
     fits_get_hdu_type(f, &hdu_type, &status);
     long n_rows = 0;
@@ -255,6 +260,20 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         }
     }
     if (st == PK_OK && n_rows < 1) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the table has no rows", path);
+    if (st == PK_OK) {
+        /* A cut file: the rows the header announces must be there before
+         * memory is taken for them (NAXIS2 = 2^31 in an 8 KB file). */
+        LONGLONG head_start, data_start, data_end;
+        long long file_size = -1;
+        FILE *fp = fopen(path, "rb");
+        if (fp && fseek(fp, 0, SEEK_END) == 0) file_size = ftell(fp);
+        if (fp) fclose(fp);
+        int s = 0;
+        if (!fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &s) && file_size >= 0 &&
+            file_size < (long long)data_end)
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: the header announces %ld rows (%lld bytes), the file holds %lld",
+                         path, n_rows, (long long)(data_end - data_start), file_size - (long long)data_start);
+    }
     if (st == PK_OK) st = alloc_catalog(ctx, path, (size_t)n_rows, want[2] != NULL, out, weights);
     if (st) {
         int s = 0;
