@@ -112,6 +112,24 @@ void pk_direct_table_free(pk_direct_table *d);
 uint64_t pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d, size_t i0, size_t i1,
                                         size_t j0, size_t j1, uint32_t *hist, size_t stride);
 
+/* The arithmetic path for log bins (cpu_log.c): t = ln(theta / theta_min) /
+ * ln(ratio) in float32 from c2, with a per-pair margin; see the file. */
+typedef struct pk_log_fast {
+    float a, b, c;        /* t = a log2(c2) + b G(c2) + c */
+    float lp[8];          /* log2(1 + x) on [0, 1] */
+    float g[5];           /* G(y) = log2(2 asin(sqrt(y) / 2) / sqrt(y)) on [0, c2_top] */
+    float m1, m0;         /* margin = m1 / sqrt(c2) + m0 */
+    float c2_lo0, c2_top; /* below: slot 0; at or above: the top slot */
+    int32_t top;
+} pk_log_fast;
+
+/* 0 when the bins are not logarithmic (edges off a geometric sequence by
+ * more than 1e-6 bin), reach beyond 90 degrees, or the margin would exceed
+ * 0.02 bin. */
+int pk_log_fast_init(const pk_bins *bins, const pk_edge_table *t, pk_log_fast *lf);
+uint64_t pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i0, size_t i1, size_t j0,
+                                     size_t j1, uint32_t *hist, size_t stride);
+
 #ifdef PK_HAVE_CUDA
 /* The CUDA counterpart of pk_angcorr_count_grid (cuda_features.cu): weighted
  * sums, mean separations and the pruned plan on the device. Same contract,
