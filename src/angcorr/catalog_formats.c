@@ -225,6 +225,8 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     const char *kind[3] = {"RA", "Dec", "weight"};
     fitsfile *f = NULL;
     int status = 0;
+    pk_status hst = pk_fits_check_headers(ctx, path);
+    if (hst) return hst;
     if (fits_open_table(&f, path, READONLY, &status)) {
         pk_status st = fits_error(ctx, path, "no FITS table", status);
         int s = 0;

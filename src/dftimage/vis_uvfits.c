@@ -170,89 +170,6 @@ static void jd_to_iso(double jd, char *out, size_t size) {
     snprintf(out, size, "%.*s", (int)(size - 1), text);
 }
 
-/* An integer keyword's value from one header card, if the card holds it. */
-static int card_int(const char *card, const char *key, long long *value) {
-    size_t n = strlen(key);
-    if (strncmp(card, key, n) != 0 || card[n] != ' ' || card[8] != '=') return 0;
-    char text[72];
-    memcpy(text, card + 10, 70);
-    text[70] = '\0';
-    char *end;
-    long long v = strtoll(text, &end, 10);
-    if (end == text) return 0;
-    *value = v;
-    return 1;
-}
-
-/* FITS headers are printable ASCII (bytes 0x20 to 0x7E). cfitsio 4.2
- * overflows a buffer on some header cards holding other bytes (a crash,
- * found by fuzzing), so every header of the file is checked before cfitsio
- * reads it. The walk follows the HDU sizes; where it cannot (a truncated
- * or malformed header) it stops and leaves the verdict to cfitsio. */
-static pk_status check_headers_ascii(pk_context *ctx, const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return PK_OK; /* cfitsio reports it */
-    char block[2880];
-    long long offset = 0;
-    pk_status st = PK_OK;
-    for (int hdu = 1; hdu <= 1000 && st == PK_OK; hdu++) {
-        long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, dims[1000] = {0}, n_dims = 0;
-        int ended = 0;
-        if (fseeko(fp, (off_t)offset, SEEK_SET) != 0) break;
-        while (!ended && st == PK_OK && fread(block, 1, sizeof block, fp) == sizeof block) {
-            offset += (long long)sizeof block;
-            for (int c = 0; c < 36 && !ended; c++) {
-                const char *card = block + 80 * c;
-                for (int k = 0; k < 80; k++)
-                    if ((unsigned char)card[k] < 0x20 || (unsigned char)card[k] > 0x7E) {
-                        st = pk_fail(ctx, PK_ERR_PARSE,
-                                     "%s: HDU %d: header byte 0x%02x at offset %lld is not printable ASCII (not a FITS header)",
-                                     path, hdu, (unsigned char)card[k], offset - (long long)sizeof block + 80 * c + k);
-                        break;
-                    }
-                if (st) break;
-                long long v;
-                if (strncmp(card, "END     ", 8) == 0) ended = 1;
-                else if (card_int(card, "BITPIX", &v)) bitpix = v;
-                else if (card_int(card, "NAXIS", &v)) naxis = v;
-                else if (card_int(card, "PCOUNT", &v)) pcount = v;
-                else if (card_int(card, "GCOUNT", &v)) gcount = v;
-                else if (strncmp(card, "NAXIS", 5) == 0 && card[5] >= '1' && card[5] <= '9') {
-                    char key[9];
-                    memcpy(key, card, 8);
-                    key[8] = '\0';
-                    char *sp = strchr(key, ' ');
-                    if (sp) *sp = '\0';
-                    long idx = strtol(key + 5, NULL, 10);
-                    if (idx >= 1 && idx <= 999 && card_int(card, key, &v)) {
-                        dims[idx - 1] = v;
-                        if (idx > n_dims) n_dims = idx;
-                    }
-                }
-            }
-        }
-        if (st || !ended) break;
-        /* data size: |BITPIX|/8 * GCOUNT * (PCOUNT + NAXIS1 * ... * NAXISn),
-         * NAXIS1 = 0 standing for 1 in random groups */
-        if (naxis < 0 || naxis > 999 || n_dims < naxis || bitpix == 0 || pcount < 0 || gcount < 0) break;
-        long long elems = naxis > 0 ? 1 : 0;
-        int ok = 1;
-        for (long long k = 0; k < naxis && ok; k++) {
-            long long d = dims[k] == 0 && k == 0 && naxis > 1 ? 1 : dims[k];
-            if (d < 0 || (d > 0 && elems > (1LL << 50) / d)) ok = 0;
-            else elems *= d;
-        }
-        if (!ok || pcount > (1LL << 50) || gcount > (1LL << 20) * 1024) break;
-        long long bytes_per = (bitpix < 0 ? -bitpix : bitpix) / 8;
-        long long items = elems + pcount;
-        if (gcount > 0 && items > (1LL << 52) / gcount / (bytes_per ? bytes_per : 1)) break;
-        long long data = items * gcount * bytes_per;
-        offset += (data + 2879) / 2880 * 2880;
-    }
-    fclose(fp);
-    return st;
-}
-
 typedef struct hand {
     long index; /* along the STOKES axis */
 } hand;
@@ -262,7 +179,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     memset(out, 0, sizeof *out);
     fitsfile *f = NULL;
     int status = 0;
-    pk_status hst = check_headers_ascii(ctx, path);
+    pk_status hst = pk_fits_check_headers(ctx, path);
     if (hst) return hst;
     if (fits_open_diskfile(&f, path, READONLY, &status)) return fits_error(ctx, path, "cannot open as FITS", status);
     pk_status st = PK_OK;
