@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
+#include <thrust/iterator/transform_iterator.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,10 +181,10 @@ __global__ void rank_kernel(const uint32_t *__restrict__ key, const uint32_t *__
         rel[i] = prev[key[i]] + (i - run_start[i]);
 }
 
-__global__ void nonzero_kernel(const uint32_t *__restrict__ hist, uint32_t n_compact, uint32_t *__restrict__ flag) {
-    for (uint32_t a = blockIdx.x * blockDim.x + threadIdx.x; a <= n_compact; a += gridDim.x * blockDim.x)
-        flag[a] = a < n_compact && hist[a] > 0;
-}
+/* 1 for an address with rows: scanned on the fly into run positions. */
+struct nonzero_op {
+    __host__ __device__ __forceinline__ uint32_t operator()(uint32_t count) const { return count > 0; }
+};
 
 /* small[0] stays the bad index; small[1 + r] = first sorted position of region r. */
 __global__ void boundaries_kernel(const uint32_t *offset, dev_layout L, uint32_t *small) {
@@ -507,6 +508,10 @@ static pk_status reserve_trace(pk_context *ctx, cuda_state *s, uint64_t n, uint3
                                                  key_bits));
     PK_CUDA(ctx, cub::DeviceScan::InclusiveScan(NULL, b2, s->d_head, s->d_run_start, max_op(), (int)piece));
     PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(NULL, b3, s->d_hist, s->d_offset, (int)ncw));
+    size_t b4 = 0;
+    PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(NULL, b4, thrust::make_transform_iterator(s->d_hist, nonzero_op()),
+                                               s->d_nzpos, (int)ncw));
+    if (b4 > b3) b3 = b4;
     s->temp_bytes = b1 > b2 ? b1 : b2;
     if (b3 > s->temp_bytes) s->temp_bytes = b3;
     if ((st = device_alloc(ctx, s, &s->d_temp, s->temp_bytes, "CUB scratch")) != PK_OK) return st;
@@ -684,15 +689,14 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         size_t temp = s->temp_bytes;
         PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, s->d_hist, s->d_offset, (int)layout.n_compact + 1,
                                                    s->s_comp));
-        nonzero_kernel<<<grid_for(layout.n_compact + 1), THREADS, 0, s->s_comp>>>(s->d_hist, layout.n_compact,
-                                                                                   s->d_prev);
-        temp = s->temp_bytes;
-        PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, s->d_prev, s->d_nzpos, (int)layout.n_compact + 1,
-                                                   s->s_comp));
         boundaries_kernel<<<1, 32, 0, s->s_comp>>>(s->d_offset, L, s->d_small);
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cudaMemcpyAsync(s->h_small, s->d_small, 64 * 4, cudaMemcpyDeviceToHost, s->s_comp));
         PK_CUDA(ctx, cudaEventRecord(s->ev_small, s->s_comp));
+        /* run positions while the host reads the region sizes (hist[n_compact] is 0) */
+        temp = s->temp_bytes;
+        PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, thrust::make_transform_iterator(s->d_hist, nonzero_op()),
+                                                   s->d_nzpos, (int)layout.n_compact + 1, s->s_comp));
         PK_CUDA(ctx, cudaEventSynchronize(s->ev_small));
     }
     if (s->h_small[0] != UINT32_MAX) {
