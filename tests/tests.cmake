@@ -42,4 +42,5 @@ if(MPI_C_FOUND AND PK_MPIRUN)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(test_angcorr_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 300
                        ENVIRONMENT "PAIRKIT_CLI=$<TARGET_FILE:pairkit_cli>")
+  pk_test(test_dftimage_mpi LABELS "cpu;mpi")
 endif()

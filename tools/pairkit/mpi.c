@@ -44,6 +44,18 @@ int cli_mpi_sum_u64(uint64_t *values, size_t n) {
     return rc == MPI_SUCCESS ? 0 : 1;
 }
 
+int cli_mpi_sum_double(double *values, size_t n) {
+    if (!active) return 0;
+    /* in pieces of at most 2^30 values: MPI counts are int */
+    for (size_t off = 0; off < n; off += (size_t)1 << 30) {
+        int count = (int)(n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30));
+        int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values + off, rank == 0 ? values + off : NULL, count,
+                            MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return 1;
+    }
+    return 0;
+}
+
 int cli_mpi_gather_bytes(const void *mine, size_t count, void *all) {
     if (!active) return 0;
     int rc = MPI_Gather(mine, (int)count, MPI_BYTE, all, (int)count, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -72,6 +84,11 @@ int cli_mpi_rank(void) { return 0; }
 int cli_mpi_size(void) { return 1; }
 int cli_mpi_all_ok(int ok) { return ok != 0; }
 int cli_mpi_sum_u64(uint64_t *values, size_t n) {
+    (void)values;
+    (void)n;
+    return 0;
+}
+int cli_mpi_sum_double(double *values, size_t n) {
     (void)values;
     (void)n;
     return 0;

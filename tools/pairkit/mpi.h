@@ -17,6 +17,8 @@ int cli_mpi_size(void);
 int cli_mpi_all_ok(int ok);
 /* Sum n values onto rank 0 (in place there; others' buffers unchanged). */
 int cli_mpi_sum_u64(uint64_t *values, size_t n);
+/* Sum n doubles onto rank 0 (in place there). */
+int cli_mpi_sum_double(double *values, size_t n);
 /* Gather `count` bytes from every rank into `all` on rank 0 (rank order). */
 int cli_mpi_gather_bytes(const void *mine, size_t count, void *all);
 /* Largest value over the ranks, on every rank. */
