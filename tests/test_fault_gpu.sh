@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# test_fault_gpu.sh - on a machine with a CUDA GPU and compute-sanitizer:
+#  1. memcheck, racecheck and synccheck over every CUDA kernel of every
+#     workload (the names `pairkit bench <workload> --list` gives), each on
+#     a small problem through the command;
+#  2. out of GPU memory: most of the card taken by another process
+#     (PyTorch), then an image, a catalog and a trace that do not fit in
+#     what is left; each must end in a clear error or a result, never a
+#     crash.
+# Usage: tests/test_fault_gpu.sh PAIRKIT WORKDIR [SECONDS]; prints one line
+# per run and a summary; exit 1 if any run failed.
+set -u
+bin=$(readlink -f "$1")
+work=$2
+budget=${3:-200}
+root=$(dirname "$(dirname "$(readlink -f "$0")")")
+mkdir -p "$work"
+cd "$work" || exit 1
+start=$(date +%s)
+left() { echo $((budget - ($(date +%s) - start))); }
+
+# small inputs: 1500 objects of each bundled catalog, 2000 visibilities, a 2^16-entry trace
+for f in data flat; do
+  src=$(ls "$root"/data/galaxy/${f}_100k_arcmin.txt)
+  { echo 1500; sed -n '2,1501p' "$src"; } > $f.txt
+done
+"$bin" bench dftimage --write-npz vis.npz --nvis 2000 > /dev/null 2>&1 || true
+[ -f vis.npz ] || cp "$root"/data/vis/lesson_small.npz vis.npz
+"$bin" memsort-gen trace --entries 65536 --chunk 16384 > /dev/null 2>&1
+
+run() { # name, command...: one line of result; the exit code in rc_<name>
+  local name=$1; shift
+  local tag=${name// /_}
+  local t0=$(date +%s.%N)
+  timeout 120 "$@" > "log_$tag.txt" 2>&1
+  local rc=$?
+  echo $rc > "rc_$tag"
+  local dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  local summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|pairkit [a-z-]*:" "log_$tag.txt" | tail -1)
+  printf '%-48s rc %3d  %6.1f s  %s\n' "$name" "$rc" "$dt" "$summary"
+}
+
+cs="compute-sanitizer --error-exitcode 9 --print-limit 20"
+jobs_file=$work/jobs.txt
+: > "$jobs_file"
+for k in $("$bin" bench angcorr --list 2>/dev/null | awk '$1 ~ /^cuda/ {print $1}'); do
+  for tool in memcheck racecheck synccheck; do
+    echo "angcorr $k $tool|$cs --tool $tool $bin angcorr data.txt flat.txt --backend cuda --kernel $k -q --png none -o o_${k}_$tool.out" >> "$jobs_file"
+  done
+done
+for k in $("$bin" bench dftimage --list 2>/dev/null | awk '$1 ~ /^cuda/ {print $1}'); do
+  for tool in memcheck racecheck synccheck; do
+    echo "dftimage $k $tool|$cs --tool $tool $bin dftimage vis.npz --backend cuda --kernel $k --size 48 --cell 0.002 -q -o i_${k}_$tool.fits" >> "$jobs_file"
+  done
+done
+for tool in memcheck racecheck synccheck; do
+  echo "memsort cuda $tool|$cs --tool $tool $bin memsort trace --backend cuda --workers 3 --worker 1 --verify -q -o m_$tool" >> "$jobs_file"
+done
+echo "$(wc -l < "$jobs_file") sanitizer runs"
+# six at a time: the runs are short and mostly host-bound under the tools
+while IFS='|' read -r name cmd; do
+  [ "$(left)" -gt 60 ] || { echo "$name: not run (time)"; continue; }
+  ( run "$name" $cmd ) &
+  while [ "$(jobs -r | wc -l)" -ge 6 ]; do sleep 0.2; done
+done < "$jobs_file"
+wait
+fails=0
+for f in rc_angcorr_* rc_dftimage_* rc_memsort_*; do
+  [ -f "$f" ] && [ "$(cat "$f")" != 0 ] && fails=$((fails + 1))
+done
+
+echo "== out of GPU memory"
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  python3 - <<'EOF' &
+import torch, time, sys
+free, total = torch.cuda.mem_get_info()
+keep = 512 << 20
+hog = torch.empty(free - keep, dtype=torch.uint8, device='cuda')
+print(f"hog: {(free - keep) / 2**30:.1f} GiB taken of {total / 2**30:.1f}, {keep >> 20} MiB left", flush=True)
+open('hog.ready', 'w').close()
+time.sleep(100)
+EOF
+  hog=$!
+  for i in $(seq 100); do [ -f hog.ready ] && break; sleep 0.3; done
+  "$bin" memsort-gen bigtrace --entries 2^26 > /dev/null 2>&1
+  run "oom dftimage 30000^2 cuda" "$bin" dftimage vis.npz --backend cuda --size 30000 --cell 1e-6 -q -o big.fits
+  run "oom angcorr 100k cuda" "$bin" angcorr "$root"/data/galaxy/data_100k_arcmin.txt "$root"/data/galaxy/flat_100k_arcmin.txt --backend cuda -q --png none -o big.out
+  run "oom memsort 2^26 cuda" "$bin" memsort bigtrace --backend cuda -q -o bigout
+  for f in rc_oom_*; do # 0 (it fitted) or an error exit; 124 (hung) or a signal is a failure
+    rc=$(cat "$f")
+    [ "$rc" -le 2 ] || fails=$((fails + 1))
+  done
+  kill $hog 2>/dev/null
+  wait $hog 2>/dev/null
+  ls big.fits big.out bigout 2>/dev/null | sed 's/^/left behind: /'
+else
+  echo "no PyTorch with CUDA: out-of-memory runs skipped"
+fi
+echo "failed runs: $fails; $(($(date +%s) - start)) s"
+[ $fails -eq 0 ]
