@@ -203,6 +203,8 @@ int cmd_angcorr(int argc, char **argv) {
         int failed = cli_mpi_sum_u64(sum, 3 * nb + 12);
         double seconds[3] = {cli_mpi_max(result.stats_dd.seconds), cli_mpi_max(result.stats_dr.seconds),
                              cli_mpi_max(result.stats_rr.seconds)};
+        double kernel_ms[3] = {cli_mpi_max(result.stats_dd.kernel_ms), cli_mpi_max(result.stats_dr.kernel_ms),
+                               cli_mpi_max(result.stats_rr.kernel_ms)};
         if (rank == 0 && !failed) {
             memcpy(result.dd, sum, nb * sizeof(uint64_t));
             memcpy(result.dr, sum + nb, nb * sizeof(uint64_t));
@@ -214,6 +216,7 @@ int cmd_angcorr(int argc, char **argv) {
                 qs[k]->pairs_total = q[0], qs[k]->pairs_in_range = q[1], qs[k]->pairs_visited = q[2];
                 qs[k]->pairs_fp64 = q[3];
                 qs[k]->seconds = seconds[k];
+                qs[k]->kernel_ms = kernel_ms[k];
                 if (qs[k]->pairs_total != want[k]) failed = 1;
             }
             pk_estimate(estimator, data.n, random.n, nb, result.dd, result.dr, result.rr, result.omega);
@@ -294,8 +297,9 @@ int cmd_angcorr(int argc, char **argv) {
         if (!rc && !quiet) {
             const pk_pair_stats *s[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
             const char *names[3] = {"DD", "DR", "RR"};
-            double total_s = 0, visited = 0, fp64 = 0;
+            double total_s = 0, visited = 0, fp64 = 0, device_ms = 0;
             for (int k = 0; k < 3; k++) {
+                device_ms += s[k]->kernel_ms;
                 fprintf(stderr, "%s: %llu pairs (%llu in range), %.3f s, %.3g pairs/s, %.4f%% settled in float64\n",
                         names[k], (unsigned long long)s[k]->pairs_total, (unsigned long long)s[k]->pairs_in_range,
                         s[k]->seconds, (double)s[k]->pairs_visited / s[k]->seconds,
@@ -304,6 +308,9 @@ int cmd_angcorr(int argc, char **argv) {
                 visited += (double)s[k]->pairs_visited;
                 fp64 += (double)s[k]->pairs_fp64;
             }
+            if (device_ms > 0)
+                fprintf(stderr, "device kernel time %.3f ms (DD + DR + RR%s)\n", device_ms,
+                        cli_mpi_size() > 1 ? ", the slowest rank of each" : "");
             fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s; wrote %s%s%s%s%s%s%s\n",
                     pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, out_path,
                     csv_path ? ", " : "", csv_path ? csv_path : "", png_path && strcmp(png_path, "none") ? ", " : "",
