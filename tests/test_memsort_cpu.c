@@ -117,6 +117,18 @@ int main(int argc, char **argv) {
         snprintf(what, sizeof what, "realistic %s n=%llu", presets[p], (unsigned long long)n);
         test_kernel_against_ref(what, kernel, &regions, &trace, 1);
         test_kernel_against_ref(what, kernel, &regions, &trace, 3);
+        /* the memory query bounds what a run takes */
+        pk_memsort_result res;
+        pk_memsort_result_init(&res);
+        pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 1, 0};
+        uint64_t host = 0, device = 0;
+        CHECK_OK(pk_memsort_memory_bytes(&ctx, &regions, n, kernel, ctx.n_threads, &host, &device), &ctx);
+        CHECK_OK(pk_memsort_run(&ctx, &o, &regions, &trace, &res), &ctx);
+        CHECK(host >= res.stats.host_bytes && device >= res.stats.device_bytes,
+              "%s: memory query %llu host, %llu device bytes; the run took %llu and %llu", what,
+              (unsigned long long)host, (unsigned long long)device, (unsigned long long)res.stats.host_bytes,
+              (unsigned long long)res.stats.device_bytes);
+        pk_memsort_result_free(&res);
         pk_memsort_trace_free(&trace);
     }
     /* realistic traces on the small table: many instances per region */

@@ -230,6 +230,15 @@ int pk_memsort_kernel_available(int kernel);
 pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const pk_memsort_regions *regions,
                          const pk_memsort_trace *trace, pk_memsort_result *result);
 
+/* Memory a run of `kernel` takes for a trace of n_entries under this
+ * table, all instances owned (the most), queried before allocating
+ * anything: host bytes (result arrays and the backend's scratch, the trace
+ * itself not counted) and device bytes (CUDA; 0 for the CPU kernels).
+ * Upper bounds: the runs are taken as one per entry. n_threads as in
+ * pk_context (0 = OpenMP's default). */
+pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n_entries, int kernel,
+                                  int n_threads, uint64_t *host_bytes, uint64_t *device_bytes);
+
 /* Rows j of an owned instance as (raw address, value) pairs into
  * pairs[2 * n_rows] (address, value, address, value, ...). */
 void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *inst, uint32_t *pairs);

@@ -8,6 +8,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "memsort_internal.h"
 
@@ -215,6 +218,41 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     result->stats.kernel = kernel;
     result->stats.seconds = pk_now() - t0;
     return PK_OK;
+}
+
+pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n_entries, int kernel,
+                                  int n_threads, uint64_t *host_bytes, uint64_t *device_bytes) {
+    pk_clear(ctx);
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    pk_memsort_layout layout;
+    pk_memsort_layout_make(regions, &layout);
+    uint64_t n = n_entries, instances = 0;
+    for (uint32_t r = 0; r < layout.n_regions; r++) instances += layout.max_instances[r];
+    /* every kernel's result: rows, runs (one per entry at most), plans, chunk counts */
+    uint64_t result = 4 * n + 8 * n + instances * (sizeof(pk_memsort_instance) + 4ull * PK_MEMSORT_MAX_CHUNKS);
+    *device_bytes = 0;
+#ifdef _OPENMP
+    if (n_threads <= 0) n_threads = omp_get_max_threads();
+#endif
+    if (n_threads <= 0) n_threads = 1;
+    switch (kernel) {
+    case PK_MEMSORT_KERNEL_REF: *host_bytes = result + 16 * n; return PK_OK; /* keys and merge buffer */
+    case PK_MEMSORT_KERNEL_CPU:
+    case PK_MEMSORT_KERNEL_BEST:
+        /* pairs and bucket runs (cpu.c), per-thread histograms and bucket counts */
+        *host_bytes = result + 16 * n + (uint64_t)n_threads * (4ull << 16) +
+                      (uint64_t)n_threads * 5 * 4 * ((layout.n_compact >> 16) + 1);
+        return PK_OK;
+    case PK_MEMSORT_KERNEL_CUDA:
+        *host_bytes = result;
+#ifdef PK_HAVE_CUDA
+        return pk_memsort_cuda_device_bytes(ctx, &layout, n, device_bytes);
+#else
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "this build has no CUDA backend");
+#endif
+    default: return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
+    }
 }
 
 void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *in, uint32_t *pairs) {

@@ -526,6 +526,27 @@ static pk_status reserve_trace(pk_context *ctx, cuda_state *s, uint64_t n, uint3
     return PK_OK;
 }
 
+extern "C" pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_memsort_layout *layout, uint64_t n,
+                                                  uint64_t *bytes) {
+    uint64_t cn = n > 1 ? n : 1, piece = cn < PIECE_ENTRIES ? cn : PIECE_ENTRIES, ncw = (uint64_t)layout->n_compact + 1;
+    uint64_t pieces = cn / PIECE_ENTRIES + 8, instances = 0;
+    for (uint32_t r = 0; r < layout->n_regions; r++) instances += layout->max_instances[r];
+    size_t b1 = 0, b2 = 0, b3 = 0, b4 = 0;
+    uint32_t *none = NULL;
+    PK_CUDA(ctx, cub::DeviceRadixSort::SortPairs(NULL, b1, none, none, none, none, (int)piece, 0, layout->key_bits));
+    PK_CUDA(ctx, cub::DeviceScan::InclusiveScan(NULL, b2, none, none, max_op(), (int)piece));
+    PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(NULL, b3, none, none, (int)ncw));
+    PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(NULL, b4, thrust::make_transform_iterator(none, nonzero_op()), none,
+                                               (int)ncw));
+    size_t temp = b1 > b2 ? b1 : b2;
+    temp = b3 > temp ? b3 : temp;
+    temp = b4 > temp ? b4 : temp;
+    *bytes = 20 * cn + 16 * ncw + 16 * piece + temp + 64 * 4 + 4 * (pieces + 1) +
+             (instances + 1) * (9 * 4 + sizeof(dev_plan)) + 4 * (PK_MEMSORT_MAX_CHUNKS + 1) +
+             8 * pieces * (instances + 1) + 4 * instances * PK_MEMSORT_MAX_CHUNKS + 8 * cn;
+    return PK_OK;
+}
+
 /* Instance tables (every instance, owned ones, owned segments, chunk
  * starts: 9 arrays of n_inst + 1 words and the chunk table, in one
  * allocation), the scatter bounds, the counts and the runs. */

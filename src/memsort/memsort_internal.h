@@ -104,6 +104,8 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
 pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
                               uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
 void *pk_memsort_cuda_host_alloc(size_t bytes);
+pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_memsort_layout *layout, uint64_t n_entries,
+                                       uint64_t *bytes);
 void pk_memsort_cuda_host_free(void *p);
 void pk_memsort_cuda_state_free(void *state);
 int pk_memsort_cuda_host_register(void *p, size_t bytes);
