@@ -544,6 +544,13 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #endif
     pk_log_fast logf;
     int use_log = use_direct && pk_log_fast_init(bins, table, &logf);
+    /* weighted counts without separations: slots by the log path, then the
+     * weights added row by row in column order */
+    int use_log_w = 0;
+#if defined(__x86_64__)
+    use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
+                pk_log_fast_init(bins, table, &logf);
+#endif
 
     pk_pair_job job;
     memset(&job, 0, sizeof job);
@@ -596,6 +603,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #endif
             uint32_t *hist = pk_aligned_alloc(GRID_HIST_COPIES * stride * sizeof(uint32_t));
             size_t *row_j = malloc(2 * GRID_UNIT_ROWS * sizeof(size_t));
+            int32_t row_slots[GRID_TILE_COLS + 16];
             uint64_t *mine = thread_slots + (size_t)tid * n_slots;
             uint64_t visited = 0, n_fp64 = 0;
             if (!hist || !row_j) {
@@ -653,7 +661,16 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                 size_t j1 = row_j[2 * q + 1] < c1 ? row_j[2 * q + 1] : c1;
                                 if (j1 <= j0) continue;
                                 size_t i = u->i0 + q;
-                                if (weighted_path) {
+                                if (use_log_w) {
+                                    n_fp64 += pk_angcorr_row_slots_avx512_log(&job, &logf, i, j0, j1, row_slots);
+                                    double wi = ga.w ? ga.w[i] : 1.0;
+                                    const double *w_cols = gbp->w;
+                                    for (size_t j = j0; j < j1; j++) {
+                                        int32_t s_ = row_slots[j - j0];
+                                        mine[s_]++;
+                                        gw[s_] += wi * (w_cols ? w_cols[j] : 1.0);
+                                    }
+                                } else if (weighted_path) {
                                     n_fp64 += block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
                                                              i + 1, j0, j1, mine, gw, gt);
                                 }

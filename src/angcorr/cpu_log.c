@@ -218,11 +218,85 @@ pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_
     return n_fp64;
 }
 
+/* The slots of row i against columns [j0, j1) into out[j1 - j0] (the
+ * weighted path adds the weights in column order after this). */
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
+pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i, size_t j0, size_t j1,
+                                int32_t *out) {
+    const __m512 p0 = _mm512_set1_ps(lf->lp[0]), p1 = _mm512_set1_ps(lf->lp[1]), p2 = _mm512_set1_ps(lf->lp[2]),
+                 p3 = _mm512_set1_ps(lf->lp[3]), p4 = _mm512_set1_ps(lf->lp[4]), p5 = _mm512_set1_ps(lf->lp[5]),
+                 p6 = _mm512_set1_ps(lf->lp[6]), p7 = _mm512_set1_ps(lf->lp[7]);
+    const __m512 g0 = _mm512_set1_ps(lf->g[0]), g1 = _mm512_set1_ps(lf->g[1]), g2 = _mm512_set1_ps(lf->g[2]),
+                 g3 = _mm512_set1_ps(lf->g[3]), g4 = _mm512_set1_ps(lf->g[4]);
+    const __m512 va = _mm512_set1_ps(lf->a), vb = _mm512_set1_ps(lf->b), vc = _mm512_set1_ps(lf->c);
+    const __m512 m1 = _mm512_set1_ps(lf->m1), m0 = _mm512_set1_ps(lf->m0), one = _mm512_set1_ps(1.0f);
+    const __m512 lo0 = _mm512_set1_ps(lf->c2_lo0), top_c2 = _mm512_set1_ps(lf->c2_top);
+    const __m512i top_v = _mm512_set1_epi32(lf->top), zero = _mm512_setzero_si512(), onei = _mm512_set1_epi32(1);
+    const __m512 xi = _mm512_set1_ps(job->fxa[i]), yi = _mm512_set1_ps(job->fya[i]), zi = _mm512_set1_ps(job->fza[i]);
+    uint64_t n_fp64 = 0;
+    float c2v[16] __attribute__((aligned(64)));
+    for (size_t j = j0; j < j1; j += 16) {
+        __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
+        __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
+        __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
+        __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
+        __m512 c2 = _mm512_mul_ps(dx, dx);
+        c2 = _mm512_fmadd_ps(dy, dy, c2);
+        c2 = _mm512_fmadd_ps(dz, dz, c2);
+        __mmask16 below = _mm512_cmp_ps_mask(c2, lo0, _CMP_LT_OQ);
+        __mmask16 above = _mm512_cmp_ps_mask(c2, top_c2, _CMP_GE_OQ);
+        __m512 cm = _mm512_max_ps(c2, lo0);
+        __m512 e = _mm512_getexp_ps(cm);
+        __m512 x = _mm512_sub_ps(_mm512_getmant_ps(cm, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero), one);
+        __m512 p = _mm512_fmadd_ps(p7, x, p6);
+        p = _mm512_fmadd_ps(p, x, p5);
+        p = _mm512_fmadd_ps(p, x, p4);
+        p = _mm512_fmadd_ps(p, x, p3);
+        p = _mm512_fmadd_ps(p, x, p2);
+        p = _mm512_fmadd_ps(p, x, p1);
+        p = _mm512_fmadd_ps(p, x, p0);
+        __m512 L = _mm512_add_ps(e, p);
+        __m512 g = _mm512_fmadd_ps(g4, cm, g3);
+        g = _mm512_fmadd_ps(g, cm, g2);
+        g = _mm512_fmadd_ps(g, cm, g1);
+        g = _mm512_fmadd_ps(g, cm, g0);
+        __m512 t = _mm512_fmadd_ps(va, L, _mm512_fmadd_ps(vb, g, vc));
+        __m512 margin = _mm512_fmadd_ps(m1, _mm512_rsqrt14_ps(cm), m0);
+        __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        __m512 f = _mm512_sub_ps(t, k);
+        __mmask16 near = _mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) |
+                         _mm512_cmp_ps_mask(f, _mm512_sub_ps(one, margin), _CMP_GT_OQ);
+        __mmask16 unsure = near & (__mmask16) ~(below | above) & valid;
+        __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_max_ps(k, _mm512_set1_ps(-1.0f))), onei);
+        s = _mm512_min_epi32(_mm512_max_epi32(s, zero), top_v);
+        s = _mm512_mask_mov_epi32(s, below, zero);
+        s = _mm512_mask_mov_epi32(s, above, top_v);
+        int32_t *o = out + (j - j0);
+        _mm512_mask_storeu_epi32(o, valid, s);
+        if (unsure) {
+            _mm512_store_ps(c2v, c2);
+            unsigned u = unsure;
+            while (u) {
+                int l = __builtin_ctz(u);
+                u &= u - 1;
+                o[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
+            }
+        }
+    }
+    return n_fp64;
+}
+
 #else
 
 uint64_t pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i0, size_t i1, size_t j0,
                                      size_t j1, uint32_t *hist, size_t stride) {
     (void)job, (void)lf, (void)i0, (void)i1, (void)j0, (void)j1, (void)hist, (void)stride;
+    return 0;
+}
+
+uint64_t pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i, size_t j0, size_t j1,
+                                         int32_t *out) {
+    (void)job, (void)lf, (void)i, (void)j0, (void)j1, (void)out;
     return 0;
 }
 

@@ -129,6 +129,9 @@ typedef struct pk_log_fast {
 int pk_log_fast_init(const pk_bins *bins, const pk_edge_table *t, pk_log_fast *lf);
 uint64_t pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i0, size_t i1, size_t j0,
                                      size_t j1, uint32_t *hist, size_t stride);
+/* The slots of row i against columns [j0, j1) into out[j1 - j0]. */
+uint64_t pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i, size_t j0, size_t j1,
+                                         int32_t *out);
 
 #ifdef PK_HAVE_CUDA
 /* The CUDA counterpart of pk_angcorr_count_grid (cuda_features.cu): weighted
