@@ -64,7 +64,7 @@ static int replay_dir(const char *dir) {
         snprintf(names[n++], len, "%s/%s", dir, e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n) qsort(names, n, sizeof *names, by_name);
     int count = 0;
     for (size_t k = 0; k < n; k++) {
         struct stat sb;
