@@ -4,7 +4,8 @@
  * The command must fail with a message naming the file, the old copy must
  * be left byte for byte, and no other file (temporary or partial) may
  * remain. Writers: angcorr's omega.out, CSV and PNG; dftimage's FITS image
- * and PNG; memsort's memsort.bin + summary.txt; memsort-gen's chunk files.
+ * and PNG; the .npz writer; memsort's memsort.bin + summary.txt;
+ * memsort-gen's chunk files.
  *
  * Needs root (mount); skips with exit code 77 when mounting is not
  * permitted. */
@@ -249,6 +250,8 @@ int main(void) {
          {"out/memsort.bin", "out/summary.txt"}, "out", "out/", 0},
         {"memsort (small)", "memsort small_trace --regions regions.txt --backend cpu -q -o %s/out",
          {"out/memsort.bin", "out/summary.txt"}, "out", "out/", 1},
+        {"npz (bench --write-npz)", "bench dftimage --write-npz %s/vis.npz --nvis 20000", {"vis.npz"}, NULL, "vis.npz",
+         0},
         {"memsort-gen", "memsort-gen %s/trace --regions regions.txt --entries 20000 --chunk 4096",
          {"trace/mem_addr_0000.bin"}, "trace", "trace/", 0},
     };
