@@ -188,7 +188,8 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     if (st) return st;
     if ((st = pk_memsort_trace_check_structure(ctx, trace)) != PK_OK) return st;
     int kernel = o.kernel;
-    if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
+    if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_)
+        return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
     if (kernel == PK_MEMSORT_KERNEL_BEST) {
         pk_backend backend;
         if ((st = pk_backend_resolve(ctx, o.backend, &backend)) != PK_OK) return st;
@@ -334,7 +335,8 @@ static void put_bytes(out_buf *b, const void *src, size_t n) {
 }
 
 static void put_u32(out_buf *b, uint32_t v) {
-    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
     put_bytes(b, x, 4);
 }
 

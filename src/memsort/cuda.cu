@@ -716,8 +716,9 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         PK_CUDA(ctx, cudaEventRecord(s->ev_small, s->s_comp));
         /* run positions while the host reads the region sizes (hist[n_compact] is 0) */
         temp = s->temp_bytes;
-        PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, thrust::make_transform_iterator(s->d_hist, nonzero_op()),
-                                                   s->d_nzpos, (int)layout.n_compact + 1, s->s_comp));
+        PK_CUDA(ctx,
+                cub::DeviceScan::ExclusiveSum(s->d_temp, temp, thrust::make_transform_iterator(s->d_hist, nonzero_op()),
+                                              s->d_nzpos, (int)layout.n_compact + 1, s->s_comp));
         PK_CUDA(ctx, cudaEventSynchronize(s->ev_small));
     }
     if (s->h_small[0] != UINT32_MAX) {

@@ -119,8 +119,9 @@ pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_
             tok[n_tok++] = t;
         if (n_tok == 0) continue;
         if (n_tok != 5) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%d: expected 5 fields (name base size max_instances instance_entries), got %d",
-                         path, line_no, n_tok);
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s:%d: expected 5 fields (name base size max_instances instance_entries), got %d", path,
+                         line_no, n_tok);
             goto done;
         }
         if (out->n_regions == PK_MEMSORT_MAX_REGIONS) {

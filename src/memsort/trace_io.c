@@ -158,7 +158,8 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     long max_index, count;
     if (scan_dir(dir, &max_index, &count))
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
-    if (count == 0) return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
+    if (count == 0)
+        return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
     if (max_index >= PK_MEMSORT_MAX_CHUNKS)
         return pk_fail(ctx, PK_ERR_PARSE, "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX ": more than %d chunks", dir,
                        max_index, PK_MEMSORT_MAX_CHUNKS);
@@ -180,14 +181,16 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
             goto fail;
         }
         if (stat(path, &sb) != 0) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: missing chunk in the sequence (" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX " exists)",
-                         path, max_index);
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: missing chunk in the sequence (" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX " exists)", path,
+                         max_index);
             free(path);
             goto fail;
         }
         if (sb.st_size % 4) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)",
-                         path, (long long)sb.st_size, (long long)(sb.st_size / 4));
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)", path,
+                         (long long)sb.st_size, (long long)(sb.st_size / 4));
             free(path);
             goto fail;
         }
@@ -288,7 +291,9 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
         tmp[c] = f.tmp_path;
         f.tmp_path = NULL;
         pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
-        if (failed) st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path, saved_errno ? strerror(saved_errno) : "stream error");
+        if (failed)
+            st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path,
+                         saved_errno ? strerror(saved_errno) : "stream error");
         free(path);
         if (st == PK_OK && ctx && ctx->progress &&
             ctx->progress(ctx->progress_user, (double)(c + 1) / (double)trace->n_chunks))

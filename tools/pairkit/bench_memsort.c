@@ -128,8 +128,9 @@ int bench_memsort(int argc, char **argv) {
     pk_memsort_trace trace;
     double t0 = pk_now();
     if ((st = pk_memsort_generate(&ctx, &regions, &g, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
-    printf("pairkit bench memsort: %llu entries (seed %llu, %u chunks, regions %s), generated in %.2f s, %d warm runs\n",
-           (unsigned long long)n, (unsigned long long)seed, trace.n_chunks, regions_name, pk_now() - t0, runs);
+    printf(
+        "pairkit bench memsort: %llu entries (seed %llu, %u chunks, regions %s), generated in %.2f s, %d warm runs\n",
+        (unsigned long long)n, (unsigned long long)seed, trace.n_chunks, regions_name, pk_now() - t0, runs);
     fflush(stdout);
 
     const char *names[MAX_VARIANTS];
@@ -206,7 +207,8 @@ int bench_memsort(int argc, char **argv) {
             }
             if (round == 0) cold[v] = t * 1e3;
             else times[(size_t)v * (size_t)runs + (size_t)(round - 1)] = t * 1e3;
-            if (round > 0) cpu_times[(size_t)v * (size_t)runs + (size_t)(round - 1)] = (process_cpu_seconds() - cpu0) * 1e3;
+            if (round > 0)
+                cpu_times[(size_t)v * (size_t)runs + (size_t)(round - 1)] = (process_cpu_seconds() - cpu0) * 1e3;
         }
     }
 
@@ -230,8 +232,8 @@ int bench_memsort(int argc, char **argv) {
             double t1 = pk_now();
             st = pk_memsort_run(&ctx, &o, &regions, &trace, &cpu);
             if (!st) st = pk_memsort_compare(&ctx, &cpu, &res[v]);
-            printf("%s: %s (CPU kernel %.2f s)\n", names[v], st ? ctx.message : "identical to the CPU kernel, every field",
-                   pk_now() - t1);
+            printf("%s: %s (CPU kernel %.2f s)\n", names[v],
+                   st ? ctx.message : "identical to the CPU kernel, every field", pk_now() - t1);
             rc |= st != PK_OK;
             pk_memsort_result_free(&cpu);
         }
@@ -257,7 +259,8 @@ int bench_memsort(int argc, char **argv) {
     if (backend == PK_BACKEND_CPU) {
         double cpu = median_of(times + (size_t)runs, runs);
         printf("cpu plan+fill / stream pass: %.2fx", cpu / base);
-        if (with_ref) printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
+        if (with_ref)
+            printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
         printf("\n");
         double cpu_base = median_of(cpu_times, runs), cpu_cpu = median_of(cpu_times + (size_t)runs, runs);
         printf("CPU time (all threads), median ms: stream pass %.1f, cpu %.1f (%.2fx)", cpu_base, cpu_cpu,
