@@ -8,9 +8,11 @@
  * evaluated with __dmul_rn/__dadd_rn so that no fma contraction changes it.
  * Skipped pairs are counted into the top slot on the host.
  *
- * One block per work item: a unit of the plan (at most 256 rows, a row per
- * thread) against one range of cells; every thread walks the same columns,
- * so a warp's column reads are broadcasts. Counts go to shared u32 slots,
+ * Work items are a unit of the plan (at most 256 rows) against one range of
+ * cells; persistent blocks (as many as fit the device) load the tables into
+ * shared memory once and take items grid-stride, the rows of an item
+ * sharing the 256 threads (each row's columns split among 256 / rows
+ * threads). Counts go to shared u32 slots,
  * weights and weighted separations to shared float64 sums (atomicAdd), all
  * flushed once per block. The float64 sums therefore depend on the order in
  * which blocks and threads add: they agree with the reference to float64
@@ -42,6 +44,7 @@ struct FeatureArgs {
     const float *c2_lo, *c2_hi;     /* [n_bounds + 1] */
     int n_cells, cell_shift, cell_base;
     const uint4 *items;             /* i0, i1, j0, j1 */
+    int n_items;
     int autocorr, weighted, mean_theta;
     unsigned long long *slots, *n_fp64;
     double *wslots, *tslots;
@@ -83,15 +86,22 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
     if (threadIdx.x == 0) s_fp64 = 0;
     __syncthreads();
 
-    uint4 it = g.items[blockIdx.x];
-    size_t i = it.x + threadIdx.x;
-    if (i < it.y) {
+    /* Persistent blocks: the tables are loaded once per block, then the
+     * block takes items grid-stride. An item's rows share the threads: tpr
+     * threads per row, each walking every tpr-th column. */
+    unsigned fp64 = 0;
+    for (int item = blockIdx.x; item < g.n_items; item += gridDim.x) {
+        uint4 it = g.items[item];
+        unsigned n_rows = it.y - it.x;
+        unsigned tpr = FEATURE_THREADS / n_rows;
+        if (tpr < 1) tpr = 1;
+        unsigned r = threadIdx.x / tpr, c = threadIdx.x % tpr;
+        if (r >= n_rows) continue;
+        size_t i = it.x + r;
         float4 p = g.pa[i];
         double wi = g.wa ? g.wa[i] : 1.0;
-        size_t j = it.z;
-        if (g.autocorr && j < i + 1) j = i + 1;
-        unsigned fp64 = 0;
-        for (; j < it.w; j++) {
+        for (size_t j = it.z + c; j < it.w; j += tpr) {
+            if (g.autocorr && j <= i) continue;
             float4 q = g.pb[j];
             float dx = p.x - q.x, dy = p.y - q.y, dz = p.z - q.z;
             float c2 = fmaf(dz, dz, fmaf(dy, dy, dx * dx));
@@ -134,8 +144,8 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
                 }
             }
         }
-        if (fp64) atomicAdd(&s_fp64, fp64);
     }
+    if (fp64) atomicAdd(&s_fp64, fp64);
     __syncthreads();
     for (int s = threadIdx.x; s < g.n_slots; s += FEATURE_THREADS) {
         if (s_cnt[s]) atomicAdd(&g.slots[s], (unsigned long long)s_cnt[s]);
@@ -249,7 +259,7 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     cudaEvent_t ev0 = NULL, ev1 = NULL;
     float ms = 0;
     unsigned long long n_fp64 = 0;
-    size_t n_items = 0;
+    size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
     for (size_t u = 0; u < plan.n_units; u++) n_items += plan.units[u].r1 - plan.units[u].r0;
     items = (uint4 *)malloc((n_items ? n_items : 1) * sizeof(uint4));
@@ -307,6 +317,13 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     g.wslots = d.wslots;
     g.tslots = d.tslots;
     PK_CUDA_GOTO(ctx, st, done, cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    {
+        int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
+        PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        PK_CUDA_GOTO(ctx, st, done, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, smem));
+        if (per_sm < 1) per_sm = 1;
+        n_blocks = (size_t)n_sm * (size_t)per_sm;
+    }
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
     PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
@@ -314,13 +331,20 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
         /* launches of at most 2^16 items (2^31 pairs of 256-row units at most
          * 2^15 columns wide would take well under a second), with progress
          * and cancellation between them */
-        const size_t per_launch = 65536;
+        /* the u32 shared counts of a block take at most 2^32 pairs: a
+         * launch's items hold at most 65536 x 256 rows x the widest range */
+        size_t per_launch = 65536, widest = 1;
+        for (size_t q = 0; q < n_items; q++)
+            if (items[q].w - items[q].z > widest) widest = items[q].w - items[q].z;
+        while (per_launch > 1 && (double)per_launch * 256.0 * (double)widest / (double)n_blocks > 2e9) per_launch /= 2;
         double scale = progress && plan.pairs_visited ? progress->total / (double)n_items : 0;
         for (size_t first = 0; first < n_items; first += per_launch) {
             size_t count = n_items - first < per_launch ? n_items - first : per_launch;
             FeatureArgs gk = g;
             gk.items = d.items + first;
-            features_kernel<<<(unsigned)count, FEATURE_THREADS, smem>>>(gk);
+            gk.n_items = (int)count;
+            unsigned grid = (unsigned)(n_blocks < count ? n_blocks : count);
+            features_kernel<<<grid, FEATURE_THREADS, smem>>>(gk);
             PK_CUDA_LAUNCHED(ctx, st, done);
             PK_CUDA_GOTO(ctx, st, done, cudaDeviceSynchronize());
             if (progress && pk_progress_add(progress, (double)count * scale, 1)) {
