@@ -43,4 +43,8 @@ if(MPI_C_FOUND AND PK_MPIRUN)
   set_tests_properties(test_angcorr_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 300
                        ENVIRONMENT "PAIRKIT_CLI=$<TARGET_FILE:pairkit_cli>")
   pk_test(test_dftimage_mpi LABELS "cpu;mpi")
+  add_test(NAME test_memsort_mpi COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_memsort_mpi.sh
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_memsort_mpi PROPERTIES LABELS "cpu;mpi" TIMEOUT 300
+                       ENVIRONMENT "PAIRKIT_CLI=$<TARGET_FILE:pairkit_cli>")
 endif()

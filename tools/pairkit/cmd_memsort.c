@@ -1,11 +1,16 @@
 /* cmd_memsort.c - `pairkit memsort TRACE_DIR`: plan and fill of one
  * worker's instances of a zkVM memory trace, written to OUT_DIR; and
  * `pairkit memsort-gen OUT_DIR`: a synthetic trace in chunk files. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "common/common.h"
+#include "mpi.h"
 #include "pairkit/memsort.h"
 
 static void usage(FILE *out) {
@@ -66,6 +71,7 @@ int cmd_memsort(int argc, char **argv) {
     const char *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
     int quiet = 0, verify = 0;
     pk_memsort_options opts = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
+    int workers_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
     for (int k = 1; k < argc; k++) {
@@ -87,10 +93,12 @@ int cmd_memsort(int argc, char **argv) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
                 if (t < 1 || t > UINT32_MAX) return cli_usage_error(cmd, "--workers: %s is not a worker count", v);
                 opts.n_workers = (uint32_t)t;
+                workers_given = 1;
             } else if (strcmp(a, "--worker") == 0) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
                 if (t > UINT32_MAX) return cli_usage_error(cmd, "--worker: %s is out of range", v);
                 opts.worker = (uint32_t)t;
+                workers_given = 1;
             } else if (strcmp(a, "--backend") == 0) {
                 if (pk_backend_parse(v, &opts.backend))
                     return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
@@ -110,44 +118,110 @@ int cmd_memsort(int argc, char **argv) {
     }
     if (!trace_dir) return cli_usage_error(cmd, "expected a trace directory");
     if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
+    /* Under mpirun each rank is one worker (W = the number of ranks, w = the
+     * rank, on GPU rank modulo the devices) and writes its own instances to
+     * OUT_DIR/worker-NNNN/; rank 0 also writes OUT_DIR/workers.txt. One
+     * failing rank fails the job, and the ranks that wrote remove their files. */
+    int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
+    char worker_dir[4096];
+    const char *write_dir = out_dir;
+    if (n_ranks > 1) {
+        if (workers_given && (opts.n_workers != (uint32_t)n_ranks || opts.worker != (uint32_t)rank))
+            return cli_usage_error(cmd, "under mpirun the workers are the %d ranks: leave out --workers and --worker",
+                                   n_ranks);
+        opts.n_workers = (uint32_t)n_ranks;
+        opts.worker = (uint32_t)rank;
+        if (pk_cuda_device_count() > 0) ctx.cuda_device = rank % pk_cuda_device_count();
+        snprintf(worker_dir, sizeof worker_dir, "%s/worker-%04d", out_dir, rank);
+        write_dir = worker_dir;
+    }
     if (opts.worker >= opts.n_workers)
         return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
 
     pk_memsort_regions regions;
-    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
-    if (st) return cli_error(cmd, st, &ctx);
     pk_memsort_trace trace;
-    if ((st = pk_memsort_trace_read(&ctx, trace_dir, &regions, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
+    memset(&trace, 0, sizeof trace);
     pk_memsort_result result, reference;
     pk_memsort_result_init(&result);
     pk_memsort_result_init(&reference);
-    int rc = 0;
-    cli_progress_attach(&ctx, "memsort", quiet);
-    st = pk_memsort_run(&ctx, &opts, &regions, &trace, &result);
-    if (!st && verify) {
-        pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, opts.n_workers, opts.worker};
-        st = pk_memsort_run(&ctx, &ref_opts, &regions, &trace, &reference);
-        if (!st) st = pk_memsort_compare(&ctx, &reference, &result);
+    int have_trace = 0;
+    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
+    if (!st) {
+        st = pk_memsort_trace_read(&ctx, trace_dir, &regions, &trace);
+        have_trace = st == PK_OK;
     }
-    cli_progress_done(&ctx);
-    if (st) {
-        rc = cli_error(cmd, st, &ctx);
-    } else if ((st = pk_memsort_write(&ctx, out_dir, &regions, &result)) != PK_OK) {
-        rc = cli_error(cmd, st, &ctx);
-    } else if (!quiet) {
+    if (!st) {
+        cli_progress_attach(&ctx, "memsort", quiet || rank != 0);
+        st = pk_memsort_run(&ctx, &opts, &regions, &trace, &result);
+        if (!st && verify) {
+            pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, opts.n_workers, opts.worker};
+            st = pk_memsort_run(&ctx, &ref_opts, &regions, &trace, &reference);
+            if (!st) st = pk_memsort_compare(&ctx, &reference, &result);
+        }
+        cli_progress_done(&ctx);
+    }
+    int rc = st ? cli_error(cmd, st, &ctx) : 0;
+    int wrote = 0;
+    if (!cli_mpi_all_ok(st == PK_OK)) {
+        if (!rc) rc = 1; /* another rank failed and said why */
+    } else {
+        if (n_ranks > 1 && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "pairkit %s [rank %d]: %s: cannot create the directory: %s\n", cmd, rank, out_dir,
+                    strerror(errno));
+            rc = 1;
+        } else if ((st = pk_memsort_write(&ctx, write_dir, &regions, &result)) != PK_OK) {
+            rc = cli_error(cmd, st, &ctx);
+        } else {
+            wrote = 1;
+        }
+        int all_wrote = cli_mpi_all_ok(wrote);
+        if (n_ranks > 1 && all_wrote) {
+            /* rank 0: the list of workers and what each owns */
+            uint32_t mine[2] = {result.n_owned, (uint32_t)result.n_values};
+            uint32_t *all = rank == 0 ? calloc((size_t)n_ranks * 2, sizeof(uint32_t)) : NULL;
+            cli_mpi_gather_bytes(mine, sizeof mine, all);
+            if (rank == 0) {
+                char path[4200];
+                snprintf(path, sizeof path, "%s/workers.txt", out_dir);
+                pk_atomic_file f;
+                st = pk_atomic_open(&ctx, &f, path);
+                if (!st) {
+                    fprintf(f.fp, "pairkit memsort %s: %d workers, %u instances, %llu entries\n", PK_VERSION_STRING,
+                            n_ranks, result.n_instances, (unsigned long long)result.n_entries);
+                    for (int w = 0; w < n_ranks; w++)
+                        fprintf(f.fp, "worker %d: worker-%04d/ %u instances %u rows\n", w, w, all[2 * w],
+                                all[2 * w + 1]);
+                    st = pk_atomic_commit(&ctx, &f);
+                }
+                if (st) rc = cli_error(cmd, st, &ctx);
+                free(all);
+            }
+        } else if (!all_wrote && wrote) {
+            /* another rank could not write: take this rank's files back */
+            char path[4200];
+            snprintf(path, sizeof path, "%s/memsort.bin", write_dir);
+            unlink(path);
+            snprintf(path, sizeof path, "%s/summary.txt", write_dir);
+            unlink(path);
+            if (n_ranks > 1) rmdir(write_dir);
+            wrote = 0;
+            if (!rc) rc = 1;
+        }
+    }
+    if (wrote && !rc && !quiet) {
         const pk_memsort_stats *s = &result.stats;
         fprintf(stderr, "%llu entries in %u chunks, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
-                (unsigned long long)result.n_entries, result.n_chunks, result.n_instances, result.worker,
-                result.n_workers, result.n_owned, (unsigned long long)result.n_values,
+                (unsigned long long)result.n_entries, result.n_chunks, result.n_instances,
+                result.worker, result.n_workers, result.n_owned, (unsigned long long)result.n_values,
                 (unsigned long long)result.n_runs);
         fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
         if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
         fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
-                verify ? ", identical to the reference" : "", out_dir, out_dir);
+                verify ? ", identical to the reference" : "", write_dir, write_dir);
     }
+    if (have_trace) pk_memsort_trace_free(&trace);
     pk_memsort_result_free(&result);
     pk_memsort_result_free(&reference);
-    pk_memsort_trace_free(&trace);
     return rc;
 }
 
