@@ -9,9 +9,10 @@
  * takes the table path of cpu_kernel.h (windows, float64 settling). One
  * gather of 16 int16 entries replaces the table path's three gathers.
  *
- * Pairs in the top slot (beyond theta_max) are counted with a popcount
- * rather than a histogram increment; rows end with a masked step, not a
- * scalar tail, since the plan's rows are short.
+ * Pairs in the top slot (beyond theta_max) and the three slots below it are
+ * counted with popcounts, the other lanes compressed into a buffer counted
+ * in bulk; rows end with a masked step, not a scalar tail, since the plan's
+ * rows are short.
  */
 #include <math.h>
 #include <string.h>
@@ -64,9 +65,13 @@ pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d,
     const __m512i zero = _mm512_setzero_si512();
     const int32_t top = t->n_slots - 1;
     const __m512i top_v = _mm512_set1_epi32(top);
-    /* lane l increments copy l of the histogram: hist[l * stride + s] */
-    const __m512i lane_offset = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                   _mm512_set1_epi32((int)stride));
+    (void)stride; /* one histogram copy */
+    uint64_t n_hot[3] = {0, 0, 0};
+    const __m512i hot1 = _mm512_set1_epi32(top >= 4 ? top - 1 : -1), hot2 = _mm512_set1_epi32(top >= 4 ? top - 2 : -1),
+                  hot3 = _mm512_set1_epi32(top >= 4 ? top - 3 : -1);
+#define DIRECT_COLD_BUF 1024
+    int32_t cold_buf[DIRECT_COLD_BUF + 16] __attribute__((aligned(64)));
+    size_t n_cold = 0;
     uint64_t n_fp64 = 0, n_top = 0;
     int32_t slot[16] __attribute__((aligned(64)));
     float c2v[16] __attribute__((aligned(64)));
@@ -100,26 +105,30 @@ pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d,
                 }
                 s = _mm512_load_si512((const __m512i *)slot);
             }
+            /* as cpu_log.c: the top slot and the three below it by popcount,
+             * the other lanes compressed into a buffer counted in bulk */
             __mmask16 is_top = _mm512_mask_cmpeq_epi32_mask(valid, s, top_v);
+            __mmask16 is_h1 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot1);
+            __mmask16 is_h2 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot2);
+            __mmask16 is_h3 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot3);
             n_top += (uint64_t)__builtin_popcount((unsigned)is_top);
-            unsigned rest = (unsigned)(valid & (__mmask16)~is_top);
-            if (!rest) continue;
-            /* lanes out of the count (top slot, past the row end) add to the
-             * spare entry top + 1 of their copy: no branch per lane */
-            s = _mm512_mask_blend_epi32((__mmask16)rest, _mm512_set1_epi32(top + 1), s);
-            s = _mm512_add_epi32(s, lane_offset);
-            for (int q = 0; q < 4; q++) {
-                __m128i v = q == 0 ? _mm512_castsi512_si128(s)
-                          : q == 1 ? _mm512_extracti32x4_epi32(s, 1)
-                          : q == 2 ? _mm512_extracti32x4_epi32(s, 2)
-                                   : _mm512_extracti32x4_epi32(s, 3);
-                uint64_t a = (uint64_t)_mm_cvtsi128_si64(v), b = (uint64_t)_mm_extract_epi64(v, 1);
-                hist[(uint32_t)a]++;
-                hist[a >> 32]++;
-                hist[(uint32_t)b]++;
-                hist[b >> 32]++;
+            n_hot[0] += (uint64_t)__builtin_popcount((unsigned)is_h1);
+            n_hot[1] += (uint64_t)__builtin_popcount((unsigned)is_h2);
+            n_hot[2] += (uint64_t)__builtin_popcount((unsigned)is_h3);
+            __mmask16 cold = valid & (__mmask16)~(is_top | is_h1 | is_h2 | is_h3);
+            _mm512_storeu_si512((__m512i *)(cold_buf + n_cold), _mm512_maskz_compress_epi32(cold, s));
+            n_cold += (size_t)__builtin_popcount((unsigned)cold);
+            if (n_cold > DIRECT_COLD_BUF - 16) {
+                for (size_t q = 0; q < n_cold; q++) hist[(uint32_t)cold_buf[q]]++;
+                n_cold = 0;
             }
         }
+    }
+    for (size_t q = 0; q < n_cold; q++) hist[(uint32_t)cold_buf[q]]++;
+    if (top >= 4) {
+        hist[top - 1] += (uint32_t)n_hot[0];
+        hist[top - 2] += (uint32_t)n_hot[1];
+        hist[top - 3] += (uint32_t)n_hot[2];
     }
     hist[top] += (uint32_t)n_top;
     return n_fp64;

@@ -107,8 +107,7 @@ pk_status pk_direct_table_build(pk_context *ctx, const pk_edge_table *t, pk_dire
 void pk_direct_table_free(pk_direct_table *d);
 /* Count the pairs of rows [i0, i1) against columns [j0, j1) like a
  * pk_block_fn, through the direct table; masked tails, no scalar tail.
- * hist holds 16 copies of stride entries, one per vector lane; entry
- * n_slots of each copy is a spare that the caller ignores (stride > n_slots). */
+ * hist: one histogram of n_slots entries (stride is unused). */
 uint64_t pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d, size_t i0, size_t i1,
                                         size_t j0, size_t j1, uint32_t *hist, size_t stride);
 
