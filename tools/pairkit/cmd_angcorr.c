@@ -308,6 +308,9 @@ int cmd_angcorr(int argc, char **argv) {
                 visited += (double)s[k]->pairs_visited;
                 fp64 += (double)s[k]->pairs_fp64;
             }
+            if (cli_mpi_size() > 1)
+                fprintf(stderr, "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
+                        cli_mpi_size(), cli_mpi_comm_seconds());
             if (device_ms > 0)
                 fprintf(stderr, "device kernel time %.3f ms (DD + DR + RR%s)\n", device_ms,
                         cli_mpi_size() > 1 ? ", the slowest rank of each" : "");

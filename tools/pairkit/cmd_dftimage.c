@@ -194,6 +194,9 @@ int cmd_dftimage(int argc, char **argv) {
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
                 secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path,
                 png_path ? ", " : "", png_path ? png_path : "");
+        if (n_ranks > 1)
+            fprintf(stderr, "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
+                    n_ranks, cli_mpi_comm_seconds());
         if (do_check)
             fprintf(stderr, "relative L2 error vs float64 reference: %.3g (%s%zu pixels)\n", rel_l2,
                     compared < size * size ? "subset of " : "all ", compared);

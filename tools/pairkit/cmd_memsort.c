@@ -218,6 +218,9 @@ int cmd_memsort(int argc, char **argv) {
         if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
         fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
                 verify ? ", identical to the reference" : "", write_dir, write_dir);
+        if (n_ranks > 1)
+            fprintf(stderr, "rank %d of %d: %.3f s in MPI collectives (checks and waiting for the others)\n", rank,
+                    n_ranks, cli_mpi_comm_seconds());
     }
     if (have_trace) pk_memsort_trace_free(&trace);
     pk_memsort_result_free(&result);

@@ -24,5 +24,8 @@ int cli_mpi_gather_bytes(const void *mine, size_t count, void *all);
 /* Largest value over the ranks, on every rank. */
 double cli_mpi_max(double v);
 void cli_mpi_barrier(void);
+/* Seconds this rank spent inside the collectives above (waiting for the
+ * slowest rank included). */
+double cli_mpi_comm_seconds(void);
 
 #endif
