@@ -202,6 +202,13 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
                 size_t i1 = i0 + PK_TILE_ROWS < a->n ? i0 + PK_TILE_ROWS : a->n;
                 size_t jbeg = autocorr ? i0 : 0;
                 for (size_t j0 = jbeg; j0 < b->n; j0 += PK_TILE_COLS) {
+                    /* A tile of 256 x 10^5 pairs takes up to half a second on
+                     * a busy machine: Ctrl-C is looked at every block. */
+                    if (j0 > jbeg && pk_progress_add(progress, 0.0, tid == 0)) {
+#pragma omp atomic write
+                        cancelled = 1;
+                        break;
+                    }
                     size_t j1 = j0 + PK_TILE_COLS < b->n ? j0 + PK_TILE_COLS : b->n;
                     thread_fp64[tid] += block(&job, i0, i1, j0, j1, hist4, stride);
                     for (int c = 0; c < 4; c++) {
