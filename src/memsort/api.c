@@ -496,7 +496,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         errno = 0;
         if (ferror(f->fp) || fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0) {
             st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? txt_path : bin_path,
-                         errno ? strerror(errno) : "stream error");
+                         errno ? strerror(errno) : "an earlier write failed (disk full or I/O error)");
             pk_atomic_abort(&bin);
             pk_atomic_abort(&txt);
             goto out;

@@ -293,7 +293,7 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
         pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
         if (failed)
             st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path,
-                         saved_errno ? strerror(saved_errno) : "stream error");
+                         saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
         free(path);
         if (st == PK_OK && ctx && ctx->progress &&
             ctx->progress(ctx->progress_user, (double)(c + 1) / (double)trace->n_chunks))
