@@ -14,7 +14,9 @@
 #ifndef PAIRKIT_ANGCORR_INTERNAL_H
 #define PAIRKIT_ANGCORR_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../common/common.h"
 #include "pairkit/angcorr.h"
@@ -88,6 +90,26 @@ extern const int pk_angcorr_cuda_best_kernel;
 
 pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_table *t);
 void pk_edge_table_free(pk_edge_table *t);
+
+/* Float helpers of the window builders: v rounded down / up to a float
+ * (the float is <= / >= v), and a float from its bit pattern. */
+static inline float pk_float_down(double v) {
+    float f = (float)v;
+    if ((double)f > v) f = nextafterf(f, -(float)INFINITY);
+    return f;
+}
+
+static inline float pk_float_up(double v) {
+    float f = (float)v;
+    if ((double)f < v) f = nextafterf(f, (float)INFINITY);
+    return f;
+}
+
+static inline float pk_float_from_bits(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 /* Slot of an exact float64 dot product: #{s : d < T_s}. */
 int32_t pk_edge_table_slot_fp64(const pk_edge_table *t, double dot);

@@ -145,23 +145,6 @@ static double c2_error_bound(double c) {
     return ldexp(sqrt(c), -19) + ldexp(c, -20) + 1e-12;
 }
 
-static float float_down(double v) {
-    float f = (float)v;
-    if ((double)f > v) f = nextafterf(f, -(float)INFINITY);
-    return f;
-}
-
-static float float_up(double v) {
-    float f = (float)v;
-    if ((double)f < v) f = nextafterf(f, (float)INFINITY);
-    return f;
-}
-
-static float float_from_bits(int32_t bits) {
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 /* #{s : c2_hi[s] <= c}: boundaries certainly passed at c. */
 static int32_t bounds_passed(const pk_edge_table *t, float c) {
@@ -215,8 +198,8 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
         } else {
             double c = 2.0 - 2.0 * T;
             double m = c2_error_bound(c * 1.01 + 1e-12);
-            t->c2_lo[s] = float_down(c - m);
-            t->c2_hi[s] = float_up(c + m);
+            t->c2_lo[s] = pk_float_down(c - m);
+            t->c2_hi[s] = pk_float_up(c + m);
         }
     }
     t->c2_lo[t->n_bounds] = t->c2_hi[t->n_bounds] = INFINITY;
@@ -255,8 +238,8 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
     }
     int32_t n_multi = 0;
     for (int32_t c = 0; c < t->n_cells; c++) {
-        float a = c == 0 ? 0.0f : float_from_bits((c + t->cell_base) << t->cell_shift);
-        float b = c == t->n_cells - 1 ? INFINITY : float_from_bits((c + 1 + t->cell_base) << t->cell_shift);
+        float a = c == 0 ? 0.0f : pk_float_from_bits((c + t->cell_base) << t->cell_shift);
+        float b = c == t->n_cells - 1 ? INFINITY : pk_float_from_bits((c + 1 + t->cell_base) << t->cell_shift);
         int32_t s0 = bounds_passed(t, a);
         int32_t entry = s0;
         if (s0 + 1 <= t->n_bounds && t->c2_lo[s0 + 1] < b) {

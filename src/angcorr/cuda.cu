@@ -40,6 +40,7 @@ extern "C" {
 #include "gpu_table.h"
 }
 #include "../common/cuda_check.cuh"
+#include "cuda_exact.cuh"
 
 enum {
     /* one thread per ordered pair, float64 dot, search of the thresholds,
@@ -124,21 +125,6 @@ extern "C" int pk_angcorr_cuda_kernel_from_name(const char *name) {
 
 /* ---- shared device pieces ------------------------------------------------ */
 
-/* The reference dot product, rounded exactly as on the host. */
-__device__ __forceinline__ double dot_rn(double x1, double y1, double z1, double x2, double y2, double z2) {
-    return __dadd_rn(__dadd_rn(__dmul_rn(x1, x2), __dmul_rn(y1, y2)), __dmul_rn(z1, z2));
-}
-
-/* #{s : dot < T_s} over the non-increasing thresholds. */
-__device__ __forceinline__ int slot_fp64(const double *thr, int n_bounds, double dot) {
-    int lo = 0, hi = n_bounds;
-    while (lo < hi) {
-        int mid = (lo + hi) >> 1;
-        if (dot < thr[mid]) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
 
 /* Double unit vectors as x[n], y[n], z[n] (n = stride). */
 struct Vectors64 {
@@ -147,7 +133,7 @@ struct Vectors64 {
 };
 
 __device__ __forceinline__ double dot_pair(Vectors64 a, size_t i, Vectors64 b, size_t j) {
-    return dot_rn(a.v[i], a.v[a.stride + i], a.v[2 * a.stride + i], b.v[j], b.v[b.stride + j],
+    return pk_dot_rn(a.v[i], a.v[a.stride + i], a.v[2 * a.stride + i], b.v[j], b.v[b.stride + j],
                   b.v[2 * b.stride + j]);
 }
 
@@ -158,7 +144,7 @@ __global__ void naive_kernel(Vectors64 a, size_t i0, size_t n_rows, Vectors64 b,
     size_t p = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n_rows * n_b) return;
     size_t i = i0 + p / n_b, j = p % n_b;
-    atomicAdd(&slots[slot_fp64(thr, n_bounds, dot_pair(a, i, b, j))], 1ull);
+    atomicAdd(&slots[pk_slot_of_dot(thr, n_bounds, dot_pair(a, i, b, j))], 1ull);
 }
 
 /* ---- the tiled kernels ------------------------------------------------------ */
@@ -258,7 +244,7 @@ __device__ __noinline__ unsigned settle(float q, unsigned e, const float2 *lohi,
         if (q < lohi[lo].x) return 8u * (unsigned)lo;
     }
     atomicAdd(fp64_count, 1u);
-    return 8u * (unsigned)slot_fp64(thr, n_bounds, dot_pair(a64, i, b64, j));
+    return 8u * (unsigned)pk_slot_of_dot(thr, n_bounds, dot_pair(a64, i, b64, j));
 }
 
 /* q of a pair: chord space offset + |pi - pj|^2, dot space (1 + offset) -

@@ -30,6 +30,7 @@ extern "C" {
 #include "grid.h"
 }
 #include "../common/cuda_check.cuh"
+#include "cuda_exact.cuh"
 
 #define FEATURE_THREADS 256
 
@@ -50,19 +51,6 @@ struct FeatureArgs {
     double *wslots, *tslots;
 };
 
-__device__ __forceinline__ double dot_rn(double x1, double y1, double z1, double x2, double y2, double z2) {
-    return __dadd_rn(__dadd_rn(__dmul_rn(x1, x2), __dmul_rn(y1, y2)), __dmul_rn(z1, z2));
-}
-
-__device__ __forceinline__ int slot_of_dot(const double *thr, int n_bounds, double dot) {
-    int lo = 0, hi = n_bounds;
-    while (lo < hi) {
-        int mid = (lo + hi) >> 1;
-        if (dot < thr[mid]) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
 
 __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -125,10 +113,10 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
             double dot = 0;
             bool have_dot = false;
             if (s < 0) {
-                dot = dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
+                dot = pk_dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
                              g.b64[2 * g.nb + j]);
                 have_dot = true;
-                s = slot_of_dot(g.thr, g.n_bounds, dot);
+                s = pk_slot_of_dot(g.thr, g.n_bounds, dot);
                 fp64++;
             }
             atomicAdd(&s_cnt[s], 1u);
@@ -137,7 +125,7 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
                 atomicAdd(&s_w[s], w);
                 if (g.mean_theta && s >= 1 && s <= g.n_bins) {
                     if (!have_dot)
-                        dot = dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
+                        dot = pk_dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
                                      g.b64[2 * g.nb + j]);
                     dot = fmin(fmax(dot, -1.0), 1.0);
                     atomicAdd(&s_t[s], w * acos(dot));

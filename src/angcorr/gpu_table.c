@@ -14,23 +14,6 @@
 
 #include "gpu_table.h"
 
-static float float_down(double v) {
-    float f = (float)v;
-    if ((double)f > v) f = nextafterf(f, -(float)INFINITY);
-    return f;
-}
-
-static float float_up(double v) {
-    float f = (float)v;
-    if ((double)f < v) f = nextafterf(f, (float)INFINITY);
-    return f;
-}
-
-static float float_from_bits(int32_t bits) {
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
 
 static int32_t bits_from_float(float f) {
     int32_t b;
@@ -113,8 +96,8 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
         g->q_min = (float)off;
         for (int32_t s = 0; s < nb; s++) {
             float lo = t->c2_lo[s], hi = t->c2_hi[s];
-            if (isfinite(lo)) lo = float_down((double)lo + off - widen);
-            if (isfinite(hi)) hi = float_up((double)hi + off + widen);
+            if (isfinite(lo)) lo = pk_float_down((double)lo + off - widen);
+            if (isfinite(hi)) hi = pk_float_up((double)hi + off + widen);
             g->lohi[2 * s] = lo;
             g->lohi[2 * s + 1] = hi;
         }
@@ -134,8 +117,8 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
                 lo = hi = INFINITY; /* never passed */
             } else {
                 double q = (1.0 + off) - T;
-                lo = float_down(q - err);
-                hi = float_up(q + err);
+                lo = pk_float_down(q - err);
+                hi = pk_float_up(q + err);
             }
             g->lohi[2 * s] = lo;
             g->lohi[2 * s + 1] = hi;
@@ -164,8 +147,8 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
     }
     int32_t n_multi = 0;
     for (int32_t c = 0; c < g->n_cells; c++) {
-        float a = c == 0 && clamped ? -INFINITY : float_from_bits((c + g->cell_base) << shift);
-        float b = c == g->n_cells - 1 ? INFINITY : float_from_bits((c + 1 + g->cell_base) << shift);
+        float a = c == 0 && clamped ? -INFINITY : pk_float_from_bits((c + g->cell_base) << shift);
+        float b = c == g->n_cells - 1 ? INFINITY : pk_float_from_bits((c + 1 + g->cell_base) << shift);
         int32_t s0 = passed(g, a);
         if (s0 + 1 <= nb && lo_of(g, s0 + 1) < b) {
             s0 = nb + 1;
@@ -186,7 +169,7 @@ pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_spa
             double w = (double)hi_of(g, s0) - (double)lo_of(g, s0);
             if (w <= cap && w > width) width = w;
         }
-        g->packed_width = float_up(width);
+        g->packed_width = pk_float_up(width);
         g->packed = malloc(2 * (size_t)g->n_cells * sizeof(uint32_t));
         if (!g->packed) {
             pk_gpu_table_free(g);
@@ -216,7 +199,7 @@ void pk_gpu_table_free(pk_gpu_table *g) {
 
 int32_t pk_gpu_table_slot_packed(const pk_gpu_table *g, float q) {
     int32_t idx = (bits_from_float(q) >> g->cell_shift) - g->cell_base;
-    float d = float_from_bits((int32_t)g->packed[2 * idx]) - q;
+    float d = pk_float_from_bits((int32_t)g->packed[2 * idx]) - q;
     int32_t s = (int32_t)g->packed[2 * idx + 1] / 8;
     if (d <= 0) return s + 1;
     return d > g->packed_width ? s : -1;
