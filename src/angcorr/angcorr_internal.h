@@ -79,7 +79,7 @@ typedef struct pk_edge_table {
 } pk_edge_table;
 
 /* Mantissa bits of c2 that index the cell table. 9 keeps the table of the
- * default bins (21 binades x 512 cells x 4 bytes = 43 KB) inside the 48 KB
+ * default bins (20 binades x 512 cells x 4 bytes = 40 KB) inside the 48 KB
  * L1 of the 2-core benchmark machine; see docs/performance.md. */
 #define PK_CELL_MANTISSA_BITS 9
 

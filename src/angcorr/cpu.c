@@ -22,7 +22,7 @@
  * triangle, enough for dynamic scheduling to even out 2-16 threads. */
 #define PK_TILE_ROWS 256
 /* Columns of b in one block: 2048 x 3 floats = 24 KB stays in L1 beside
- * the 43 KB cell table (the 2-core benchmark machine has 48 KB of L1). */
+ * the 40 KB cell table (the 2-core benchmark machine has 48 KB of L1). */
 #define PK_TILE_COLS 2048
 
 uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
