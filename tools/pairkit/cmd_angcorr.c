@@ -145,7 +145,7 @@ int cmd_angcorr(int argc, char **argv) {
      * modulo the devices when CUDA runs), the counts are summed exactly on
      * rank 0, which alone writes the outputs. */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
-    if (n_ranks > 1 && pk_cuda_device_count() > 0) ctx.cuda_device = rank % pk_cuda_device_count();
+    ctx.cuda_device = cli_mpi_cuda_device();
 
     pk_bins bins = {0};
     pk_catalog data = {0}, random = {0};

@@ -117,7 +117,7 @@ int cmd_dftimage(int argc, char **argv) {
      * result equals the one-process image up to the order of the float
      * sums (docs/dftimage.md gives the bound), and only rank 0 writes. */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
-    if (n_ranks > 1 && pk_cuda_device_count() > 0) ctx.cuda_device = rank % pk_cuda_device_count();
+    ctx.cuda_device = cli_mpi_cuda_device();
     pk_vis vis;
     memset(&vis, 0, sizeof vis);
     st = pk_vis_read(&ctx, vis_path, weights, &vis);

@@ -131,7 +131,7 @@ int cmd_memsort(int argc, char **argv) {
                                    n_ranks);
         opts.n_workers = (uint32_t)n_ranks;
         opts.worker = (uint32_t)rank;
-        if (pk_cuda_device_count() > 0) ctx.cuda_device = rank % pk_cuda_device_count();
+        ctx.cuda_device = cli_mpi_cuda_device();
         snprintf(worker_dir, sizeof worker_dir, "%s/worker-%04d", out_dir, rank);
         write_dir = worker_dir;
     }

@@ -4,6 +4,12 @@
 #include <stdlib.h>
 
 #include "mpi.h"
+#include "pairkit/pairkit.h"
+
+int cli_mpi_cuda_device(void) {
+    int devices = pk_cuda_device_count();
+    return cli_mpi_size() > 1 && devices > 0 ? cli_mpi_rank() % devices : 0;
+}
 
 #ifdef PK_HAVE_MPI
 #include <mpi.h>
