@@ -13,8 +13,8 @@
 set -u -o pipefail
 BUILD=${1:-build-acu}
 STEPS=${2:-smi,tests,bundled,sanitize,ladder,naive,wall,sass}
-LADDER=${LADDER:-cuda-chord,cuda-approx-acos,cuda-chord-offset,cuda-chord-rows4,cuda-chord-sorted,cuda-dot,cuda-dot-packed,cuda-dot-packed-rows8,cuda-dot-hi,cuda-dot-queue,cuda-dot-queue-cells8,cuda-dot-hi-queue-cells8,cuda-dot-queue-cells8-rows8}
-FINAL=${FINAL:-cuda-dot-hi-queue-cells8}
+LADDER=${LADDER:-cuda-chord,cuda-approx-acos,cuda-chord-offset,cuda-chord-rows4,cuda-chord-sorted,cuda-dot,cuda-dot-packed,cuda-dot-packed-rows8,cuda-dot-hi,cuda-dot-queue,cuda-dot-queue-cells8,cuda-dot-hi-queue-cells8,cuda-dot-queue-cells8-rows8,cuda-dot-hi-queue-cells8-hilbert,cuda-dot-hi-queue-cells8-hilbert-fit4,cuda-dot-hi-queue-cells8-hilbert-fit4-direct}
+FINAL=${FINAL:-cuda-dot-hi-queue-cells8-hilbert-fit4-direct}
 OUT=${OUT:-angcorr-cuda-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devlibs-acu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -43,7 +43,7 @@ fi
 if has sanitize; then
     : >"$OUT/sanitizer.log"
     kernels=$("$PK" bench angcorr --list | awk '/^cuda-/ {printf "%s%s", sep, $1; sep=","}')
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck synccheck; do
         "$SAN" --tool $tool --error-exitcode 3 "$PK" bench angcorr --backend cuda --n 1500 --runs 1 \
             --kernels "$kernels" >>"$OUT/sanitizer.log" 2>&1
         rc=$?

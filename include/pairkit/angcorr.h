@@ -116,6 +116,7 @@ typedef struct pk_pair_stats {
     double seconds;          /* wall time of the counting */
     double kernel_ms;        /* device time of the kernels (CUDA only, else 0) */
     int kernel;              /* the kernel that ran */
+    int blocks_per_sm;       /* CUDA: resident blocks a multiprocessor held (else 0) */
 } pk_pair_stats;
 
 const char *pk_angcorr_kernel_name(int kernel);

@@ -56,7 +56,8 @@ class _Features(ctypes.Structure):
 class _Stats(ctypes.Structure):
     _fields_ = [("pairs_total", ctypes.c_uint64), ("pairs_in_range", ctypes.c_uint64),
                 ("pairs_visited", ctypes.c_uint64), ("pairs_fp64", ctypes.c_uint64), ("seconds", ctypes.c_double),
-                ("kernel_ms", ctypes.c_double), ("kernel", ctypes.c_int)]
+                ("kernel_ms", ctypes.c_double), ("kernel", ctypes.c_int),
+                ("blocks_per_sm", ctypes.c_int)]
 
 
 class _Result(ctypes.Structure):

@@ -197,6 +197,7 @@ static void stats_add(pk_pair_stats *into, const pk_pair_stats *s, uint64_t time
     into->seconds += s->seconds;
     into->kernel_ms += s->kernel_ms;
     into->kernel = s->kernel;
+    into->blocks_per_sm = s->blocks_per_sm > into->blocks_per_sm ? s->blocks_per_sm : into->blocks_per_sm;
 }
 
 /* Part `part` of a count. A cross count takes a slice of a's rows. An

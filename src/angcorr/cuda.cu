@@ -85,8 +85,17 @@ enum {
     /* cuda-dot-hi-queue-cells8 with the catalogs in Hilbert order over their
      * own bounding box: no long jumps between neighbours in the order, so a
      * tile's pairs spread over fewer bins; 13.03 ms against 13.13 measured
-     * interleaved, the default */
+     * interleaved */
     PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT,
+    /* + the shared memory of a block sized so that four blocks fit a
+     * multiprocessor: the 56 KB of the kernels above is 12 bytes more than
+     * a quarter of the H200's 228 KB less the 1 KB the driver keeps per
+     * block, so they run three blocks (24 warps); 13.03 -> 12.37 ms */
+    PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4,
+    /* + a queued pair settled against the one threshold its cell leaves
+     * open in place of a search of all 1441: 12.37 -> 12.05 ms, the
+     * default */
+    PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4_DIRECT,
 };
 
 static const struct {
@@ -108,6 +117,8 @@ static const struct {
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8, "cuda-dot-hi-queue-cells8"},
     {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, "cuda-dot-queue-cells8-rows8"},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT, "cuda-dot-hi-queue-cells8-hilbert"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4, "cuda-dot-hi-queue-cells8-hilbert-fit4"},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4_DIRECT, "cuda-dot-hi-queue-cells8-hilbert-fit4-direct"},
 };
 #define N_CUDA_KERNELS (sizeof cuda_kernels / sizeof cuda_kernels[0])
 
@@ -187,13 +198,19 @@ struct TiledLayout {
     unsigned queue_len;
 };
 
-/* Queued pairs a block holds: what fits beside the tables in a quarter of
- * the 227 KB a multiprocessor has (four blocks of 256 threads stay
- * resident), at least 256; a tile of the default bins queues about 170
- * (0.063% of its 262,144 pairs). A full queue settles in place. */
+/* Queued pairs a block holds: what fits beside the tables, at least 256;
+ * a tile of the default bins queues about 230 (0.088% of its 262,144
+ * pairs). A full queue settles in place. The first queue kernels gave a
+ * block 56 KB in all (blocks = 0), meant as a quarter of a multiprocessor;
+ * with blocks > 0 the bytes are sized so that that many blocks fit a
+ * multiprocessor of the H100/H200: 228 KB of shared memory, of which the
+ * driver keeps 1 KB a block, and 128 bytes for the static variables. 56 KB
+ * plus the 16 static bytes is 16 bytes more than four such blocks may take,
+ * so the blocks = 0 kernels run three blocks a multiprocessor. */
 #define QUEUE_BLOCK_BYTES (56 * 1024)
+#define SM_SHARED_BYTES (228 * 1024)
 
-static TiledLayout tiled_layout(int space, int n_bounds, int n_cells, int queue) {
+static TiledLayout tiled_layout(int space, int n_bounds, int n_cells, int queue, int blocks) {
     TiledLayout l;
     l.lohi = 0; /* at offset 0, so that a window's address is 8 * slot + a constant */
     size_t n_lohi = space == SPACE_CHORD || space == SPACE_DOT || space == SPACE_DOT_HI ? (size_t)n_bounds + 2 : 0;
@@ -205,7 +222,8 @@ static TiledLayout tiled_layout(int space, int n_bounds, int n_cells, int queue)
     l.queue = l.tile + (size_t)TILE_COLS * sizeof(float4);
     l.queue_len = 0;
     if (queue) {
-        size_t room = l.queue < QUEUE_BLOCK_BYTES ? (QUEUE_BLOCK_BYTES - l.queue) / 16 : 0;
+        size_t budget = blocks > 0 ? SM_SHARED_BYTES / (size_t)blocks - 1024 - 128 : QUEUE_BLOCK_BYTES;
+        size_t room = l.queue < budget ? (budget - l.queue) / 16 : 0;
         l.queue_len = room < 256 ? 256 : room > 2048 ? 2048 : (unsigned)room;
     }
     l.bytes = l.queue + 16 * (size_t)l.queue_len;
@@ -245,6 +263,24 @@ __device__ __noinline__ unsigned settle(float q, unsigned e, const float2 *lohi,
     }
     atomicAdd(fp64_count, 1u);
     return 8u * (unsigned)pk_slot_of_dot(thr, n_bounds, dot_pair(a64, i, b64, j));
+}
+
+/* The same for a queued pair when DIRECT: a cell that is not multi meets
+ * one window only (gpu_table.c), so the pair's slot is s0 or s0 + 1 and
+ * one threshold decides it, T_s0, in place of a search of them all. */
+template <bool DIRECT>
+__device__ __forceinline__ unsigned settle_queued(float q, unsigned e, const float2 *lohi, const double *thr,
+                                                  int n_bounds, Vectors64 a64, size_t i, Vectors64 b64, size_t j,
+                                                  unsigned *fp64_count) {
+    if constexpr (DIRECT) {
+        unsigned s0 = e >> 3;
+        if (s0 < (unsigned)n_bounds) {
+            atomicAdd(fp64_count, 1u);
+            double dot = dot_pair(a64, i, b64, j);
+            return 8u * (s0 + (dot < thr[s0] ? 1u : 0u));
+        }
+    }
+    return settle(q, e, lohi, thr, n_bounds, a64, i, b64, j, fp64_count);
 }
 
 /* q of a pair: chord space offset + |pi - pj|^2, dot space (1 + offset) -
@@ -399,11 +435,14 @@ __device__ __forceinline__ void flush_hist(unsigned char *sm_hist, int n_slots, 
     }
 }
 
-/* Four blocks of 256 threads a multiprocessor (eight with K = 8 rows take
- * two): 64 registers a thread, which the queue kernels would exceed
- * unasked (80), costing a quarter of the resident warps. */
-template <int SPACE, bool CLAMP, int K, int SHIFT, bool QUEUE>
-__global__ void __launch_bounds__(TILE_THREADS, K >= 8 ? 2 : 4) tiled_kernel(TiledArgs g, TiledLayout lay) {
+/* BLOCKS blocks of 256 threads a multiprocessor by registers (four, or two
+ * with K = 8 rows): 64 registers a thread for four, which the queue
+ * kernels would exceed unasked (80). Five (48 registers) and six (40) were
+ * tried for the fit4 kernels: the spills cost more than the warps gave
+ * (16.2 and 28.7 ms against 12.3, docs/performance.md). DIRECT: queued
+ * pairs settled by settle_queued's one threshold. */
+template <int SPACE, bool CLAMP, int K, int SHIFT, bool QUEUE, int BLOCKS = (K >= 8 ? 2 : 4), bool DIRECT = false>
+__global__ void __launch_bounds__(TILE_THREADS, BLOCKS) tiled_kernel(TiledArgs g, TiledLayout lay) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int s_item;
     __shared__ unsigned s_fp64, s_queue_n;
@@ -458,9 +497,10 @@ __global__ void __launch_bounds__(TILE_THREADS, K >= 8 ? 2 : 4) tiled_kernel(Til
             unsigned n = min(s_queue_n, lay.queue_len);
             for (unsigned x = tid; x < n; x += TILE_THREADS) {
                 uint4 u = queue[x];
-                unsigned e = settle(__uint_as_float(u.z), u.w,
-                                    SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI ? g.lohi : (const float2 *)sm_lohi,
-                                    g.thr, g.n_bounds, g.a64, u.x, g.b64, u.y, &s_fp64);
+                unsigned e = settle_queued<DIRECT>(
+                    __uint_as_float(u.z), u.w,
+                    SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI ? g.lohi : (const float2 *)sm_lohi, g.thr,
+                    g.n_bounds, g.a64, u.x, g.b64, u.y, &s_fp64);
                 atomicAdd((unsigned *)(sm_hist + e), 1u);
             }
             __syncthreads();
@@ -490,6 +530,7 @@ struct KernelSpec {
     int cell_bits; /* 8: only where a sample of the pairs finds no multi cell */
     tiled_fn fn;   /* NULL: the naive kernel */
     tiled_fn fn9;  /* cell_bits 8: the kernel with 9 bits, for other pairs */
+    int blocks;    /* resident blocks the shared layout is sized for (0: the 56 KB of the first kernels) */
 };
 
 #define S9 (23 - PK_GPU_CELL_BITS)
@@ -521,6 +562,11 @@ static const KernelSpec kernel_specs[] = {
      tiled_kernel<SPACE_DOT, false, 8, S9, true>},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT, SPACE_DOT_HI, 0, 4, 2, 1, 8,
      tiled_kernel<SPACE_DOT_HI, false, 4, S8, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4, SPACE_DOT_HI, 0, 4, 2, 1, 8,
+     tiled_kernel<SPACE_DOT_HI, false, 4, S8, true, 4, false>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true, 4, false>,
+     4},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4_DIRECT, SPACE_DOT_HI, 0, 4, 2, 1, 8,
+     tiled_kernel<SPACE_DOT_HI, false, 4, S8, true, 4, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true, 4, true>, 4},
 };
 
 static const KernelSpec *spec_of(int kernel) {
@@ -770,7 +816,8 @@ static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const
 
 static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *spec, const pk_catalog *a,
                              const pk_catalog *b, const pk_unit_vectors *va, const pk_unit_vectors *vb,
-                             const pk_bins *bins, const pk_edge_table *table, pk_progress *progress) {
+                             const pk_bins *bins, const pk_edge_table *table, int *blocks_per_sm,
+                             pk_progress *progress) {
     int autocorr = vb == va;
     size_t rows = (size_t)spec->rows * TILE_THREADS;
     size_t n_rt = (va->n + rows - 1) / rows, n_ct = (vb->n + TILE_COLS - 1) / TILE_COLS;
@@ -879,7 +926,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
     free(items);
     if (st == PK_OK) {
         int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
-        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue);
+        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue, spec->blocks);
         cudaError_t ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
@@ -891,6 +938,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
             st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU",
                          lay.bytes);
         } else {
+            *blocks_per_sm = per_sm;
             g.slots = d->slots;
             g.n_fp64 = d->n_fp64;
             st = run_chunks(ctx, d, n_chunks, chunk_work, progress, [&](int k) -> pk_status {
@@ -933,6 +981,7 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     float ms = 0;
     size_t n_slots = (size_t)table->n_slots;
     unsigned long long n_fp64 = 0;
+    int blocks_per_sm = 0;
     PK_CUDA(ctx, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     if ((st = pk_unit_vectors_make(ctx, a, &va)) != PK_OK) goto done;
     if (!autocorr && (st = pk_unit_vectors_make(ctx, b, &vb)) != PK_OK) goto done;
@@ -958,13 +1007,14 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
             st = count_naive(ctx, &d, &va, &vb, table, progress);
         }
     } else {
-        st = count_tiled(ctx, &d, spec, a, b, &va, autocorr ? &va : &vb, bins, table, progress);
+        st = count_tiled(ctx, &d, spec, a, b, &va, autocorr ? &va : &vb, bins, table, &blocks_per_sm, progress);
     }
     if (st) goto done;
     PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, d.ev_start, d.ev_stop));
     PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(slots, d.slots, n_slots * sizeof(uint64_t), cudaMemcpyDeviceToHost));
     PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(&n_fp64, d.n_fp64, sizeof n_fp64, cudaMemcpyDeviceToHost));
     stats->kernel_ms = ms;
+    stats->blocks_per_sm = blocks_per_sm;
     if (!spec->fn) {
         stats->pairs_visited = (uint64_t)a->n * (uint64_t)(b ? b->n : a->n);
         stats->pairs_fp64 = stats->pairs_visited;
@@ -987,4 +1037,4 @@ done:
     return st;
 }
 
-extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT;
+extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4_DIRECT;

@@ -116,6 +116,7 @@ static int bench_angcorr(int argc, char **argv) {
     double *times = calloc((size_t)n_kernels * (size_t)runs, sizeof(double));
     double *cold = calloc((size_t)n_kernels, sizeof(double));
     double *fp64_share = calloc((size_t)n_kernels, sizeof(double));
+    int *blocks = calloc((size_t)n_kernels, sizeof(int));
     uint64_t *n_differ = calloc((size_t)n_kernels, sizeof(uint64_t));
     uint64_t **counts = calloc((size_t)n_kernels, sizeof(uint64_t *));
     double pairs_visited = 0;
@@ -140,6 +141,7 @@ static int bench_angcorr(int argc, char **argv) {
             if (round == 0) {
                 cold[kk] = t;
                 fp64_share[kk] = fp / vis;
+                for (int c = 0; c < 3; c++) blocks[kk] = s[c]->blocks_per_sm > blocks[kk] ? s[c]->blocks_per_sm : blocks[kk];
                 pairs_visited = vis;
                 size_t nb = bins.n_bins;
                 counts[kk] = malloc(3 * nb * sizeof(uint64_t));
@@ -165,8 +167,8 @@ static int bench_angcorr(int argc, char **argv) {
         }
         n_differ[kk] = moved / 2;
     }
-    printf("%-16s %10s %10s %10s %12s %10s %9s %s\n", "kernel", "cold ms", "median ms", "min ms", "pairs/s",
-           "fp64 share", "vs first", ref_kk >= 0 ? "counts vs the first exact kernel" : "counts");
+    printf("%-16s %10s %10s %10s %12s %10s %9s %s%s\n", "kernel", "cold ms", "median ms", "min ms", "pairs/s",
+           "fp64 share", "vs first", backend == PK_BACKEND_CUDA ? "blk/SM " : "", ref_kk >= 0 ? "counts vs the first exact kernel" : "counts");
     double first_median = 0;
     for (int kk = 0; kk < n_kernels; kk++) {
         double *v = times + (size_t)kk * (size_t)runs;
@@ -179,15 +181,18 @@ static int bench_angcorr(int argc, char **argv) {
         else if (n_differ[kk] == 0) snprintf(verdict, sizeof verdict, "identical");
         else snprintf(verdict, sizeof verdict, "%llu counts in other bins%s", (unsigned long long)n_differ[kk],
                       pk_angcorr_kernel_exact(kernels[kk]) ? "  EXACT KERNEL DIFFERS" : " (inexact anchor)");
-        printf("%-16s %10.2f %10.2f %10.2f %12.3g %10.5f %8.2fx %s\n", pk_angcorr_kernel_name(kernels[kk]),
-               cold[kk] * 1e3, med * 1e3, mn * 1e3, pairs_visited / med, fp64_share[kk], first_median / med, verdict);
+        char blk[16] = "";
+        if (backend == PK_BACKEND_CUDA) snprintf(blk, sizeof blk, "%6d ", blocks[kk]);
+        printf("%-16s %10.2f %10.2f %10.2f %12.3g %10.5f %8.2fx %s%s\n", pk_angcorr_kernel_name(kernels[kk]),
+               cold[kk] * 1e3, med * 1e3, mn * 1e3, pairs_visited / med, fp64_share[kk], first_median / med, blk,
+               verdict);
     }
     int bad = 0;
     for (int kk = 0; kk < n_kernels; kk++) {
         bad |= pk_angcorr_kernel_exact(kernels[kk]) && n_differ[kk] != 0;
         free(counts[kk]);
     }
-    free(times), free(cold), free(fp64_share), free(n_differ), free(counts);
+    free(times), free(cold), free(fp64_share), free(blocks), free(n_differ), free(counts);
     pk_catalog_free(&cat[0]);
     pk_catalog_free(&cat[1]);
     pk_bins_free(&bins);
