@@ -3,6 +3,7 @@
  * Ctrl-C during a long run (stops within a second, writes nothing). */
 #include <math.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "angcorr_util.h"
@@ -34,6 +35,18 @@ int main(void) {
     free(err);
     char *omega = cli_read(cli_path("omega.out"));
     CHECK(omega != NULL, "omega.out written");
+    {
+        /* outputs get the mode a plain fopen gives: 0666 less the umask */
+        mode_t mask = umask(0);
+        umask(mask);
+        const char *outs[3] = {"omega.out", "omega.csv", "omega.png"};
+        for (int k = 0; k < 3; k++) {
+            struct stat sb;
+            int ok = stat(cli_path(outs[k]), &sb) == 0;
+            CHECK(ok && (sb.st_mode & 0777) == (0666 & ~mask), "%s: mode %o, umask %o", outs[k],
+                  ok ? (unsigned)(sb.st_mode & 0777) : 0u, (unsigned)mask);
+        }
+    }
     if (omega) {
         const char *header = "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n";
         CHECK(strncmp(omega, header, strlen(header)) == 0, "header line");

@@ -178,6 +178,7 @@ pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, c
     if (features) f = *features;
     if (theta_sum && !f.mean_theta) f.mean_theta = 1;
     pk_status st;
+    if ((st = pk_angcorr_check_sizes(ctx, a, b)) != PK_OK) return st;
     if ((st = check_weights(ctx, f.weights_a, a->n, "weights_a")) != PK_OK) return st;
     if (b && (st = check_weights(ctx, f.weights_b, b->n, "weights_b")) != PK_OK) return st;
     pk_backend backend;
@@ -386,6 +387,7 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
     pk_angcorr_run_options ro = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
     if (run) ro = *run;
     pk_status st;
+    if ((st = pk_angcorr_check_sizes(ctx, data, random)) != PK_OK) return st;
     if ((st = check_weights(ctx, ro.weights_data, data->n, "data weights")) != PK_OK) return st;
     if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights")) != PK_OK) return st;
     if (ro.jackknife == 1 || ro.jackknife < 0)

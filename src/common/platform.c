@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +100,19 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     int fd = mkstemp(f->tmp_path);
     if (fd < 0) {
         pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        free(f->path);
+        free(f->tmp_path);
+        memset(f, 0, sizeof *f);
+        return st;
+    }
+    /* mkstemp makes the file 0600; give it the mode a plain fopen would
+     * (0666 less the umask), which the rename keeps */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot set the mode of the new file: %s", path, strerror(errno));
+        close(fd);
+        unlink(f->tmp_path);
         free(f->path);
         free(f->tmp_path);
         memset(f, 0, sizeof *f);
