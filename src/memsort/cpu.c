@@ -418,24 +418,36 @@ static int bucket_straddles(const cpu_job *job, uint32_t bi) {
  * address seen into *lo, *hi (lo > hi when there is none). Blocks lie
  * apart in the pool, so each next block is fetched while this one is
  * counted: the hardware prefetcher starts over at each block (2^25
- * entries, one thread: 53 ms to count without, 27 ms with). */
+ * entries, one thread: 53 ms to count without, 27 ms with; 20 ms with
+ * the lows and highs kept twice). */
 static void histogram_blocks(const block_ref *blocks, uint64_t b0, uint64_t b1, uint32_t *h, uint32_t *lo_out,
                              uint32_t *hi_out) {
-    uint32_t lo = BUCKET_ADDRESSES, hi = 0;
+    /* two lows and highs: each is a chain of one-cycle steps */
+    uint32_t lo = BUCKET_ADDRESSES, hi = 0, lo2 = BUCKET_ADDRESSES, hi2 = 0;
     for (uint64_t q = b0; q < b1; q++) {
         const uint64_t *pr = blocks[q].pairs;
         const uint32_t fill = blocks[q].fill;
         const uint64_t *next = q + 1 < b1 ? blocks[q + 1].pairs : pr;
-        for (uint32_t j = 0; j < fill; j++) {
+        uint32_t j = 0;
+        for (; j + 2 <= fill; j += 2) {
             if ((j & 7) == 0) __builtin_prefetch(next + j); /* a line of the next block */
+            uint32_t a = (uint32_t)(pr[j] >> 32), a2 = (uint32_t)(pr[j + 1] >> 32);
+            lo = a < lo ? a : lo;
+            hi = a > hi ? a : hi;
+            lo2 = a2 < lo2 ? a2 : lo2;
+            hi2 = a2 > hi2 ? a2 : hi2;
+            h[a]++;
+            h[a2]++;
+        }
+        if (j < fill) {
             uint32_t a = (uint32_t)(pr[j] >> 32);
             lo = a < lo ? a : lo;
             hi = a > hi ? a : hi;
             h[a]++;
         }
     }
-    *lo_out = lo;
-    *hi_out = hi;
+    *lo_out = lo < lo2 ? lo : lo2;
+    *hi_out = hi > hi2 ? hi : hi2;
 }
 
 /* One bucket by one thread; h is a zeroed histogram and is left zeroed. */
@@ -730,6 +742,8 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
             const block_ref *blocks = job.blocks + job.bucket_block0[b];
             while (k0 < k1) {
                 uint32_t q = k0 / bp, off = k0 % bp, take = bp - off < k1 - k0 ? bp - off : k1 - k0;
+                if (k0 + take < k1) /* the next block while this one is copied (as in histogram_blocks) */
+                    for (uint32_t j = 0; j < bp; j += 8) __builtin_prefetch(blocks[q + 1].pairs + j);
                 memcpy(out, (const pk_memsort_run_entry *)(const void *)blocks[q].pairs + off,
                        take * sizeof(pk_memsort_run_entry));
                 out += take;
