@@ -165,6 +165,13 @@ static void test_bad(void) {
     fputs("these are notes, not visibilities\n", fp);
     fclose(fp);
     expect_failure("notes.uvfits -o old.fits --size 16", "neither", "not FITS");
+    /* VLBA baselines (~2e8 wavelengths) at the default 0.0005 rad cells:
+     * millions of turns across a float32 tile, refused before any work;
+     * the same in float64 runs */
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/mojave.uvfits' -o old.fits --size 16", root);
+    expect_failure(cmd, "--precision double", "float32 phases too long");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/mojave.uvfits' -o vlba64.fits --size 16 --precision double -q", root);
+    CHECK(run(cmd) == 0, "mojave at coarse cells in float64");
 
     pk_vis vis;
     CHECK_OK(pk_vis_random(&ctx, 100, 9, &vis), &ctx);
