@@ -538,7 +538,8 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 #endif
     /* tiny traces: one thread; and few enough threads that each thread's
-     * part half-fills a minimal block per bucket */
+     * part holds four minimal blocks per bucket (the pool's slack, a
+     * partly filled block per thread and bucket, stays small) */
     if ((uint64_t)n_threads > n / 4096 + 1) n_threads = (int)(n / 4096 + 1);
     if ((uint64_t)n_threads > n / ((uint64_t)n_buckets * 4 * BLOCK_PAIRS_MIN) + 1)
         n_threads = (int)(n / ((uint64_t)n_buckets * 4 * BLOCK_PAIRS_MIN) + 1);
@@ -590,7 +591,8 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     for (uint32_t r = 0; r < layout.n_regions; r++)
         for (uint32_t b = job.map.first_bucket[r]; b < job.map.first_bucket[r + 1]; b++) {
             job.bucket_region[b] = r;
-            job.bucket_raw[b] = (uint32_t)(layout.base[r] + ((uint64_t)(b - job.map.first_bucket[r]) << (BUCKET_BITS + 3)));
+            uint64_t offset = (uint64_t)(b - job.map.first_bucket[r]) << (BUCKET_BITS + 3);
+            job.bucket_raw[b] = (uint32_t)(layout.base[r] + offset);
         }
 
     /* pass 1 */
