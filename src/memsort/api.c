@@ -241,7 +241,9 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
     case PK_MEMSORT_KERNEL_REF: *host_bytes = result + 16 * n; return PK_OK; /* keys and merge buffer */
     case PK_MEMSORT_KERNEL_CPU:
     case PK_MEMSORT_KERNEL_BEST:
-        /* pairs and bucket runs (cpu.c), per-thread histograms and bucket counts */
+        /* the pool of pairs with its partly filled blocks (at most 12 bytes
+         * an entry, cpu.c; 16 kept as the bound), per-thread histograms and
+         * bucket chains */
         *host_bytes = result + 16 * n + (uint64_t)n_threads * (4ull << 16) +
                       (uint64_t)n_threads * 5 * 4 * ((layout.n_compact >> 16) + 1);
         return PK_OK;
