@@ -125,6 +125,32 @@ int main(void) {
         check_error(pk_catalog_read_spec(&ctx, cli_path("dec.fits"), &sp, &c, NULL), &ctx,
                     "dec.fits: row 4: dec 95 deg is outside", "FITS dec out of range");
         dec[3] = 10;
+        /* TTYPE2 given an unquoted value of 70 characters: cfitsio 4.2 would
+         * overflow its column name; refused by the header check first */
+        {
+            char *bytes = NULL;
+            size_t len = 0;
+            FILE *fp = fopen(cli_path("cat.fits"), "rb");
+            if (fp) {
+                fseek(fp, 0, SEEK_END);
+                len = (size_t)ftell(fp);
+                fseek(fp, 0, SEEK_SET);
+                bytes = malloc(len);
+                if (bytes && fread(bytes, 1, len, fp) != len) len = 0;
+                fclose(fp);
+            }
+            int edited = 0;
+            for (size_t at = 0; bytes && at + 80 <= len && !edited; at += 80)
+                if (strncmp(bytes + at, "TTYPE2  = ", 10) == 0) memset(bytes + at + 10, '[', 70), edited = 1;
+            CHECK(edited, "TTYPE2 found in cat.fits");
+            fp = fopen(cli_path("ttype.fits"), "wb");
+            if (fp && bytes) fwrite(bytes, 1, len, fp);
+            if (fp) fclose(fp);
+            free(bytes);
+            check_error(pk_catalog_read_spec(&ctx, cli_path("ttype.fits"), &sp, &c, NULL), &ctx,
+                        "keyword TTYPE2   at offset", "FITS unquoted 70-character TTYPE2");
+            CHECK(strstr(ctx.message, "neither a quoted string nor a number") != NULL, "message: %s", ctx.message);
+        }
         sp.weight_column = "w";
         check_error(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &sp, &c, &wb), &ctx,
                     "the native format has no weight column 'w'", "native with weights");
