@@ -314,8 +314,9 @@ int cmd_angcorr(int argc, char **argv) {
             if (device_ms > 0)
                 fprintf(stderr, "device kernel time %.3f ms (DD + DR + RR%s)\n", device_ms,
                         cli_mpi_size() > 1 ? ", the slowest rank of each" : "");
-            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s; wrote %s%s%s%s%s%s%s\n",
-                    pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, out_path,
+            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s\n",
+                    pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s,
+                    100.0 * fp64 / visited, out_path,
                     csv_path ? ", " : "", csv_path ? csv_path : "", png_path && strcmp(png_path, "none") ? ", " : "",
                     png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
                     extras.omega_cov ? cov_path : "");
