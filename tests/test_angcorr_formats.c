@@ -146,10 +146,21 @@ int main(void) {
             fp = fopen(cli_path("ttype.fits"), "wb");
             if (fp && bytes) fwrite(bytes, 1, len, fp);
             if (fp) fclose(fp);
-            free(bytes);
             check_error(pk_catalog_read_spec(&ctx, cli_path("ttype.fits"), &sp, &c, NULL), &ctx,
                         "keyword TTYPE2   at offset", "FITS unquoted 70-character TTYPE2");
             CHECK(strstr(ctx.message, "neither a quoted string nor a number") != NULL, "message: %s", ctx.message);
+            /* the same file with "SIMPLE       =" (cfitsio still opens it)
+             * and a byte outside ASCII in TTYPE2: refused as well */
+            if (bytes && len > 80) {
+                memcpy(bytes, "SIMPLE       =               T", 30);
+                for (size_t at = 0; at + 80 <= len; at += 80)
+                    if (strncmp(bytes + at, "TTYPE2  = ", 10) == 0) memset(bytes + at + 10, 0xff, 70);
+                fp = fopen(cli_path("ascii.fits"), "wb");
+                if (fp) fwrite(bytes, 1, len, fp), fclose(fp);
+                check_error(pk_catalog_read_spec(&ctx, cli_path("ascii.fits"), &sp, &c, NULL), &ctx,
+                            "header byte 0xff at offset", "FITS non-ASCII header behind a moved SIMPLE '='");
+            }
+            free(bytes);
         }
         sp.weight_column = "w";
         check_error(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &sp, &c, &wb), &ctx,
