@@ -24,10 +24,11 @@
  *
  * What bounds the fastest kernels on an H200 (docs/performance.md): the
  * shared-memory gathers of cells and windows, not the instruction issue
- * (64% of the issue limit at 14 instructions a pair); hence the Morton
- * order of the catalogs (a warp's pairs touch few table entries), the
- * 8-bit cells and the queue that keeps the rare float64 settling off the
- * warps' common path.
+ * (70% of the issue limit at 14 instructions a pair); hence the Morton and
+ * Hilbert orders of the catalogs (a warp's pairs touch few table entries),
+ * the 8-bit cells, the queue that keeps the rare float64 settling off the
+ * warps' common path, and a shared layout sized so that four blocks (32
+ * warps) stay resident to hide the gathers' latency.
  */
 #include <cuda_runtime.h>
 
