@@ -89,9 +89,10 @@ enum {
      * interleaved */
     PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT,
     /* + the shared memory of a block sized so that four blocks fit a
-     * multiprocessor: the 56 KB of the kernels above is 12 bytes more than
-     * a quarter of the H200's 228 KB less the 1 KB the driver keeps per
-     * block, so they run three blocks (24 warps); 13.03 -> 12.37 ms */
+     * multiprocessor: the 56 KB of the kernels above, with their 16 static
+     * bytes, is 16 bytes more than a quarter of the H200's 228 KB less the
+     * 1 KB the driver keeps per block, so they run three blocks (24 warps);
+     * 13.03 -> 12.36 ms */
     PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4,
     /* + a queued pair settled against the one threshold its cell leaves
      * open in place of a search of all 1441: 12.37 -> 12.05 ms, the
