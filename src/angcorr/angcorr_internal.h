@@ -219,6 +219,12 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
  * 64-bit count. */
 pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_catalog *b);
 
+/* Backend and kernel from the options (NULL: automatic): an explicit kernel
+ * must exist, run here and belong to the backend asked for; otherwise the
+ * backend is resolved and its fastest kernel taken. */
+pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
+                                   int *kernel);
+
 #ifdef PK_HAVE_CUDA
 /* CUDA kernels are numbered from PK_ANGCORR_KERNEL_CUDA_FIRST; cuda.cu
  * names them and picks PK_ANGCORR_KERNEL_CUDA_BEST. */

@@ -80,9 +80,8 @@ static int best_cpu_kernel(void) {
     return PK_ANGCORR_KERNEL_CPU_SCALAR;
 }
 
-/* Settle backend and kernel from the options. */
-static pk_status choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
-                               int *kernel) {
+pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
+                                   int *kernel) {
     pk_angcorr_options o = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
     if (opts) o = *opts;
     if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
@@ -256,7 +255,7 @@ pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, cons
     int kernel;
     pk_status st = pk_angcorr_check_sizes(ctx, a, b);
     if (st) return st;
-    if ((st = choose_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
+    if ((st = pk_angcorr_choose_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
     pk_edge_table table;
     if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
     uint64_t *slots = malloc((size_t)table.n_slots * sizeof(uint64_t));
@@ -358,7 +357,7 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
     int kernel;
     pk_status st = pk_angcorr_check_sizes(ctx, data, random);
     if (st) return st;
-    if ((st = choose_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
+    if ((st = pk_angcorr_choose_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
     pk_edge_table table;
     if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
     size_t n = bins->n_bins;

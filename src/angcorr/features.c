@@ -18,34 +18,17 @@
 #include "angcorr_internal.h"
 #include "grid.h"
 
-/* ---- kernel choice (as api.c) -------------------------------------------- */
+/* ---- kernel choice --------------------------------------------------------- */
 
+/* pk_angcorr_choose_kernel, and weights, mean separations and jackknife
+ * take exact kernels only (the default ones are). */
 static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
                                  int *kernel) {
-    pk_angcorr_options o = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
-    if (opts) o = *opts;
-    if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
-        if (!pk_angcorr_kernel_name(o.kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o.kernel);
-        if (!pk_angcorr_kernel_available(o.kernel))
-            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here", pk_angcorr_kernel_name(o.kernel));
-        if (!pk_angcorr_kernel_exact(o.kernel))
-            return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' is inexact; weights, mean separations and jackknife "
-                                                "take exact kernels only", pk_angcorr_kernel_name(o.kernel));
-        *backend = o.kernel >= PK_ANGCORR_KERNEL_CUDA_FIRST ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
-        *kernel = o.kernel;
-        return PK_OK;
-    }
-    pk_status st = pk_backend_resolve(ctx, o.backend, backend);
-    if (st) return st;
-#ifdef PK_HAVE_CUDA
-    if (*backend == PK_BACKEND_CUDA) {
-        *kernel = PK_ANGCORR_KERNEL_CUDA_BEST;
-        return PK_OK;
-    }
-#endif
-    *kernel = pk_cpu_has_avx512() ? PK_ANGCORR_KERNEL_CPU_AVX512
-            : pk_cpu_has_avx2_fma() ? PK_ANGCORR_KERNEL_CPU_AVX2 : PK_ANGCORR_KERNEL_CPU_SCALAR;
-    return PK_OK;
+    pk_status st = pk_angcorr_choose_kernel(ctx, opts, backend, kernel);
+    if (st == PK_OK && !pk_angcorr_kernel_exact(*kernel))
+        st = pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' is inexact; weights, mean separations and jackknife "
+                                          "take exact kernels only", pk_angcorr_kernel_name(*kernel));
+    return st;
 }
 
 static pk_status check_weights(pk_context *ctx, const double *w, size_t n, const char *name) {
