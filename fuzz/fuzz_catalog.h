@@ -61,4 +61,23 @@ static inline void fuzz_catalog_check(pk_status st, const pk_context *ctx, const
     }
 }
 
+/* One input read as a catalog file of `format` named `file`: units from the
+ * length and, for odd lengths, the weight column `weight`; then the checks
+ * above. */
+static inline void fuzz_catalog_spec(const uint8_t *data, size_t size, const char *file, pk_catalog_format format,
+                                     const char *weight) {
+    const char *path = fuzz_write(file, data, size);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    int weighted = size % 2;
+    pk_catalog_spec spec = {format, (pk_units)(size % 3), NULL, NULL, weighted ? weight : NULL};
+    pk_catalog cat;
+    double *weights = NULL;
+    pk_status st = pk_catalog_read_spec(&ctx, path, &spec, &cat, &weights);
+    FUZZ_REQUIRE(weighted || !weights, "weights without a weight column");
+    fuzz_catalog_check(st, &ctx, path, &cat, weights, size);
+    pk_catalog_free(&cat);
+    free(weights);
+}
+
 #endif
