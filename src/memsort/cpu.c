@@ -1,76 +1,127 @@
-/* cpu.c - the CPU backend of memsort: a stable two-level counting sort
- * that keeps every random access inside the cache, in two passes over the
- * entries.
+/* cpu.c - the CPU backend of memsort: a stable counting sort over the
+ * addresses the trace touches, in two passes over the entries.
  *
- * Keys are "bucket keys": the compact address with each region padded to a
- * multiple of 2^16 words, so that a bucket of 2^16 addresses lies in one
- * region. Pass 1 (partition) reads the trace once: each thread appends
- * (low 16 key bits, position) pairs of its part of the trace to per-bucket
- * chains of fixed-size blocks taken from its own stretch of one pool, so no
- * count pass is needed; a bucket's size falls out of its chains. Pass 2
- * sorts each bucket on its own with a 2^16-entry histogram that stays in
- * the cache: counts, cursors, then the scatter of positions into the
- * bucket's stretch of the sorted rows, which also counts rows per (owned
- * instance, chunk) by segments (positions in a chain only grow, so the
- * chunk changes rarely); the end cursors then give the bucket's runs
- * (raw address, count), written over the bucket's own blocks, which the
- * scatter no longer needs. Buckets holding more than their share of the
- * entries (the hot stack window is one) are sorted by all threads
- * together. Last, each instance's plan is read off the runs that hold its
- * first and last row (recorded by pass 2), and each owned instance's runs
- * are copied into the result, the two end runs cut at its boundaries.
- * No pass touches memory in proportion to the address space, only to the
- * entries and the buckets they use.
+ * Keys are the compact addresses with each region padded to whole pages of
+ * 4096 addresses, so that a page lies in one region. Each thread owns a
+ * contiguous part of the trace and a histogram over the whole key space,
+ * mapped without reserving memory, so that only the pages it touches take
+ * memory; a byte per page records which it touched. The runs:
  *
- * Invariant: result->values holds every row in global sorted order (the
- * regions one after another) and an instance's values_offset is its global
- * position; the reference packs owned instances instead, and
- * pk_memsort_compare compares contents, not offsets. Positions of one
- * address come out in trace order: a bucket's blocks are read thread by
- * thread, each thread's chain in trace order.
+ *   1. count: each thread counts its part's keys into its histogram;
+ *   2. page sums: the entries and distinct keys of every touched page;
+ *      from them, serially, every page's first row, the regions' sizes, the
+ *      instances, and each instance's number of runs (a run that an
+ *      instance boundary cuts counts in both instances);
+ *   3. cursors: each key's rows are handed out thread by thread (so that
+ *      ties stay in trace order), the histograms become cursors, and the
+ *      runs (raw address, count) of owned instances are written straight
+ *      into the result, cut at instance boundaries;
+ *   4. scatter: each thread writes its positions to their rows;
+ *   5. rows per (owned instance, chunk), read off the sorted positions;
+ *   6. the plans, from the runs that hold each instance's first and last
+ *      row (recorded in step 3); the touched pages are zeroed again.
+ *
+ * The trace's locality keeps the random accesses cheap: the hot stack and
+ * ROM tables touch a few pages, the heap grows through fresh addresses,
+ * so a thread's histogram and the rows it writes stay near a frontier.
+ * What bounds the scatter is the first write to each line of rows (a
+ * store miss stalls the stores behind it), so each write also prefetches
+ * the next line of its address's rows (2^25 entries, two threads: 36 ->
+ * 20.5 ms).
+ *
+ * Invariant: between runs every histogram and page flag is zero (a run
+ * that stops early zeroes what it counted). result->values holds every
+ * row in global sorted order (the regions one after another) and an
+ * instance's values_offset is its global position; the reference packs
+ * owned instances instead, and pk_memsort_compare compares contents.
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PK_MEMSORT_X86 1
+#endif
 
 #include "memsort_internal.h"
+#ifdef MEMSORT_TIMING
+#include <stdio.h>
+#define TMARK(name) do { double t_ = pk_now(); fprintf(stderr, "%s %.2f  ", name, (t_ - t_last) * 1e3); t_last = t_; } while (0)
+#else
+#define TMARK(name) ((void)0)
+#endif
 
-/* 2^16 addresses a bucket: the bucket's 256 KB histogram stays in the
- * 1 MB L2 of the 2-core development machine. Buckets of 2^15 and 2^14
- * addresses, whose histogram and pairs (a heap bucket of the generated
- * traces holds ~110K entries, 880 KB at 2^16) would share the L2, were
- * slower: 106 and 110 ms against 100 at 2^25 entries. */
-#define BUCKET_BITS 16
-#define BUCKET_ADDRESSES (1u << BUCKET_BITS)
-/* Pairs per pool block: the largest power of two (32 KB at most) for
- * which the partly filled blocks (one per thread and bucket) stay under
- * half the entries; never less than one 64-byte line. Longer blocks mean
- * fewer jumps for the partition's write streams and the bucket sort's
- * reads (2^25 entries, two threads: 91 against 98-101 ms with 8 KB
- * blocks; 64 KB blocks gained nothing more). */
-#define BLOCK_PAIRS_MAX 4096u
-#define BLOCK_PAIRS_MIN 8u
-/* Entries between progress reports and cancellation checks. */
+#define PAGE_BITS 12
+#define PAGE_KEYS (1u << PAGE_BITS)
+/* Entries whose keys are made at once (into a buffer that stays in L1). */
+#define KEY_BLOCK 1024u
+/* Entries between progress reports and cancellation checks (a multiple
+ * of KEY_BLOCK). */
 #define PROGRESS_STEP (1u << 20)
+/* The scatter prefetches the row this far past the one it writes: the
+ * next line of the same address's rows. */
+#define PREFETCH_ROWS 16u
+#define MAX_THREADS 256
 
-/* Scratch kept in the result between runs, so that a warm run touches
- * no fresh pages (a page fault per 4 KB costs more than the sort's own
- * work on that page). */
+/* ---- histograms kept between runs ------------------------------------ */
+
 typedef struct cpu_state {
     int kind; /* PK_MEMSORT_STATE_CPU */
-    uint64_t cap_bytes;
-    void *pool_mem;
+    int n_hist;
+    uint64_t n_keys; /* keys a histogram holds, a multiple of PAGE_KEYS */
+    uint64_t hist_bytes;
+    int mapped; /* the histograms are mmap'ed (else pk_memsort_big_alloc'ed) */
+    uint32_t *hist[MAX_THREADS];
+    uint8_t *touched; /* [n_hist * touched_stride]: the pages each histogram touched */
+    uint64_t touched_stride;
 } cpu_state;
+
+static void hist_free(cpu_state *s) {
+    for (int t = 0; t < s->n_hist; t++) {
+        if (!s->hist[t]) continue;
+#ifdef __linux__
+        if (s->mapped) munmap(s->hist[t], s->hist_bytes);
+        else
+#endif
+            pk_aligned_free(s->hist[t]);
+        s->hist[t] = NULL;
+    }
+    free(s->touched);
+    s->touched = NULL;
+    s->n_hist = 0;
+}
 
 void pk_memsort_cpu_state_free(void *state) {
     cpu_state *s = state;
-    pk_aligned_free(s->pool_mem);
+    hist_free(s);
     free(s);
 }
 
-static void *cpu_state_pool(pk_memsort_result *result, uint64_t bytes) {
+/* Zeroed memory of which only the touched pages take room. */
+static uint32_t *hist_alloc(uint64_t bytes, int *mapped) {
+#if defined(__linux__) && defined(MAP_NORESERVE)
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+        madvise(p, bytes, MADV_HUGEPAGE); /* advice only */
+#endif
+        *mapped = 1;
+        return p;
+    }
+#endif
+    *mapped = 0;
+    uint32_t *h = pk_memsort_big_alloc(bytes);
+    if (h) memset(h, 0, bytes);
+    return h;
+}
+
+/* n_hist zeroed histograms of n_keys, kept in the result between runs. */
+static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t n_keys) {
     cpu_state *s = result->backend_state;
     if (s && s->kind != PK_MEMSORT_STATE_CPU) {
         pk_memsort_backend_state_free(result);
@@ -82,60 +133,126 @@ static void *cpu_state_pool(pk_memsort_result *result, uint64_t bytes) {
         s->kind = PK_MEMSORT_STATE_CPU;
         result->backend_state = s;
     }
-    if (bytes > s->cap_bytes || !s->pool_mem) {
-        pk_aligned_free(s->pool_mem);
-        s->pool_mem = pk_memsort_big_alloc(bytes);
-        s->cap_bytes = s->pool_mem ? bytes : 0;
+    if (s->n_hist >= n_hist && s->n_keys == n_keys) return s;
+    hist_free(s);
+    uint64_t n_pages = n_keys >> PAGE_BITS;
+    s->n_keys = n_keys;
+    s->hist_bytes = n_keys * sizeof(uint32_t);
+    s->touched_stride = (n_pages + 64 + 63) / 64 * 64; /* a line apart */
+    s->touched = calloc((size_t)(n_hist * s->touched_stride), 1);
+    if (!s->touched) return NULL;
+    for (int t = 0; t < n_hist; t++) {
+        int mapped = 0;
+        s->hist[t] = hist_alloc(s->hist_bytes, &mapped);
+        s->n_hist = t + 1;
+        s->mapped = mapped; /* the same call each time: all or none are mapped */
+        if (!s->hist[t]) {
+            hist_free(s);
+            return NULL;
+        }
     }
-    return s->pool_mem;
+    return s;
 }
 
-/* Bucket keys without a search: the region of each 16 MB block of raw
- * addresses that lies inside one region, -1 for the others (slow path:
- * blocks at a region's edge, and bad addresses). */
+/* ---- keys ------------------------------------------------------------- */
+
+/* Keys without a search: the region of each 16 MB block of raw addresses
+ * that lies inside one region (-1: a block at a region's edge, or none;
+ * the slow path decides), and each region's raw bounds for the vector path. */
 typedef struct key_map {
     int8_t region[256];
-    uint32_t delta[PK_MEMSORT_MAX_REGIONS];            /* key = (raw >> 3) + delta (mod 2^32) */
-    uint32_t first_bucket[PK_MEMSORT_MAX_REGIONS + 1]; /* [n_regions] = buckets in all */
+    uint32_t n_regions;
+    uint32_t delta[PK_MEMSORT_MAX_REGIONS];         /* key = (raw >> 3) + delta (mod 2^32) */
+    uint32_t lo[PK_MEMSORT_MAX_REGIONS];            /* raw [lo, hi] */
+    uint32_t hi[PK_MEMSORT_MAX_REGIONS];
+    uint32_t first_key[PK_MEMSORT_MAX_REGIONS + 1]; /* [n_regions] = keys in all */
 } key_map;
 
 static void key_map_make(const pk_memsort_layout *l, key_map *m) {
+    m->n_regions = l->n_regions;
     for (uint32_t blk = 0; blk < 256; blk++) {
         uint64_t lo = (uint64_t)blk << 24, hi = lo + (1u << 24);
         m->region[blk] = -1;
         for (uint32_t r = 0; r < l->n_regions; r++)
             if (lo >= l->base[r] && hi <= l->end[r]) m->region[blk] = (int8_t)r;
     }
-    uint32_t b = 0;
+    uint32_t k = 0;
     for (uint32_t r = 0; r < l->n_regions; r++) {
         uint64_t words = (l->end[r] - l->base[r]) >> 3;
-        m->first_bucket[r] = b;
-        m->delta[r] = (b << BUCKET_BITS) - (uint32_t)(l->base[r] >> 3);
-        b += (uint32_t)((words + BUCKET_ADDRESSES - 1) >> BUCKET_BITS);
+        m->first_key[r] = k;
+        m->delta[r] = k - (uint32_t)(l->base[r] >> 3);
+        m->lo[r] = (uint32_t)l->base[r];
+        m->hi[r] = (uint32_t)(l->end[r] - 1);
+        k += (uint32_t)((words + PAGE_KEYS - 1) / PAGE_KEYS * PAGE_KEYS);
     }
-    m->first_bucket[l->n_regions] = b;
+    m->first_key[l->n_regions] = k;
 }
 
-/* Bucket key of raw, or -1 for a bad address (no region, misaligned). */
-static inline int64_t bucket_key(const key_map *m, const pk_memsort_layout *l, uint32_t raw) {
-    int r = m->region[raw >> 24];
-    if (r < 0 || (raw & 7)) {
-        if (r < 0) r = pk_memsort_region_of(l, raw);
-        if (r < 0 || (raw & 7)) return -1;
+/* Keys of a[0..n); 1 if one is bad (no region, misaligned). */
+static int keys_scalar(const key_map *m, const pk_memsort_layout *l, const uint32_t *a, uint32_t n, uint32_t *keys) {
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t raw = a[j];
+        int r = m->region[raw >> 24];
+        if (r < 0 || (raw & 7)) {
+            if (r < 0) r = pk_memsort_region_of(l, raw);
+            if (r < 0 || (raw & 7)) return 1;
+        }
+        keys[j] = (raw >> 3) + m->delta[r];
     }
-    return (uint32_t)((raw >> 3) + m->delta[r]);
+    return 0;
 }
 
-/* A stretch of one bucket's pairs: a pool block and how many it holds. */
-typedef struct block_ref {
-    uint64_t *pairs;
-    uint32_t fill;
-} block_ref;
+#ifdef PK_MEMSORT_X86
+/* nr regions, a constant in each caller so that the loop over regions
+ * unrolls and every region's bounds stay in registers (a loop over a
+ * variable count made the keys cost twice the histogram's increments). */
+__attribute__((target("avx512f"), always_inline)) static inline int
+keys_avx512_nr(const key_map *m, const uint32_t *a, uint32_t n, uint32_t *keys, const uint32_t nr) {
+    __m512i lo[PK_MEMSORT_MAX_REGIONS], span[PK_MEMSORT_MAX_REGIONS], delta[PK_MEMSORT_MAX_REGIONS];
+    for (uint32_t r = 0; r < nr; r++) {
+        lo[r] = _mm512_set1_epi32((int)m->lo[r]);
+        span[r] = _mm512_set1_epi32((int)(m->hi[r] - m->lo[r]));
+        delta[r] = _mm512_set1_epi32((int)m->delta[r]);
+    }
+    const __m512i seven = _mm512_set1_epi32(7);
+    __mmask16 bad = 0;
+    for (uint32_t j = 0; j < n; j += 16) {
+        __mmask16 live = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+        __m512i raw = live == 0xffff ? _mm512_loadu_si512(a + j) : _mm512_maskz_loadu_epi32(live, a + j);
+        __m512i w = _mm512_srli_epi32(raw, 3), key = w;
+        __mmask16 found = 0;
+        for (uint32_t r = 0; r < nr; r++) {
+            __mmask16 in = _mm512_cmple_epu32_mask(_mm512_sub_epi32(raw, lo[r]), span[r]);
+            key = _mm512_mask_add_epi32(key, in, w, delta[r]);
+            found |= in;
+        }
+        bad |= live & (__mmask16)(~found | _mm512_test_epi32_mask(raw, seven));
+        if (live == 0xffff) _mm512_storeu_si512(keys + j, key); /* masked stores are slow on some cores */
+        else _mm512_mask_storeu_epi32(keys + j, live, key);
+    }
+    return bad != 0;
+}
 
-/* Where a row that the plan needs lies: the run that holds it (its raw
- * address, rows [start, end), bucket and index among the bucket's runs). */
+__attribute__((target("avx512f"))) static int keys_avx512(const key_map *m, const uint32_t *a, uint32_t n,
+                                                          uint32_t *keys) {
+    switch (m->n_regions) {
+    case 1: return keys_avx512_nr(m, a, n, keys, 1);
+    case 2: return keys_avx512_nr(m, a, n, keys, 2);
+    case 3: return keys_avx512_nr(m, a, n, keys, 3);
+    case 4: return keys_avx512_nr(m, a, n, keys, 4);
+    case 5: return keys_avx512_nr(m, a, n, keys, 5);
+    case 6: return keys_avx512_nr(m, a, n, keys, 6);
+    case 7: return keys_avx512_nr(m, a, n, keys, 7);
+    default: return keys_avx512_nr(m, a, n, keys, PK_MEMSORT_MAX_REGIONS);
+    }
+}
+#endif
+
+/* ---- the job ------------------------------------------------------------ */
+
+/* The run that holds a row the plan needs (its raw address, rows [start, end)). */
 typedef struct row_run {
-    uint32_t addr, bucket, k;
+    uint32_t addr;
     uint64_t start, end;
 } row_run;
 
@@ -143,41 +260,47 @@ typedef struct cpu_job {
     const pk_memsort_layout *layout;
     const pk_memsort_trace *trace;
     key_map map;
+    int use_avx512;
     int n_threads;
-    uint32_t n_buckets;
-    uint32_t block_pairs, block_shift;
-    uint64_t *pool;
-    /* pass 1, per thread: the next free pair of each bucket, blocks per bucket */
-    uint64_t **cursor;      /* [n_threads * thread_stride] */
-    uint32_t *n_blocks;     /* [n_threads * thread_stride] */
-    uint64_t thread_stride; /* n_buckets and a gap, so that threads share no line */
-    uint64_t *pool_block0;  /* [n_threads + 1] each thread's stretch of the pool, in blocks */
-    uint64_t *pool_used;    /* [n_threads] blocks taken */
-    uint32_t *block_bucket; /* [pool blocks] bucket of each block taken */
-    /* after pass 1 */
-    uint64_t *bucket_row;     /* [n_buckets + 1] first sorted row of each bucket */
-    uint64_t *bucket_block0;  /* [n_buckets + 1] first of each bucket's blocks in `blocks` */
-    uint64_t *block_at;       /* [n_buckets + 1] scratch of gather_blocks */
-    block_ref *blocks;        /* the blocks, bucket by bucket, each bucket's thread by thread */
-    uint32_t *bucket_region;  /* [n_buckets] */
-    uint32_t *bucket_raw;     /* [n_buckets] raw address of the bucket's first key */
-    /* pass 2 */
-    uint32_t *sorted;       /* [n] positions in stable address order */
-    uint32_t *bucket_runs;  /* [n_buckets] runs of each bucket */
-    uint64_t *plan_rows;    /* [n_plan_rows] rows the plan needs, increasing: each instance's first and last */
-    row_run *plan_runs;     /* [n_plan_rows] */
-    uint64_t n_plan_rows;
+    uint32_t **hist;          /* [n_threads] */
+    const uint8_t *touched;   /* + t * touched_stride */
+    uint64_t touched_stride;
+    uint64_t n_pages;
+    /* per page */
+    uint32_t *page_entries, *page_keys; /* entries, distinct keys */
+    uint64_t *page_row;                 /* first row */
+    uint32_t *page_inst;                /* instance of the first row */
+    uint64_t *page_run0;                /* index of the page's first run among its instance's runs */
+    uint8_t *page_special;              /* holds a row the plan needs: cut and recorded key by key */
+    uint32_t *page_raw;                 /* raw address of the page's first key */
     /* the instances */
     const pk_memsort_instance *instances;
     uint32_t n_instances;
-    uint32_t *owned_index;    /* [n_instances] index among the owned, UINT32_MAX if not owned */
-    uint32_t *chunk_counts;   /* result->chunk_counts */
-    uint64_t region_row[PK_MEMSORT_MAX_REGIONS + 1];
-    uint32_t region_gid[PK_MEMSORT_MAX_REGIONS];
+    uint64_t *inst_start;   /* [n_instances + 1] global first row; [n] = n_entries */
+    uint64_t *inst_runs;    /* [n_instances] */
+    uint64_t *plan_rows;    /* [2 n_instances] each instance's first and last row, increasing */
+    row_run *plan_runs;     /* [2 n_instances] */
+    pk_memsort_run_entry *runs; /* the result's */
+    uint32_t *sorted;       /* the result's values */
 } cpu_job;
 
 static uint64_t part_begin(uint64_t n, int t, int n_threads) {
     return n * (uint64_t)t / (uint64_t)n_threads;
+}
+
+static inline int make_keys(const cpu_job *job, const uint32_t *a, uint32_t n, uint32_t *keys) {
+#ifdef PK_MEMSORT_X86
+    if (job->use_avx512) return keys_avx512(&job->map, a, n, keys);
+#endif
+    return keys_scalar(&job->map, job->layout, a, n, keys);
+}
+
+/* The histograms that touched page p, into h (pointing at the page). */
+static int page_touchers(const cpu_job *job, uint64_t p, uint32_t **h) {
+    int k = 0;
+    for (int t = 0; t < job->n_threads; t++)
+        if (job->touched[(uint64_t)t * job->touched_stride + p]) h[k++] = job->hist[t] + (p << PAGE_BITS);
+    return k;
 }
 
 /* First j in [lo, hi) with sorted[j] >= value (sorted is increasing there). */
@@ -190,17 +313,12 @@ static uint64_t lower_bound_values(const uint32_t *sorted, uint64_t lo, uint64_t
     return lo;
 }
 
-/* ---- pass 1: partition -------------------------------------------------- */
+/* ---- 1. count ------------------------------------------------------------ */
 
-/* Pass 1: returns 1 on a bad entry, 2 when a thread's stretch of the pool
- * ran out (a bug: its size is an upper bound), 0 otherwise;
- * *cancelled_out when asked to stop. */
-static int partition_pass(cpu_job *job, pk_progress *progress, int *cancelled_out) {
-    const pk_memsort_layout *l = job->layout;
+/* Returns 1 on a bad entry; *cancelled_out when asked to stop. */
+static int count_pass(cpu_job *job, uint8_t *touched, pk_progress *progress, int *cancelled_out) {
     const uint32_t *addr = job->trace->addr;
     const uint64_t n = job->trace->n_entries;
-    const uint32_t n_buckets = job->n_buckets;
-    const uintptr_t block_mask = (uintptr_t)job->block_pairs * sizeof(uint64_t) - 1;
     int bad = 0, cancelled = 0;
 #pragma omp parallel num_threads(job->n_threads) reduction(| : bad, cancelled)
     {
@@ -208,314 +326,336 @@ static int partition_pass(cpu_job *job, pk_progress *progress, int *cancelled_ou
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        uint64_t **cur = job->cursor + (uint64_t)t * job->thread_stride;
-        uint32_t *nblk = job->n_blocks + (uint64_t)t * job->thread_stride;
-        memset(cur, 0, n_buckets * sizeof *cur);
-        memset(nblk, 0, n_buckets * sizeof *nblk);
-        const key_map map = job->map;
-        uint64_t next_block = job->pool_block0[t], end_block = job->pool_block0[t + 1];
-        uint64_t *const pool = job->pool;
-        const uint32_t block_shift = job->block_shift;
-        uint32_t *const block_bucket = job->block_bucket;
+        uint32_t *const h = job->hist[t];
+        uint8_t *const tc = touched + (uint64_t)t * job->touched_stride;
+        uint32_t keys[KEY_BLOCK];
         uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
         for (uint64_t i0 = b; i0 < e && !bad && !cancelled; i0 += PROGRESS_STEP) {
             uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
-            for (uint64_t i = i0; i < i1; i++) {
-                int64_t key = bucket_key(&map, l, addr[i]);
-                if (key < 0) {
+            for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
+                uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
+                if (make_keys(job, addr + i, m, keys)) {
                     bad = 1;
                     break;
                 }
-                uint32_t bk = (uint32_t)key >> BUCKET_BITS;
-                uint64_t *p = cur[bk];
-                if (((uintptr_t)p & block_mask) == 0) { /* no block yet, or the block is full */
-                    if (next_block == end_block) {
-                        bad = 2;
-                        break;
-                    }
-                    p = pool + (next_block << block_shift);
-                    block_bucket[next_block++] = bk;
-                    nblk[bk]++;
+                for (uint32_t j = 0; j < m; j++) {
+                    uint32_t k = keys[j];
+                    h[k]++;
+                    tc[k >> PAGE_BITS] = 1;
                 }
-                *p = (uint64_t)((uint32_t)key & (BUCKET_ADDRESSES - 1)) << 32 | i;
-                cur[bk] = p + 1;
             }
             if (pk_progress_add(progress, 0.4 * (double)(i1 - i0), t == 0)) cancelled = 1;
         }
-        job->pool_used[t] = next_block - job->pool_block0[t];
     }
     *cancelled_out = cancelled;
     return bad;
 }
 
-/* Each bucket's blocks in order (thread by thread, each thread's in the
- * order taken) with their fill, and each bucket's first row. */
-static void gather_blocks(cpu_job *job) {
-    const uint32_t n_buckets = job->n_buckets, bp = job->block_pairs;
-    const int n_threads = job->n_threads;
-    uint64_t total = 0, rows = 0;
-    for (uint32_t b = 0; b < n_buckets; b++) {
-        job->bucket_block0[b] = total;
-        job->bucket_row[b] = rows;
-        for (int t = 0; t < n_threads; t++) {
-            uint64_t k = (uint64_t)t * job->thread_stride + b;
-            uint32_t nb = job->n_blocks[k];
-            if (!nb) continue;
-            total += nb;
-            uint64_t *last = job->cursor[k] - 1; /* the last pair written */
-            uint64_t last_fill = (uint64_t)(last - job->pool) % bp + 1;
-            rows += (uint64_t)(nb - 1) * bp + last_fill;
-        }
-    }
-    job->bucket_block0[n_buckets] = total;
-    job->bucket_row[n_buckets] = rows;
-    /* place the blocks: a cursor per bucket, threads in order */
-    uint64_t *at = job->block_at;
-    memcpy(at, job->bucket_block0, (size_t)n_buckets * sizeof(uint64_t));
-    for (int t = 0; t < n_threads; t++) {
-        uint64_t b0 = job->pool_block0[t], used = job->pool_used[t];
-        for (uint64_t j = b0; j < b0 + used; j++) {
-            uint32_t b = job->block_bucket[j];
-            uint64_t *start = job->pool + (j << job->block_shift);
-            uint64_t *cur = job->cursor[(uint64_t)t * job->thread_stride + b];
-            uint32_t fill = cur > start && cur <= start + bp ? (uint32_t)(cur - start) : bp;
-            job->blocks[at[b]++] = (block_ref){start, fill};
-        }
-    }
-}
+/* ---- 2. page sums -------------------------------------------------------- */
 
-/* ---- pass 2: each bucket ---------------------------------------------- */
-
-/* Rows per (owned instance, chunk) of one stretch of a bucket's pairs, by
- * segments of equal instance and chunk. */
-typedef struct seg_counter {
-    const cpu_job *job;
-    uint32_t gid, region;
-    uint64_t inst_lo, inst_len; /* the instance's rows */
-    uint32_t chunk;
-    uint64_t chunk_end;
-    uint32_t count;
-} seg_counter;
-
-static void seg_flush(seg_counter *s) {
-    if (!s->count) return;
-    uint32_t k = s->job->owned_index[s->gid];
-    if (k != UINT32_MAX) {
-        uint32_t *c = s->job->chunk_counts + (uint64_t)k * s->job->trace->n_chunks + s->chunk;
-#pragma omp atomic
-        *c += s->count;
-    }
-    s->count = 0;
-}
-
-static void seg_set_instance(seg_counter *s, uint64_t row) {
-    const cpu_job *job = s->job;
-    uint64_t size = job->layout->instance_entries[s->region];
-    uint64_t local = row - job->region_row[s->region];
-    uint32_t index = (uint32_t)(local / size);
-    s->gid = job->region_gid[s->region] + index;
-    s->inst_lo = job->region_row[s->region] + (uint64_t)index * size;
-    s->inst_len = size;
-}
-
-static void seg_set_chunk(seg_counter *s, uint64_t pos) {
-    const pk_memsort_trace *trace = s->job->trace;
-    s->chunk = pk_memsort_chunk_of(trace, pos);
-    s->chunk_end = trace->chunk_start[s->chunk + 1];
-}
-
-/* Scatter blocks [b0, b1) of a bucket: positions to their rows (cursors
- * in h), counting rows per (instance, chunk). straddle: the bucket's rows
- * cross an instance boundary (else all lie in one instance). */
-static inline void scatter_blocks(const cpu_job *job, const block_ref *blocks, uint64_t b0, uint64_t b1,
-                                  uint32_t *h, uint32_t region, int straddle) {
-    if (b0 >= b1) return;
-    uint32_t *sorted = job->sorted;
-    const uint64_t *chunk_start = job->trace->chunk_start;
-    seg_counter s = {job, 0, region, 0, 0, 0, 0, 0};
-    uint32_t first = (uint32_t)blocks[b0].pairs[0];
-    seg_set_chunk(&s, first);
-    seg_set_instance(&s, h[blocks[b0].pairs[0] >> 32]);
-    uint64_t chunk_end = s.chunk_end, inst_lo = s.inst_lo, inst_len = s.inst_len;
-    uint32_t count = 0;
-    for (uint64_t q = b0; q < b1; q++) {
-        const uint64_t *pr = blocks[q].pairs;
-        const uint32_t fill = blocks[q].fill;
-        for (uint32_t j = 0; j < fill; j++) {
-            uint64_t pj = pr[j];
-            uint32_t pos = (uint32_t)pj;
-            uint32_t row = h[pj >> 32]++;
-            sorted[row] = pos;
-            if (pos >= chunk_end || (straddle && row - inst_lo >= inst_len)) {
-                s.count = count;
-                seg_flush(&s);
-                count = 0;
-                if (pos >= chunk_end) {
-                    uint32_t c = s.chunk;
-                    while (pos >= chunk_start[c + 1]) c++;
-                    s.chunk = c;
-                    chunk_end = chunk_start[c + 1];
-                }
-                if (straddle && row - inst_lo >= inst_len) {
-                    seg_set_instance(&s, row);
-                    inst_lo = s.inst_lo;
-                    inst_len = s.inst_len;
-                }
+static void page_sums(cpu_job *job) {
+#pragma omp parallel for num_threads(job->n_threads) schedule(dynamic, 16)
+    for (int64_t p = 0; p < (int64_t)job->n_pages; p++) {
+        uint32_t *h[MAX_THREADS];
+        int nt = page_touchers(job, (uint64_t)p, h);
+        uint32_t entries = 0, keys = 0;
+        if (nt == 1) {
+            const uint32_t *h0 = h[0];
+            for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+                entries += h0[j];
+                keys += h0[j] != 0;
             }
-            count++;
+        } else if (nt > 1) {
+            for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+                uint32_t s = 0;
+                for (int u = 0; u < nt; u++) s += h[u][j];
+                entries += s;
+                keys += s != 0;
+            }
         }
+        job->page_entries[p] = entries;
+        job->page_keys[p] = keys;
     }
-    s.count = count;
-    seg_flush(&s);
 }
 
-/* The runs of a sorted bucket from its end cursors hend[lo..hi] (rows
- * start at row0), written over the bucket's blocks; records the runs that
- * hold the plan's rows. Zeroes the histograms hz[0..n_hz) over [lo, hi].
- * Returns the number of runs. */
-static uint32_t bucket_runs_write(cpu_job *job, uint32_t bi, const uint32_t *hend, uint32_t lo, uint32_t hi,
-                                  uint32_t **hz, int n_hz) {
-    const uint64_t row0 = job->bucket_row[bi], row_end = job->bucket_row[bi + 1];
-    const block_ref *blocks = job->blocks + job->bucket_block0[bi];
-    const uint32_t raw0 = job->bucket_raw[bi], bp = job->block_pairs;
-    /* the first plan row at or after row0 */
-    uint64_t p_lo = 0, p_hi = job->n_plan_rows;
-    while (p_lo < p_hi) {
-        uint64_t mid = p_lo + (p_hi - p_lo) / 2;
-        if (job->plan_rows[mid] < row0) p_lo = mid + 1;
-        else p_hi = mid;
-    }
-    uint64_t p = p_lo, next_plan = p < job->n_plan_rows ? job->plan_rows[p] : UINT64_MAX;
-    pk_memsort_run_entry *out = (pk_memsort_run_entry *)(void *)blocks[0].pairs;
-    uint32_t k = 0, in_block = 0, q = 0;
-    uint64_t prev = row0;
-    for (uint32_t a = lo; a <= hi && prev < row_end; a++) {
-        uint64_t end = hend[a];
-        if (end == prev) continue;
-        if (in_block == bp) {
-            out = (pk_memsort_run_entry *)(void *)blocks[++q].pairs;
-            in_block = 0;
-        }
-        uint32_t raw = raw0 + (a << 3);
-        out[in_block].addr = raw;
-        out[in_block].count = (uint32_t)(end - prev);
-        in_block++;
-        while (next_plan < end) {
-            job->plan_runs[p] = (row_run){raw, bi, k, prev, end};
-            p++;
-            next_plan = p < job->n_plan_rows ? job->plan_rows[p] : UINT64_MAX;
-        }
-        k++;
-        prev = end;
-    }
-    for (int t = 0; t < n_hz; t++) memset(hz[t] + lo, 0, ((size_t)hi - lo + 1) * sizeof(uint32_t));
-    return k;
+static inline uint64_t inst_end(const cpu_job *job, uint32_t g) {
+    return job->inst_start[g + 1];
 }
 
-static int bucket_straddles(const cpu_job *job, uint32_t bi) {
-    uint32_t r = job->bucket_region[bi];
-    uint64_t size = job->layout->instance_entries[r];
-    uint64_t a = job->bucket_row[bi] - job->region_row[r], b = job->bucket_row[bi + 1] - 1 - job->region_row[r];
-    return a / size != b / size;
-}
-
-/* Histogram of blocks [b0, b1) of a bucket into h; the lowest and highest
- * address seen into *lo, *hi (lo > hi when there is none). Blocks lie
- * apart in the pool, so each next block is fetched while this one is
- * counted: the hardware prefetcher starts over at each block (2^25
- * entries, one thread: 53 ms to count without, 27 ms with; 20 ms with
- * the lows and highs kept twice). */
-static void histogram_blocks(const block_ref *blocks, uint64_t b0, uint64_t b1, uint32_t *h, uint32_t *lo_out,
-                             uint32_t *hi_out) {
-    /* two lows and highs: each is a chain of one-cycle steps */
-    uint32_t lo = BUCKET_ADDRESSES, hi = 0, lo2 = BUCKET_ADDRESSES, hi2 = 0;
-    for (uint64_t q = b0; q < b1; q++) {
-        const uint64_t *pr = blocks[q].pairs;
-        const uint32_t fill = blocks[q].fill;
-        const uint64_t *next = q + 1 < b1 ? blocks[q + 1].pairs : pr;
-        uint32_t j = 0;
-        for (; j + 2 <= fill; j += 2) {
-            if ((j & 7) == 0) __builtin_prefetch(next + j); /* a line of the next block */
-            uint32_t a = (uint32_t)(pr[j] >> 32), a2 = (uint32_t)(pr[j + 1] >> 32);
-            lo = a < lo ? a : lo;
-            hi = a > hi ? a : hi;
-            lo2 = a2 < lo2 ? a2 : lo2;
-            hi2 = a2 > hi2 ? a2 : hi2;
-            h[a]++;
-            h[a2]++;
+/* Serially, after the instances are known: each page's instance, whether
+ * it holds a row the plan needs, the index of its first run, and every
+ * instance's number of runs. */
+static void page_instances(cpu_job *job) {
+    uint32_t g = 0;
+    const uint32_t n_inst = job->n_instances;
+    memset(job->inst_runs, 0, (size_t)n_inst * sizeof(uint64_t));
+    for (uint64_t p = 0; p < job->n_pages; p++) {
+        uint32_t e = job->page_entries[p];
+        job->page_special[p] = 0;
+        if (!e) continue;
+        uint64_t row = job->page_row[p], end = row + e;
+        while (g < n_inst && inst_end(job, g) <= row) g++;
+        job->page_inst[p] = g;
+        job->page_run0[p] = job->inst_runs[g];
+        if (job->inst_start[g] != row && inst_end(job, g) > end) {
+            job->inst_runs[g] += job->page_keys[p]; /* inside one instance */
+            continue;
         }
-        if (j < fill) {
-            uint32_t a = (uint32_t)(pr[j] >> 32);
-            lo = a < lo ? a : lo;
-            hi = a > hi ? a : hi;
-            h[a]++;
+        /* the page holds an instance's first or last row: count its runs
+         * key by key, cut at the boundaries */
+        job->page_special[p] = 1;
+        uint32_t *h[MAX_THREADS];
+        int nt = page_touchers(job, p, h);
+        uint32_t gg = g;
+        for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+            uint64_t total = 0;
+            for (int u = 0; u < nt; u++) total += h[u][j];
+            while (total) {
+                uint64_t take = inst_end(job, gg) - row < total ? inst_end(job, gg) - row : total;
+                job->inst_runs[gg]++;
+                row += take;
+                total -= take;
+                if (row == inst_end(job, gg)) gg++;
+            }
         }
     }
-    *lo_out = lo < lo2 ? lo : lo2;
-    *hi_out = hi > hi2 ? hi : hi2;
 }
 
-/* One bucket by one thread; h is a zeroed histogram and is left zeroed. */
-static void sort_bucket(cpu_job *job, uint32_t bi, uint32_t *h) {
-    const uint64_t q0 = job->bucket_block0[bi], q1 = job->bucket_block0[bi + 1];
-    const block_ref *blocks = job->blocks;
-    uint32_t lo, hi;
-    histogram_blocks(blocks, q0, q1, h, &lo, &hi);
-    uint32_t pos = (uint32_t)job->bucket_row[bi];
-    for (uint32_t a = lo; a <= hi; a++) {
-        uint32_t c = h[a];
-        h[a] = pos;
-        pos += c;
+/* ---- 3. cursors and runs --------------------------------------------------- */
+
+/* A page inside one instance: cursors, and its runs if the instance is owned. */
+static void page_cursors(const cpu_job *job, uint64_t p, pk_memsort_run_entry *buf) {
+    uint32_t *h[MAX_THREADS];
+    int nt = page_touchers(job, p, h);
+    uint64_t row = job->page_row[p];
+    const pk_memsort_instance *in = &job->instances[job->page_inst[p]];
+    const uint32_t raw0 = job->page_raw[p];
+    uint32_t k = 0;
+    if (nt == 1) {
+        uint32_t *h0 = h[0], r = (uint32_t)row;
+        for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+            uint32_t c = h0[j];
+            h0[j] = r;
+            r += c;
+            buf[k].addr = raw0 + (j << 3);
+            buf[k].count = c;
+            k += c != 0;
+        }
+    } else {
+        uint32_t r = (uint32_t)row;
+        for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+            uint32_t r0 = r;
+            for (int u = 0; u < nt; u++) {
+                uint32_t c = h[u][j];
+                h[u][j] = r;
+                r += c;
+            }
+            buf[k].addr = raw0 + (j << 3);
+            buf[k].count = r - r0;
+            k += r != r0;
+        }
     }
-    if (bucket_straddles(job, bi)) scatter_blocks(job, blocks, q0, q1, h, job->bucket_region[bi], 1);
-    else scatter_blocks(job, blocks, q0, q1, h, job->bucket_region[bi], 0);
-    job->bucket_runs[bi] = bucket_runs_write(job, bi, h, lo, hi, &h, 1);
+    if (in->owned) memcpy(job->runs + in->runs_offset + job->page_run0[p], buf, (size_t)k * sizeof *buf);
 }
 
-/* A big bucket by all threads (called by every thread of a parallel
- * region): thread t counts and places the t-th part of its blocks; the
- * cursors of an address run thread by thread, so the parts stay in trace
- * order. hist holds n_threads zeroed histograms and is left zeroed. */
-static void sort_big_bucket(cpu_job *job, uint32_t bi, uint32_t *hist, uint32_t *lo_t, uint32_t *hi_t) {
-    int t = 0;
-    const int n_threads = job->n_threads;
+/* A page holding rows the plan needs: cursors, runs cut at the instance
+ * boundaries, and the runs that hold the plan's rows. */
+static void page_cursors_special(cpu_job *job, uint64_t p) {
+    uint32_t *h[MAX_THREADS];
+    int nt = page_touchers(job, p, h);
+    uint64_t row = job->page_row[p];
+    uint32_t g = job->page_inst[p];
+    uint64_t k = job->page_run0[p];
+    const uint32_t raw0 = job->page_raw[p];
+    const uint64_t n_plan = 2 * (uint64_t)job->n_instances;
+    uint64_t q = 2 * (uint64_t)g; /* plan rows below this instance's first lie on earlier pages */
+    while (q < n_plan && job->plan_rows[q] < row) q++;
+    for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+        uint64_t r0 = row;
+        for (int u = 0; u < nt; u++) {
+            uint32_t c = h[u][j];
+            h[u][j] = (uint32_t)row;
+            row += c;
+        }
+        if (row == r0) continue;
+        uint32_t addr = raw0 + (j << 3);
+        while (q < n_plan && job->plan_rows[q] < row) job->plan_runs[q++] = (row_run){addr, r0, row};
+        for (uint64_t x = r0; x < row;) {
+            uint64_t end = inst_end(job, g) < row ? inst_end(job, g) : row;
+            const pk_memsort_instance *in = &job->instances[g];
+            if (in->owned) job->runs[in->runs_offset + k] = (pk_memsort_run_entry){addr, (uint32_t)(end - x)};
+            k++;
+            x = end;
+            if (x == inst_end(job, g)) {
+                g++;
+                k = 0;
+            }
+        }
+    }
+}
+
+static void cursor_pass(cpu_job *job) {
+#pragma omp parallel num_threads(job->n_threads)
+    {
+        pk_memsort_run_entry *buf = malloc(PAGE_KEYS * sizeof *buf);
+#pragma omp for schedule(dynamic, 8)
+        for (int64_t p = 0; p < (int64_t)job->n_pages; p++) {
+            if (!job->page_entries[p]) continue;
+            if (job->page_special[p]) page_cursors_special(job, (uint64_t)p);
+            else if (buf) page_cursors(job, (uint64_t)p, buf);
+            else { /* out of memory for the buffer: the key-by-key path needs none */
+                page_cursors_special(job, (uint64_t)p);
+            }
+        }
+        free(buf);
+    }
+}
+
+/* ---- 4. scatter ---------------------------------------------------------- */
+
+static int scatter_pass(cpu_job *job, pk_progress *progress) {
+    const uint32_t *addr = job->trace->addr;
+    const uint64_t n = job->trace->n_entries;
+    uint32_t *const out = job->sorted;
+    int cancelled = 0;
+#pragma omp parallel num_threads(job->n_threads) reduction(| : cancelled)
+    {
+        int t = 0;
 #ifdef _OPENMP
-    t = omp_get_thread_num();
+        t = omp_get_thread_num();
 #endif
-    const uint64_t q0 = job->bucket_block0[bi], nq = job->bucket_block0[bi + 1] - q0;
-    const uint64_t b0 = q0 + part_begin(nq, t, n_threads), b1 = q0 + part_begin(nq, t + 1, n_threads);
-    const block_ref *blocks = job->blocks;
-    uint32_t *h = hist + (uint64_t)t * BUCKET_ADDRESSES;
-    histogram_blocks(blocks, b0, b1, h, &lo_t[t], &hi_t[t]);
-#pragma omp barrier
-#pragma omp single
-    {
-        uint32_t all_lo = BUCKET_ADDRESSES, all_hi = 0;
-        for (int u = 0; u < n_threads; u++) {
-            all_lo = lo_t[u] < all_lo ? lo_t[u] : all_lo;
-            all_hi = hi_t[u] > all_hi ? hi_t[u] : all_hi;
-        }
-        lo_t[n_threads] = all_lo;
-        hi_t[n_threads] = all_hi;
-        uint32_t pos = (uint32_t)job->bucket_row[bi];
-        for (uint32_t a = all_lo; a <= all_hi; a++)
-            for (int u = 0; u < n_threads; u++) {
-                uint32_t *hu = hist + (uint64_t)u * BUCKET_ADDRESSES;
-                uint32_t c = hu[a];
-                hu[a] = pos;
-                pos += c;
+        uint32_t *const h = job->hist[t];
+        uint32_t keys[KEY_BLOCK];
+        uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
+        for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
+            uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
+            for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
+                uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
+                (void)make_keys(job, addr + i, m, keys); /* the count pass checked every entry */
+                for (uint32_t j = 0; j < m; j++) {
+                    uint32_t c = h[keys[j]]++;
+                    out[c] = (uint32_t)(i + j);
+                    __builtin_prefetch(out + c + PREFETCH_ROWS, 1);
+                }
             }
-    } /* implied barrier */
-    scatter_blocks(job, blocks, b0, b1, h, job->bucket_region[bi], bucket_straddles(job, bi));
-#pragma omp barrier
-#pragma omp single
+            if (pk_progress_add(progress, 0.4 * (double)(i1 - i0), t == 0)) cancelled = 1;
+        }
+    }
+    return cancelled;
+}
+
+/* ---- 5. rows per (owned instance, chunk) ----------------------------------- */
+
+/* chunk_of(pos) = table[pos >> shift], stepped forward past the chunks
+ * that end at or before pos (a block of 2^shift positions may hold
+ * several chunk starts when chunks are small). */
+typedef struct chunk_table {
+    uint32_t shift;
+    uint32_t *first; /* [(n >> shift) + 1] chunk of each block's first position */
+} chunk_table;
+
+static int chunk_table_make(const pk_memsort_trace *trace, chunk_table *ct) {
+    const uint64_t n = trace->n_entries;
+    uint64_t smallest = n;
+    for (uint32_t c = 0; c < trace->n_chunks; c++) {
+        uint64_t s = trace->chunk_start[c + 1] - trace->chunk_start[c];
+        if (s && s < smallest) smallest = s;
+    }
+    uint32_t shift = 0;
+    while (shift < 40 && (2ull << shift) <= smallest) shift++;
+    while ((n >> shift) > (1u << 22)) shift++; /* a table of 4M entries at most */
+    uint64_t blocks = (n >> shift) + 1;
+    ct->shift = shift;
+    ct->first = malloc(blocks * sizeof(uint32_t));
+    if (!ct->first) return 1;
+    uint32_t c = 0;
+    for (uint64_t b = 0; b < blocks; b++) {
+        uint64_t pos = b << shift;
+        while (c + 1 < trace->n_chunks && trace->chunk_start[c + 1] <= pos) c++;
+        ct->first[b] = c;
+    }
+    return 0;
+}
+
+static inline uint32_t chunk_lookup(const chunk_table *ct, const uint64_t *chunk_start, uint32_t pos) {
+    uint32_t c = ct->first[pos >> ct->shift];
+    while (pos >= chunk_start[c + 1]) c++;
+    return c;
+}
+
+/* Pieces of at most 2^20 rows of the owned instances, counted into the
+ * result's chunk counts (four copies of the counts, so that rows from the
+ * same chunk do not wait on one another). */
+static int chunk_count_pass(cpu_job *job, uint32_t *chunk_counts) {
+    const pk_memsort_instance *inst = job->instances;
+    const uint32_t n_chunks = job->trace->n_chunks;
+    const uint64_t *chunk_start = job->trace->chunk_start;
+    chunk_table ct;
+    if (chunk_table_make(job->trace, &ct)) return 1;
+    const uint64_t piece = 1u << 20;
+    uint64_t n_pieces = 0;
+    for (uint32_t g = 0; g < job->n_instances; g++)
+        if (inst[g].owned) n_pieces += (inst[g].n_rows + piece - 1) / piece;
+    uint64_t *piece_row = malloc((n_pieces + 1) * 2 * sizeof(uint64_t));
+    uint32_t *piece_inst = malloc((n_pieces + 1) * sizeof(uint32_t));
+    int failed = !piece_row || !piece_inst;
+    if (!failed) {
+        uint64_t k = 0;
+        for (uint32_t g = 0; g < job->n_instances; g++) {
+            if (!inst[g].owned) continue;
+            uint64_t s = job->inst_start[g], e = s + inst[g].n_rows;
+            for (uint64_t a = s; a < e; a += piece, k++) {
+                piece_row[2 * k] = a;
+                piece_row[2 * k + 1] = a + piece < e ? a + piece : e;
+                piece_inst[k] = g;
+            }
+        }
+    }
+#pragma omp parallel num_threads(job->n_threads) reduction(| : failed)
     {
-        /* the last thread's end cursors are every address's end */
-        uint32_t *hz[256];
-        for (int u = 0; u < n_threads; u++) hz[u] = hist + (uint64_t)u * BUCKET_ADDRESSES;
-        job->bucket_runs[bi] = bucket_runs_write(job, bi, hz[n_threads - 1], lo_t[n_threads], hi_t[n_threads], hz,
-                                                 n_threads);
-    } /* implied barrier */
+        uint32_t *cnt = failed ? NULL : calloc(4 * (size_t)n_chunks, sizeof(uint32_t));
+        if (!cnt) failed = 1;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t k = 0; k < (int64_t)n_pieces; k++) {
+            if (!cnt) continue;
+            const uint32_t *v = job->sorted;
+            uint64_t a = piece_row[2 * k], b = piece_row[2 * k + 1];
+            uint32_t *c0 = cnt, *c1 = cnt + n_chunks, *c2 = cnt + 2 * n_chunks, *c3 = cnt + 3 * n_chunks;
+            for (; a + 4 <= b; a += 4) {
+                c0[chunk_lookup(&ct, chunk_start, v[a])]++;
+                c1[chunk_lookup(&ct, chunk_start, v[a + 1])]++;
+                c2[chunk_lookup(&ct, chunk_start, v[a + 2])]++;
+                c3[chunk_lookup(&ct, chunk_start, v[a + 3])]++;
+            }
+            for (; a < b; a++) c0[chunk_lookup(&ct, chunk_start, v[a])]++;
+            uint32_t *dst = chunk_counts + inst[piece_inst[k]].counts_offset;
+            for (uint32_t c = 0; c < n_chunks; c++) {
+                uint32_t s = c0[c] + c1[c] + c2[c] + c3[c];
+                if (!s) continue;
+#pragma omp atomic
+                dst[c] += s;
+                c0[c] = c1[c] = c2[c] = c3[c] = 0;
+            }
+        }
+        free(cnt);
+    }
+    free(piece_row);
+    free(piece_inst);
+    free(ct.first);
+    return failed;
+}
+
+/* ---- 6. zero the touched pages ------------------------------------------- */
+
+static void zero_pass(const cpu_job *job, uint8_t *touched) {
+#pragma omp parallel for num_threads(job->n_threads) schedule(dynamic, 64)
+    for (int64_t p = 0; p < (int64_t)job->n_pages; p++)
+        for (int t = 0; t < job->n_threads; t++) {
+            uint8_t *f = touched + (uint64_t)t * job->touched_stride + (uint64_t)p;
+            if (!*f) continue;
+            memset(job->hist[t] + ((uint64_t)p << PAGE_BITS), 0, PAGE_KEYS * sizeof(uint32_t));
+            *f = 0;
+        }
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -531,177 +671,148 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     job.layout = &layout;
     job.trace = trace;
     key_map_make(&layout, &job.map);
-    const uint32_t n_buckets = job.map.first_bucket[layout.n_regions];
-    job.n_buckets = n_buckets;
+#ifdef PK_MEMSORT_X86
+    job.use_avx512 = pk_cpu_has_avx512();
+#endif
+    const uint64_t n_keys = job.map.first_key[layout.n_regions];
+    job.n_pages = n_keys >> PAGE_BITS;
     int n_threads = 1;
 #ifdef _OPENMP
     n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 #endif
-    /* tiny traces: one thread; and few enough threads that each thread's
-     * part holds four minimal blocks per bucket (the pool's slack, a
-     * partly filled block per thread and bucket, stays small) */
-    if ((uint64_t)n_threads > n / 4096 + 1) n_threads = (int)(n / 4096 + 1);
-    if ((uint64_t)n_threads > n / ((uint64_t)n_buckets * 4 * BLOCK_PAIRS_MIN) + 1)
-        n_threads = (int)(n / ((uint64_t)n_buckets * 4 * BLOCK_PAIRS_MIN) + 1);
-    if (n_threads > 256) n_threads = 256;
+    /* tiny traces: fewer threads (each histogram costs a page per key touched) */
+    if ((uint64_t)n_threads > n / 65536 + 1) n_threads = (int)(n / 65536 + 1);
+    if (n_threads > MAX_THREADS) n_threads = MAX_THREADS;
     job.n_threads = n_threads;
-    job.block_pairs = BLOCK_PAIRS_MAX;
-    while (job.block_pairs > BLOCK_PAIRS_MIN && (uint64_t)n_threads * n_buckets * job.block_pairs > n / 2)
-        job.block_pairs /= 2;
-    while ((1u << job.block_shift) < job.block_pairs) job.block_shift++;
 
-    /* the pool: each thread's entries, plus a partly filled block per bucket */
-    uint64_t pool_blocks = 0;
-    uint64_t pool_block0[257];
-    for (int t = 0; t < n_threads; t++) {
-        uint64_t entries = part_begin(n, t + 1, n_threads) - part_begin(n, t, n_threads);
-        pool_block0[t] = pool_blocks;
-        pool_blocks += entries / job.block_pairs + (entries < n_buckets ? entries : n_buckets) + 1;
-    }
-    pool_block0[n_threads] = pool_blocks;
-    const uint64_t block_bytes = (uint64_t)job.block_pairs * sizeof(uint64_t);
-    uint64_t pool_bytes = pool_blocks * block_bytes + block_bytes;
     pk_status st = PK_OK;
-    uint32_t *hist = NULL;
-    void *pool_mem = cpu_state_pool(result, pool_bytes);
-    job.pool = pool_mem ? (uint64_t *)(((uintptr_t)pool_mem + block_bytes - 1) & ~(uintptr_t)(block_bytes - 1)) : NULL;
-    job.pool_block0 = pool_block0;
-    uint64_t pool_used[256];
-    job.pool_used = pool_used;
-    /* The first bucket (ROM tables) and the last (the stack) are the
-     * hottest: with the threads' tables end to end, one thread's stack
-     * cursor shared a line with the next thread's ROM cursor (2^25
-     * entries: 66 ms to partition on two threads, 57 on one). */
-    job.thread_stride = ((uint64_t)n_buckets + 31) / 16 * 16;
-    job.cursor = pk_aligned_alloc((size_t)n_threads * job.thread_stride * sizeof(uint64_t *));
-    job.n_blocks = pk_aligned_alloc((size_t)n_threads * job.thread_stride * sizeof(uint32_t));
-    job.block_bucket = malloc((size_t)pool_blocks * sizeof(uint32_t) + 1);
-    job.bucket_row = malloc(((size_t)n_buckets + 1) * sizeof(uint64_t));
-    job.bucket_block0 = malloc(((size_t)n_buckets + 1) * sizeof(uint64_t));
-    job.block_at = malloc(((size_t)n_buckets + 1) * sizeof(uint64_t));
-    job.blocks = malloc((size_t)pool_blocks * sizeof(block_ref) + 1);
-    job.bucket_region = malloc((size_t)n_buckets * sizeof(uint32_t) + 1);
-    job.bucket_raw = malloc((size_t)n_buckets * sizeof(uint32_t) + 1);
-    job.bucket_runs = calloc((size_t)n_buckets + 1, sizeof(uint32_t));
-    if (!job.pool || !job.cursor || !job.n_blocks || !job.block_bucket || !job.bucket_row || !job.bucket_block0 ||
-        !job.block_at || !job.blocks || !job.bucket_region || !job.bucket_raw || !job.bucket_runs) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for sorting %llu entries", (unsigned long long)n);
+    int counted = 0;
+    cpu_state *state = cpu_state_get(result, n_threads, n_keys);
+    if (!state) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %d histograms of %llu addresses", n_threads,
+                     (unsigned long long)n_keys);
+        goto done;
+    }
+    job.hist = state->hist;
+    job.touched = state->touched;
+    job.touched_stride = state->touched_stride;
+    const uint64_t np = job.n_pages;
+    job.page_entries = malloc((np + 1) * sizeof(uint32_t));
+    job.page_keys = malloc((np + 1) * sizeof(uint32_t));
+    job.page_row = malloc((np + 1) * sizeof(uint64_t));
+    job.page_inst = malloc((np + 1) * sizeof(uint32_t));
+    job.page_run0 = malloc((np + 1) * sizeof(uint64_t));
+    job.page_special = malloc(np + 1);
+    job.page_raw = malloc((np + 1) * sizeof(uint32_t));
+    if (!job.page_entries || !job.page_keys || !job.page_row || !job.page_inst || !job.page_run0 ||
+        !job.page_special || !job.page_raw) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the page table");
         goto done;
     }
     for (uint32_t r = 0; r < layout.n_regions; r++)
-        for (uint32_t b = job.map.first_bucket[r]; b < job.map.first_bucket[r + 1]; b++) {
-            job.bucket_region[b] = r;
-            uint64_t offset = (uint64_t)(b - job.map.first_bucket[r]) << (BUCKET_BITS + 3);
-            job.bucket_raw[b] = (uint32_t)(layout.base[r] + offset);
-        }
+        for (uint64_t p = job.map.first_key[r] >> PAGE_BITS; p < job.map.first_key[r + 1] >> PAGE_BITS; p++)
+            job.page_raw[p] = (uint32_t)(layout.base[r] + ((p << PAGE_BITS) - job.map.first_key[r]) * 8);
 
-    /* pass 1 */
+#ifdef MEMSORT_TIMING
+    double t_last = pk_now();
+#endif
+    /* 1 */
     int cancelled = 0;
-    int bad = partition_pass(&job, progress, &cancelled);
-    if (bad & 2) {
-        st = pk_fail(ctx, PK_ERR_INTERNAL, "the partition pool ran out");
-        goto done;
-    }
+    counted = 1;
+    int bad = count_pass(&job, state->touched, progress, &cancelled);
     if (bad) {
         st = pk_memsort_trace_check(ctx, regions, trace);
-        if (st == PK_OK) st = pk_fail(ctx, PK_ERR_INTERNAL, "the partition pass found a bad entry the check did not");
+        if (st == PK_OK) st = pk_fail(ctx, PK_ERR_INTERNAL, "the count pass found a bad entry the check did not");
         goto done;
     }
     if (cancelled) {
         st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
         goto done;
     }
-    gather_blocks(&job);
-    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS] = {0};
-    for (uint32_t r = 0; r < layout.n_regions; r++) {
-        job.region_row[r] = job.bucket_row[job.map.first_bucket[r]];
-        region_entries[r] = job.bucket_row[job.map.first_bucket[r + 1]] - job.region_row[r];
+
+    TMARK("count");
+    /* 2 */
+    page_sums(&job);
+    TMARK("sums");
+    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS] = {0}, region_row[PK_MEMSORT_MAX_REGIONS + 1];
+    {
+        uint64_t row = 0;
+        for (uint32_t r = 0; r < layout.n_regions; r++) {
+            region_row[r] = row;
+            for (uint64_t p = job.map.first_key[r] >> PAGE_BITS; p < job.map.first_key[r + 1] >> PAGE_BITS; p++) {
+                job.page_row[p] = row;
+                row += job.page_entries[p];
+            }
+            region_entries[r] = row - region_row[r];
+        }
+        region_row[layout.n_regions] = row;
     }
-    job.region_row[layout.n_regions] = n;
     if ((st = pk_memsort_instances_build(ctx, &layout, regions, trace, region_entries, n_workers, worker, result)))
         goto done;
     const uint32_t n_inst = result->n_instances;
-    const uint64_t counts_total = (uint64_t)result->n_owned * n_chunks;
-    if ((st = pk_memsort_result_reserve(ctx, result, 0, n, counts_total, 0))) goto done;
-    job.sorted = result->values;
-    job.chunk_counts = result->chunk_counts;
-    memset(result->chunk_counts, 0, counts_total * sizeof(uint32_t));
     job.instances = result->instances;
     job.n_instances = n_inst;
-    job.owned_index = malloc(((size_t)n_inst + 1) * sizeof(uint32_t));
-    job.n_plan_rows = 2 * (uint64_t)n_inst;
-    job.plan_rows = malloc((job.n_plan_rows + 1) * sizeof(uint64_t));
-    job.plan_runs = malloc((job.n_plan_rows + 1) * sizeof(row_run));
-    hist = calloc((size_t)n_threads * BUCKET_ADDRESSES, sizeof(uint32_t));
-    if (!job.owned_index || !job.plan_rows || !job.plan_runs || !hist) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the bucket histograms");
+    job.inst_start = malloc(((size_t)n_inst + 1) * sizeof(uint64_t));
+    job.inst_runs = malloc(((size_t)n_inst + 1) * sizeof(uint64_t));
+    job.plan_rows = malloc((2 * (size_t)n_inst + 1) * sizeof(uint64_t));
+    job.plan_runs = malloc((2 * (size_t)n_inst + 1) * sizeof(row_run));
+    if (!job.inst_start || !job.inst_runs || !job.plan_rows || !job.plan_runs) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %u instances", n_inst);
         goto done;
     }
+    for (uint32_t g = 0; g < n_inst; g++) {
+        const pk_memsort_instance *in = &result->instances[g];
+        uint64_t s = region_row[in->region] + in->first_row;
+        job.inst_start[g] = s;
+        job.plan_rows[2 * g] = s;
+        job.plan_rows[2 * g + 1] = s + in->n_rows - 1;
+    }
+    job.inst_start[n_inst] = n;
+    page_instances(&job);
+    uint64_t n_runs = 0;
+    for (uint32_t g = 0; g < n_inst; g++) {
+        pk_memsort_instance *in = &result->instances[g];
+        if (!in->owned) continue;
+        in->n_runs = (uint32_t)job.inst_runs[g];
+        in->runs_offset = n_runs;
+        in->values_offset = job.inst_start[g];
+        n_runs += in->n_runs;
+    }
+    const uint64_t counts_total = (uint64_t)result->n_owned * n_chunks;
+    if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n + PREFETCH_ROWS, counts_total, 0))) goto done;
     {
         uint32_t k = 0;
-        for (uint32_t r = 0, g = 0; r < layout.n_regions; r++) {
-            job.region_gid[r] = g;
-            while (g < n_inst && result->instances[g].region == r) g++;
-        }
-        for (uint32_t g = 0; g < n_inst; g++) {
-            const pk_memsort_instance *in = &result->instances[g];
-            job.owned_index[g] = in->owned ? k++ : UINT32_MAX;
-            uint64_t s = job.region_row[in->region] + in->first_row;
-            job.plan_rows[2 * g] = s;
-            job.plan_rows[2 * g + 1] = s + in->n_rows - 1;
-        }
+        for (uint32_t g = 0; g < n_inst; g++)
+            if (result->instances[g].owned) result->instances[g].counts_offset = (uint64_t)k++ * n_chunks;
     }
+    result->n_runs = n_runs;
+    job.runs = result->runs;
+    job.sorted = result->values;
 
-    /* pass 2: a bucket with more than its share of the entries (the hot
-     * stack window is one) is shared by all threads, the others go to one
-     * thread each */
-    const uint64_t big_bucket = n_threads > 1 ? n / (4 * (uint64_t)n_threads) + 1 : n + 1;
-    uint32_t lo_t[257], hi_t[257];
-    for (uint32_t bi = 0; bi < n_buckets && !cancelled; bi++) {
-        if (job.bucket_row[bi + 1] - job.bucket_row[bi] <= big_bucket) continue;
-#pragma omp parallel num_threads(n_threads)
-        sort_big_bucket(&job, bi, hist, lo_t, hi_t);
-        if (pk_progress_add(progress, 0.5 * (double)(job.bucket_row[bi + 1] - job.bucket_row[bi]), 1)) cancelled = 1;
-    }
-#pragma omp parallel num_threads(n_threads) reduction(| : cancelled)
-    {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        uint32_t *h = hist + (uint64_t)t * BUCKET_ADDRESSES; /* all zero between buckets */
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t bi = 0; bi < (int64_t)n_buckets; bi++) {
-            uint64_t m = job.bucket_row[bi + 1] - job.bucket_row[bi];
-            if (m == 0 || cancelled || m > big_bucket) continue;
-            sort_bucket(&job, (uint32_t)bi, h);
-            if (pk_progress_add(progress, 0.5 * (double)m, t == 0)) cancelled = 1;
-        }
-    }
-    if (cancelled) {
+    TMARK("inst");
+    /* 3, 4 */
+    cursor_pass(&job);
+    TMARK("cursors");
+    if (scatter_pass(&job, progress)) {
         st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
         goto done;
     }
 
-    /* the plan of every instance, from the runs of its first and last row */
-    uint64_t *run_base = malloc(((size_t)n_buckets + 1) * sizeof(uint64_t));
-    if (!run_base) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    TMARK("scatter");
+    /* 5 */
+    memset(result->chunk_counts, 0, counts_total * sizeof(uint32_t));
+    if (chunk_count_pass(&job, result->chunk_counts)) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the chunk counts");
         goto done;
     }
-    {
-        uint64_t k = 0;
-        for (uint32_t b = 0; b < n_buckets; b++) {
-            run_base[b] = k;
-            k += job.bucket_runs[b];
-        }
-        run_base[n_buckets] = k;
-    }
-    uint32_t *sorted = job.sorted;
+
+    TMARK("chunks");
+    /* 6: the plans */
+    const uint32_t *sorted = job.sorted;
 #pragma omp parallel for num_threads(n_threads) schedule(static)
     for (int64_t gi = 0; gi < (int64_t)n_inst; gi++) {
         pk_memsort_instance *in = &result->instances[gi];
-        uint64_t s = job.region_row[in->region] + in->first_row, e = s + in->n_rows;
+        uint64_t s = job.inst_start[gi], e = s + in->n_rows;
         const row_run *f = &job.plan_runs[2 * gi], *l = &job.plan_runs[2 * gi + 1];
         in->first_addr = f->addr;
         in->last_addr = l->addr;
@@ -717,67 +828,33 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
             in->prev_value = sorted[s - 1];
             in->prev_addr = job.plan_runs[2 * gi - 1].addr;
         }
-        if (!in->owned) continue;
-        in->n_runs = (uint32_t)((run_base[l->bucket] + l->k) - (run_base[f->bucket] + f->k) + 1);
-        in->values_offset = s;
-        in->counts_offset = (uint64_t)job.owned_index[gi] * n_chunks;
     }
-    free(run_base);
-    uint64_t n_runs = 0;
     result->n_values = 0;
-    for (uint32_t g = 0; g < n_inst; g++) {
-        pk_memsort_instance *in = &result->instances[g];
-        if (!in->owned) continue;
-        in->runs_offset = n_runs;
-        n_runs += in->n_runs;
-        result->n_values += in->n_rows;
+    for (uint32_t g = 0; g < n_inst; g++)
+        if (result->instances[g].owned) result->n_values += result->instances[g].n_rows;
+    {
+        uint64_t touched_pages = 0;
+        for (int t = 0; t < n_threads; t++)
+            for (uint64_t p = 0; p < np; p++) touched_pages += state->touched[(uint64_t)t * state->touched_stride + p];
+        result->stats.host_bytes += touched_pages * PAGE_KEYS * sizeof(uint32_t) +
+                                    (uint64_t)n_threads * state->touched_stride + np * 37 + (uint64_t)n_inst * 80;
     }
-    if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n, counts_total, 0))) goto done;
-    result->n_runs = n_runs;
-
-    /* each owned instance's runs, copied from its buckets' blocks */
-    const uint32_t bp = job.block_pairs;
-#pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
-    for (int64_t gi = 0; gi < (int64_t)n_inst; gi++) {
-        pk_memsort_instance *in = &result->instances[gi];
-        if (!in->owned) continue;
-        uint64_t s = job.region_row[in->region] + in->first_row, e = s + in->n_rows;
-        const row_run *f = &job.plan_runs[2 * gi], *l = &job.plan_runs[2 * gi + 1];
-        pk_memsort_run_entry *out = result->runs + in->runs_offset;
-        for (uint32_t b = f->bucket; b <= l->bucket; b++) {
-            uint32_t k0 = b == f->bucket ? f->k : 0, k1 = b == l->bucket ? l->k + 1 : job.bucket_runs[b];
-            const block_ref *blocks = job.blocks + job.bucket_block0[b];
-            while (k0 < k1) {
-                uint32_t q = k0 / bp, off = k0 % bp, take = bp - off < k1 - k0 ? bp - off : k1 - k0;
-                if (k0 + take < k1) /* the next block while this one is copied (as in histogram_blocks) */
-                    for (uint32_t j = 0; j < bp; j += 8) __builtin_prefetch(blocks[q + 1].pairs + j);
-                memcpy(out, (const pk_memsort_run_entry *)(const void *)blocks[q].pairs + off,
-                       take * sizeof(pk_memsort_run_entry));
-                out += take;
-                k0 += take;
-            }
-        }
-        /* the end runs, cut at the instance's boundaries */
-        pk_memsort_run_entry *first = result->runs + in->runs_offset, *last = first + in->n_runs - 1;
-        first->count = (uint32_t)((f->end < e ? f->end : e) - s);
-        last->count = (uint32_t)(e - (l->start > s ? l->start : s));
-    }
-    result->stats.host_bytes += pool_bytes + (uint64_t)n_threads * BUCKET_ADDRESSES * 4 +
-                                (uint64_t)n_threads * n_buckets * 12 + pool_blocks * (4 + sizeof(block_ref)) +
-                                job.n_plan_rows * (8 + sizeof(row_run));
+    TMARK("plans");
 done:
-    free(hist);
-    pk_aligned_free(job.cursor);
-    pk_aligned_free(job.n_blocks);
-    free(job.block_bucket);
-    free(job.bucket_row);
-    free(job.bucket_block0);
-    free(job.block_at);
-    free(job.blocks);
-    free(job.bucket_region);
-    free(job.bucket_raw);
-    free(job.bucket_runs);
-    free(job.owned_index);
+    if (counted) zero_pass(&job, state->touched);
+    TMARK("zero");
+#ifdef MEMSORT_TIMING
+    fprintf(stderr, "\n");
+#endif
+    free(job.page_entries);
+    free(job.page_keys);
+    free(job.page_row);
+    free(job.page_inst);
+    free(job.page_run0);
+    free(job.page_special);
+    free(job.page_raw);
+    free(job.inst_start);
+    free(job.inst_runs);
     free(job.plan_rows);
     free(job.plan_runs);
     return st;
