@@ -35,6 +35,11 @@ static inline pk_memsort_regions test_regions_small(void) {
     return t;
 }
 
+/* Threads for the kernel under test (0: OpenMP's default); the tests run
+ * the small cases again with more threads than cores, so that pages and
+ * instance boundaries shared by several threads' histograms are covered. */
+static int test_memsort_threads = 0;
+
 /* Every worker of W with `kernel` against the reference; returns the
  * number of failed comparisons. Also checks that the workers' owned
  * instances partition all instances. */
@@ -42,6 +47,7 @@ static inline int test_kernel_against_ref(const char *what, int kernel, const pk
                                           const pk_memsort_trace *trace, uint32_t n_workers) {
     pk_context ctx;
     pk_context_init(&ctx);
+    ctx.n_threads = test_memsort_threads;
     int failures = 0;
     uint32_t owned_total = 0, n_instances = 0;
     pk_memsort_result ref, got;

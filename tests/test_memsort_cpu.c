@@ -25,11 +25,14 @@ int main(int argc, char **argv) {
 
     /* awkward traces: sizes around instance multiples, chunkings from one
      * chunk to 4096 */
-    const uint64_t sizes[] = {1, 2, 17, 131, 1000, 4096 * 3 + 5};
+    const uint64_t sizes[] = {1, 2, 17, 131, 1000, 4096 * 3 + 5, 40000};
     const uint32_t workers[] = {1, 3, 16};
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    for (int pass = 0; pass < 2; pass++) /* OpenMP's threads, then 5 */
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        test_memsort_threads = pass ? 5 : 0;
         uint64_t n = sizes[s];
-        uint64_t chunkings[4] = {n, (n + 4095) / 4096, 7, 1 + check_next(&rng) % n};
+        uint64_t fewest = (n + 4095) / 4096; /* the smallest chunks that stay within 4096 files */
+        uint64_t chunkings[4] = {n, fewest, 7 > fewest ? 7 : fewest, fewest + check_next(&rng) % n};
         for (int c = 0; c < 4; c++) {
             pk_memsort_gen_options g = {n, check_next(&rng), (uint32_t)chunkings[c], 1};
             pk_memsort_trace trace;
@@ -44,6 +47,7 @@ int main(int argc, char **argv) {
             }
             pk_memsort_trace_free(&trace);
         }
+        test_memsort_threads = 0;
     }
 
     /* 4096 chunks exactly, and chunks of one entry */

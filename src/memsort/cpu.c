@@ -429,33 +429,39 @@ static void page_cursors(const cpu_job *job, uint64_t p, pk_memsort_run_entry *b
     int nt = page_touchers(job, p, h);
     uint64_t row = job->page_row[p];
     const pk_memsort_instance *in = &job->instances[job->page_inst[p]];
-    const uint32_t raw0 = job->page_raw[p];
-    uint32_t k = 0;
+    const uint32_t raw0 = job->page_raw[p], nk = job->page_keys[p];
+    /* Runs are written without a branch: the entry at k is written for
+     * every key and kept when the key has rows. That stays inside the
+     * page's own runs while k < nk; past the page's last run only cursors
+     * remain to be written. */
+    pk_memsort_run_entry *ro = in->owned ? job->runs + in->runs_offset + job->page_run0[p] : buf;
+    uint32_t k = 0, j = 0, r = (uint32_t)row;
     if (nt == 1) {
-        uint32_t *h0 = h[0], r = (uint32_t)row;
-        for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+        uint32_t *h0 = h[0];
+        for (; j < PAGE_KEYS && k < nk; j++) {
             uint32_t c = h0[j];
             h0[j] = r;
             r += c;
-            buf[k].addr = raw0 + (j << 3);
-            buf[k].count = c;
+            ro[k].addr = raw0 + (j << 3);
+            ro[k].count = c;
             k += c != 0;
         }
+        for (; j < PAGE_KEYS; j++) h0[j] = r;
     } else {
-        uint32_t r = (uint32_t)row;
-        for (uint32_t j = 0; j < PAGE_KEYS; j++) {
+        for (; j < PAGE_KEYS; j++) {
             uint32_t r0 = r;
             for (int u = 0; u < nt; u++) {
                 uint32_t c = h[u][j];
                 h[u][j] = r;
                 r += c;
             }
-            buf[k].addr = raw0 + (j << 3);
-            buf[k].count = r - r0;
-            k += r != r0;
+            if (k < nk) {
+                ro[k].addr = raw0 + (j << 3);
+                ro[k].count = r - r0;
+                k += r != r0;
+            }
         }
     }
-    if (in->owned) memcpy(job->runs + in->runs_offset + job->page_run0[p], buf, (size_t)k * sizeof *buf);
 }
 
 /* A page holding rows the plan needs: cursors, runs cut at the instance
@@ -538,7 +544,7 @@ static int scatter_pass(cpu_job *job, pk_progress *progress) {
                     __builtin_prefetch(out + c + PREFETCH_ROWS, 1);
                 }
             }
-            if (pk_progress_add(progress, 0.4 * (double)(i1 - i0), t == 0)) cancelled = 1;
+            if (pk_progress_add(progress, 0.5 * (double)(i1 - i0), t == 0)) cancelled = 1;
         }
     }
     return cancelled;
@@ -546,12 +552,17 @@ static int scatter_pass(cpu_job *job, pk_progress *progress) {
 
 /* ---- 5. rows per (owned instance, chunk) ----------------------------------- */
 
-/* chunk_of(pos) = table[pos >> shift], stepped forward past the chunks
- * that end at or before pos (a block of 2^shift positions may hold
- * several chunk starts when chunks are small). */
+/* chunk_of(pos) from one load: each block of 2^shift positions has the
+ * chunk of its first position and where the next chunk starts; a block
+ * holds at most one chunk start when chunks are no smaller than it, and
+ * the lookup steps on past empty and smaller chunks. */
+typedef struct chunk_block {
+    uint32_t chunk, next; /* next: chunk_start[chunk + 1] (at most 2^32 - 1 entries) */
+} chunk_block;
+
 typedef struct chunk_table {
     uint32_t shift;
-    uint32_t *first; /* [(n >> shift) + 1] chunk of each block's first position */
+    chunk_block *block; /* [(n >> shift) + 1] */
 } chunk_table;
 
 static int chunk_table_make(const pk_memsort_trace *trace, chunk_table *ct) {
@@ -566,19 +577,21 @@ static int chunk_table_make(const pk_memsort_trace *trace, chunk_table *ct) {
     while ((n >> shift) > (1u << 22)) shift++; /* a table of 4M entries at most */
     uint64_t blocks = (n >> shift) + 1;
     ct->shift = shift;
-    ct->first = malloc(blocks * sizeof(uint32_t));
-    if (!ct->first) return 1;
+    ct->block = malloc(blocks * sizeof *ct->block);
+    if (!ct->block) return 1;
     uint32_t c = 0;
     for (uint64_t b = 0; b < blocks; b++) {
         uint64_t pos = b << shift;
         while (c + 1 < trace->n_chunks && trace->chunk_start[c + 1] <= pos) c++;
-        ct->first[b] = c;
+        ct->block[b] = (chunk_block){c, (uint32_t)trace->chunk_start[c + 1]};
     }
     return 0;
 }
 
 static inline uint32_t chunk_lookup(const chunk_table *ct, const uint64_t *chunk_start, uint32_t pos) {
-    uint32_t c = ct->first[pos >> ct->shift];
+    chunk_block x = ct->block[pos >> ct->shift];
+    if (__builtin_expect(pos < x.next, 1)) return x.chunk;
+    uint32_t c = x.chunk + 1;
     while (pos >= chunk_start[c + 1]) c++;
     return c;
 }
@@ -641,7 +654,7 @@ static int chunk_count_pass(cpu_job *job, uint32_t *chunk_counts) {
     }
     free(piece_row);
     free(piece_inst);
-    free(ct.first);
+    free(ct.block);
     return failed;
 }
 
@@ -681,7 +694,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
 #endif
     /* tiny traces: fewer threads (each histogram costs a page per key touched) */
-    if ((uint64_t)n_threads > n / 65536 + 1) n_threads = (int)(n / 65536 + 1);
+    if ((uint64_t)n_threads > n / 2048 + 1) n_threads = (int)(n / 2048 + 1);
     if (n_threads > MAX_THREADS) n_threads = MAX_THREADS;
     job.n_threads = n_threads;
 
