@@ -596,6 +596,22 @@ static inline uint32_t chunk_lookup(const chunk_table *ct, const uint64_t *chunk
     return c;
 }
 
+/* Whether the 16 rows at v lie in [lo, lo + span). */
+static inline int rows_inside(const uint32_t *v, uint32_t lo, uint32_t span) {
+    uint32_t inside = 1;
+    for (int u = 0; u < 16; u++) inside &= v[u] - lo < span;
+    return (int)inside;
+}
+
+#ifdef PK_MEMSORT_X86
+__attribute__((target("avx512f"))) static int rows_inside_avx512(const uint32_t *v, uint32_t lo, uint32_t span) {
+    __m512i x = _mm512_sub_epi32(_mm512_loadu_si512(v), _mm512_set1_epi32((int)lo));
+    return _mm512_cmplt_epu32_mask(x, _mm512_set1_epi32((int)span)) == 0xffff;
+}
+#else
+#define rows_inside_avx512 rows_inside
+#endif
+
 /* Pieces of at most 2^20 rows of the owned instances, counted into the
  * result's chunk counts (four copies of the counts, so that rows from the
  * same chunk do not wait on one another). */
@@ -603,6 +619,7 @@ static int chunk_count_pass(cpu_job *job, uint32_t *chunk_counts) {
     const pk_memsort_instance *inst = job->instances;
     const uint32_t n_chunks = job->trace->n_chunks;
     const uint64_t *chunk_start = job->trace->chunk_start;
+    const int use_avx512 = job->use_avx512;
     chunk_table ct;
     if (chunk_table_make(job->trace, &ct)) return 1;
     const uint64_t piece = 1u << 20;
@@ -634,6 +651,25 @@ static int chunk_count_pass(cpu_job *job, uint32_t *chunk_counts) {
             const uint32_t *v = job->sorted;
             uint64_t a = piece_row[2 * k], b = piece_row[2 * k + 1];
             uint32_t *c0 = cnt, *c1 = cnt + n_chunks, *c2 = cnt + 2 * n_chunks, *c3 = cnt + 3 * n_chunks;
+            /* Rows next to each other mostly come from one chunk (a run's
+             * positions grow; the heap's neighbouring addresses were
+             * touched at about the same time): a block of 16 rows all in
+             * the chunk of its first counts at once (2^25 entries, two
+             * threads: 7.5 -> 4.2 ms with the AVX-512 test). */
+            for (; a + 16 <= b; a += 16) {
+                uint32_t c = chunk_lookup(&ct, chunk_start, v[a]);
+                uint32_t lo = (uint32_t)chunk_start[c], span = (uint32_t)(chunk_start[c + 1] - lo);
+                if (use_avx512 ? rows_inside_avx512(v + a, lo, span) : rows_inside(v + a, lo, span)) {
+                    c0[c] += 16;
+                    continue;
+                }
+                for (int u = 0; u < 16; u += 4) {
+                    c0[chunk_lookup(&ct, chunk_start, v[a + u])]++;
+                    c1[chunk_lookup(&ct, chunk_start, v[a + u + 1])]++;
+                    c2[chunk_lookup(&ct, chunk_start, v[a + u + 2])]++;
+                    c3[chunk_lookup(&ct, chunk_start, v[a + u + 3])]++;
+                }
+            }
             for (; a + 4 <= b; a += 4) {
                 c0[chunk_lookup(&ct, chunk_start, v[a])]++;
                 c1[chunk_lookup(&ct, chunk_start, v[a + 1])]++;
