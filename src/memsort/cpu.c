@@ -711,6 +711,9 @@ static void zero_pass(const cpu_job *job, uint8_t *touched) {
 
 pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
                              uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress) {
+#ifdef MEMSORT_TIMING /* each pass's time on stderr (docs/performance.md) */
+    double t_last = pk_now();
+#endif
     pk_memsort_layout layout;
     pk_memsort_layout_make(regions, &layout);
     const uint64_t n = trace->n_entries;
@@ -762,9 +765,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         for (uint64_t p = job.map.first_key[r] >> PAGE_BITS; p < job.map.first_key[r + 1] >> PAGE_BITS; p++)
             job.page_raw[p] = (uint32_t)(layout.base[r] + ((p << PAGE_BITS) - job.map.first_key[r]) * 8);
 
-#ifdef MEMSORT_TIMING
-    double t_last = pk_now();
-#endif
+    TMARK("setup");
     /* 1 */
     int cancelled = 0;
     counted = 1;
