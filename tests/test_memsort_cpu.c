@@ -27,9 +27,11 @@ int main(int argc, char **argv) {
      * chunk to 4096 */
     const uint64_t sizes[] = {1, 2, 17, 131, 1000, 4096 * 3 + 5, 40000};
     const uint32_t workers[] = {1, 3, 16};
-    for (int pass = 0; pass < 2; pass++) /* OpenMP's threads, then 5 */
+    /* OpenMP's threads, then 5, then (CPU) the portable kernel on 5 */
+    for (int pass = 0; pass < (kernel == PK_MEMSORT_KERNEL_CPU ? 3 : 2); pass++)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         test_memsort_threads = pass ? 5 : 0;
+        int pass_kernel = pass == 2 ? PK_MEMSORT_KERNEL_CPU_PORTABLE : kernel;
         uint64_t n = sizes[s];
         uint64_t fewest = (n + 4095) / 4096; /* the smallest chunks that stay within 4096 files */
         uint64_t chunkings[4] = {n, fewest, 7 > fewest ? 7 : fewest, fewest + check_next(&rng) % n};
@@ -41,9 +43,9 @@ int main(int argc, char **argv) {
             if (st) continue;
             for (size_t w = 0; w < 3; w++) {
                 char what[128];
-                snprintf(what, sizeof what, "awkward n=%llu chunks=%u W=%u", (unsigned long long)n, trace.n_chunks,
-                         workers[w]);
-                test_kernel_against_ref(what, kernel, &small, &trace, workers[w]);
+                snprintf(what, sizeof what, "awkward n=%llu chunks=%u W=%u %s", (unsigned long long)n, trace.n_chunks,
+                         workers[w], pk_memsort_kernel_name(pass_kernel));
+                test_kernel_against_ref(what, pass_kernel, &small, &trace, workers[w]);
             }
             pk_memsort_trace_free(&trace);
         }
@@ -121,6 +123,7 @@ int main(int argc, char **argv) {
         snprintf(what, sizeof what, "realistic %s n=%llu", presets[p], (unsigned long long)n);
         test_kernel_against_ref(what, kernel, &regions, &trace, 1);
         test_kernel_against_ref(what, kernel, &regions, &trace, 3);
+        if (kernel == PK_MEMSORT_KERNEL_CPU) test_kernel_against_ref(what, PK_MEMSORT_KERNEL_CPU_PORTABLE, &regions, &trace, 3);
         /* the memory query bounds what a run takes */
         pk_memsort_result res;
         pk_memsort_result_init(&res);

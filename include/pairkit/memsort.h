@@ -136,8 +136,9 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
 typedef enum pk_memsort_kernel {
     PK_MEMSORT_KERNEL_BEST = 0,
     PK_MEMSORT_KERNEL_REF,  /* stable merge sort of (compact, position), one thread */
-    PK_MEMSORT_KERNEL_CPU,  /* counting sort with per-thread cursors, OpenMP */
+    PK_MEMSORT_KERNEL_CPU,  /* counting sort over per-thread histograms, OpenMP, AVX-512 where present */
     PK_MEMSORT_KERNEL_CUDA, /* streamed counting sort on the GPU */
+    PK_MEMSORT_KERNEL_CPU_PORTABLE, /* the CPU kernel without hand-written vector code */
     PK_MEMSORT_KERNEL_COUNT_
 } pk_memsort_kernel;
 

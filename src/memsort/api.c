@@ -14,7 +14,7 @@
 
 #include "memsort_internal.h"
 
-static const char *kernel_names[PK_MEMSORT_KERNEL_COUNT_] = {"best", "ref", "cpu", "cuda"};
+static const char *kernel_names[PK_MEMSORT_KERNEL_COUNT_] = {"best", "ref", "cpu", "cuda", "cpu-portable"};
 
 const char *pk_memsort_kernel_name(int kernel) {
     if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_) return NULL;
@@ -31,7 +31,8 @@ int pk_memsort_kernel_available(int kernel) {
     switch (kernel) {
     case PK_MEMSORT_KERNEL_BEST:
     case PK_MEMSORT_KERNEL_REF:
-    case PK_MEMSORT_KERNEL_CPU: return 1;
+    case PK_MEMSORT_KERNEL_CPU:
+    case PK_MEMSORT_KERNEL_CPU_PORTABLE: return 1;
     case PK_MEMSORT_KERNEL_CUDA: return pk_cuda_device_count() > 0;
     default: return 0;
     }
@@ -208,8 +209,9 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     if (kernel == PK_MEMSORT_KERNEL_REF) {
         if ((st = pk_memsort_trace_check(ctx, regions, trace)) != PK_OK) return st;
         st = pk_memsort_run_ref(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
-    } else if (kernel == PK_MEMSORT_KERNEL_CPU) {
-        st = pk_memsort_run_cpu(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
+    } else if (kernel == PK_MEMSORT_KERNEL_CPU || kernel == PK_MEMSORT_KERNEL_CPU_PORTABLE) {
+        st = pk_memsort_run_cpu(ctx, regions, trace, o.n_workers, o.worker, kernel == PK_MEMSORT_KERNEL_CPU_PORTABLE,
+                                result, &progress);
 #ifdef PK_HAVE_CUDA
     } else {
         st = pk_memsort_run_cuda(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
@@ -240,6 +242,7 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
     switch (kernel) {
     case PK_MEMSORT_KERNEL_REF: *host_bytes = result + 16 * n; return PK_OK; /* keys and merge buffer */
     case PK_MEMSORT_KERNEL_CPU:
+    case PK_MEMSORT_KERNEL_CPU_PORTABLE:
     case PK_MEMSORT_KERNEL_BEST:
         /* a histogram per thread over the padded key space, of which only
          * the pages a thread touches take memory (at most one page per

@@ -188,18 +188,38 @@ static void key_map_make(const pk_memsort_layout *l, key_map *m) {
     m->first_key[l->n_regions] = k;
 }
 
-/* Keys of a[0..n); 1 if one is bad (no region, misaligned). */
-static int keys_scalar(const key_map *m, const pk_memsort_layout *l, const uint32_t *a, uint32_t n, uint32_t *keys) {
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t raw = a[j];
-        int r = m->region[raw >> 24];
-        if (r < 0 || (raw & 7)) {
-            if (r < 0) r = pk_memsort_region_of(l, raw);
-            if (r < 0 || (raw & 7)) return 1;
-        }
-        keys[j] = (raw >> 3) + m->delta[r];
+/* Keys of a[0..n); 1 if one is bad (no region, misaligned). Written
+ * without branches, region by region, so that the compiler vectorises it
+ * for whatever the build targets (SSE2 on a generic x86-64 build). */
+static inline int keys_portable_nr(const key_map *m, const uint32_t *a, uint32_t n, uint32_t *keys, const uint32_t nr) {
+    uint32_t lo[PK_MEMSORT_MAX_REGIONS], span[PK_MEMSORT_MAX_REGIONS], delta[PK_MEMSORT_MAX_REGIONS];
+    for (uint32_t r = 0; r < nr; r++) { /* locals: keys[] may not alias them */
+        lo[r] = m->lo[r];
+        span[r] = m->hi[r] - m->lo[r];
+        delta[r] = m->delta[r];
     }
-    return 0;
+    uint32_t bad = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t raw = a[j], w = raw >> 3, key = w, found = 0;
+        for (uint32_t r = 0; r < nr; r++) {
+            uint32_t in = raw - lo[r] <= span[r];
+            key = in ? w + delta[r] : key;
+            found |= in;
+        }
+        bad |= (raw & 7) | (found ^ 1);
+        keys[j] = key;
+    }
+    return bad != 0;
+}
+
+static int keys_portable(const key_map *m, const uint32_t *a, uint32_t n, uint32_t *keys) {
+    switch (m->n_regions) {
+    case 1: return keys_portable_nr(m, a, n, keys, 1);
+    case 2: return keys_portable_nr(m, a, n, keys, 2);
+    case 3: return keys_portable_nr(m, a, n, keys, 3);
+    case 4: return keys_portable_nr(m, a, n, keys, 4);
+    default: return keys_portable_nr(m, a, n, keys, m->n_regions);
+    }
 }
 
 #ifdef PK_MEMSORT_X86
@@ -292,7 +312,7 @@ static inline int make_keys(const cpu_job *job, const uint32_t *a, uint32_t n, u
 #ifdef PK_MEMSORT_X86
     if (job->use_avx512) return keys_avx512(&job->map, a, n, keys);
 #endif
-    return keys_scalar(&job->map, job->layout, a, n, keys);
+    return keys_portable(&job->map, a, n, keys);
 }
 
 /* The histograms that touched page p, into h (pointing at the page). */
@@ -710,7 +730,8 @@ static void zero_pass(const cpu_job *job, uint8_t *touched) {
 /* ---- the run ------------------------------------------------------------ */
 
 pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
-                             uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress) {
+                             uint32_t n_workers, uint32_t worker, int portable, pk_memsort_result *result,
+                             pk_progress *progress) {
 #ifdef MEMSORT_TIMING /* each pass's time on stderr (docs/performance.md) */
     double t_last = pk_now();
 #endif
@@ -724,7 +745,9 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     job.trace = trace;
     key_map_make(&layout, &job.map);
 #ifdef PK_MEMSORT_X86
-    job.use_avx512 = pk_cpu_has_avx512();
+    job.use_avx512 = !portable && pk_cpu_has_avx512();
+#else
+    (void)portable;
 #endif
     const uint64_t n_keys = job.map.first_key[layout.n_regions];
     job.n_pages = n_keys >> PAGE_BITS;

@@ -97,8 +97,10 @@ void pk_memsort_cpu_state_free(void *state);
  * message of pk_memsort_trace_check). */
 pk_status pk_memsort_run_ref(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
                              uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
+/* portable: no hand-written vector code (the kernel "cpu-portable"). */
 pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
-                             uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress);
+                             uint32_t n_workers, uint32_t worker, int portable, pk_memsort_result *result,
+                             pk_progress *progress);
 
 #ifdef PK_HAVE_CUDA
 pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,

@@ -26,7 +26,7 @@ static void usage(FILE *out) {
             "  --regions R          default (default), zisk, or a region table file\n"
             "  --verify             compare every owned instance with the reference sort\n"
             "  --backend B          auto (default), cpu or cuda\n"
-            "  --kernel K           ref, cpu or cuda\n"
+            "  --kernel K           ref, cpu, cpu-portable (no hand-written vector code) or cuda\n"
             "  --threads N          CPU threads (default: all)\n"
             "  -q, --quiet          no progress line, no summary\n");
 }
