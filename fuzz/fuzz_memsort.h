@@ -29,7 +29,7 @@ static inline void fuzz_small_regions(pk_memsort_regions *t) {
     }
 }
 
-/* Plan and fill with the reference and the CPU kernel for worker w of W;
+/* Plan and fill with the reference and both CPU kernels for worker w of W;
  * both must succeed (the trace passed the reader's checks) and agree. */
 static inline void fuzz_sort_both(const pk_memsort_regions *regions, const pk_memsort_trace *trace, uint32_t n_workers,
                                   uint32_t worker) {
@@ -48,6 +48,11 @@ static inline void fuzz_sort_both(const pk_memsort_regions *regions, const pk_me
     FUZZ_REQUIRE(st == PK_OK, "cpu: %s", ctx.message);
     st = pk_memsort_compare(&ctx, &ref, &cpu);
     FUZZ_REQUIRE(st == PK_OK, "cpu differs from the reference: %s", ctx.message);
+    cpu_opts.kernel = PK_MEMSORT_KERNEL_CPU_PORTABLE; /* the same without its vector code */
+    st = pk_memsort_run(&ctx, &cpu_opts, regions, trace, &cpu);
+    FUZZ_REQUIRE(st == PK_OK, "cpu-portable: %s", ctx.message);
+    st = pk_memsort_compare(&ctx, &ref, &cpu);
+    FUZZ_REQUIRE(st == PK_OK, "cpu-portable differs from the reference: %s", ctx.message);
     uint64_t rows = 0;
     for (uint32_t r = 0; r < regions->n_regions; r++) rows += ref.region_entries[r];
     FUZZ_REQUIRE(rows == trace->n_entries, "%llu rows for %llu entries", (unsigned long long)rows,
