@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 100; i++) addr[i] = 0x100000 + 8 * 7;
         uint64_t starts[6] = {0, 0, 40, 40, 99, 100};
         pk_memsort_trace trace = {100, addr, 5, starts, 0};
-        for (uint32_t w = 1; w <= 16; w *= 4) test_kernel_against_ref("one address, empty chunks", kernel, &small, &trace, w);
+        for (uint32_t w = 1; w <= 16; w *= 4)
+            test_kernel_against_ref("one address, empty chunks", kernel, &small, &trace, w);
         pk_memsort_trace empty = {0, addr, 1, starts, 0};
         test_kernel_against_ref("empty trace", kernel, &small, &empty, 3);
     }
@@ -123,7 +124,8 @@ int main(int argc, char **argv) {
         snprintf(what, sizeof what, "realistic %s n=%llu", presets[p], (unsigned long long)n);
         test_kernel_against_ref(what, kernel, &regions, &trace, 1);
         test_kernel_against_ref(what, kernel, &regions, &trace, 3);
-        if (kernel == PK_MEMSORT_KERNEL_CPU) test_kernel_against_ref(what, PK_MEMSORT_KERNEL_CPU_PORTABLE, &regions, &trace, 3);
+        if (kernel == PK_MEMSORT_KERNEL_CPU)
+            test_kernel_against_ref(what, PK_MEMSORT_KERNEL_CPU_PORTABLE, &regions, &trace, 3);
         /* the memory query bounds what a run takes */
         pk_memsort_result res;
         pk_memsort_result_init(&res);

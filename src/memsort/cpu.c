@@ -26,8 +26,8 @@
  * so a thread's histogram and the rows it writes stay near a frontier.
  * What bounds the scatter is the first write to each line of rows (a
  * store miss stalls the stores behind it), so each write also prefetches
- * the next line of its address's rows (2^25 entries, two threads: 36 ->
- * 20.5 ms).
+ * the next line of its address's rows (2^25 entries, two threads, in a
+ * prototype: 36 -> 20.5 ms).
  *
  * Invariant: between runs every histogram and page flag is zero (a run
  * that stops early zeroes what it counted). result->values holds every
@@ -51,7 +51,12 @@
 #include "memsort_internal.h"
 #ifdef MEMSORT_TIMING
 #include <stdio.h>
-#define TMARK(name) do { double t_ = pk_now(); fprintf(stderr, "%s %.2f  ", name, (t_ - t_last) * 1e3); t_last = t_; } while (0)
+#define TMARK(name)                                                        \
+    do {                                                                   \
+        double t_ = pk_now();                                              \
+        fprintf(stderr, "%s %.2f  ", name, (t_ - t_last) * 1e3);           \
+        t_last = t_;                                                       \
+    } while (0)
 #else
 #define TMARK(name) ((void)0)
 #endif
@@ -75,8 +80,8 @@ typedef struct cpu_state {
     int n_hist;
     uint64_t n_keys; /* keys a histogram holds, a multiple of PAGE_KEYS */
     uint64_t hist_bytes;
-    int mapped; /* the histograms are mmap'ed (else pk_memsort_big_alloc'ed) */
     uint32_t *hist[MAX_THREADS];
+    uint8_t mapped[MAX_THREADS]; /* hist[t] is mmap'ed (else pk_memsort_big_alloc'ed) */
     uint8_t *touched; /* [n_hist * touched_stride]: the pages each histogram touched */
     uint64_t touched_stride;
 } cpu_state;
@@ -85,7 +90,7 @@ static void hist_free(cpu_state *s) {
     for (int t = 0; t < s->n_hist; t++) {
         if (!s->hist[t]) continue;
 #ifdef __linux__
-        if (s->mapped) munmap(s->hist[t], s->hist_bytes);
+        if (s->mapped[t]) munmap(s->hist[t], s->hist_bytes);
         else
 #endif
             pk_aligned_free(s->hist[t]);
@@ -145,7 +150,7 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
         int mapped = 0;
         s->hist[t] = hist_alloc(s->hist_bytes, &mapped);
         s->n_hist = t + 1;
-        s->mapped = mapped; /* the same call each time: all or none are mapped */
+        s->mapped[t] = (uint8_t)mapped;
         if (!s->hist[t]) {
             hist_free(s);
             return NULL;
@@ -156,11 +161,8 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
 
 /* ---- keys ------------------------------------------------------------- */
 
-/* Keys without a search: the region of each 16 MB block of raw addresses
- * that lies inside one region (-1: a block at a region's edge, or none;
- * the slow path decides), and each region's raw bounds for the vector path. */
+/* Each region's raw bounds and key offset, as the key loops read them. */
 typedef struct key_map {
-    int8_t region[256];
     uint32_t n_regions;
     uint32_t delta[PK_MEMSORT_MAX_REGIONS];         /* key = (raw >> 3) + delta (mod 2^32) */
     uint32_t lo[PK_MEMSORT_MAX_REGIONS];            /* raw [lo, hi] */
@@ -170,12 +172,6 @@ typedef struct key_map {
 
 static void key_map_make(const pk_memsort_layout *l, key_map *m) {
     m->n_regions = l->n_regions;
-    for (uint32_t blk = 0; blk < 256; blk++) {
-        uint64_t lo = (uint64_t)blk << 24, hi = lo + (1u << 24);
-        m->region[blk] = -1;
-        for (uint32_t r = 0; r < l->n_regions; r++)
-            if (lo >= l->base[r] && hi <= l->end[r]) m->region[blk] = (int8_t)r;
-    }
     uint32_t k = 0;
     for (uint32_t r = 0; r < l->n_regions; r++) {
         uint64_t words = (l->end[r] - l->base[r]) >> 3;
@@ -277,7 +273,6 @@ typedef struct row_run {
 } row_run;
 
 typedef struct cpu_job {
-    const pk_memsort_layout *layout;
     const pk_memsort_trace *trace;
     key_map map;
     int use_avx512;
@@ -741,7 +736,6 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     const uint32_t n_chunks = trace->n_chunks;
     cpu_job job;
     memset(&job, 0, sizeof job);
-    job.layout = &layout;
     job.trace = trace;
     key_map_make(&layout, &job.map);
 #ifdef PK_MEMSORT_X86
