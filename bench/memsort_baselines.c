@@ -1,22 +1,98 @@
 /* memsort_baselines.c - the CPU floor for memsort: one streaming pass that
  * reads the trace and writes an output of the same size as plan + fill
  * writes (a position per row and a run table), both sequentially. Each
- * output word depends on the input so the compiler cannot drop the reads. */
+ * output word depends on the input so the compiler cannot drop the reads.
+ *
+ * The floor writes with non-temporal stores (on x86-64): the output is
+ * larger than the caches, so a plain store first reads every line it is
+ * about to overwrite. On the 2-core development machine the plain pass
+ * takes 1.5-2x as long (docs/performance.md); the bench times both. */
 #include "memsort_baselines.h"
 #include "../src/common/common.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define PK_STREAM_SSE2 1
+#endif
+
+/* Thread t's share of [0, n), its bounds multiples of 16 elements so that
+ * a thread's non-temporal lines are whole lines of its own. */
+static void share(uint64_t n, int t, int n_threads, uint64_t *b, uint64_t *e) {
+    *b = n * (uint64_t)t / (uint64_t)n_threads & ~(uint64_t)15;
+    *e = t + 1 == n_threads ? n : n * (uint64_t)(t + 1) / (uint64_t)n_threads & ~(uint64_t)15;
+}
+
+static void values_plain(const uint32_t *addr, uint32_t *values, uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; i++) values[i] = addr[i] ^ (uint32_t)i;
+}
+
+static void runs_plain(const uint32_t *addr, pk_memsort_run_entry *runs, uint64_t b, uint64_t e) {
+    for (uint64_t k = b; k < e; k++) { /* n_runs <= n: a sequential read too */
+        runs[k].addr = addr[k];
+        runs[k].count = (uint32_t)k;
+    }
+}
+
+#ifdef PK_STREAM_SSE2
+static void values_stream(const uint32_t *addr, uint32_t *values, uint64_t b, uint64_t e) {
+    uint64_t i = b;
+    for (; i < e && ((uintptr_t)(values + i) & 15); i++) values[i] = addr[i] ^ (uint32_t)i;
+    const __m128i step = _mm_set1_epi32(4);
+    __m128i idx = _mm_add_epi32(_mm_set1_epi32((int)(uint32_t)i), _mm_setr_epi32(0, 1, 2, 3));
+    for (; i + 4 <= e; i += 4) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(addr + i));
+        _mm_stream_si128((__m128i *)(values + i), _mm_xor_si128(a, idx));
+        idx = _mm_add_epi32(idx, step);
+    }
+    values_plain(addr, values, i, e);
+}
+
+static void runs_stream(const uint32_t *addr, pk_memsort_run_entry *runs, uint64_t b, uint64_t e) {
+    uint64_t k = b;
+    for (; k < e && ((uintptr_t)(runs + k) & 15); k++) runs_plain(addr, runs, k, k + 1);
+    const __m128i step = _mm_setr_epi32(2, 2, 0, 0);
+    __m128i cnt = _mm_setr_epi32((int)(uint32_t)k, (int)(uint32_t)k + 1, 0, 0);
+    for (; k + 2 <= e; k += 2) { /* two runs: (addr[k], k, addr[k + 1], k + 1) */
+        __m128i a = _mm_loadl_epi64((const __m128i *)(addr + k));
+        _mm_stream_si128((__m128i *)(runs + k), _mm_unpacklo_epi32(a, cnt));
+        cnt = _mm_add_epi32(cnt, step);
+    }
+    runs_plain(addr, runs, k, e);
+}
+#endif
+
 double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *values, uint64_t n_values,
-                                    pk_memsort_run_entry *runs, uint64_t n_runs, int n_threads) {
+                                    pk_memsort_run_entry *runs, uint64_t n_runs, int n_threads, int nontemporal) {
     double t0 = pk_now();
     if (n_values > n) n_values = n;
+    if (n_runs > n) n_runs = n;
+    if (n_threads < 1) n_threads = 1;
+#ifndef PK_STREAM_SSE2
+    nontemporal = 0;
+#endif
 #pragma omp parallel num_threads(n_threads)
     {
-#pragma omp for schedule(static) nowait
-        for (int64_t i = 0; i < (int64_t)n; i++) values[i] = addr[i] ^ (uint32_t)i;
-#pragma omp for schedule(static)
-        for (int64_t k = 0; k < (int64_t)n_runs; k++) { /* n_runs <= n: a sequential read too */
-            runs[k].addr = addr[k];
-            runs[k].count = (uint32_t)k;
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        uint64_t vb, ve, rb, re;
+        share(n_values, t, nt, &vb, &ve);
+        share(n_runs, t, nt, &rb, &re);
+#ifdef PK_STREAM_SSE2
+        if (nontemporal) {
+            values_stream(addr, values, vb, ve);
+            runs_stream(addr, runs, rb, re);
+            _mm_sfence();
+        } else
+#endif
+        {
+            values_plain(addr, values, vb, ve);
+            runs_plain(addr, runs, rb, re);
         }
     }
     return pk_now() - t0;

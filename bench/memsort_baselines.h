@@ -1,7 +1,8 @@
 /* memsort_baselines.h - the plain alternatives `pairkit bench memsort`
  * measures pairkit's memsort against, in the same run:
  *  - CPU: one streaming pass that reads the trace and writes as many bytes
- *    as the output has (the floor for any CPU plan + fill);
+ *    as the output has (the floor for any CPU plan + fill), with
+ *    non-temporal stores (the floor) and with plain ones;
  *  - CUDA: copy the trace up, CUB radix sort of (compact address, trace
  *    index) pairs over the whole trace, copy keys and values back.
  */
@@ -15,9 +16,11 @@ extern "C" {
 #endif
 
 /* Read addr[n] once and write values[n_values] (one per entry, the rows)
- * and runs[n_runs], with n_threads threads. Returns seconds. */
+ * and runs[n_runs], with n_threads threads; with nontemporal, through
+ * non-temporal stores where the processor has them (x86-64), so that no
+ * line of the output is read before it is written. Returns seconds. */
 double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *values, uint64_t n_values,
-                                    pk_memsort_run_entry *runs, uint64_t n_runs, int n_threads);
+                                    pk_memsort_run_entry *runs, uint64_t n_runs, int n_threads, int nontemporal);
 
 typedef struct pk_memsort_cub_times {
     double total_ms, up_ms, sort_ms, down_ms; /* device events */
