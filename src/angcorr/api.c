@@ -303,7 +303,7 @@ void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, siz
     double f_dd = nd * nd, f_dr = nd * nr, f_rr = nr * nr;
     for (size_t k = 0; k < n_bins; k++) {
         double DD = (double)dd[k], DR = (double)dr[k], RR = (double)rr[k];
-        double w = NAN;
+        double w = (double)NAN;
         switch (estimator) {
         case PK_ESTIMATOR_LANDY_SZALAY:
             if (rr[k] == 0) break;

@@ -123,8 +123,8 @@ static double double_from_ordered(int64_t i) {
 
 /* T_s: the smallest double d in [-1, 1] with slot_ref(d) <= s. */
 static double dot_threshold(const pk_bins *bins, int64_t s) {
-    if (pk_angcorr_slot_ref(bins, 1.0) > s) return INFINITY; /* no dot reaches slot <= s */
-    if (pk_angcorr_slot_ref(bins, -1.0) <= s) return -INFINITY; /* every dot does */
+    if (pk_angcorr_slot_ref(bins, 1.0) > s) return (double)INFINITY; /* no dot reaches slot <= s */
+    if (pk_angcorr_slot_ref(bins, -1.0) <= s) return -(double)INFINITY; /* every dot does */
     int64_t lo = ordered_from_double(-1.0), hi = ordered_from_double(1.0);
     /* slot(lo) > s, slot(hi) <= s */
     while (hi - lo > 1) {

@@ -288,7 +288,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     for (int c = 0; c < 3 && st == PK_OK; c++) {
         if (col[c] < 0) continue;
         int anynul = 0;
-        double nulval = NAN;
+        double nulval = (double)NAN;
         if (fits_read_col(f, TDOUBLE, col[c], 1, 1, n_rows, &nulval, v[c], &anynul, &status))
             st = fits_error(ctx, path, want[c], status);
     }

@@ -55,7 +55,7 @@ int pk_log_fast_init(const pk_bins *bins, const pk_edge_table *t, pk_log_fast *l
         if (d > dev) dev = d;
     }
     if (dev > 1e-6) return 0; /* not log bins */
-    double lo0 = t->c2_lo[0], top = t->c2_hi[t->n_bounds - 1];
+    double lo0 = (double)t->c2_lo[0], top = (double)t->c2_hi[t->n_bounds - 1];
     if (!(lo0 > 0) || !isfinite(top) || top > 2.0) return 0;
     /* t = a log2(c2) + b G(c2) + c */
     double a = 0.5 * M_LN2 / ln_r, b = M_LN2 / ln_r, c = -log(e0) / ln_r;

@@ -204,7 +204,7 @@ void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_
     double f_dd = sum_w_data * sum_w_data, f_dr = sum_w_data * sum_w_random, f_rr = sum_w_random * sum_w_random;
     for (size_t k = 0; k < n_bins; k++) {
         double DD = dd[k] / f_dd, DR = dr[k] / f_dr, RR = rr[k] / f_rr;
-        double w = NAN;
+        double w = (double)NAN;
         switch (estimator) {
         case PK_ESTIMATOR_LANDY_SZALAY:
             if (rr[k] != 0) w = (DD - 2.0 * DR + RR) / RR;

@@ -41,7 +41,7 @@ static int32_t passed(const pk_gpu_table *g, float q) {
 }
 
 double pk_gpu_first_boundary_c2(const pk_edge_table *t) {
-    double first = INFINITY;
+    double first = (double)INFINITY;
     for (int32_t s = 0; s < t->n_bounds; s++) {
         double T = t->dot_threshold[s];
         if (!isfinite(T)) continue;

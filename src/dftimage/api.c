@@ -224,8 +224,8 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for an image of %zu x %zu pixels", n, n);
     }
     for (size_t p = 0; p < n * n; p++) {
-        out->re[p] = NAN; /* every pixel must be written */
-        if (out->im) out->im[p] = NAN;
+        out->re[p] = (double)NAN; /* every pixel must be written */
+        if (out->im) out->im[p] = (double)NAN;
     }
     pk_dft_job job = {vis, n, cell, sign, o.want_imag, out->re, out->im};
     pk_progress progress;
