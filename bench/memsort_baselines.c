@@ -5,8 +5,9 @@
  *
  * The floor writes with non-temporal stores (on x86-64): the output is
  * larger than the caches, so a plain store first reads every line it is
- * about to overwrite. On the 2-core development machine the plain pass
- * takes 1.5-2x as long (docs/performance.md); the bench times both. */
+ * about to overwrite. The plain pass took 1.14-1.36x as long on the 2-core
+ * development machine and 1.5x on 16 cores (docs/performance.md); the
+ * bench times both. */
 #include "memsort_baselines.h"
 #include "../src/common/common.h"
 

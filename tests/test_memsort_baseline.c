@@ -31,7 +31,7 @@ int main(void) {
                         values_mem[i] = GUARD;
                         runs_mem[i] = (pk_memsort_run_entry){GUARD, GUARD};
                     }
-                    uint32_t *values = values_mem + PAD + off; /* 4 * off bytes off a 32-byte boundary */
+                    uint32_t *values = values_mem + PAD + off; /* 4 * off bytes past a 16-byte boundary */
                     pk_memsort_run_entry *runs = runs_mem + PAD + (off & 1);
                     pk_memsort_bench_stream_pass(addr, n, values, n, runs, n_runs, threads[ti], nontemporal);
                     uint64_t bad_v = 0, bad_r = 0, bad_guard = 0;
