@@ -135,7 +135,7 @@ int bench_memsort(int argc, char **argv) {
     fflush(stdout);
 
     const char *names[MAX_VARIANTS];
-    int n_var = 0, rc = 0;
+    int n_var = 0, rc = 0, v_portable = 0, v_plain = 0; /* CPU: where those two variants sit */
     double *times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double *cpu_times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double cold[MAX_VARIANTS] = {0};
@@ -155,7 +155,9 @@ int bench_memsort(int argc, char **argv) {
         names[n_var++] = "stream-pass";
         names[n_var++] = "cpu";
         if (with_ref) names[n_var++] = "ref";
+        v_portable = n_var;
         names[n_var++] = "cpu-portable"; /* what the AVX-512 paths buy */
+        v_plain = n_var;
         names[n_var++] = "stream-plain"; /* the floor with plain stores */
         /* the stream pass writes as much as the CPU result holds: learn that first */
         pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
@@ -220,7 +222,7 @@ int bench_memsort(int argc, char **argv) {
     /* the results agree with each other */
     const char *agree = "";
     if (backend == PK_BACKEND_CPU) {
-        st = pk_memsort_compare(&ctx, &res[1], &res[n_var - 2]); /* cpu-portable */
+        st = pk_memsort_compare(&ctx, &res[1], &res[v_portable]);
         if (!st && with_ref) st = pk_memsort_compare(&ctx, &res[2], &res[1]);
         agree = st ? ctx.message
                    : with_ref ? "cpu and cpu-portable results identical to the reference"
@@ -266,15 +268,15 @@ int bench_memsort(int argc, char **argv) {
     }
     if (backend == PK_BACKEND_CPU) {
         double cpu = median_of(times + (size_t)runs, runs);
-        double plain = median_of(times + (size_t)(n_var - 1) * (size_t)runs, runs);
+        double plain = median_of(times + (size_t)v_plain * (size_t)runs, runs);
         printf("cpu plan+fill / stream pass: %.2fx (/ the pass with plain stores: %.2fx); cpu-portable / cpu: %.2fx",
-               cpu / base, cpu / plain, median_of(times + (size_t)(n_var - 2) * (size_t)runs, runs) / cpu);
+               cpu / base, cpu / plain, median_of(times + (size_t)v_portable * (size_t)runs, runs) / cpu);
         if (with_ref)
             printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
         printf("\n");
         double cpu_base = median_of(cpu_times, runs), cpu_cpu = median_of(cpu_times + (size_t)runs, runs);
         printf("CPU time (all threads), median ms: stream pass %.1f, cpu %.1f (%.2fx), stream-plain %.1f", cpu_base,
-               cpu_cpu, cpu_cpu / cpu_base, median_of(cpu_times + (size_t)(n_var - 1) * (size_t)runs, runs));
+               cpu_cpu, cpu_cpu / cpu_base, median_of(cpu_times + (size_t)v_plain * (size_t)runs, runs));
         if (with_ref) printf(", ref %.1f", median_of(cpu_times + 2 * (size_t)runs, runs));
         printf("\n");
     }
