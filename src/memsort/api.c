@@ -246,13 +246,15 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
     case PK_MEMSORT_KERNEL_BEST:
         /* a histogram per thread over the padded key space, of which only
          * the pages a thread touches take memory (at most one page per
-         * entry of its part), a byte per page and thread, the page table */
+         * entry of its part), a byte per page and thread, a block of keys
+         * per thread, the page table */
         {
             uint64_t keys = 0;
             for (uint32_t r = 0; r < layout.n_regions; r++)
                 keys += ((layout.end[r] - layout.base[r]) / 8 + 4095) / 4096 * 4096;
             uint64_t part = n / (uint64_t)n_threads + 1, hist = part * 4096 < keys ? part * 4096 : keys;
-            *host_bytes = result + (uint64_t)n_threads * (4 * hist + keys / 4096 + 128) + keys / 4096 * 37;
+            *host_bytes = result + (uint64_t)n_threads * (4 * hist + keys / 4096 + 128 + 4 * PK_MEMSORT_KEY_BLOCK) +
+                          keys / 4096 * 37;
         }
         return PK_OK;
     case PK_MEMSORT_KERNEL_CUDA:

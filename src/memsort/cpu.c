@@ -63,8 +63,7 @@
 
 #define PAGE_BITS 12
 #define PAGE_KEYS (1u << PAGE_BITS)
-/* Entries whose keys are made at once (into a buffer that stays in L1). */
-#define KEY_BLOCK 1024u
+#define KEY_BLOCK PK_MEMSORT_KEY_BLOCK
 /* Entries between progress reports and cancellation checks (a multiple
  * of KEY_BLOCK). */
 #define PROGRESS_STEP (1u << 20)
@@ -84,6 +83,7 @@ typedef struct cpu_state {
     uint8_t mapped[MAX_THREADS]; /* hist[t] is mmap'ed (else pk_memsort_big_alloc'ed) */
     uint8_t *touched; /* [n_hist * touched_stride]: the pages each histogram touched */
     uint64_t touched_stride;
+    uint32_t *keys; /* [n_hist * KEY_BLOCK]: each thread's block of keys */
 } cpu_state;
 
 static void hist_free(cpu_state *s) {
@@ -98,6 +98,8 @@ static void hist_free(cpu_state *s) {
     }
     free(s->touched);
     s->touched = NULL;
+    pk_aligned_free(s->keys);
+    s->keys = NULL;
     s->n_hist = 0;
 }
 
@@ -145,7 +147,8 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
     s->hist_bytes = n_keys * sizeof(uint32_t);
     s->touched_stride = (n_pages + 64 + 63) / 64 * 64; /* a line apart */
     s->touched = calloc((size_t)(n_hist * s->touched_stride), 1);
-    if (!s->touched) return NULL;
+    s->keys = pk_aligned_alloc((size_t)n_hist * KEY_BLOCK * sizeof(uint32_t));
+    if (!s->touched || !s->keys) return NULL;
     for (int t = 0; t < n_hist; t++) {
         int mapped = 0;
         s->hist[t] = hist_alloc(s->hist_bytes, &mapped);
@@ -283,6 +286,7 @@ typedef struct cpu_job {
     int use_avx512;
     int n_threads;
     uint32_t **hist;          /* [n_threads] */
+    uint32_t *keys;           /* [n_threads * KEY_BLOCK] */
     const uint8_t *touched;   /* + t * touched_stride */
     uint64_t touched_stride;
     uint64_t n_pages;
@@ -347,7 +351,7 @@ static int count_pass(cpu_job *job, uint8_t *touched, pk_progress *progress, int
 #endif
         uint32_t *const h = job->hist[t];
         uint8_t *const tc = touched + (uint64_t)t * job->touched_stride;
-        uint32_t keys[KEY_BLOCK];
+        uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
         uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
         for (uint64_t i0 = b; i0 < e && !bad && !cancelled; i0 += PROGRESS_STEP) {
             uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
@@ -560,7 +564,7 @@ static int scatter_pass(cpu_job *job, pk_progress *progress) {
         t = omp_get_thread_num();
 #endif
         uint32_t *const h = job->hist[t];
-        uint32_t keys[KEY_BLOCK];
+        uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
         uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
         for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
             uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
@@ -797,6 +801,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     job.hist = state->hist;
     job.touched = state->touched;
     job.touched_stride = state->touched_stride;
+    job.keys = state->keys;
     const uint64_t np = job.n_pages;
     job.page_entries = malloc((np + 1) * sizeof(uint32_t));
     job.page_keys = malloc((np + 1) * sizeof(uint32_t));
@@ -930,7 +935,8 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         for (int t = 0; t < n_threads; t++)
             for (uint64_t p = 0; p < np; p++) touched_pages += state->touched[(uint64_t)t * state->touched_stride + p];
         result->stats.host_bytes += touched_pages * PAGE_KEYS * sizeof(uint32_t) +
-                                    (uint64_t)n_threads * state->touched_stride + np * 37 + (uint64_t)n_inst * 80;
+                                    (uint64_t)n_threads * (state->touched_stride + KEY_BLOCK * sizeof(uint32_t)) +
+                                    np * 37 + (uint64_t)n_inst * 80;
     }
     TMARK("plans");
 done:
