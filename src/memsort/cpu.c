@@ -361,16 +361,10 @@ static int count_pass(cpu_job *job, uint8_t *touched, pk_progress *progress, int
                     bad = 1;
                     break;
                 }
-                /* the next block's entries are asked for while this one's
-                 * are counted (2^25 entries, two threads: 10.5 -> 8.4 ms;
-                 * in the scatter, which prefetches its rows, the same made
-                 * it slower, 21.4 -> 22.4) */
-                const uint32_t *next = addr + i + KEY_BLOCK;
                 for (uint32_t j = 0; j < m; j++) {
                     uint32_t k = keys[j];
                     h[k]++;
                     tc[k >> PAGE_BITS] = 1;
-                    if ((j & 15) == 0) __builtin_prefetch(next + j, 0);
                 }
             }
             if (pk_progress_add(progress, 0.4 * (double)(i1 - i0), t == 0)) cancelled = 1;
