@@ -15,7 +15,7 @@
 
 /* Entries whose keys the CPU kernel makes at once, into a buffer of each
  * thread's. Long blocks keep the trace's reads streaming: 2^25 entries,
- * two threads, the scatter took 23.0-24.3 ms with blocks of 1024 (the keys
+ * two threads, the scatter took 22.5-24.8 ms with blocks of 1024 (the keys
  * in L1), 20.1-22.7 with 16384, about the same with 65536. */
 #define PK_MEMSORT_KEY_BLOCK 16384u
 
