@@ -35,12 +35,13 @@ struct pk_memsort_cub_baseline {
     uint64_t device_bytes;
 };
 
-__global__ void cub_baseline_keys(const uint32_t *__restrict__ addr, uint64_t n, cub_layout L, uint32_t *__restrict__ key,
-                                  uint32_t *__restrict__ val) {
+__global__ void cub_baseline_keys(const uint32_t *__restrict__ addr, uint64_t n, cub_layout L,
+                                  uint32_t *__restrict__ key, uint32_t *__restrict__ val) {
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
         uint32_t raw = addr[i], k = 0;
         for (uint32_t r = 0; r < L.n_regions; r++)
-            if (raw >= L.base[r] && (unsigned long long)raw < L.end[r]) k = L.compact_base[r] + ((raw - L.base[r]) >> 3);
+            if (raw >= L.base[r] && (unsigned long long)raw < L.end[r])
+                k = L.compact_base[r] + ((raw - L.base[r]) >> 3);
         key[i] = k;
         val[i] = (uint32_t)i;
     }

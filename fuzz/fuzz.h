@@ -22,14 +22,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* An invariant of the reader's contract; abort() makes it a crasher. */
-#define FUZZ_REQUIRE(cond, ...)                                                  \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
+#define FUZZ_REQUIRE(cond, ...)                                                          \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant broken: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fprintf(stderr, "\n");                                               \
-            abort();                                                             \
-        }                                                                        \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fprintf(stderr, "\n");                                                       \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 static char fuzz_dir_path[256];

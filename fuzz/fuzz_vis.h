@@ -61,8 +61,7 @@ static inline void fuzz_vis_check(pk_status st, const pk_context *ctx, const cha
                         vis->w[v], vis->re[v], vis->im[v]);
         if (must_succeed)
             FUZZ_REQUIRE(ist == PK_OK, "imaging with %s: %s", pk_dftimage_kernel_name(kernels[k]), ictx.message);
-        else
-            FUZZ_REQUIRE(ist == PK_OK || ictx.message[0], "imaging failed without a message");
+        else FUZZ_REQUIRE(ist == PK_OK || ictx.message[0], "imaging failed without a message");
         pk_image_free(&image);
     }
 }

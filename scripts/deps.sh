@@ -9,6 +9,7 @@ packages=(
   libzip-dev                                  # .npz visibilities
   python3 python3-numpy python3-pytest        # the Python module and its tests
   openmpi-bin libopenmpi-dev                  # mpirun -np K pairkit ...
+  clang-format-14                             # the layout check of the tests (.clang-format)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -60,7 +60,8 @@ static inline int test_against_ref(const char *what, const pk_catalog *a, const 
                 break;
             }
         CHECK(first_diff == n, "%s: kernel %s differs from the reference in bin %zu: %llu vs %llu", what,
-              pk_angcorr_kernel_name(kernels[k]), first_diff, first_diff < n ? (unsigned long long)got[first_diff] : 0ull,
+              pk_angcorr_kernel_name(kernels[k]), first_diff,
+              first_diff < n ? (unsigned long long)got[first_diff] : 0ull,
               first_diff < n ? (unsigned long long)ref[first_diff] : 0ull);
         CHECK(stats.pairs_total == st_ref.pairs_total && stats.pairs_in_range == st_ref.pairs_in_range,
               "%s: kernel %s: pair totals differ", what, pk_angcorr_kernel_name(kernels[k]));

@@ -9,15 +9,15 @@
 
 static int check_failures = 0, check_count = 0;
 
-#define CHECK(cond, ...)                                                         \
-    do {                                                                         \
-        check_count++;                                                           \
-        if (!(cond)) {                                                           \
-            check_failures++;                                                    \
+#define CHECK(cond, ...)                                                             \
+    do {                                                                             \
+        check_count++;                                                               \
+        if (!(cond)) {                                                               \
+            check_failures++;                                                        \
             fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fprintf(stderr, "\n");                                               \
-        }                                                                        \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fprintf(stderr, "\n");                                                   \
+        }                                                                            \
     } while (0)
 
 #define CHECK_OK(st, ctx) CHECK((st) == PK_OK, "status %d: %s", (int)(st), (ctx)->message)

@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
               sums[2] == (uint64_t)random.n * random.n,
           "reference sums");
     for (int k = 0; k < N_TEST_CPU_KERNELS + 2; k++) {
-        int kernel = k < N_TEST_CPU_KERNELS ? test_cpu_kernels[k]
+        int kernel = k < N_TEST_CPU_KERNELS    ? test_cpu_kernels[k]
                      : k == N_TEST_CPU_KERNELS ? PK_ANGCORR_KERNEL_CPU_AVX2_TABLE
                                                : PK_ANGCORR_KERNEL_CPU_AVX512_TABLE;
         if (!pk_angcorr_kernel_available(kernel)) {

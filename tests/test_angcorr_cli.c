@@ -64,8 +64,8 @@ int main(void) {
             rows++;
         }
         CHECK(bad_rows == 0 && rows > 100, "%d rows, %d malformed", rows, bad_rows);
-        CHECK(sum[0] == 1500ull * 1500 && sum[1] == 1500ull * 2100 && sum[2] == 2100ull * 2100,
-              "sums %llu %llu %llu", sum[0], sum[1], sum[2]);
+        CHECK(sum[0] == 1500ull * 1500 && sum[1] == 1500ull * 2100 && sum[2] == 2100ull * 2100, "sums %llu %llu %llu",
+              sum[0], sum[1], sum[2]);
     }
     char *csv = cli_read(cli_path("omega.csv"));
     CHECK(csv && strncmp(csv, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n", 41) == 0, "CSV header");
@@ -81,7 +81,7 @@ int main(void) {
 
     /* Same bytes from every kernel and thread count. */
     const char *variants[] = {"--kernel scalar", "--kernel avx2 --threads 1", "--kernel avx512", "--kernel avx2-table",
-                              "--kernel ref", "--backend cpu --threads 2"};
+                              "--kernel ref",    "--backend cpu --threads 2"};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char args[256];
         snprintf(args, sizeof args, "angcorr d.txt r.txt -o v.out --png none -q %s", variants[v]);
@@ -116,7 +116,8 @@ int main(void) {
         if (pid == 0) {
             if (chdir(cli_dir) != 0) _exit(99);
             if (!freopen("sigint_err.txt", "w", stderr)) _exit(99);
-            execl(cli_binary(), cli_binary(), "angcorr", data, rnd, "-o", "sigint.out", "--kernel", "scalar", (char *)NULL);
+            execl(cli_binary(), cli_binary(), "angcorr", data, rnd, "-o", "sigint.out", "--kernel", "scalar",
+                  (char *)NULL);
             _exit(98);
         }
         struct timespec one = {1, 0};

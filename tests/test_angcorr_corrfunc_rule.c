@@ -43,10 +43,12 @@ int main(int argc, char **argv) {
     int differing = 0;
     for (size_t s = 0; s <= n; s++) {
         cos_e[s] = cos(bins.edges[s]);
-        double first_beyond_cf = nextafter(cos_e[s], INFINITY); /* Corrfunc: beyond edge s iff dot <= cos(e_s) */
+        double first_beyond_cf =
+            nextafter(cos_e[s], (double)INFINITY); /* Corrfunc: beyond edge s iff dot <= cos(e_s) */
         double T = t.dot_threshold[s];
         long ulps = 0;
-        for (double x = fmin(T, first_beyond_cf); x < fmax(T, first_beyond_cf) && ulps < 1000; x = nextafter(x, INFINITY))
+        for (double x = fmin(T, first_beyond_cf); x < fmax(T, first_beyond_cf) && ulps < 1000;
+             x = nextafter(x, (double)INFINITY))
             ulps++;
         if (ulps) differing++;
         printf("edge %2zu: %.6f deg, cos %.17g, pairkit threshold %.17g, %s%ld ulp\n", s, bins.edges[s] * 180 / M_PI,
@@ -71,7 +73,8 @@ int main(int argc, char **argv) {
                 size_t j0 = gb.cell_start[plan.ranges[2 * rg]], j1 = gb.cell_start[plan.ranges[2 * rg + 1]];
                 for (size_t i = un->i0; i < un->i1; i++)
                     for (size_t j = j0; j < j1; j++) {
-                        double dot = pk_angcorr_dot_ref(ga.v.x[i], ga.v.y[i], ga.v.z[i], gb.v.x[j], gb.v.y[j], gb.v.z[j]);
+                        double dot =
+                            pk_angcorr_dot_ref(ga.v.x[i], ga.v.y[i], ga.v.z[i], gb.v.x[j], gb.v.y[j], gb.v.z[j]);
                         dot = dot > 1.0 ? 1.0 : dot < -1.0 ? -1.0 : dot;
                         if (dot > cos_e[0] || dot <= cos_e[n]) continue;
                         size_t k = n - 1;
@@ -92,11 +95,13 @@ int main(int argc, char **argv) {
         uint64_t a = cf[k], b = fast[k];
         diff += a > b ? a - b : b - a;
         printf("bin %2zu [%.5f, %.5f) deg: Corrfunc rule %llu, pairkit %llu%s\n", k, bins.edges[k] * 180 / M_PI,
-               bins.edges[k + 1] * 180 / M_PI, (unsigned long long)a, (unsigned long long)b, a == b ? "" : "  DIFFERENT");
+               bins.edges[k + 1] * 180 / M_PI, (unsigned long long)a, (unsigned long long)b,
+               a == b ? "" : "  DIFFERENT");
     }
-    printf("DR of %zu x %zu objects: %llu counts differ between the rules (Corrfunc-rule loop %.2f s, pairkit %.3f s, "
-           "%.3g pairs visited)\n",
-           d.n, r.n, (unsigned long long)diff, t1 - t0, st.seconds, (double)st.pairs_visited);
+    printf(
+        "DR of %zu x %zu objects: %llu counts differ between the rules (Corrfunc-rule loop %.2f s, pairkit %.3f s, "
+        "%.3g pairs visited)\n",
+        d.n, r.n, (unsigned long long)diff, t1 - t0, st.seconds, (double)st.pairs_visited);
     CHECK(diff == 0, "the rules disagree on %llu counts", (unsigned long long)diff);
     free(fast);
     pk_grid_plan_free(&plan);

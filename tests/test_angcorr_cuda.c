@@ -67,8 +67,10 @@ static void check_tables(const char *what, const pk_bins *bins, check_rng *rng) 
         pk_gpu_space space;
         int clamped, bits;
         const char *name;
-    } forms[5] = {{PK_GPU_SPACE_CHORD, 1, 9, "chord clamped"}, {PK_GPU_SPACE_CHORD, 0, 9, "chord offset"},
-                  {PK_GPU_SPACE_DOT, 0, 9, "dot"}, {PK_GPU_SPACE_DOT, 0, 8, "dot 8 bits"},
+    } forms[5] = {{PK_GPU_SPACE_CHORD, 1, 9, "chord clamped"},
+                  {PK_GPU_SPACE_CHORD, 0, 9, "chord offset"},
+                  {PK_GPU_SPACE_DOT, 0, 9, "dot"},
+                  {PK_GPU_SPACE_DOT, 0, 8, "dot 8 bits"},
                   {PK_GPU_SPACE_CHORD, 0, 8, "chord 8 bits"}};
     for (int f = 0; f < 5; f++) {
         pk_gpu_table g;
@@ -161,7 +163,9 @@ static int run_bundled(size_t n_sub) {
         double fp64 = (double)(r.stats_dd.pairs_fp64 + r.stats_dr.pairs_fp64 + r.stats_rr.pairs_fp64) /
                       (double)(r.stats_dd.pairs_visited + r.stats_dr.pairs_visited + r.stats_rr.pairs_visited);
         printf("%-20s %10.2f %14llu %12.6f %s\n", name, ms, (unsigned long long)(moved2 / 2), fp64,
-               is_inexact(name) ? "(inexact anchor)" : moved2 ? "DIFFERENT" : "identical");
+               is_inexact(name) ? "(inexact anchor)"
+               : moved2         ? "DIFFERENT"
+                                : "identical");
         if (!is_inexact(name))
             CHECK(moved2 == 0, "bundled: kernel %s misbins %llu counts", name, (unsigned long long)(moved2 / 2));
         pk_angcorr_result_free(&r);

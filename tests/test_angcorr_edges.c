@@ -17,8 +17,8 @@ static void offset_point(double ra, double dec, double theta, double bearing, do
 }
 
 static void edge_pairs(check_rng *rng, const pk_bins *bins, const char *name, double dec_lo, double dec_hi) {
-    const double deltas[] = {0.0, 1e-15, -1e-15, 1e-12, -1e-12, 1e-9, -1e-9, 3e-7, -3e-7, 1e-6, -1e-6,
-                             2e-6, -2e-6, 4e-6, -4e-6, 7e-6, -7e-6, 1.5e-5, -1.5e-5, 5e-5, -5e-5};
+    const double deltas[] = {0.0,  1e-15, -1e-15, 1e-12, -1e-12, 1e-9,  -1e-9,  3e-7,    -3e-7, 1e-6, -1e-6,
+                             2e-6, -2e-6, 4e-6,   -4e-6, 7e-6,   -7e-6, 1.5e-5, -1.5e-5, 5e-5,  -5e-5};
     const size_t n_delta = sizeof deltas / sizeof deltas[0];
     size_t n = 1500;
     pk_catalog a = test_catalog(rng, n, 0, 2 * M_PI, dec_lo, dec_hi);
@@ -32,7 +32,8 @@ static void edge_pairs(check_rng *rng, const pk_bins *bins, const char *name, do
         offset_point(a.ra[i], a.dec[i], theta, 2 * M_PI * check_uniform(rng), &b.ra[i], &b.dec[i]);
         /* a few ulps either side of the constructed point */
         int ulps = (int)(i / n_delta % 7) - 3;
-        for (int u = 0; u < (ulps < 0 ? -ulps : ulps); u++) b.ra[i] = nextafter(b.ra[i], ulps < 0 ? -INFINITY : INFINITY);
+        for (int u = 0; u < (ulps < 0 ? -ulps : ulps); u++)
+            b.ra[i] = nextafter(b.ra[i], ulps < 0 ? -(double)INFINITY : (double)INFINITY);
     }
     char what[160];
     snprintf(what, sizeof what, "edge pairs, %s bins, dec [%.2f, %.2f]", name, dec_lo, dec_hi);
@@ -91,8 +92,8 @@ static void thresholds(check_rng *rng, const pk_bins *bins, const char *name) {
         double T = t.dot_threshold[s];
         if (!isfinite(T)) continue;
         double d = T;
-        for (int u = 0; u < 300; u++) d = nextafter(d, -INFINITY);
-        for (int u = 0; u < 600 && bad < 5; u++, d = nextafter(d, INFINITY)) {
+        for (int u = 0; u < 300; u++) d = nextafter(d, -(double)INFINITY);
+        for (int u = 0; u < 600 && bad < 5; u++, d = nextafter(d, (double)INFINITY)) {
             int64_t want = pk_angcorr_slot_ref(bins, d);
             int32_t got = pk_edge_table_slot_fp64(&t, d);
             if (want != got) bad++;

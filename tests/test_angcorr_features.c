@@ -70,9 +70,12 @@ static void compare_weighted(const char *what, const pk_catalog *a, const double
                 double m = (double)rc[q] + 2;
                 double tol_w = 2.0 * m * 0x1p-53 * abs_w[q] * 1.0000001 + 1e-300;
                 double tol_t = tol_w * M_PI;
-                int ok = gc[q] == rc[q] && fabs(gw[q] - rw[q]) <= tol_w && (!mean_theta || fabs(gt[q] - rt[q]) <= tol_t);
+                int ok =
+                    gc[q] == rc[q] && fabs(gw[q] - rw[q]) <= tol_w && (!mean_theta || fabs(gt[q] - rt[q]) <= tol_t);
                 if (!ok) bad++;
-                CHECK(ok, "%s: kernel %s prune %d bin %zu: count %llu vs %llu, weight %.17g vs %.17g (tol %.3g), theta %.17g vs %.17g",
+                CHECK(ok,
+                      "%s: kernel %s prune %d bin %zu: count %llu vs %llu, weight %.17g vs %.17g (tol %.3g), theta "
+                      "%.17g vs %.17g",
                       what, pk_angcorr_kernel_name(ids[k]), p == 0, q, (unsigned long long)gc[q],
                       (unsigned long long)rc[q], gw[q], rw[q], tol_w, gt[q], rt[q]);
             }
@@ -239,7 +242,8 @@ static void jackknife_case(check_rng *rng, const pk_bins *bins, int k, int weigh
         m /= k;
         for (int j = 0; j < k; j++) s += (ex.omega_jk[(size_t)j * n + x] - m) * (ex.omega_jk[(size_t)j * n + x] - m);
         double want = s * (k - 1) / k;
-        CHECK(fabs(ex.omega_cov[x * n + x] - want) <= 1e-12 * (1 + want) || (isnan(want) && isnan(ex.omega_cov[x * n + x])),
+        CHECK(fabs(ex.omega_cov[x * n + x] - want) <= 1e-12 * (1 + want) ||
+                  (isnan(want) && isnan(ex.omega_cov[x * n + x])),
               "jackknife covariance bin %zu: %.17g vs %.17g", x, ex.omega_cov[x * n + x], want);
     }
     pk_angcorr_result_free(&res);
@@ -315,7 +319,7 @@ int main(void) {
         pk_catalog a = test_catalog(&rng, 10, 0, 1, 0, 1);
         double w[10];
         for (int i = 0; i < 10; i++) w[i] = 1;
-        w[3] = NAN;
+        w[3] = (double)NAN;
         pk_angcorr_features f = {w, NULL, 0, PK_PRUNE_AUTO};
         uint64_t c[20];
         CHECK(pk_angcorr_count_ex(&ctx, NULL, &a, NULL, &logb, &f, c, NULL, NULL, NULL) == PK_ERR_INVALID,

@@ -113,7 +113,7 @@ int main(void) {
         pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "wt"};
         check_error(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &sp, &c, &wb), &ctx,
                     "cat.fits: no weight column 'wt' (the columns are: RA, DEC, WEIGHT)", "FITS without the column");
-        w[7] = NAN;
+        w[7] = (double)NAN;
         CHECK(write_fits(cli_path("nan.fits"), 3, names, cols, (long)n) == 0, "writing the FITS table");
         sp.weight_column = "weight";
         check_error(pk_catalog_read_spec(&ctx, cli_path("nan.fits"), &sp, &c, &wb), &ctx,
@@ -175,10 +175,11 @@ int main(void) {
         CHECK(b.n_bins == 3 && fabs(b.edges[3] - 10 * M_PI / 180) < 1e-15, "edge file: %zu bins", b.n_bins);
         pk_bins_free(&b);
         cli_write("e1.txt", "0.1\n0.05\n");
-        check_error(pk_bins_read_edges(&ctx, cli_path("e1.txt"), &b), &ctx, "e1.txt:2: edge 0.05 degrees does not increase",
-                    "decreasing edges");
+        check_error(pk_bins_read_edges(&ctx, cli_path("e1.txt"), &b), &ctx,
+                    "e1.txt:2: edge 0.05 degrees does not increase", "decreasing edges");
         cli_write("e2.txt", "0.1\nten\n");
-        check_error(pk_bins_read_edges(&ctx, cli_path("e2.txt"), &b), &ctx, "e2.txt:2: 'ten' is not an edge", "text edge");
+        check_error(pk_bins_read_edges(&ctx, cli_path("e2.txt"), &b), &ctx, "e2.txt:2: 'ten' is not an edge",
+                    "text edge");
         cli_write("e3.txt", "0.1\n");
         check_error(pk_bins_read_edges(&ctx, cli_path("e3.txt"), &b), &ctx, "needs at least 2 edges", "one edge");
         cli_write("e4.txt", "-1 2\n");
@@ -191,18 +192,25 @@ int main(void) {
         FILE *d = fopen(cli_path("d.csv"), "w"), *r = fopen(cli_path("r.csv"), "w");
         fprintf(d, "ra,dec,w\n");
         fprintf(r, "ra,dec,w\n");
-        for (int i = 0; i < 400; i++) fprintf(d, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng), 0.5 + check_uniform(&rng));
-        for (int i = 0; i < 600; i++) fprintf(r, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng), 0.5 + check_uniform(&rng));
+        for (int i = 0; i < 400; i++)
+            fprintf(d, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng),
+                    0.5 + check_uniform(&rng));
+        for (int i = 0; i < 600; i++)
+            fprintf(r, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng),
+                    0.5 + check_uniform(&rng));
         fclose(d);
         fclose(r);
-        int rc = cli_run("angcorr d.csv r.csv --weight-col w --theta-min 0.1 --log 10 --nbins 8 --jackknife 4 "
-                         "--mean-theta --csv o.csv -o o.out --png none -q");
+        int rc = cli_run(
+            "angcorr d.csv r.csv --weight-col w --theta-min 0.1 --log 10 --nbins 8 --jackknife 4 "
+            "--mean-theta --csv o.csv -o o.out --png none -q");
         char *err = cli_stderr();
         CHECK(rc == 0, "command with weights and jackknife: exit %d: %s", rc, err ? err : "");
         free(err);
         char *o = cli_read(cli_path("o.csv")), *cov = cli_read(cli_path("o_cov.csv"));
-        CHECK(o && strstr(o, "theta_lo_deg,theta_hi_deg,theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg,omega,"
-                             "omega_err,dd,dr,rr,dd_weighted,dr_weighted,rr_weighted\n") == o, "CSV header: %.200s", o ? o : "(none)");
+        CHECK(o && strstr(o,
+                          "theta_lo_deg,theta_hi_deg,theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg,omega,"
+                          "omega_err,dd,dr,rr,dd_weighted,dr_weighted,rr_weighted\n") == o,
+              "CSV header: %.200s", o ? o : "(none)");
         int lines = 0;
         for (const char *p = cov; p && *p; p++) lines += *p == '\n';
         CHECK(lines == 9, "covariance CSV: %d lines, expected 9", lines);

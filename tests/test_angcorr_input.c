@@ -41,7 +41,8 @@ int main(void) {
     cli_write("good.txt", good);
 
     expect_bad("missing.txt", NULL, PK_ERR_IO, "cannot open", NULL);
-    expect_bad("count_large.txt", "4\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, "says 4 objects but the file has 3 rows", NULL);
+    expect_bad("count_large.txt", "4\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, "says 4 objects but the file has 3 rows",
+               NULL);
     expect_bad("count_small.txt", "2\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, ":4:", "more rows than the 2 objects");
     expect_bad("text.txt", "3\n60 60\n61 abc\n62 61\n", PK_ERR_PARSE, ":3:", "'abc' is not a number");
     expect_bad("text_suffix.txt", "3\n60 60\n61 60x\n62 61\n", PK_ERR_PARSE, ":3:", "'60x' is not a number");
@@ -56,7 +57,10 @@ int main(void) {
     expect_bad("zero.txt", "0\n", PK_ERR_PARSE, "at least 1", NULL);
     expect_bad("three_values.txt", "2\n60 60 1\n61 60\n", PK_ERR_PARSE, ":2:", "found more");
     expect_bad("one_value.txt", "2\n60 60\n61\n", PK_ERR_PARSE, ":3:", "expected 2 values");
-    expect_bad("binary.txt", "\x7f" "ELF\x02\x01\x01 binary", PK_ERR_PARSE, ":1:", "object count");
+    expect_bad("binary.txt",
+               "\x7f"
+               "ELF\x02\x01\x01 binary",
+               PK_ERR_PARSE, ":1:", "object count");
     {
         /* a NUL in the middle: write it by hand */
         FILE *fp = fopen(cli_path("nul.txt"), "wb");
@@ -65,7 +69,8 @@ int main(void) {
         pk_context ctx;
         pk_context_init(&ctx);
         pk_catalog c;
-        CHECK(pk_catalog_read(&ctx, cli_path("nul.txt"), PK_UNITS_ARCMIN, &c) == PK_ERR_PARSE, "NUL byte: %s", ctx.message);
+        CHECK(pk_catalog_read(&ctx, cli_path("nul.txt"), PK_UNITS_ARCMIN, &c) == PK_ERR_PARSE, "NUL byte: %s",
+              ctx.message);
     }
 
     /* Valid: CRLF, tabs, blank lines, trailing spaces, exponents. */
@@ -78,7 +83,8 @@ int main(void) {
         CHECK(st == PK_OK, "CRLF and tabs are valid: %s", ctx.message);
         if (st == PK_OK) {
             CHECK(c.n == 3, "3 objects");
-            CHECK(c.ra[2] == pk_units_to_rad(62.0, PK_UNITS_ARCMIN) && c.dec[1] == pk_units_to_rad(60.0, PK_UNITS_ARCMIN),
+            CHECK(c.ra[2] == pk_units_to_rad(62.0, PK_UNITS_ARCMIN) &&
+                      c.dec[1] == pk_units_to_rad(60.0, PK_UNITS_ARCMIN),
                   "values parsed as double and converted");
             pk_catalog_free(&c);
         }
@@ -91,7 +97,8 @@ int main(void) {
         pk_context_init(&ctx);
         pk_catalog c;
         cli_write("deg.txt", "2\n10 90\n350 -90\n");
-        CHECK(pk_catalog_read(&ctx, cli_path("deg.txt"), PK_UNITS_DEG, &c) == PK_OK, "deg at the poles: %s", ctx.message);
+        CHECK(pk_catalog_read(&ctx, cli_path("deg.txt"), PK_UNITS_DEG, &c) == PK_OK, "deg at the poles: %s",
+              ctx.message);
         pk_catalog_free(&c);
         CHECK(pk_catalog_read(&ctx, cli_path("deg.txt"), PK_UNITS_RAD, &c) == PK_ERR_PARSE, "90 rad is out of range");
     }

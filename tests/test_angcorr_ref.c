@@ -116,9 +116,10 @@ static void omega_format(void) {
         size = fread(text, 1, 4095, fp);
         fclose(fp);
     }
-    const char *want = "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n"
-                       " 0.000\t       2.365213\t        2353476\t         397208\t        1141990\n"
-                       " 0.750\t       1.215438\t        6483062\t        2673593\t        5272392\n";
+    const char *want =
+        "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n"
+        " 0.000\t       2.365213\t        2353476\t         397208\t        1141990\n"
+        " 0.750\t       1.215438\t        6483062\t        2673593\t        5272392\n";
     CHECK(text && size == strlen(want) && memcmp(text, want, size) == 0, "omega.out text:\n%s", text ? text : "");
     free(text);
     unlink(path);

@@ -130,7 +130,8 @@ static void test_good(void) {
         if (pix[p] > pix[best]) best = p;
     int col = best % 64, row = best / 64;
     /* east is left: grid column a = 32 + 20 is FITS column 63 - 52 = 11 */
-    CHECK(col == 11 && row == 42, "the eastern, northern source is at FITS column %d row %d (expected 11, 42)", col, row);
+    CHECK(col == 11 && row == 42, "the eastern, northern source is at FITS column %d row %d (expected 11, 42)", col,
+          row);
     CHECK(fabs((double)pix[best] - 3000.0) < 0.01, "peak %.4f = the number of visibilities", (double)pix[best]);
     int hdus = 0;
     fits_get_num_hdus(f, &hdus, &status);
@@ -175,7 +176,7 @@ static void test_bad(void) {
 
     pk_vis vis;
     CHECK_OK(pk_vis_random(&ctx, 100, 9, &vis), &ctx);
-    vis.re[41] = NAN;
+    vis.re[41] = (double)NAN;
     write_npz("nan.npz", &vis);
     expect_failure("nan.npz -o old.fits --size 16", "data[41]", "NaN visibility");
     pk_vis_free(&vis);
@@ -191,7 +192,8 @@ static void test_bad(void) {
     int zerr;
     zip_t *shorter = zip_open(in_dir("short.npz"), ZIP_RDONLY, &zerr);
     zip_t *target = zip_open(in_dir("mismatch.npz"), 0, &zerr);
-    zip_source_t *src = shorter && target ? zip_source_zip(target, shorter, zip_name_locate(shorter, "w.npy", 0), 0, 0, -1) : NULL;
+    zip_source_t *src =
+        shorter && target ? zip_source_zip(target, shorter, zip_name_locate(shorter, "w.npy", 0), 0, 0, -1) : NULL;
     CHECK(src && zip_file_add(target, "w.npy", src, ZIP_FL_OVERWRITE) >= 0, "replace w.npy");
     if (target) zip_close(target);
     if (shorter) zip_close(shorter);

@@ -38,11 +38,13 @@ static void compare_all(pk_context *ctx, const pk_vis *vis, size_t n, double cel
         if (st) continue;
         double err = rel_l2(&img, &ref, imag);
         int f64 = pk_dftimage_kernel_precision(kernel) == PK_PRECISION_DOUBLE;
-        int usual = strstr(pk_dftimage_kernel_name(kernel), "usual") || strstr(pk_dftimage_kernel_name(kernel), "naive");
+        int usual =
+            strstr(pk_dftimage_kernel_name(kernel), "usual") || strstr(pk_dftimage_kernel_name(kernel), "naive");
         double limit = f64 ? 1e-11 : usual ? 2e-4 : 1e-5;
         printf("%-24s %-16s n=%-4zu vis=%-7zu sign=%+d imag=%d  rel L2 %.3g  %.3g ms\n", what,
                pk_dftimage_kernel_name(kernel), n, vis->n, sign, imag, err, stats.kernel_ms);
-        CHECK(err <= limit, "%s kernel %s: rel L2 error %.3g > %.3g", what, pk_dftimage_kernel_name(kernel), err, limit);
+        CHECK(err <= limit, "%s kernel %s: rel L2 error %.3g > %.3g", what, pk_dftimage_kernel_name(kernel), err,
+              limit);
         CHECK(stats.kernel_ms > 0, "device time recorded");
         pk_image_free(&img);
     }

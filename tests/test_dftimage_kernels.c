@@ -49,7 +49,8 @@ int main(void) {
         random_vis(&rng, n_vis[si], 300.0, 30.0, &vis);
         for (int sign = -1; sign <= 1; sign += 2) {
             for (int imag = 0; imag <= 1; imag++) {
-                pk_dftimage_options ref_opts = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_REF, PK_PRECISION_DOUBLE, sign, imag};
+                pk_dftimage_options ref_opts = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_REF, PK_PRECISION_DOUBLE, sign,
+                                                imag};
                 pk_image ref;
                 CHECK_OK(pk_dftimage_run(&ctx, &ref_opts, &vis, sizes[si], 0.0005, &ref, NULL), &ctx);
                 for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
@@ -119,12 +120,13 @@ int main(void) {
 
         /* Argument errors. */
         CHECK(pk_dftimage_run(&ctx, &o, &vis, 64, -1.0, &img, NULL) == PK_ERR_INVALID, "negative cell");
-        CHECK(pk_dftimage_run(&ctx, &o, &vis, 3000, 0.001, &img, NULL) == PK_ERR_INVALID && strstr(ctx.message, "beyond"),
+        CHECK(pk_dftimage_run(&ctx, &o, &vis, 3000, 0.001, &img, NULL) == PK_ERR_INVALID &&
+                  strstr(ctx.message, "beyond"),
               "field beyond the sky: %s", ctx.message);
         CHECK(pk_dftimage_run(&ctx, &o, &vis, (size_t)1 << 40, 1e-9, &img, NULL) == PK_ERR_NOMEM &&
                   strstr(ctx.message, "memory"),
               "huge image: %s", ctx.message);
-        vis.re[17] = NAN;
+        vis.re[17] = (double)NAN;
         CHECK(pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL) == PK_ERR_INVALID && strstr(ctx.message, "17"),
               "NaN visibility: %s", ctx.message);
         pk_vis_free(&vis);

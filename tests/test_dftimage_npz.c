@@ -91,8 +91,10 @@ int main(void) {
 
     /* Bad files. */
     double d5[5] = {1, 2, 3, 4, 5}, d4[4] = {1, 2, 3, 4};
-    double c5[10] = {1, 0, 2, 0, 3, 0, 4, 0, 5, 0}, cnan[10] = {1, 0, 2, 0, NAN, 0, 4, 0, 5, 0};
-    member good[4] = {{"u.npy", "<f8", 5, 8, d5}, {"v.npy", "<f8", 5, 8, d5}, {"w.npy", "<f8", 5, 8, d5},
+    double c5[10] = {1, 0, 2, 0, 3, 0, 4, 0, 5, 0}, cnan[10] = {1, 0, 2, 0, (double)NAN, 0, 4, 0, 5, 0};
+    member good[4] = {{"u.npy", "<f8", 5, 8, d5},
+                      {"v.npy", "<f8", 5, 8, d5},
+                      {"w.npy", "<f8", 5, 8, d5},
                       {"data.npy", "<c16", 5, 16, c5}};
     snprintf(path, sizeof path, "%s/good.npz", dir);
     write_zip(path, good, 4);

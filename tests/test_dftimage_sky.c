@@ -66,8 +66,8 @@ static void test_twin(void) {
         CHECK_OK(pk_dftimage_ref_points(&ctx, &orig, sign, 1, &l, &m, &o_re, &o_im), &ctx);
         CHECK_OK(pk_dftimage_ref_points(&ctx, &twin, sign, 1, &zero, &zero, &t_re, &t_im), &ctx);
         double diff = cabs2(o_re - t_re, o_im - t_im) / cabs2(t_re, t_im);
-        printf("sign %+d: original at (l, m) %.6g%+.6gi, twin at its centre %.6g%+.6gi, relative difference %.3g\n", sign,
-               o_re, o_im, t_re, t_im, diff);
+        printf("sign %+d: original at (l, m) %.6g%+.6gi, twin at its centre %.6g%+.6gi, relative difference %.3g\n",
+               sign, o_re, o_im, t_re, t_im, diff);
         if (sign == -1) {
             /* 2.6% measured: the pipeline placed the new centre 3.5e-5 rad
              * (7 arcsec) from the J2000 SIN position (see below). */
@@ -103,16 +103,20 @@ static void test_twin(void) {
                      ata[0][2] * (ata[1][0] * ata[2][1] - ata[1][1] * ata[2][0]);
         double fl = (atb[0] * (ata[1][1] * ata[2][2] - ata[1][2] * ata[2][1]) -
                      ata[0][1] * (atb[1] * ata[2][2] - ata[1][2] * atb[2]) +
-                     ata[0][2] * (atb[1] * ata[2][1] - ata[1][1] * atb[2])) / det;
+                     ata[0][2] * (atb[1] * ata[2][1] - ata[1][1] * atb[2])) /
+                    det;
         double fm = (ata[0][0] * (atb[1] * ata[2][2] - ata[1][2] * atb[2]) -
                      atb[0] * (ata[1][0] * ata[2][2] - ata[1][2] * ata[2][0]) +
-                     ata[0][2] * (ata[1][0] * atb[2] - atb[1] * ata[2][0])) / det;
+                     ata[0][2] * (ata[1][0] * atb[2] - atb[1] * ata[2][0])) /
+                    det;
         double o_re, o_im, t_re, t_im;
         CHECK_OK(pk_dftimage_ref_points(&ctx, &orig, -1, 1, &fl, &fm, &o_re, &o_im), &ctx);
         CHECK_OK(pk_dftimage_ref_points(&ctx, &twin, -1, 1, &zero, &zero, &t_re, &t_im), &ctx);
         double diff = cabs2(o_re - t_re, o_im - t_im) / cabs2(t_re, t_im);
-        printf("direction implied by the files: l = %.6f, m = %.6f (%.1f arcsec from the SIN position); "
-               "relative difference %.3g\n", fl, fm, hypot(fl - l, fm - m) * 180 / M_PI * 3600, diff);
+        printf(
+            "direction implied by the files: l = %.6f, m = %.6f (%.1f arcsec from the SIN position); "
+            "relative difference %.3g\n",
+            fl, fm, hypot(fl - l, fm - m) * 180 / M_PI * 3600, diff);
         CHECK(hypot(fl - l, fm - m) < 1e-4, "the files' direction is within 20 arcsec of RA 0, Dec -18");
         CHECK(diff < 1e-3, "twin test at the files' own direction: relative difference %.3g", diff);
     }
@@ -170,10 +174,8 @@ static void test_mojave(void) {
                da, db, wn, es);
         CHECK(labs(da) <= 2 && labs(db) <= 2, "sign %+d: the core is at the phase centre (peak offset %ld, %ld)", sign,
               da, db);
-        if (sign == -1)
-            CHECK(wn > 1.05 * es, "the jet points west-north-west: %.4g vs %.4g east-south-east", wn, es);
-        else
-            CHECK(es > 1.05 * wn, "the wrong sign reflects the jet to the east-south-east");
+        if (sign == -1) CHECK(wn > 1.05 * es, "the jet points west-north-west: %.4g vs %.4g east-south-east", wn, es);
+        else CHECK(es > 1.05 * wn, "the wrong sign reflects the jet to the east-south-east");
         pk_image_free(&img);
     }
     pk_vis_free(&vis);

@@ -58,7 +58,8 @@ static void test_mwa(void) {
     CHECK(strncmp(vis.date_obs, "2015-12-11T10:59:0", 18) == 0, "date (DATE + PZERO) '%s'", vis.date_obs);
     double max_uv, max_w;
     extent(&vis, &max_uv, &max_w);
-    CHECK(close_rel(max_uv, 1475, 0.01) && close_rel(max_w, 393, 0.01), "MWA max |uv| %.1f, max |w| %.1f", max_uv, max_w);
+    CHECK(close_rel(max_uv, 1475, 0.01) && close_rel(max_w, 393, 0.01), "MWA max |uv| %.1f, max |w| %.1f", max_uv,
+          max_w);
     /* Group 2, a cross-correlation: each channel its own visibility, at its
      * own frequency; Stokes I from XX and YY weighted by |weight|. */
     double p[9];
@@ -75,8 +76,8 @@ static void test_mwa(void) {
             CHECK(close_rel(vis.u[k], p[0] * freq, 1e-12) && close_rel(vis.v[k], p[1] * freq, 1e-12) &&
                       close_rel(vis.w[k], p[2] * freq, 1e-12),
                   "channel %d: u %.6f expected %.6f", c, vis.u[k], p[0] * freq);
-            CHECK(close_rel(vis.re[k], re, 1e-6) && close_rel(vis.im[k], im, 1e-6), "channel %d: V %g%+gi expected %g%+gi",
-                  c, vis.re[k], vis.im[k], re, im);
+            CHECK(close_rel(vis.re[k], re, 1e-6) && close_rel(vis.im[k], im, 1e-6),
+                  "channel %d: V %g%+gi expected %g%+gi", c, vis.re[k], vis.im[k], re, im);
         }
     }
     pk_vis unit;
@@ -102,8 +103,8 @@ static void test_mojave(void) {
     extent(&vis, &max_uv, &max_w);
     CHECK(close_rel(max_uv, 2.3e8, 0.05), "PSCAL applied: max |uv| %.4g (README: 2.3e8)", max_uv);
     CHECK(max_w > 1e8 && max_w < 1.6e8, "max |w| %.4g (README: up to 1.4e8)", max_w);
-    CHECK(strcmp(vis.date_obs, "2006-06-15") > 0 && strncmp(vis.date_obs, "2006-06-15", 10) == 0,
-          "split DATE: '%s'", vis.date_obs);
+    CHECK(strcmp(vis.date_obs, "2006-06-15") > 0 && strncmp(vis.date_obs, "2006-06-15", 10) == 0, "split DATE: '%s'",
+          vis.date_obs);
     CHECK(strcmp(vis.object, "1228+126") == 0, "object");
     /* The first group with both IFs and both hands unflagged: two IFs, 8 MHz
      * apart by the FQ table; Stokes I from RR and LL. Its visibilities
@@ -129,7 +130,8 @@ static void test_mojave(void) {
                   "IF %d: u %.6g expected %.6g", i + 1, vis.u[k], p[0] * pscal * freq);
             double re = (double)rr[2] * (double)rr[0] + (double)ll[2] * (double)ll[0];
             double im = (double)rr[2] * (double)rr[1] + (double)ll[2] * (double)ll[1];
-            CHECK(close_rel(vis.re[k], re, 1e-6) && close_rel(vis.im[k], im, 1e-6), "IF %d: Stokes I from RR, LL", i + 1);
+            CHECK(close_rel(vis.re[k], re, 1e-6) && close_rel(vis.im[k], im, 1e-6), "IF %d: Stokes I from RR, LL",
+                  i + 1);
         }
         CHECK(close_rel(vis.u[before + 1] / vis.u[before], (f0 + 8e6) / f0, 1e-12), "IF 2 is 8 MHz above IF 1");
     }
@@ -161,7 +163,8 @@ static void copy_file(const char *src, const char *dst, long bytes) {
     char buf[65536];
     long left = bytes;
     size_t got;
-    while ((bytes < 0 || left > 0) && (got = fread(buf, 1, bytes < 0 || left > (long)sizeof buf ? sizeof buf : (size_t)left, in)) > 0) {
+    while ((bytes < 0 || left > 0) &&
+           (got = fread(buf, 1, bytes < 0 || left > (long)sizeof buf ? sizeof buf : (size_t)left, in)) > 0) {
         fwrite(buf, 1, got, out);
         left -= (long)got;
     }

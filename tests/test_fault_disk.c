@@ -158,19 +158,19 @@ static void run_case(const fault_case *c) {
             continue;
         }
         CHECK(rc != 0, "%s, %ld bytes free: exit code 0 on a full disk", c->name, free_now);
-        CHECK(err && strstr(err, c->expect_error), "%s, %ld bytes free: message lacks '%s': %s", c->name,
-              free_now, c->expect_error, err ? err : "");
+        CHECK(err && strstr(err, c->expect_error), "%s, %ld bytes free: message lacks '%s': %s", c->name, free_now,
+              c->expect_error, err ? err : "");
         /* the filler is the only new name */
         char *filler = strstr(after, "filler ");
         if (filler) memmove(filler, filler + 7, strlen(filler + 7) + 1);
-        CHECK(strcmp(after, before) == 0, "%s, %ld bytes free: files left are '%s', expected '%s'", c->name,
-              free_now, after, before);
+        CHECK(strcmp(after, before) == 0, "%s, %ld bytes free: files left are '%s', expected '%s'", c->name, free_now,
+              after, before);
         for (int o = 0; o < 3 && c->outputs[o]; o++) {
             char p[400];
             snprintf(p, sizeof p, "%s/%s", disk, c->outputs[o]);
             char *text = cli_read(p);
-            CHECK(text && strcmp(text, old_text[o]) == 0, "%s, %ld bytes free: the old %s was %s", c->name,
-                  free_now, c->outputs[o], text ? "changed" : "removed");
+            CHECK(text && strcmp(text, old_text[o]) == 0, "%s, %ld bytes free: the old %s was %s", c->name, free_now,
+                  c->outputs[o], text ? "changed" : "removed");
             free(text);
         }
         free(err);
@@ -184,7 +184,8 @@ static void make_inputs(void) {
     for (int f = 0; f < 2; f++) {
         FILE *fp = fopen(cli_path(f ? "random.txt" : "data.txt"), "wb");
         fprintf(fp, "1500\n");
-        for (int i = 0; i < 1500; i++) fprintf(fp, "%.6f %.6f\n", 5400 * check_uniform(&rng), 5400 * check_uniform(&rng));
+        for (int i = 0; i < 1500; i++)
+            fprintf(fp, "%.6f %.6f\n", 5400 * check_uniform(&rng), 5400 * check_uniform(&rng));
         fclose(fp);
     }
     pk_context ctx;
@@ -236,24 +237,60 @@ int main(void) {
     }
     make_inputs();
     const fault_case cases[] = {
-        {"angcorr omega.out", "angcorr data.txt random.txt --backend cpu -q -o %s/omega.out --png none",
-         {"omega.out"}, NULL, "omega.out", 0},
-        {"angcorr csv", "angcorr data.txt random.txt --backend cpu -q -o omega.out --png none --csv %s/omega.csv",
-         {"omega.csv"}, NULL, "omega.csv", 0},
-        {"angcorr png", "angcorr data.txt random.txt --backend cpu -q -o omega.out --png %s/omega.png",
-         {"omega.png"}, NULL, "omega.png", 0},
-        {"dftimage fits", "dftimage vis.npz --backend cpu -q --size 128 -o %s/image.fits", {"image.fits"}, NULL,
-         "image.fits", 0},
-        {"dftimage png", "dftimage vis.npz --backend cpu -q --size 128 -o image.fits --png %s/image.png",
-         {"image.png"}, NULL, "image.png", 0},
-        {"memsort", "memsort trace --regions regions.txt --backend cpu -q -o %s/out",
-         {"out/memsort.bin", "out/summary.txt"}, "out", "out/", 0},
-        {"memsort (small)", "memsort small_trace --regions regions.txt --backend cpu -q -o %s/out",
-         {"out/memsort.bin", "out/summary.txt"}, "out", "out/", 1},
-        {"npz (bench --write-npz)", "bench dftimage --write-npz %s/vis.npz --nvis 20000", {"vis.npz"}, NULL, "vis.npz",
+        {"angcorr omega.out",
+         "angcorr data.txt random.txt --backend cpu -q -o %s/omega.out --png none",
+         {"omega.out"},
+         NULL,
+         "omega.out",
          0},
-        {"memsort-gen", "memsort-gen %s/trace --regions regions.txt --entries 20000 --chunk 4096",
-         {"trace/mem_addr_0000.bin"}, "trace", "trace/", 0},
+        {"angcorr csv",
+         "angcorr data.txt random.txt --backend cpu -q -o omega.out --png none --csv %s/omega.csv",
+         {"omega.csv"},
+         NULL,
+         "omega.csv",
+         0},
+        {"angcorr png",
+         "angcorr data.txt random.txt --backend cpu -q -o omega.out --png %s/omega.png",
+         {"omega.png"},
+         NULL,
+         "omega.png",
+         0},
+        {"dftimage fits",
+         "dftimage vis.npz --backend cpu -q --size 128 -o %s/image.fits",
+         {"image.fits"},
+         NULL,
+         "image.fits",
+         0},
+        {"dftimage png",
+         "dftimage vis.npz --backend cpu -q --size 128 -o image.fits --png %s/image.png",
+         {"image.png"},
+         NULL,
+         "image.png",
+         0},
+        {"memsort",
+         "memsort trace --regions regions.txt --backend cpu -q -o %s/out",
+         {"out/memsort.bin", "out/summary.txt"},
+         "out",
+         "out/",
+         0},
+        {"memsort (small)",
+         "memsort small_trace --regions regions.txt --backend cpu -q -o %s/out",
+         {"out/memsort.bin", "out/summary.txt"},
+         "out",
+         "out/",
+         1},
+        {"npz (bench --write-npz)",
+         "bench dftimage --write-npz %s/vis.npz --nvis 20000",
+         {"vis.npz"},
+         NULL,
+         "vis.npz",
+         0},
+        {"memsort-gen",
+         "memsort-gen %s/trace --regions regions.txt --entries 20000 --chunk 4096",
+         {"trace/mem_addr_0000.bin"},
+         "trace",
+         "trace/",
+         0},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) run_case(&cases[k]);
     test_stale_chunks();

@@ -65,7 +65,8 @@ static void test_memsort(void) {
         for (double delay = 0.15; delay < 0.8; delay += 0.3) {
             char out[32];
             snprintf(out, sizeof out, "out_%s_%d", kernels[k], (int)(delay * 10));
-            const char *args[] = {"memsort", "trace", "-o", out, "--backend", "cpu", "--kernel", kernels[k], "-q", NULL};
+            const char *args[] = {"memsort", "trace",    "-o",       out,  "--backend",
+                                  "cpu",     "--kernel", kernels[k], "-q", NULL};
             double stop;
             int rc = run_interrupted(args, delay, &stop);
             int files = count_in(out, "");

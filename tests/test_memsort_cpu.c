@@ -30,27 +30,27 @@ int main(int argc, char **argv) {
     /* OpenMP's threads, then 5, then (CPU) the portable kernel on 5 */
     for (int pass = 0; pass < (kernel == PK_MEMSORT_KERNEL_CPU ? 3 : 2); pass++)
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        test_memsort_threads = pass ? 5 : 0;
-        int pass_kernel = pass == 2 ? PK_MEMSORT_KERNEL_CPU_PORTABLE : kernel;
-        uint64_t n = sizes[s];
-        uint64_t fewest = (n + 4095) / 4096; /* the smallest chunks that stay within 4096 files */
-        uint64_t chunkings[4] = {n, fewest, 7 > fewest ? 7 : fewest, fewest + check_next(&rng) % n};
-        for (int c = 0; c < 4; c++) {
-            pk_memsort_gen_options g = {n, check_next(&rng), (uint32_t)chunkings[c], 1};
-            pk_memsort_trace trace;
-            pk_status st = pk_memsort_generate(&ctx, &small, &g, &trace);
-            CHECK(st == PK_OK, "generate awkward n=%llu: %s", (unsigned long long)n, ctx.message);
-            if (st) continue;
-            for (size_t w = 0; w < 3; w++) {
-                char what[128];
-                snprintf(what, sizeof what, "awkward n=%llu chunks=%u W=%u %s", (unsigned long long)n, trace.n_chunks,
-                         workers[w], pk_memsort_kernel_name(pass_kernel));
-                test_kernel_against_ref(what, pass_kernel, &small, &trace, workers[w]);
+            test_memsort_threads = pass ? 5 : 0;
+            int pass_kernel = pass == 2 ? PK_MEMSORT_KERNEL_CPU_PORTABLE : kernel;
+            uint64_t n = sizes[s];
+            uint64_t fewest = (n + 4095) / 4096; /* the smallest chunks that stay within 4096 files */
+            uint64_t chunkings[4] = {n, fewest, 7 > fewest ? 7 : fewest, fewest + check_next(&rng) % n};
+            for (int c = 0; c < 4; c++) {
+                pk_memsort_gen_options g = {n, check_next(&rng), (uint32_t)chunkings[c], 1};
+                pk_memsort_trace trace;
+                pk_status st = pk_memsort_generate(&ctx, &small, &g, &trace);
+                CHECK(st == PK_OK, "generate awkward n=%llu: %s", (unsigned long long)n, ctx.message);
+                if (st) continue;
+                for (size_t w = 0; w < 3; w++) {
+                    char what[128];
+                    snprintf(what, sizeof what, "awkward n=%llu chunks=%u W=%u %s", (unsigned long long)n,
+                             trace.n_chunks, workers[w], pk_memsort_kernel_name(pass_kernel));
+                    test_kernel_against_ref(what, pass_kernel, &small, &trace, workers[w]);
+                }
+                pk_memsort_trace_free(&trace);
             }
-            pk_memsort_trace_free(&trace);
+            test_memsort_threads = 0;
         }
-        test_memsort_threads = 0;
-    }
 
     /* 4096 chunks exactly, and chunks of one entry */
     {
@@ -90,8 +90,7 @@ int main(int argc, char **argv) {
         pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 1, 0};
         addr[45] = 0x100004;
         pk_status st = pk_memsort_run(&ctx, &o, &small, &trace, &res);
-        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") &&
-                  strstr(ctx.message, "aligned"),
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") && strstr(ctx.message, "aligned"),
               "unaligned in memory: status %d: %s", (int)st, ctx.message);
         addr[45] = 0x100000;
         addr[3] = 0x2000000;

@@ -133,15 +133,16 @@ int main(void) {
     expect_error("capacity", d, &tiny, "mem_addr_0001.bin entry 1", "region ROM");
 
     /* region table files */
-    expect_regions_error("regions: field count", "ROM 0x80000000 128M 32 4M\n# ok\nRAM 0xA0000000 512M 256\n", "table.txt:3",
-                         "expected 5 fields");
+    expect_regions_error("regions: field count", "ROM 0x80000000 128M 32 4M\n# ok\nRAM 0xA0000000 512M 256\n",
+                         "table.txt:3", "expected 5 fields");
     expect_regions_error("regions: number", "ROM 0x80000000 12x8 32 4M\n", "table.txt:1", "size");
     expect_regions_error("regions: overlap", "A 0x1000 0x1000 1 8\nB 0x1800 0x1000 1 8\n", "table.txt:2", "overlap");
     expect_regions_error("regions: unaligned", "A 0x1004 0x1000 1 8\n", "table.txt:1", "multiples of 8");
     expect_regions_error("regions: empty", "# nothing\n\n", "table.txt", "no regions");
     {
-        const char *text = "# name base size max_instances instance_entries\nROM 0x80000000 128M 32 2^22\n"
-                           "INPUT 0x40000000 1G 32 2^21\nRAM 0xA0000000 512M 256 4194304\n";
+        const char *text =
+            "# name base size max_instances instance_entries\nROM 0x80000000 128M 32 2^22\n"
+            "INPUT 0x40000000 1G 32 2^21\nRAM 0xA0000000 512M 256 4194304\n";
         char *rd = fresh_dir("regions_ok");
         write_file(rd, "zisk.txt", text, strlen(text));
         char path[600];
@@ -178,8 +179,8 @@ int main(void) {
         uint64_t counts = (uint64_t)res.n_owned * res.n_chunks;
         uint64_t expect = 72 + 48ull * def.n_regions + 96ull * res.n_instances + 4 * (counts + counts % 2) +
                           8 * res.n_runs + 4 * (res.n_values + res.n_values % 2);
-        CHECK((uint64_t)sb.st_size == expect, "memsort.bin has %lld bytes, the layout gives %llu", (long long)sb.st_size,
-              (unsigned long long)expect);
+        CHECK((uint64_t)sb.st_size == expect, "memsort.bin has %lld bytes, the layout gives %llu",
+              (long long)sb.st_size, (unsigned long long)expect);
         FILE *fp = fopen(path, "rb");
         char magic[9] = {0};
         CHECK(fp && fread(magic, 1, 8, fp) == 8 && strcmp(magic, "PKMSORT1") == 0, "bad magic");
@@ -202,8 +203,8 @@ int main(void) {
         char bin[700];
         snprintf(bin, sizeof bin, "%s/memsort.bin", out);
         CHECK(!exists(bin), "CLI left %s after an error", bin);
-        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q --verify --workers 3 --worker 2", cli, tmp_root,
-                 out);
+        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q --verify --workers 3 --worker 2", cli,
+                 tmp_root, out);
         CHECK(system(command) == 0, "CLI failed on a good trace: %s", command);
         CHECK(exists(bin), "CLI wrote no %s", bin);
     }

@@ -50,3 +50,7 @@ if(MPI_C_FOUND AND PK_MPIRUN)
   set_tests_properties(test_memsort_mpi PROPERTIES LABELS "cpu;mpi;nosan" TIMEOUT 300
                        ENVIRONMENT "PAIRKIT_CLI=$<TARGET_FILE:pairkit_cli>")
 endif()
+
+# The layout of every source file against .clang-format (clang-format 14).
+add_test(NAME test_format COMMAND sh scripts/check_format.sh WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_format PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)

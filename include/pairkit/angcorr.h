@@ -42,8 +42,8 @@ pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_
 
 /* Copy n positions given in `units` into a new catalog, with the same
  * checks as the reader ("field" names the source in messages). */
-pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec,
-                                 pk_units units, const char *field, pk_catalog *out);
+pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec, pk_units units,
+                                 const char *field, pk_catalog *out);
 
 void pk_catalog_free(pk_catalog *catalog);
 
@@ -83,12 +83,12 @@ int64_t pk_bins_index(const pk_bins *bins, double theta);
  * picks the fastest one the backend and CPU support. */
 typedef enum pk_angcorr_kernel {
     PK_ANGCORR_KERNEL_BEST = 0,
-    PK_ANGCORR_KERNEL_REF,        /* float64 reference: acos per pair, single thread */
-    PK_ANGCORR_KERNEL_CPU_SCALAR, /* float32 chord-squared table + float64 settling, portable C, OpenMP */
+    PK_ANGCORR_KERNEL_REF,              /* float64 reference: acos per pair, single thread */
+    PK_ANGCORR_KERNEL_CPU_SCALAR,       /* float32 chord-squared table + float64 settling, portable C, OpenMP */
     PK_ANGCORR_KERNEL_CPU_AVX2_TABLE,   /* the same with AVX2 + FMA gathers */
     PK_ANGCORR_KERNEL_CPU_AVX512_TABLE, /* the same with AVX-512 gathers */
-    PK_ANGCORR_KERNEL_CPU_AVX2,   /* AVX2: arithmetic bin for linear bins, table otherwise */
-    PK_ANGCORR_KERNEL_CPU_AVX512, /* AVX-512: arithmetic bin for linear bins, table otherwise */
+    PK_ANGCORR_KERNEL_CPU_AVX2,         /* AVX2: arithmetic bin for linear bins, table otherwise */
+    PK_ANGCORR_KERNEL_CPU_AVX512,       /* AVX-512: arithmetic bin for linear bins, table otherwise */
     /* The usual fast loop, kept as the speed anchor: float32 dot product and a
      * polynomial acos, no settling. INEXACT: it misbins pairs near edges and
      * is never chosen by PK_ANGCORR_KERNEL_BEST. Linear bins only. */
@@ -136,9 +136,8 @@ int pk_angcorr_kernel_available(int kernel);
  * counted. Each run checks that the in-range and out-of-range counts add up
  * to the number of pairs and fails with PK_ERR_INTERNAL otherwise.
  * stats may be NULL. Reentrant; uses ctx->n_threads CPU threads. */
-pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
-                           const pk_catalog *b, const pk_bins *bins, uint64_t *counts,
-                           pk_pair_stats *stats);
+pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
+                           const pk_bins *bins, uint64_t *counts, pk_pair_stats *stats);
 
 /* ---- estimators ---------------------------------------------------------- */
 
@@ -156,8 +155,8 @@ const char *pk_estimator_name(pk_estimator estimator);
  * n_r^2). With n_d == n_r the Landy-Szalay value is computed from the raw
  * counts, as the course format always did. Bins whose denominator is 0 get
  * NaN. */
-void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins,
-                 const uint64_t *dd, const uint64_t *dr, const uint64_t *rr, double *omega);
+void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins, const uint64_t *dd,
+                 const uint64_t *dr, const uint64_t *rr, double *omega);
 
 /* ---- the whole correlation --------------------------------------------- */
 
@@ -174,8 +173,7 @@ typedef struct pk_angcorr_result {
  * reported over the three counts together. Free with
  * pk_angcorr_result_free. */
 pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
-                         const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
-                         pk_angcorr_result *out);
+                         const pk_catalog *random, const pk_bins *bins, pk_estimator estimator, pk_angcorr_result *out);
 void pk_angcorr_result_free(pk_angcorr_result *result);
 
 /* Part `part` of n_parts of pk_angcorr_run: the counts (and stats) of that
@@ -192,8 +190,7 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
 pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                  const pk_bins *bins);
 /* CSV with a header: bin edges in degrees, omega, DD, DR, RR. Atomic. */
-pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
-                               const pk_bins *bins);
+pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result, const pk_bins *bins);
 
 /* ---- catalogs in other formats, weights ---------------------------------- */
 
@@ -248,9 +245,9 @@ typedef struct pk_angcorr_features {
  * mean_theta) the sum of w_i w_j theta_ij in radians. Bins are those of the
  * reference, exactly; the sums agree with the reference's to float64
  * rounding (order of summation: docs/angcorr.md). */
-pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
-                              const pk_catalog *b, const pk_bins *bins, const pk_angcorr_features *features,
-                              uint64_t *counts, double *weighted, double *theta_sum, pk_pair_stats *stats);
+pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
+                              const pk_bins *bins, const pk_angcorr_features *features, uint64_t *counts,
+                              double *weighted, double *theta_sum, pk_pair_stats *stats);
 
 /* The float64 reference of the weighted count: every ordered pair in row
  * order, then column order, w_i * w_j added to its bin's running sum (and
@@ -278,10 +275,10 @@ typedef struct pk_angcorr_extras {
     size_t n_bins;
     int weighted;
     double sum_w_data, sum_w_random;
-    double *dd_w, *dr_w, *rr_w;                      /* weighted counts (NULL unless weighted) */
+    double *dd_w, *dr_w, *rr_w;                            /* weighted counts (NULL unless weighted) */
     double *theta_mean_dd, *theta_mean_dr, *theta_mean_rr; /* radians, NaN for empty bins (NULL unless asked) */
-    size_t n_patches;                                /* jackknife patches, 0: none */
-    double *omega_jk;  /* [n_patches][n_bins] w(theta) with patch k left out */
+    size_t n_patches;                                      /* jackknife patches, 0: none */
+    double *omega_jk;                                      /* [n_patches][n_bins] w(theta) with patch k left out */
     double *omega_cov; /* [n_bins][n_bins] (K - 1)/K sum_k (w_k - mean)(w_k - mean) */
     double *omega_err; /* sqrt of the diagonal */
 } pk_angcorr_extras;

@@ -38,12 +38,12 @@ typedef struct pk_vis {
     int sign;             /* the format's sign convention: -1 UVFITS, +1 npz */
     int has_phase_centre; /* 1 when ra0_deg, dec0_deg are known */
     double ra0_deg, dec0_deg;
-    double freq_hz;       /* reference frequency, 0 when unknown */
-    char object[72];      /* source name, "" when unknown */
-    char date_obs[32];    /* ISO date of the first record, "" when unknown */
-    size_t n_records;     /* visibilities in the file before flagging */
-    size_t n_flagged;     /* of those, dropped as flagged */
-    double weight_sum;    /* sum of the weights used */
+    double freq_hz;    /* reference frequency, 0 when unknown */
+    char object[72];   /* source name, "" when unknown */
+    char date_obs[32]; /* ISO date of the first record, "" when unknown */
+    size_t n_records;  /* visibilities in the file before flagging */
+    size_t n_flagged;  /* of those, dropped as flagged */
+    double weight_sum; /* sum of the weights used */
 } pk_vis;
 
 /* How UVFITS weights are used. DATA: weight as stored, weight <= 0 is
@@ -109,7 +109,7 @@ typedef struct pk_image {
     size_t n;
     double cell; /* radians */
     double *re, *im;
-    int sign;    /* the sign used */
+    int sign; /* the sign used */
     pk_precision precision;
 } pk_image;
 
@@ -137,37 +137,36 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
  * n * cell small enough that every pixel has l^2 + m^2 < 1). stats may be
  * NULL. Progress is reported; cancellation writes nothing into out.
  * Reentrant; uses ctx->n_threads CPU threads. */
-pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis,
-                          size_t n, double cell, pk_image *out, pk_dftimage_stats *stats);
+pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
+                          pk_image *out, pk_dftimage_stats *stats);
 void pk_image_free(pk_image *image);
 
 /* The float64 reference at arbitrary direction cosines: for each point p,
  * re[p] + i im[p] = sum_k V_k exp(sign 2 pi i (u l_p + v m_p + w n'_p)),
  * l_p^2 + m_p^2 < 1. im may be NULL. The specification every kernel is
  * tested against. */
-pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points,
-                                 const double *l, const double *m, double *re, double *im);
+pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points, const double *l,
+                                 const double *m, double *re, double *im);
 
 /* Direction cosines (l, m) of the sky position (ra, dec) in the SIN
  * projection about the phase centre (ra0, dec0); all in degrees. l is
  * east, m north. */
-void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l,
-                    double *m);
+void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l, double *m);
 
 /* Relative L2 error of an image against the float64 reference,
  * ||I - I_ref|| / ||I_ref||, over the real parts (and imaginary parts when
  * the image has them). With max_pixels == 0 or >= n * n every pixel is
  * compared; otherwise a fixed pseudo-random subset of max_pixels pixels. */
-pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *image,
-                            size_t max_pixels, double *rel_l2, size_t *n_compared);
+pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *image, size_t max_pixels,
+                            double *rel_l2, size_t *n_compared);
 
 /* Write the image as a FITS primary image with a WCS header (RA---SIN /
  * DEC--SIN about the phase centre when vis has one, else plain l, m),
  * float32 or float64 as the image's precision; the imaginary part, when
  * asked and present, as a second image extension named IMAG. East is on
  * the left: FITS column i holds a = n - 1 - i (CDELT1 < 0). Atomic. */
-pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image,
-                              const pk_vis *vis, int with_imag);
+pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
+                              int with_imag);
 
 /* Pixel value at FITS column i, row j (0-based) of the written image. */
 double pk_image_fits_value(const pk_image *image, size_t i, size_t j);

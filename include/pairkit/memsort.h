@@ -95,8 +95,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
 
 /* Check a trace in memory: the same checks as the reader, messages naming
  * the chunk file and entry. */
-pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions,
-                                 const pk_memsort_trace *trace);
+pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace);
 
 /* Write the chunk files into dir (created if missing): all of them go to
  * temporary files, then into place together, and chunk files of an older,
@@ -128,16 +127,16 @@ typedef struct pk_memsort_gen_options {
  * address across an instance boundary, a run longer than a whole instance,
  * an empty region (the second, when there are three or more), and a last
  * partial instance. More than 4096 chunks is an error. */
-pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions,
-                              const pk_memsort_gen_options *opts, pk_memsort_trace *out);
+pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
+                              pk_memsort_trace *out);
 
 /* ---- plan and fill -------------------------------------------------------- */
 
 typedef enum pk_memsort_kernel {
     PK_MEMSORT_KERNEL_BEST = 0,
-    PK_MEMSORT_KERNEL_REF,  /* stable merge sort of (compact, position), one thread */
-    PK_MEMSORT_KERNEL_CPU,  /* counting sort over per-thread histograms, OpenMP, AVX-512 where present */
-    PK_MEMSORT_KERNEL_CUDA, /* streamed counting sort on the GPU */
+    PK_MEMSORT_KERNEL_REF,          /* stable merge sort of (compact, position), one thread */
+    PK_MEMSORT_KERNEL_CPU,          /* counting sort over per-thread histograms, OpenMP, AVX-512 where present */
+    PK_MEMSORT_KERNEL_CUDA,         /* streamed counting sort on the GPU */
     PK_MEMSORT_KERNEL_CPU_PORTABLE, /* the CPU kernel without hand-written vector code */
     PK_MEMSORT_KERNEL_COUNT_
 } pk_memsort_kernel;
@@ -183,13 +182,13 @@ typedef struct pk_memsort_run_entry {
 } pk_memsort_run_entry;
 
 typedef struct pk_memsort_stats {
-    double seconds;         /* wall time of pk_memsort_run */
-    double device_ms;       /* CUDA: events from the first upload to the last download */
-    double upload_ms;       /* CUDA: events around the host-to-device copies */
-    uint64_t device_bytes;  /* CUDA: device memory held */
-    uint64_t host_bytes;    /* host memory the backend allocated (peak) */
-    uint64_t pcie_bytes;    /* CUDA: bytes copied in both directions */
-    int kernel;             /* the kernel that ran */
+    double seconds;        /* wall time of pk_memsort_run */
+    double device_ms;      /* CUDA: events from the first upload to the last download */
+    double upload_ms;      /* CUDA: events around the host-to-device copies */
+    uint64_t device_bytes; /* CUDA: device memory held */
+    uint64_t host_bytes;   /* host memory the backend allocated (peak) */
+    uint64_t pcie_bytes;   /* CUDA: bytes copied in both directions */
+    int kernel;            /* the kernel that ran */
 } pk_memsort_stats;
 
 /* The result of one run. Initialise with pk_memsort_result_init; a result
@@ -200,15 +199,15 @@ typedef struct pk_memsort_result {
     uint64_t n_entries;
     uint32_t n_chunks;
     uint32_t n_workers, worker;
-    uint32_t n_instances;            /* all instances of the trace */
-    pk_memsort_instance *instances;  /* [n_instances], by gid */
+    uint32_t n_instances;           /* all instances of the trace */
+    pk_memsort_instance *instances; /* [n_instances], by gid */
     uint64_t region_entries[PK_MEMSORT_MAX_REGIONS];
     uint32_t n_owned;
-    uint64_t n_runs;                 /* runs of all owned instances */
-    pk_memsort_run_entry *runs;      /* [n_runs] */
+    uint64_t n_runs;            /* runs of all owned instances */
+    pk_memsort_run_entry *runs; /* [n_runs] */
     uint64_t n_values;
-    uint32_t *values;                /* trace positions; see values_offset */
-    uint32_t *chunk_counts;          /* [n_owned * n_chunks] */
+    uint32_t *values;       /* trace positions; see values_offset */
+    uint32_t *chunk_counts; /* [n_owned * n_chunks] */
     pk_memsort_stats stats;
     /* buffer capacities and backend state, owned by the library */
     uint64_t cap_runs, cap_values, cap_counts;

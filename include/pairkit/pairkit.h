@@ -49,8 +49,8 @@ typedef struct pk_context {
     char message[PK_MESSAGE_MAX]; /* set on failure; empty on success */
     pk_progress_fn progress;      /* optional */
     void *progress_user;
-    int n_threads;                /* CPU threads; 0 = OpenMP's default */
-    int cuda_device;              /* CUDA device ordinal for PK_BACKEND_CUDA */
+    int n_threads;   /* CPU threads; 0 = OpenMP's default */
+    int cuda_device; /* CUDA device ordinal for PK_BACKEND_CUDA */
 } pk_context;
 
 /* A context with defaults: no progress callback, all threads, device 0. */

@@ -24,8 +24,7 @@
 /* The reference dot product, evaluated exactly as written: two products
  * added, then the third product added, each rounded to double (this file
  * and its users are compiled with -ffp-contract=off). */
-static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double x2, double y2,
-                                        double z2) {
+static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double x2, double y2, double z2) {
     double d = x1 * x2 + y1 * y2;
     return d + z1 * z2;
 }
@@ -67,15 +66,15 @@ int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot);
 #define PK_CELL_SLOT_MASK ((int32_t)0x3fffffff)
 
 typedef struct pk_edge_table {
-    int32_t n_slots;        /* n_bins + 2 */
-    int32_t n_bounds;       /* n_bins + 1 */
-    double *dot_threshold;  /* [n_bounds], non-increasing, may hold +-inf */
-    float *c2_lo, *c2_hi;   /* [n_bounds + 1]; the extra entry is +inf */
-    int32_t *cell_slot;     /* [n_cells] */
+    int32_t n_slots;       /* n_bins + 2 */
+    int32_t n_bounds;      /* n_bins + 1 */
+    double *dot_threshold; /* [n_bounds], non-increasing, may hold +-inf */
+    float *c2_lo, *c2_hi;  /* [n_bounds + 1]; the extra entry is +inf */
+    int32_t *cell_slot;    /* [n_cells] */
     int32_t n_cells;
-    int32_t cell_shift;     /* bits(c2) >> cell_shift ... */
-    int32_t cell_base;      /* ... - cell_base = cell index (clamped) */
-    double multi_share;     /* share of cells flagged PK_CELL_MULTI */
+    int32_t cell_shift; /* bits(c2) >> cell_shift ... */
+    int32_t cell_base;  /* ... - cell_base = cell index (clamped) */
+    double multi_share; /* share of cells flagged PK_CELL_MULTI */
 } pk_edge_table;
 
 /* Mantissa bits of c2 that index the cell table: cells narrower than the
@@ -150,9 +149,9 @@ typedef struct pk_linear_fast {
     float t_offset;                   /* theta_min / width */
     float inv_width;                  /* 1 / width */
     float margin_t;
-    float low_edge_from;  /* check the edge below t only when t >= this (0.5 when
+    float low_edge_from; /* check the edge below t only when t >= this (0.5 when
                              theta_min == 0: no separation lies below 0) */
-    int32_t last_slot;    /* n_bins + 1 */
+    int32_t last_slot;   /* n_bins + 1 */
 } pk_linear_fast;
 
 /* Fill lf for linear bins when the margin stays small (< 0.05 bin);
@@ -173,8 +172,7 @@ typedef struct pk_pair_job {
 
 /* Slot of pair (i, j) of a job, when float32 could not decide. */
 static inline int32_t pk_pair_slot_fp64(const pk_pair_job *job, size_t i, size_t j) {
-    double d = pk_angcorr_dot_ref(job->xa[i], job->ya[i], job->za[i], job->xb[j], job->yb[j],
-                                  job->zb[j]);
+    double d = pk_angcorr_dot_ref(job->xa[i], job->ya[i], job->za[i], job->xb[j], job->yb[j], job->zb[j]);
     return pk_edge_table_slot_fp64(job->table, d);
 }
 
@@ -183,31 +181,31 @@ static inline int32_t pk_pair_slot_fp64(const pk_pair_job *job, size_t i, size_t
  * (each lane of a vector writes its own copy, which breaks the store-to-load
  * chains of repeated bins). Returns pairs settled in float64. The block must
  * hold fewer than 2^32 pairs. */
-typedef uint64_t (*pk_block_fn)(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                                uint32_t *hist4, size_t stride);
+typedef uint64_t (*pk_block_fn)(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                                size_t stride);
 
-uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                                 uint32_t *hist4, size_t stride);
-uint64_t pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                               uint32_t *hist4, size_t stride);
-uint64_t pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                                 uint32_t *hist4, size_t stride);
+uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                                 size_t stride);
+uint64_t pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                               size_t stride);
+uint64_t pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                                 size_t stride);
 /* The arithmetic path (job->linear must be set). */
 uint64_t pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
                                       uint32_t *hist4, size_t stride);
-uint64_t pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0,
-                                        size_t j1, uint32_t *hist4, size_t stride);
+uint64_t pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
+                                        uint32_t *hist4, size_t stride);
 
 /* The reference count: slots[n_bins + 2] += every ordered pair (i, j) with
  * i in [i0, i1), j in [0, n_b), through acos in double. */
-void pk_angcorr_ref_rows(const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b,
-                         size_t i0, size_t i1, uint64_t *slots);
+void pk_angcorr_ref_rows(const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b, size_t i0, size_t i1,
+                         uint64_t *slots);
 
 /* CPU pair counting into slots[n_bins + 2] (all slots, including the two
  * out-of-range ones). */
 pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
-                               const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
-                               pk_pair_stats *stats, pk_progress *progress);
+                               const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                               pk_progress *progress);
 
 /* The largest catalog a count takes: the CUDA kernels index objects with
  * int, and with it every count, up to n^2 < 2^62 pairs, fits the uint64
@@ -222,8 +220,7 @@ pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_
 /* Backend and kernel from the options (NULL: automatic): an explicit kernel
  * must exist, run here and belong to the backend asked for; otherwise the
  * backend is resolved and its fastest kernel taken. */
-pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
-                                   int *kernel);
+pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend, int *kernel);
 
 #ifdef PK_HAVE_CUDA
 /* CUDA kernels are numbered from PK_ANGCORR_KERNEL_CUDA_FIRST; cuda.cu
@@ -231,8 +228,8 @@ pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *op
 const char *pk_angcorr_cuda_kernel_name(int kernel);
 int pk_angcorr_cuda_kernel_from_name(const char *name);
 pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
-                                const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
-                                pk_pair_stats *stats, pk_progress *progress);
+                                const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                                pk_progress *progress);
 #endif
 
 #endif

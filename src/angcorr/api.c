@@ -80,14 +80,14 @@ static int best_cpu_kernel(void) {
     return PK_ANGCORR_KERNEL_CPU_SCALAR;
 }
 
-pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
-                                   int *kernel) {
+pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend, int *kernel) {
     pk_angcorr_options o = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
     if (opts) o = *opts;
     if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
         if (!pk_angcorr_kernel_name(o.kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o.kernel);
         if (!pk_angcorr_kernel_available(o.kernel))
-            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (not built, or not supported by this %s)",
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED,
+                           "kernel '%s' cannot run here (not built, or not supported by this %s)",
                            pk_angcorr_kernel_name(o.kernel), is_cuda_kernel(o.kernel) ? "machine" : "CPU");
         *backend = is_cuda_kernel(o.kernel) ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
         if (o.backend != PK_BACKEND_AUTO && o.backend != *backend)
@@ -113,26 +113,24 @@ static uint64_t pairs_visited_estimate(const pk_catalog *a, const pk_catalog *b)
 }
 
 /* One count with a ready table into all slots, then the sum check. */
-static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a,
-                             const pk_catalog *b, const pk_bins *bins, const pk_edge_table *table,
-                             uint64_t *slots, pk_pair_stats *stats, pk_progress *progress) {
+static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a, const pk_catalog *b,
+                             const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                             pk_progress *progress) {
     memset(stats, 0, sizeof *stats);
     memset(slots, 0, (size_t)table->n_slots * sizeof(uint64_t));
     double t0 = pk_now();
     pk_status st;
 #ifdef PK_HAVE_CUDA
-    if (backend == PK_BACKEND_CUDA)
-        st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, slots, stats, progress);
+    if (backend == PK_BACKEND_CUDA) st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, slots, stats, progress);
     else
 #endif
     {
         /* Small theta_max: the pruned path (grid.h) skips far cell pairs. */
         st = PK_ERR_UNSUPPORTED;
         if (pk_angcorr_grid_wanted(kernel, bins))
-            st = pk_angcorr_count_grid(ctx, kernel, a, NULL, b, NULL, bins, table, PK_PRUNE_AUTO, 0, slots, NULL,
-                                       NULL, stats, progress);
-        if (st == PK_ERR_UNSUPPORTED)
-            st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, slots, stats, progress);
+            st = pk_angcorr_count_grid(ctx, kernel, a, NULL, b, NULL, bins, table, PK_PRUNE_AUTO, 0, slots, NULL, NULL,
+                                       stats, progress);
+        if (st == PK_ERR_UNSUPPORTED) st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, slots, stats, progress);
     }
     (void)backend;
     if (st) return st;
@@ -146,8 +144,7 @@ static pk_status count_slots(pk_context *ctx, pk_backend backend, int kernel, co
     if (sum != stats->pairs_total)
         return pk_fail(ctx, PK_ERR_INTERNAL,
                        "pair count check failed: the histogram holds %llu pairs, expected %llu (kernel %s)",
-                       (unsigned long long)sum, (unsigned long long)stats->pairs_total,
-                       pk_angcorr_kernel_name(kernel));
+                       (unsigned long long)sum, (unsigned long long)stats->pairs_total, pk_angcorr_kernel_name(kernel));
     return PK_OK;
 }
 
@@ -203,10 +200,9 @@ static void stats_add(pk_pair_stats *into, const pk_pair_stats *s, uint64_t time
  * autocorrelation's rows S = a[r0, r1) own the triangle of S and, twice,
  * every pair of S with the rows after it T = a[r1, n): auto(S) + 2 cross(S, T),
  * each checked on its own. */
-static pk_status count_part(pk_context *ctx, pk_backend backend, int kernel, int part, int n_parts,
-                            const pk_catalog *a, const pk_catalog *b, const pk_bins *bins,
-                            const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
-                            pk_progress *progress) {
+static pk_status count_part(pk_context *ctx, pk_backend backend, int kernel, int part, int n_parts, const pk_catalog *a,
+                            const pk_catalog *b, const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
+                            pk_pair_stats *stats, pk_progress *progress) {
     if (n_parts <= 1) return count_slots(ctx, backend, kernel, a, b, bins, table, slots, stats, progress);
     size_t r0, r1;
     pk_angcorr_part_rows(a->n, b == NULL, part, n_parts, &r0, &r1);
@@ -246,9 +242,8 @@ pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_
     return PK_OK;
 }
 
-pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
-                           const pk_catalog *b, const pk_bins *bins, uint64_t *counts,
-                           pk_pair_stats *stats) {
+pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
+                           const pk_bins *bins, uint64_t *counts, pk_pair_stats *stats) {
     pk_clear(ctx);
     if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
     pk_backend backend;
@@ -297,8 +292,8 @@ const char *pk_estimator_name(pk_estimator estimator) {
     return "unknown";
 }
 
-void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins,
-                 const uint64_t *dd, const uint64_t *dr, const uint64_t *rr, double *omega) {
+void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins, const uint64_t *dd,
+                 const uint64_t *dr, const uint64_t *rr, double *omega) {
     double nd = (double)n_data, nr = (double)n_random;
     double f_dd = nd * nd, f_dr = nd * nr, f_rr = nr * nr;
     for (size_t k = 0; k < n_bins; k++) {
@@ -435,9 +430,9 @@ pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angco
     if (st) return st;
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n");
     for (size_t k = 0; k < result->n_bins; k++) {
-        fprintf(f.fp, "%.17g,%.17g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]),
-                rad_to_deg(bins->edges[k + 1]), result->omega[k], (unsigned long long)result->dd[k],
-                (unsigned long long)result->dr[k], (unsigned long long)result->rr[k]);
+        fprintf(f.fp, "%.17g,%.17g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]), rad_to_deg(bins->edges[k + 1]),
+                result->omega[k], (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
+                (unsigned long long)result->rr[k]);
     }
     return pk_atomic_commit(ctx, &f);
 }

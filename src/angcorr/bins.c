@@ -17,7 +17,8 @@
 static pk_status bins_alloc(pk_context *ctx, pk_bins *out, size_t n_bins) {
     memset(out, 0, sizeof *out);
     if (n_bins == 0) return pk_fail(ctx, PK_ERR_INVALID, "bins: the number of bins must be at least 1");
-    if (n_bins > 10000000) return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins is more than the 10,000,000 supported", n_bins);
+    if (n_bins > 10000000)
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins is more than the 10,000,000 supported", n_bins);
     out->edges = malloc((n_bins + 1) * sizeof(double));
     if (!out->edges) return pk_fail(ctx, PK_ERR_NOMEM, "bins: out of memory");
     out->n_bins = n_bins;
@@ -57,8 +58,8 @@ pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_
     for (size_t k = 1; k <= n_bins; k++) {
         if (!(out->edges[k] > out->edges[k - 1])) {
             pk_bins_free(out);
-            return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu log bins are too narrow for [%g, %g]", n_bins,
-                           theta_min, theta_max);
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu log bins are too narrow for [%g, %g]", n_bins, theta_min,
+                           theta_max);
         }
     }
     return PK_OK;
@@ -123,7 +124,7 @@ static double double_from_ordered(int64_t i) {
 
 /* T_s: the smallest double d in [-1, 1] with slot_ref(d) <= s. */
 static double dot_threshold(const pk_bins *bins, int64_t s) {
-    if (pk_angcorr_slot_ref(bins, 1.0) > s) return (double)INFINITY; /* no dot reaches slot <= s */
+    if (pk_angcorr_slot_ref(bins, 1.0) > s) return (double)INFINITY;    /* no dot reaches slot <= s */
     if (pk_angcorr_slot_ref(bins, -1.0) <= s) return -(double)INFINITY; /* every dot does */
     int64_t lo = ordered_from_double(-1.0), hi = ordered_from_double(1.0);
     /* slot(lo) > s, slot(hi) <= s */
@@ -144,7 +145,6 @@ static double c2_error_bound(double c) {
     if (c < 0) c = 0;
     return ldexp(sqrt(c), -19) + ldexp(c, -20) + 1e-12;
 }
-
 
 /* #{s : c2_hi[s] <= c}: boundaries certainly passed at c. */
 static int32_t bounds_passed(const pk_edge_table *t, float c) {
@@ -267,8 +267,8 @@ void pk_edge_table_free(pk_edge_table *t) {
  * Chebyshev nodes of degree 7, max relative error 1.8e-8 (8.8e-8 in
  * float32 Horner form), both measured on 200,001 points. */
 static const double linear_q[PK_LINEAR_DEGREE + 1] = {
-    0.9999999887111961,    0.04166738667901692,   0.00468007152619307,   0.0007262632726982335,
-    6.535698831062609e-05, 7.37692906826193e-05,  -2.199370519469654e-05, 6.69396869546854e-06,
+    0.9999999887111961,    0.04166738667901692,  0.00468007152619307,    0.0007262632726982335,
+    6.535698831062609e-05, 7.37692906826193e-05, -2.199370519469654e-05, 6.69396869546854e-06,
 };
 
 int pk_linear_fast_init(const pk_bins *bins, pk_linear_fast *lf) {

@@ -49,7 +49,8 @@ static pk_status store_object(pk_context *ctx, const char *where, double ra, dou
     if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
     double lim = units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
     if (dec < -lim || dec > lim)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %.17g %s is outside [-90, 90] degrees", where, dec, units_word(units));
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %.17g %s is outside [-90, 90] degrees", where, dec,
+                       units_word(units));
     out->ra[i] = pk_units_to_rad(ra, units);
     out->dec[i] = pk_units_to_rad(dec, units);
     return PK_OK;
@@ -177,7 +178,8 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
             errno = 0;
             v[c] = strtod(f, &endp);
             if (*f == '\0' || *endp != '\0') {
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': '%.40s' is not a number", path, line_no, want[c], f);
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': '%.40s' is not a number", path, line_no, want[c],
+                             f);
                 break;
             }
             if (c == 2 && !isfinite(v[c])) {
@@ -194,7 +196,8 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
         rows++;
     }
     free(fields);
-    if (st == PK_OK && !header) st = pk_fail(ctx, PK_ERR_PARSE, "%s: empty file, expected a header line naming the columns", path);
+    if (st == PK_OK && !header)
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: empty file, expected a header line naming the columns", path);
     if (st == PK_OK && rows == 0) st = pk_fail(ctx, PK_ERR_PARSE, "%s: no rows after the header", path);
     if (st) {
         if (header) {
@@ -273,8 +276,9 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         int s = 0;
         if (!fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &s) && file_size >= 0 &&
             file_size < (long long)data_end)
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: the header announces %ld rows (%lld bytes), the file holds %lld",
-                         path, n_rows, (long long)(data_end - data_start), file_size - (long long)data_start);
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: truncated: the header announces %ld rows (%lld bytes), the file holds %lld", path, n_rows,
+                         (long long)(data_end - data_start), file_size - (long long)data_start);
     }
     if (st == PK_OK) st = alloc_catalog(ctx, path, (size_t)n_rows, want[2] != NULL, out, weights);
     if (st) {
@@ -330,8 +334,8 @@ pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catal
     pk_catalog_format fmt = sp.format == PK_FORMAT_AUTO ? format_of(path) : sp.format;
     if (fmt == PK_FORMAT_NATIVE) {
         if (sp.weight_column)
-            return pk_fail(ctx, PK_ERR_INVALID, "%s: the native format has no weight column '%s' (use CSV or FITS)", path,
-                           sp.weight_column);
+            return pk_fail(ctx, PK_ERR_INVALID, "%s: the native format has no weight column '%s' (use CSV or FITS)",
+                           path, sp.weight_column);
         return pk_catalog_read(ctx, path, sp.units, out);
     }
     if (fmt == PK_FORMAT_FITS) return read_fits(ctx, path, &sp, out, weights);

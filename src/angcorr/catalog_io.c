@@ -68,8 +68,8 @@ static pk_status check_position(pk_context *ctx, double ra, double dec, pk_units
     return PK_OK;
 }
 
-pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec,
-                                 pk_units units, const char *field, pk_catalog *out) {
+pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec, pk_units units,
+                                 const char *field, pk_catalog *out) {
     pk_clear(ctx);
     if (n == 0) return pk_fail(ctx, PK_ERR_INVALID, "%s: the catalog is empty", field);
     pk_status st = catalog_alloc(ctx, n, field, out);
@@ -144,12 +144,12 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
     errno = 0;
     long long n = strtoll(p, &endp, 10);
     if (endp == p || !is_blank(endp) || errno == ERANGE)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'",
-                       path, count_line, p);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'", path,
+                       count_line, p);
     if (n < 1) return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count must be at least 1", path, count_line);
     if ((unsigned long long)n > (unsigned long long)(size / 4 + 1))
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count says %lld objects but the file is only %zu bytes",
-                       path, count_line, n, size);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count says %lld objects but the file is only %zu bytes", path,
+                       count_line, n, size);
     pk_status st = catalog_alloc(ctx, (size_t)n, path, out);
     if (st) return st;
     size_t rows = 0;

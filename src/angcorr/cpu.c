@@ -26,8 +26,8 @@
  * not fit beside it; the arithmetic path reads it only for flagged pairs.) */
 #define PK_TILE_COLS 2048
 
-uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                                 uint32_t *hist4, size_t stride) {
+uint64_t pk_angcorr_block_scalar(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                                 size_t stride) {
     uint64_t n_fp64 = 0;
     for (size_t i = i0; i < i1; i++) {
         size_t js = j0;
@@ -99,8 +99,8 @@ static float *floats_from_doubles(const double *v, size_t n) {
     return f;
 }
 
-static pk_status count_ref(pk_context *ctx, const pk_bins *bins, const pk_unit_vectors *a,
-                           const pk_unit_vectors *b, uint64_t *slots, pk_progress *progress) {
+static pk_status count_ref(pk_context *ctx, const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b,
+                           uint64_t *slots, pk_progress *progress) {
     const size_t rows = 64;
     for (size_t i0 = 0; i0 < a->n; i0 += rows) {
         size_t i1 = i0 + rows < a->n ? i0 + rows : a->n;
@@ -112,8 +112,8 @@ static pk_status count_ref(pk_context *ctx, const pk_bins *bins, const pk_unit_v
 }
 
 pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
-                               const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
-                               pk_pair_stats *stats, pk_progress *progress) {
+                               const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                               pk_progress *progress) {
     int autocorr = b == NULL;
     if (autocorr) b = a;
     size_t n_slots = (size_t)table->n_slots;
@@ -153,8 +153,7 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
     job.xa = va.x, job.ya = va.y, job.za = va.z;
     job.xb = ub->x, job.yb = ub->y, job.zb = ub->z;
     job.autocorr = autocorr;
-    float *fa[3] = {floats_from_doubles(va.x, a->n), floats_from_doubles(va.y, a->n),
-                    floats_from_doubles(va.z, a->n)};
+    float *fa[3] = {floats_from_doubles(va.x, a->n), floats_from_doubles(va.y, a->n), floats_from_doubles(va.z, a->n)};
     float *fb[3] = {NULL, NULL, NULL};
     if (!autocorr) {
         fb[0] = floats_from_doubles(vb.x, b->n);
@@ -173,8 +172,8 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
     size_t stride = (n_slots + 15) & ~(size_t)15;
     uint64_t *thread_slots = calloc((size_t)n_threads * n_slots, sizeof(uint64_t));
     uint64_t *thread_fp64 = calloc((size_t)n_threads, sizeof(uint64_t));
-    int alloc_failed = !fa[0] || !fa[1] || !fa[2] || !thread_slots || !thread_fp64 ||
-                       (!autocorr && (!fb[0] || !fb[1] || !fb[2]));
+    int alloc_failed =
+        !fa[0] || !fa[1] || !fa[2] || !thread_slots || !thread_fp64 || (!autocorr && (!fb[0] || !fb[1] || !fb[2]));
 
     size_t n_tiles = (a->n + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
     int cancelled = 0;
@@ -220,9 +219,9 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
                         }
                     }
                 }
-                double work = autocorr ? (double)(i1 - i0) * (double)(b->n - i0) -
-                                             0.5 * (double)(i1 - i0) * (double)(i1 - i0 + 1)
-                                       : (double)(i1 - i0) * (double)b->n;
+                double work =
+                    autocorr ? (double)(i1 - i0) * (double)(b->n - i0) - 0.5 * (double)(i1 - i0) * (double)(i1 - i0 + 1)
+                             : (double)(i1 - i0) * (double)b->n;
                 if (pk_progress_add(progress, work, tid == 0)) {
 #pragma omp atomic write
                     cancelled = 1;

@@ -9,9 +9,9 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-__attribute__((target("avx2,fma"))) uint64_t
-pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                      uint32_t *hist4, size_t stride) {
+__attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1,
+                                                                   size_t j0, size_t j1, uint32_t *hist4,
+                                                                   size_t stride) {
     const pk_edge_table *t = job->table;
     const __m128i shift = _mm_cvtsi32_si128(t->cell_shift);
     const __m256i base = _mm256_set1_epi32(t->cell_base);
@@ -89,14 +89,13 @@ __attribute__((target("avx2"))) static inline void hist_add8(uint32_t *h, __m256
 
 /* The arithmetic path for linear bins, 8 pairs a step (see
  * pk_linear_fast in angcorr_internal.h and cpu_avx512.c). */
-__attribute__((target("avx2,fma"))) uint64_t
-pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                             uint32_t *hist4, size_t stride) {
+__attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1,
+                                                                          size_t j0, size_t j1, uint32_t *hist4,
+                                                                          size_t stride) {
     const pk_linear_fast *lf = job->linear;
     (void)stride;
-    const __m256 q0 = _mm256_set1_ps(lf->coef[0]), q1 = _mm256_set1_ps(lf->coef[1]),
-                 q2 = _mm256_set1_ps(lf->coef[2]), q3 = _mm256_set1_ps(lf->coef[3]),
-                 q4 = _mm256_set1_ps(lf->coef[4]), q5 = _mm256_set1_ps(lf->coef[5]),
+    const __m256 q0 = _mm256_set1_ps(lf->coef[0]), q1 = _mm256_set1_ps(lf->coef[1]), q2 = _mm256_set1_ps(lf->coef[2]),
+                 q3 = _mm256_set1_ps(lf->coef[3]), q4 = _mm256_set1_ps(lf->coef[4]), q5 = _mm256_set1_ps(lf->coef[5]),
                  q6 = _mm256_set1_ps(lf->coef[6]), q7 = _mm256_set1_ps(lf->coef[7]);
     const __m256 tiny = _mm256_set1_ps(0x1p-60f), two = _mm256_set1_ps(2.0f);
     const __m256 half = _mm256_set1_ps(0.5f), three_halves = _mm256_set1_ps(1.5f);

@@ -8,8 +8,8 @@
 #include <immintrin.h>
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
-pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                        uint32_t *hist4, size_t stride) {
+pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                        size_t stride) {
     const pk_edge_table *t = job->table;
     const __m128i shift = _mm_cvtsi32_si128(t->cell_shift);
     const __m512i base = _mm512_set1_epi32(t->cell_base);
@@ -72,13 +72,12 @@ pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0,
 /* Add one to h[s[l]] for the 16 lanes. Lanes leave the vector two at a time
  * through 64-bit extracts: 10-25% faster than a store and 16 reloads on the
  * benchmark machine (docs/performance.md). */
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static inline void
-hist_add16(uint32_t *h, __m512i s) {
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static inline void hist_add16(uint32_t *h, __m512i s) {
     for (int q = 0; q < 4; q++) {
-        __m128i v = q == 0 ? _mm512_castsi512_si128(s)
-                  : q == 1 ? _mm512_extracti32x4_epi32(s, 1)
-                  : q == 2 ? _mm512_extracti32x4_epi32(s, 2)
-                           : _mm512_extracti32x4_epi32(s, 3);
+        __m128i v = q == 0   ? _mm512_castsi512_si128(s)
+                    : q == 1 ? _mm512_extracti32x4_epi32(s, 1)
+                    : q == 2 ? _mm512_extracti32x4_epi32(s, 2)
+                             : _mm512_extracti32x4_epi32(s, 3);
         uint64_t a = (uint64_t)_mm_cvtsi128_si64(v), b = (uint64_t)_mm_extract_epi64(v, 1);
         h[(uint32_t)a]++;
         h[a >> 32]++;
@@ -91,13 +90,12 @@ hist_add16(uint32_t *h, __m512i s) {
  * pairs (see pk_linear_fast in angcorr_internal.h). One histogram copy:
  * on the benchmark machine one copy beat two and four (docs/performance.md). */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
-pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
-                               uint32_t *hist4, size_t stride) {
+pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
+                               size_t stride) {
     const pk_linear_fast *lf = job->linear;
     (void)stride;
-    const __m512 q0 = _mm512_set1_ps(lf->coef[0]), q1 = _mm512_set1_ps(lf->coef[1]),
-                 q2 = _mm512_set1_ps(lf->coef[2]), q3 = _mm512_set1_ps(lf->coef[3]),
-                 q4 = _mm512_set1_ps(lf->coef[4]), q5 = _mm512_set1_ps(lf->coef[5]),
+    const __m512 q0 = _mm512_set1_ps(lf->coef[0]), q1 = _mm512_set1_ps(lf->coef[1]), q2 = _mm512_set1_ps(lf->coef[2]),
+                 q3 = _mm512_set1_ps(lf->coef[3]), q4 = _mm512_set1_ps(lf->coef[4]), q5 = _mm512_set1_ps(lf->coef[5]),
                  q6 = _mm512_set1_ps(lf->coef[6]), q7 = _mm512_set1_ps(lf->coef[7]);
     const __m512 tiny = _mm512_set1_ps(0x1p-60f), two = _mm512_set1_ps(2.0f);
     const __m512 half = _mm512_set1_ps(0.5f), three_halves = _mm512_set1_ps(1.5f);
@@ -138,8 +136,9 @@ pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, siz
             __m512 t = _mm512_fmsub_ps(c, p, t_offset);
             __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
             __m512 f = _mm512_sub_ps(t, k);
-            __mmask16 unsure = (_mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) & _mm512_cmp_ps_mask(t, low_from, _CMP_GE_OQ)) |
-                               _mm512_cmp_ps_mask(f, high_frac, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c2, two, _CMP_GT_OQ);
+            __mmask16 unsure =
+                (_mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) & _mm512_cmp_ps_mask(t, low_from, _CMP_GE_OQ)) |
+                _mm512_cmp_ps_mask(f, high_frac, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c2, two, _CMP_GT_OQ);
             __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(k), one);
             s = _mm512_min_epi32(_mm512_max_epi32(s, zero), last);
             if (unsure) {

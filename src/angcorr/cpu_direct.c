@@ -115,7 +115,7 @@ pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d,
             n_hot[0] += (uint64_t)__builtin_popcount((unsigned)is_h1);
             n_hot[1] += (uint64_t)__builtin_popcount((unsigned)is_h2);
             n_hot[2] += (uint64_t)__builtin_popcount((unsigned)is_h3);
-            __mmask16 cold = valid & (__mmask16)~(is_top | is_h1 | is_h2 | is_h3);
+            __mmask16 cold = valid & (__mmask16) ~(is_top | is_h1 | is_h2 | is_h3);
             _mm512_storeu_si512((__m512i *)(cold_buf + n_cold), _mm512_maskz_compress_epi32(cold, s));
             n_cold += (size_t)__builtin_popcount((unsigned)cold);
             if (n_cold > DIRECT_COLD_BUF - 16) {

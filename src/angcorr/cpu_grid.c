@@ -317,8 +317,8 @@ static void push_units(plan_builder *b, const pk_grid *gb, uint32_t i0, uint32_t
         }
         p->units[p->n_units++] = (pk_grid_unit){s, e, r0, r1};
         for (size_t r = r0; r < r1; r++)
-            p->pairs_visited += block_pairs(s, e, gb->cell_start[p->ranges[2 * r]],
-                                            gb->cell_start[p->ranges[2 * r + 1]], autocorr);
+            p->pairs_visited +=
+                block_pairs(s, e, gb->cell_start[p->ranges[2 * r]], gb->cell_start[p->ranges[2 * r + 1]], autocorr);
     }
 }
 
@@ -404,9 +404,8 @@ int pk_angcorr_grid_wanted(int kernel, const pk_bins *bins) {
 }
 
 /* The weighted / mean-separation block: rows [i0, i1) against [j0, j1). */
-static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const double *wb, int mean_theta,
-                               int n_bins, size_t i0, size_t i1, size_t j0, size_t j1, uint64_t *cnt, double *wsum,
-                               double *tsum) {
+static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const double *wb, int mean_theta, int n_bins,
+                               size_t i0, size_t i1, size_t j0, size_t j1, uint64_t *cnt, double *wsum, double *tsum) {
     uint64_t n_fp64 = 0;
     for (size_t i = i0; i < i1; i++) {
         size_t js = j0;
@@ -482,10 +481,10 @@ static inline double columns_weight(const pk_grid *gb, size_t j0, size_t j1) {
  * increments of one address. */
 #define GRID_HIST_COPIES 16
 
-pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
-                                const pk_catalog *b, const double *wb, const pk_bins *bins,
-                                const pk_edge_table *table, int prune, int mean_theta, uint64_t *slots,
-                                double *wslots, double *tslots, pk_pair_stats *stats, pk_progress *progress) {
+pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                                const double *wb, const pk_bins *bins, const pk_edge_table *table, int prune,
+                                int mean_theta, uint64_t *slots, double *wslots, double *tslots, pk_pair_stats *stats,
+                                pk_progress *progress) {
     int autocorr = b == NULL;
     int weighted_path = wslots != NULL;
     if (!mean_theta || !weighted_path) tslots = NULL;
@@ -548,8 +547,8 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
      * weights added row by row in column order */
     int use_log_w = 0;
 #if defined(__x86_64__)
-    use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
-                pk_log_fast_init(bins, table, &logf);
+    use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 &&
+                pk_cpu_has_avx512() && pk_log_fast_init(bins, table, &logf);
 #endif
 
     pk_pair_job job;
@@ -589,8 +588,8 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     double *group_w = weighted_path ? calloc(n_groups * n_slots + 1, sizeof(double)) : NULL;
     double *group_t = tslots ? calloc(n_groups * n_slots + 1, sizeof(double)) : NULL;
     double *group_skip = weighted_path ? calloc(n_groups + 1, sizeof(double)) : NULL;
-    int alloc_failed = !thread_slots || !thread_fp64 || !thread_visited || (weighted_path && (!group_w || !group_skip)) ||
-                       (tslots && !group_t);
+    int alloc_failed = !thread_slots || !thread_fp64 || !thread_visited ||
+                       (weighted_path && (!group_w || !group_skip)) || (tslots && !group_t);
     int cancelled = 0;
     double work_scale = progress && plan.pairs_visited ? progress->total / (double)plan.pairs_visited : 0;
 
@@ -678,8 +677,8 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                 else if (use_log) {
                                     n_fp64 += pk_angcorr_block_avx512_log(&job, &logf, i, i + 1, j0, j1, hist, stride);
                                 } else if (use_direct) {
-                                    n_fp64 += pk_angcorr_block_avx512_direct(&job, &direct, i, i + 1, j0, j1, hist,
-                                                                             stride);
+                                    n_fp64 +=
+                                        pk_angcorr_block_avx512_direct(&job, &direct, i, i + 1, j0, j1, hist, stride);
                                 }
 #endif
                                 else {
@@ -750,7 +749,8 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
             size_t next = 0;
             for (size_t ui = 0; ui <= plan.n_units; ui++) {
                 size_t until = ui < plan.n_units ? plan.units[ui].i0 : ga.n;
-                for (size_t i = next; i < until; i++) skipped += (ga.w ? ga.w[i] : 1.0) * row_all_columns(gbp, i, autocorr);
+                for (size_t i = next; i < until; i++)
+                    skipped += (ga.w ? ga.w[i] : 1.0) * row_all_columns(gbp, i, autocorr);
                 if (ui < plan.n_units) next = plan.units[ui].i1;
             }
             wslots[n_slots - 1] += skipped;

@@ -6,8 +6,7 @@
 #include "angcorr_internal.h"
 
 /* Slot of the pair with chord squared c2 (float32) between a[i] and b[j]. */
-static inline int32_t pk_slot_from_c2(const pk_pair_job *job, size_t i, size_t j, float c2,
-                                      uint64_t *n_fp64) {
+static inline int32_t pk_slot_from_c2(const pk_pair_job *job, size_t i, size_t j, float c2, uint64_t *n_fp64) {
     const pk_edge_table *t = job->table;
     int32_t e = t->cell_slot[pk_edge_table_cell(t, c2)];
     int32_t s;
@@ -25,8 +24,8 @@ static inline int32_t pk_slot_from_c2(const pk_pair_job *job, size_t i, size_t j
     return s;
 }
 
-static inline int32_t pk_pair_slot_scalar(const pk_pair_job *job, size_t i, size_t j, float fx,
-                                          float fy, float fz, uint64_t *n_fp64) {
+static inline int32_t pk_pair_slot_scalar(const pk_pair_job *job, size_t i, size_t j, float fx, float fy, float fz,
+                                          uint64_t *n_fp64) {
     float dx = fx - job->fxb[j], dy = fy - job->fyb[j], dz = fz - job->fzb[j];
     float c2 = dx * dx + dy * dy + dz * dz;
     return pk_slot_from_c2(job, i, j, c2, n_fp64);

@@ -32,7 +32,7 @@
 
 /* log2(1 + x) on [0, 1]: Chebyshev interpolation of degree 7, max error
  * 3.69e-7 in float32 Horner form (measured on 200,001 points). */
-static const float log2_poly[8] = {3.685614093917877e-07f, 1.4426475487299526f, -0.7203160643597616f,
+static const float log2_poly[8] = {3.685614093917877e-07f, 1.4426475487299526f,   -0.7203160643597616f,
                                    0.47208691624873467f,   -0.32196028547658173f, 0.18875273776112778f,
                                    -0.07565137470444938f,  0.014440352501082998f};
 #define LOG2_POLY_ERROR 4.0e-7
@@ -199,7 +199,7 @@ pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_
             n_hot[0] += (uint64_t)__builtin_popcount((unsigned)is_h1);
             n_hot[1] += (uint64_t)__builtin_popcount((unsigned)is_h2);
             n_hot[2] += (uint64_t)__builtin_popcount((unsigned)is_h3);
-            __mmask16 cold = valid & (__mmask16)~(is_top | is_h1 | is_h2 | is_h3);
+            __mmask16 cold = valid & (__mmask16) ~(is_top | is_h1 | is_h2 | is_h3);
             _mm512_storeu_si512((__m512i *)(cold_buf + n_cold), _mm512_maskz_compress_epi32(cold, s));
             n_cold += (size_t)__builtin_popcount((unsigned)cold);
             if (n_cold > COLD_BUF - 16) {
@@ -264,8 +264,8 @@ pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, s
         __m512 margin = _mm512_fmadd_ps(m1, _mm512_rsqrt14_ps(cm), m0);
         __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
         __m512 f = _mm512_sub_ps(t, k);
-        __mmask16 near = _mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) |
-                         _mm512_cmp_ps_mask(f, _mm512_sub_ps(one, margin), _CMP_GT_OQ);
+        __mmask16 near =
+            _mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) | _mm512_cmp_ps_mask(f, _mm512_sub_ps(one, margin), _CMP_GT_OQ);
         __mmask16 unsure = near & (__mmask16) ~(below | above) & valid;
         __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_max_ps(k, _mm512_set1_ps(-1.0f))), onei);
         s = _mm512_min_epi32(_mm512_max_epi32(s, zero), top_v);

@@ -138,7 +138,6 @@ extern "C" int pk_angcorr_cuda_kernel_from_name(const char *name) {
 
 /* ---- shared device pieces ------------------------------------------------ */
 
-
 /* Double unit vectors as x[n], y[n], z[n] (n = stride). */
 struct Vectors64 {
     const double *v;
@@ -147,7 +146,7 @@ struct Vectors64 {
 
 __device__ __forceinline__ double dot_pair(Vectors64 a, size_t i, Vectors64 b, size_t j) {
     return pk_dot_rn(a.v[i], a.v[a.stride + i], a.v[2 * a.stride + i], b.v[j], b.v[b.stride + j],
-                  b.v[2 * b.stride + j]);
+                     b.v[2 * b.stride + j]);
 }
 
 /* ---- the naive kernel ------------------------------------------------------ */
@@ -172,22 +171,22 @@ struct TiledArgs {
     const float4 *pa, *pb; /* float points, padded with zeros to whole tiles */
     int n_a, n_b;
     int autocorr;
-    Vectors64 a64, b64;    /* the settling path's double vectors */
-    const double *thr;     /* [n_bounds] */
+    Vectors64 a64, b64; /* the settling path's double vectors */
+    const double *thr;  /* [n_bounds] */
     int n_bounds;
     const float2 *lohi;    /* [n_bounds + 2] */
     const float2 *lohi_hi; /* SPACE_DOT_HI: the same with hi = NaN where the window is
                               wider than packed_width, and for the multi pseudo-slot */
     const unsigned short *cells;
-    const uint2 *packed;   /* SPACE_DOT_PACKED: (bits of hi, 8 * s0) per cell */
+    const uint2 *packed; /* SPACE_DOT_PACKED: (bits of hi, 8 * s0) per cell */
     float packed_width;
     int n_cells, cell_base;
-    float offset;          /* chord: fma start; dot: 1 + offset */
+    float offset;               /* chord: fma start; dot: 1 + offset */
     float theta_min, inv_width; /* approx: linear bins */
     int n_bins;
-    const int2 *items;     /* (row tile, column tile) */
+    const int2 *items; /* (row tile, column tile) */
     int n_items;
-    unsigned *counter;     /* next item of this chunk */
+    unsigned *counter; /* next item of this chunk */
     unsigned long long *slots, *n_fp64;
 };
 
@@ -287,8 +286,7 @@ __device__ __forceinline__ unsigned settle_queued(float q, unsigned e, const flo
 
 /* q of a pair: chord space offset + |pi - pj|^2, dot space (1 + offset) -
  * pi.pj, each an fma chain. */
-template <int SPACE, bool CLAMP>
-__device__ __forceinline__ float pair_q(float4 pi, float4 pj, float offset) {
+template <int SPACE, bool CLAMP> __device__ __forceinline__ float pair_q(float4 pi, float4 pj, float offset) {
     if constexpr (SPACE == SPACE_CHORD) {
         float dx = pi.x - pj.x, dy = pi.y - pj.y, dz = pi.z - pj.z;
         if constexpr (CLAMP) return fmaf(dz, dz, fmaf(dy, dy, dx * dx));
@@ -319,8 +317,7 @@ __device__ __forceinline__ unsigned approx_entry(float4 pi, float4 pj, const Til
 }
 
 /* Packed cells (dot space): the cell's entry and d = hi - q. */
-template <int SHIFT>
-__device__ __forceinline__ uint2 packed_entry(float q, const uint2 *packedp) {
+template <int SHIFT> __device__ __forceinline__ uint2 packed_entry(float q, const uint2 *packedp) {
     return packedp[__float_as_uint(q) >> SHIFT];
 }
 
@@ -334,9 +331,8 @@ __device__ __forceinline__ uint2 packed_entry(float q, const uint2 *packedp) {
 template <int SPACE, bool CLAMP, int K, int SHIFT, bool QUEUE, bool MASKED>
 __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *tile, size_t r0, size_t c0,
                                            const TiledArgs &g, const unsigned char *sm_lohi,
-                                           const unsigned short *cellp, const uint2 *packedp,
-                                           unsigned char *sm_hist, unsigned *fp64_count, uint4 *queue,
-                                           unsigned *queue_n, unsigned queue_len) {
+                                           const unsigned short *cellp, const uint2 *packedp, unsigned char *sm_hist,
+                                           unsigned *fp64_count, uint4 *queue, unsigned *queue_n, unsigned queue_len) {
     const unsigned trash = 8u * (unsigned)(g.n_bounds + 2);
 #pragma unroll 2
     for (int jj = 0; jj < TILE_COLS; jj++) {
@@ -409,9 +405,9 @@ __device__ __forceinline__ void tile_pairs(const float4 (&pi)[K], const float4 *
                             queue[at] = make_uint4((unsigned)i, (unsigned)j, __float_as_uint(q[k]), e0);
                             e[k] = trash;
                         } else {
-                            e[k] = settle(q[k], e0, SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI
-                                                        ? g.lohi
-                                                        : (const float2 *)sm_lohi,
+                            e[k] = settle(q[k], e0,
+                                          SPACE == SPACE_DOT_PACKED || SPACE == SPACE_DOT_HI ? g.lohi
+                                                                                             : (const float2 *)sm_lohi,
                                           g.thr, g.n_bounds, g.a64, i, g.b64, j, fp64_count);
                         }
                     }
@@ -560,15 +556,16 @@ static const KernelSpec kernel_specs[] = {
      tiled_kernel<SPACE_DOT, false, 4, S9, true>},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8, SPACE_DOT_HI, 0, 4, 1, 1, 8,
      tiled_kernel<SPACE_DOT_HI, false, 4, S8, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true>},
-    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, SPACE_DOT, 0, 8, 1, 1, 8, tiled_kernel<SPACE_DOT, false, 8, S8, true>,
-     tiled_kernel<SPACE_DOT, false, 8, S9, true>},
+    {PK_ANGCORR_KERNEL_CUDA_DOT_QUEUE_CELLS8_ROWS8, SPACE_DOT, 0, 8, 1, 1, 8,
+     tiled_kernel<SPACE_DOT, false, 8, S8, true>, tiled_kernel<SPACE_DOT, false, 8, S9, true>},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT, SPACE_DOT_HI, 0, 4, 2, 1, 8,
      tiled_kernel<SPACE_DOT_HI, false, 4, S8, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true>},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4, SPACE_DOT_HI, 0, 4, 2, 1, 8,
      tiled_kernel<SPACE_DOT_HI, false, 4, S8, true, 4, false>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true, 4, false>,
      4},
     {PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4_DIRECT, SPACE_DOT_HI, 0, 4, 2, 1, 8,
-     tiled_kernel<SPACE_DOT_HI, false, 4, S8, true, 4, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true, 4, true>, 4},
+     tiled_kernel<SPACE_DOT_HI, false, 4, S8, true, 4, true>, tiled_kernel<SPACE_DOT_HI, false, 4, S9, true, 4, true>,
+     4},
 };
 
 static const KernelSpec *spec_of(int kernel) {
@@ -736,8 +733,7 @@ static pk_status upload_points(pk_context *ctx, int space, const pk_catalog *cat
     for (size_t i = 0; i < v->n; i++) {
         if (space == SPACE_APPROX)
             host[i] = make_float4((float)cat->ra[i], (float)sin(cat->dec[i]), (float)cos(cat->dec[i]), 0.0f);
-        else
-            host[i] = make_float4((float)v->x[i], (float)v->y[i], (float)v->z[i], 0.0f);
+        else host[i] = make_float4((float)v->x[i], (float)v->y[i], (float)v->z[i], 0.0f);
     }
     pk_status st = upload(ctx, (void **)dev, host, n_pad * sizeof(float4));
     free(host);
@@ -809,8 +805,9 @@ static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const
         size_t i = (size_t)(s >> 33) % va->n;
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         size_t j = (size_t)(s >> 33) % vb->n;
-        float q = fmaf(-(float)va->z[i], (float)vb->z[j],
-                       fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
+        float q =
+            fmaf(-(float)va->z[i], (float)vb->z[j],
+                 fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
         hits += pk_gpu_table_in_multi(g8, q);
     }
     return hits <= 1;
@@ -932,13 +929,14 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         cudaError_t ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
-        if (ce == cudaSuccess) ce = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes);
+        if (ce == cudaSuccess)
+            ce = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes);
         if (ce == cudaSuccess) ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, TILE_THREADS, lay.bytes);
         if (ce != cudaSuccess) {
             st = pk_fail(ctx, PK_ERR_CUDA, "setting up the tiled kernel failed: %s", cudaGetErrorString(ce));
         } else if (per_sm < 1) {
-            st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU",
-                         lay.bytes);
+            st =
+                pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU", lay.bytes);
         } else {
             *blocks_per_sm = per_sm;
             g.slots = d->slots;
@@ -1024,8 +1022,8 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
         /* j > i counted once: twice that, plus the self-pairs in float64 */
         for (size_t s = 0; s < n_slots; s++) slots[s] *= 2;
         for (size_t i = 0; i < a->n; i++)
-            slots[pk_edge_table_slot_fp64(table, pk_angcorr_dot_ref(va.x[i], va.y[i], va.z[i], va.x[i], va.y[i],
-                                                                     va.z[i]))]++;
+            slots[pk_edge_table_slot_fp64(table,
+                                          pk_angcorr_dot_ref(va.x[i], va.y[i], va.z[i], va.x[i], va.y[i], va.z[i]))]++;
         stats->pairs_visited = (uint64_t)a->n * (uint64_t)(a->n - 1) / 2 + a->n;
         stats->pairs_fp64 = n_fp64 + a->n;
     } else {

@@ -35,22 +35,21 @@ extern "C" {
 #define FEATURE_THREADS 256
 
 struct FeatureArgs {
-    const float4 *pa, *pb;          /* float unit vectors, sorted */
-    const double *a64, *b64;        /* x[n], y[n], z[n] at strides na, nb */
+    const float4 *pa, *pb;   /* float unit vectors, sorted */
+    const double *a64, *b64; /* x[n], y[n], z[n] at strides na, nb */
     size_t na, nb;
-    const double *wa, *wb;          /* sorted weights or NULL */
-    const double *thr;              /* dot thresholds [n_bounds] */
+    const double *wa, *wb; /* sorted weights or NULL */
+    const double *thr;     /* dot thresholds [n_bounds] */
     int n_bounds, n_slots, n_bins;
-    const int *cell_slot;           /* [n_cells] */
-    const float *c2_lo, *c2_hi;     /* [n_bounds + 1] */
+    const int *cell_slot;       /* [n_cells] */
+    const float *c2_lo, *c2_hi; /* [n_bounds + 1] */
     int n_cells, cell_shift, cell_base;
-    const uint4 *items;             /* i0, i1, j0, j1 */
+    const uint4 *items; /* i0, i1, j0, j1 */
     int n_items;
     int autocorr, weighted, mean_theta;
     unsigned long long *slots, *n_fp64;
     double *wslots, *tslots;
 };
-
 
 __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -114,7 +113,7 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
             bool have_dot = false;
             if (s < 0) {
                 dot = pk_dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
-                             g.b64[2 * g.nb + j]);
+                                g.b64[2 * g.nb + j]);
                 have_dot = true;
                 s = pk_slot_of_dot(g.thr, g.n_bounds, dot);
                 fp64++;
@@ -126,7 +125,7 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
                 if (g.mean_theta && s >= 1 && s <= g.n_bins) {
                     if (!have_dot)
                         dot = pk_dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
-                                     g.b64[2 * g.nb + j]);
+                                        g.b64[2 * g.nb + j]);
                     dot = fmin(fmax(dot, -1.0), 1.0);
                     atomicAdd(&s_t[s], w * acos(dot));
                 }
@@ -157,8 +156,8 @@ struct FeatureDevice {
 };
 
 static void release(FeatureDevice *d) {
-    void *ptrs[] = {d->pa, d->pb, d->a64, d->b64, d->wa, d->wb, d->thr, d->wslots, d->tslots, d->cells,
-                    d->lo, d->hi, d->items, d->slots, d->n_fp64};
+    void *ptrs[] = {d->pa,     d->pb,    d->a64, d->b64, d->wa,    d->wb,    d->thr,   d->wslots,
+                    d->tslots, d->cells, d->lo,  d->hi,  d->items, d->slots, d->n_fp64};
     for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) cudaFree(ptrs[k]);
     memset(d, 0, sizeof *d);
 }
@@ -210,8 +209,10 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
                   2 * ((size_t)table->n_bounds + 1) * sizeof(float) + 64;
     if (smem > 200 * 1024) {
         if (!weighted) return PK_ERR_UNSUPPORTED;
-        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "weighted CUDA counts take at most about 4000 bins here (%zu needed "
-                                                "%zu bytes of shared memory)", bins->n_bins, smem);
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED,
+                       "weighted CUDA counts take at most about 4000 bins here (%zu needed "
+                       "%zu bytes of shared memory)",
+                       bins->n_bins, smem);
     }
 
     pk_grid ga, gb;
@@ -267,9 +268,12 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     if (!autocorr && (st = upload_grid(ctx, &gb, &d.pb, &d.b64, &d.wb)) != PK_OK) goto done;
     if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
         goto done;
-    if ((st = upload(ctx, (void **)&d.cells, table->cell_slot, (size_t)table->n_cells * sizeof(int))) != PK_OK) goto done;
-    if ((st = upload(ctx, (void **)&d.lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK) goto done;
-    if ((st = upload(ctx, (void **)&d.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK) goto done;
+    if ((st = upload(ctx, (void **)&d.cells, table->cell_slot, (size_t)table->n_cells * sizeof(int))) != PK_OK)
+        goto done;
+    if ((st = upload(ctx, (void **)&d.lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK)
+        goto done;
+    if ((st = upload(ctx, (void **)&d.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK)
+        goto done;
     if ((st = upload(ctx, (void **)&d.items, items, n_items * sizeof(uint4))) != PK_OK) goto done;
     PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.slots, n_slots * sizeof(unsigned long long)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, n_slots * sizeof(unsigned long long)));
@@ -304,11 +308,13 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     g.n_fp64 = d.n_fp64;
     g.wslots = d.wslots;
     g.tslots = d.tslots;
-    PK_CUDA_GOTO(ctx, st, done, cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     {
         int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
         PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        PK_CUDA_GOTO(ctx, st, done, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, smem));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, smem));
         if (per_sm < 1) per_sm = 1;
         n_blocks = (size_t)n_sm * (size_t)per_sm;
     }
@@ -346,8 +352,10 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
     PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(slots, d.slots, n_slots * sizeof(uint64_t), cudaMemcpyDeviceToHost));
     PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(&n_fp64, d.n_fp64, sizeof n_fp64, cudaMemcpyDeviceToHost));
-    if (weighted) PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(wslots, d.wslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
-    if (tslots) PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(tslots, d.tslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
+    if (weighted)
+        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(wslots, d.wslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
+    if (tslots)
+        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(tslots, d.tslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
     /* the pairs the plan skipped are beyond the last edge */
     slots[n_slots - 1] += plan.pairs_all - plan.pairs_visited;
     if (weighted) wslots[n_slots - 1] += pk_grid_plan_skipped_weight(&plan, &ga, gbp, autocorr);

@@ -22,12 +22,13 @@
 
 /* pk_angcorr_choose_kernel, and weights, mean separations and jackknife
  * take exact kernels only (the default ones are). */
-static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend,
-                                 int *kernel) {
+static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend, int *kernel) {
     pk_status st = pk_angcorr_choose_kernel(ctx, opts, backend, kernel);
     if (st == PK_OK && !pk_angcorr_kernel_exact(*kernel))
-        st = pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' is inexact; weights, mean separations and jackknife "
-                                          "take exact kernels only", pk_angcorr_kernel_name(*kernel));
+        st = pk_fail(ctx, PK_ERR_INVALID,
+                     "kernel '%s' is inexact; weights, mean separations and jackknife "
+                     "take exact kernels only",
+                     pk_angcorr_kernel_name(*kernel));
     return st;
 }
 
@@ -64,10 +65,10 @@ typedef struct count_out {
 
 /* A count with a ready table: slots (and weighted sums) of every pair,
  * then the sum checks. */
-static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a,
-                                const double *wa, const pk_catalog *b, const double *wb, const pk_bins *bins,
-                                const pk_edge_table *table, pk_prune prune, int mean_theta, count_out *out,
-                                pk_pair_stats *stats, pk_progress *progress) {
+static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a, const double *wa,
+                                const pk_catalog *b, const double *wb, const pk_bins *bins, const pk_edge_table *table,
+                                pk_prune prune, int mean_theta, count_out *out, pk_pair_stats *stats,
+                                pk_progress *progress) {
     size_t n_slots = (size_t)table->n_slots;
     memset(stats, 0, sizeof *stats);
     memset(out->slots, 0, n_slots * sizeof(uint64_t));
@@ -108,7 +109,8 @@ static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel,
         if (kernel != PK_ANGCORR_KERNEL_REF)
             st = pk_angcorr_count_grid(ctx, kernel, a, wa, b, wb, bins, table, prune, mean_theta, out->slots,
                                        out->wslots, out->tslots, stats, progress);
-        if (st == PK_ERR_UNSUPPORTED) st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, out->slots, stats, progress);
+        if (st == PK_ERR_UNSUPPORTED)
+            st = pk_angcorr_count_cpu(ctx, kernel, a, b, bins, table, out->slots, stats, progress);
     }
 #ifdef PK_HAVE_CUDA
     else {
@@ -146,15 +148,16 @@ static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel,
         double scale = weight_abs_total(wa, a->n) * weight_abs_total(wb, n_b);
         double tol = 4.0 * ((double)a->n + (double)n_b + 16.0) * 0x1p-52 * scale;
         if (!(fabs(wsum - want) <= tol))
-            return pk_fail(ctx, PK_ERR_INTERNAL, "weighted pair check failed: the slots hold %.17g, expected %.17g (kernel %s)",
-                           wsum, want, pk_angcorr_kernel_name(kernel));
+            return pk_fail(ctx, PK_ERR_INTERNAL,
+                           "weighted pair check failed: the slots hold %.17g, expected %.17g (kernel %s)", wsum, want,
+                           pk_angcorr_kernel_name(kernel));
     }
     return PK_OK;
 }
 
-pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a,
-                              const pk_catalog *b, const pk_bins *bins, const pk_angcorr_features *features,
-                              uint64_t *counts, double *weighted, double *theta_sum, pk_pair_stats *stats) {
+pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
+                              const pk_bins *bins, const pk_angcorr_features *features, uint64_t *counts,
+                              double *weighted, double *theta_sum, pk_pair_stats *stats) {
     pk_clear(ctx);
     if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
     pk_angcorr_features f = {NULL, NULL, 0, PK_PRUNE_AUTO};
@@ -254,7 +257,8 @@ pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, c
     if (k < 2) return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", k);
     size_t n = random->n;
     if ((size_t)k > n)
-        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k, n);
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k,
+                       n);
     double *ra = malloc(n * sizeof(double)), *dec = malloc(n * sizeof(double));
     int n_stripes = (int)floor(sqrt((double)k) + 0.5);
     if (n_stripes < 1) n_stripes = 1;
@@ -495,21 +499,25 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
             if (weighted) {
                 extras->dd_w = wsum[0], extras->dr_w = wsum[1], extras->rr_w = wsum[2];
                 wsum[0] = wsum[1] = wsum[2] = NULL;
-                pk_estimate_weighted(estimator, extras->sum_w_data, extras->sum_w_random, n, extras->dd_w,
-                                     extras->dr_w, extras->rr_w, out->omega);
+                pk_estimate_weighted(estimator, extras->sum_w_data, extras->sum_w_random, n, extras->dd_w, extras->dr_w,
+                                     extras->rr_w, out->omega);
             } else {
                 pk_estimate(estimator, data->n, random->n, n, out->dd, out->dr, out->rr, out->omega);
             }
             if (ro.mean_theta) {
                 double **means[3] = {&extras->theta_mean_dd, &extras->theta_mean_dr, &extras->theta_mean_rr};
                 for (int c = 0; c < 3; c++) {
-                    const double *ws = weighted ? (c == 0 ? extras->dd_w : c == 1 ? extras->dr_w : extras->rr_w) : wsum[c];
+                    const double *ws = weighted ? (c == 0   ? extras->dd_w
+                                                   : c == 1 ? extras->dr_w
+                                                            : extras->rr_w)
+                                                : wsum[c];
                     *means[c] = malloc(n * sizeof(double));
                     if (!*means[c]) {
                         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
                         break;
                     }
-                    for (size_t b_ = 0; b_ < n; b_++) (*means[c])[b_] = ws[b_] != 0 ? tsum[c][b_] / ws[b_] : (double)NAN;
+                    for (size_t b_ = 0; b_ < n; b_++)
+                        (*means[c])[b_] = ws[b_] != 0 ? tsum[c][b_] / ws[b_] : (double)NAN;
                 }
             }
         }
@@ -555,8 +563,7 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
             if (weighted)
                 pk_estimate_weighted(estimator, extras->sum_w_data - dp[j].w_total,
                                      extras->sum_w_random - rp[j].w_total, n, lw[0], lw[1], lw[2], w_j);
-            else
-                pk_estimate(estimator, data->n - dp[j].cat.n, random->n - rp[j].cat.n, n, lc[0], lc[1], lc[2], w_j);
+            else pk_estimate(estimator, data->n - dp[j].cat.n, random->n - rp[j].cat.n, n, lc[0], lc[1], lc[2], w_j);
         }
         if (st == PK_OK) {
             double f = (double)(k - 1) / (double)k;
@@ -633,7 +640,8 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
 
 pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
                                       const pk_bins *bins) {
-    if (!extras || !extras->omega_cov) return pk_fail(ctx, PK_ERR_INVALID, "%s: no jackknife covariance to write", path);
+    if (!extras || !extras->omega_cov)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: no jackknife covariance to write", path);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;
@@ -712,7 +720,8 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
         p = end;
     }
     free(text);
-    if (st == PK_OK && n < 2) st = pk_fail(ctx, PK_ERR_PARSE, "%s: an edge file needs at least 2 edges (found %zu)", path, n);
+    if (st == PK_OK && n < 2)
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: an edge file needs at least 2 edges (found %zu)", path, n);
     if (st == PK_OK) st = pk_bins_from_edges(ctx, edges, n, out);
     free(edges);
     return st;

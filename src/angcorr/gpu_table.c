@@ -14,7 +14,6 @@
 
 #include "gpu_table.h"
 
-
 static int32_t bits_from_float(float f) {
     int32_t b;
     memcpy(&b, &f, sizeof b);
@@ -67,8 +66,8 @@ static int chord_first_exponent(const pk_edge_table *t) {
     return e_min < -125 ? -125 : e_min;
 }
 
-pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped,
-                             int cell_bits, pk_gpu_table *g) {
+pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped, int cell_bits,
+                             pk_gpu_table *g) {
     memset(g, 0, sizeof *g);
     if (cell_bits < 6 || cell_bits > 12)
         return pk_fail(ctx, PK_ERR_INVALID, "GPU edge table: %d mantissa bits per cell is outside 6..12", cell_bits);

@@ -55,14 +55,14 @@ typedef enum pk_gpu_space { PK_GPU_SPACE_CHORD = 0, PK_GPU_SPACE_DOT = 1 } pk_gp
 
 typedef struct pk_gpu_table {
     pk_gpu_space space;
-    int clamped;        /* offset 0, cell index clamped to [0, n_cells) */
-    float offset;       /* see above */
-    float q_min;        /* no kernel q lies below this (clamped: 0) */
-    int32_t n_bounds;   /* n_bins + 1 */
-    float *lohi;        /* [2 * (n_bounds + 2)]: (lo, hi) per slot; entry n_bounds
+    int clamped;      /* offset 0, cell index clamped to [0, n_cells) */
+    float offset;     /* see above */
+    float q_min;      /* no kernel q lies below this (clamped: 0) */
+    int32_t n_bounds; /* n_bins + 1 */
+    float *lohi;      /* [2 * (n_bounds + 2)]: (lo, hi) per slot; entry n_bounds
                            never passes (+inf, +inf), n_bounds + 1 is the multi
                            pseudo-slot (-inf, +inf) */
-    uint16_t *cells;    /* [n_cells]: 8 * s0, or 8 * (n_bounds + 1) for multi cells */
+    uint16_t *cells;  /* [n_cells]: 8 * s0, or 8 * (n_bounds + 1) for multi cells */
     int32_t n_cells;
     int32_t cell_shift; /* 23 - mantissa bits */
     int32_t cell_base;  /* bits(q) >> cell_shift of the first cell */
@@ -84,8 +84,8 @@ typedef struct pk_gpu_table {
  * mantissa bits (the result owns its arrays; t may be freed after). Fails
  * with PK_ERR_UNSUPPORTED when the bins are more than
  * PK_GPU_TABLE_MAX_BINS. */
-pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped,
-                             int cell_bits, pk_gpu_table *out);
+pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped, int cell_bits,
+                             pk_gpu_table *out);
 
 /* 1 when q falls in a multi cell (every such pair is settled). */
 int pk_gpu_table_in_multi(const pk_gpu_table *g, float q);

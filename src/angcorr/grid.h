@@ -23,17 +23,17 @@
 
 typedef struct pk_grid {
     size_t n;
-    double h;                 /* band height and RA cell width, radians; 0: one cell */
-    uint32_t *order;          /* sorted position -> catalog index */
-    pk_unit_vectors v;        /* double unit vectors in sorted order (the reference's values) */
-    float *fx, *fy, *fz;      /* the same rounded to float */
-    double *w;                /* weights in sorted order, NULL when unweighted */
-    double *w_prefix;         /* [n + 1] prefix sums of w (NULL when unweighted) */
+    double h;            /* band height and RA cell width, radians; 0: one cell */
+    uint32_t *order;     /* sorted position -> catalog index */
+    pk_unit_vectors v;   /* double unit vectors in sorted order (the reference's values) */
+    float *fx, *fy, *fz; /* the same rounded to float */
+    double *w;           /* weights in sorted order, NULL when unweighted */
+    double *w_prefix;    /* [n + 1] prefix sums of w (NULL when unweighted) */
     size_t n_cells;
-    uint32_t *cell_start;     /* [n_cells + 1] */
-    int64_t *cell_band;       /* [n_cells] */
-    double *cell_c;           /* [3 n_cells] bounding sphere centres */
-    double *cell_r;           /* [n_cells] radii (chord) */
+    uint32_t *cell_start; /* [n_cells + 1] */
+    int64_t *cell_band;   /* [n_cells] */
+    double *cell_c;       /* [3 n_cells] bounding sphere centres */
+    double *cell_r;       /* [n_cells] radii (chord) */
 } pk_grid;
 
 /* Build the grid of a catalog with band height h (radians; h <= 0: a
@@ -64,7 +64,7 @@ typedef struct pk_grid_unit {
 typedef struct pk_grid_plan {
     size_t n_units;
     pk_grid_unit *units;
-    uint32_t *ranges;       /* pairs cb0, cb1 of b's cells */
+    uint32_t *ranges; /* pairs cb0, cb1 of b's cells */
     size_t n_ranges;
     uint64_t pairs_visited; /* ordered pairs in the units before row trimming (j > i only for autos) */
     uint64_t pairs_all;     /* n_a n_b, or n (n - 1) / 2 for autos */
@@ -86,10 +86,10 @@ double pk_grid_plan_skipped_weight(const pk_grid_plan *plan, const pk_grid *ga, 
  * for slots 1..n_bins). prune: PK_PRUNE_*. Returns PK_ERR_UNSUPPORTED
  * (without a message) when prune is AUTO and pruning would not pay, so the
  * caller can run the full-range kernels instead. */
-pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
-                                const pk_catalog *b, const double *wb, const pk_bins *bins,
-                                const pk_edge_table *table, int prune, int mean_theta, uint64_t *slots,
-                                double *wslots, double *tslots, pk_pair_stats *stats, pk_progress *progress);
+pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                                const double *wb, const pk_bins *bins, const pk_edge_table *table, int prune,
+                                int mean_theta, uint64_t *slots, double *wslots, double *tslots, pk_pair_stats *stats,
+                                pk_progress *progress);
 
 /* Whether the pruned path is worth trying for these bins (theta_max small
  * enough), for the hook in api.c. */
@@ -99,7 +99,7 @@ int pk_angcorr_grid_wanted(int kernel, const pk_bins *bins);
  * the slot directly unless a window touches the cell. Needs the direct
  * table in job->table's companion (see pk_direct_table). */
 typedef struct pk_direct_table {
-    int16_t *slot;   /* per cell of the edge table: the slot, or -1 when a window touches the cell */
+    int16_t *slot; /* per cell of the edge table: the slot, or -1 when a window touches the cell */
     int32_t n_cells;
 } pk_direct_table;
 

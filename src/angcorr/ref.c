@@ -35,8 +35,8 @@ int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot) {
     return pk_bins_index(bins, acos(dot)) + 1;
 }
 
-void pk_angcorr_ref_rows(const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b,
-                         size_t i0, size_t i1, uint64_t *slots) {
+void pk_angcorr_ref_rows(const pk_bins *bins, const pk_unit_vectors *a, const pk_unit_vectors *b, size_t i0, size_t i1,
+                         uint64_t *slots) {
     for (size_t i = i0; i < i1; i++) {
         for (size_t j = 0; j < b->n; j++) {
             double dot = pk_angcorr_dot_ref(a->x[i], a->y[i], a->z[i], b->x[j], b->y[j], b->z[j]);

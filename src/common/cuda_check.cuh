@@ -9,22 +9,22 @@
 
 #include "common.h"
 
-#define PK_CUDA(ctx, call)                                                                    \
-    do {                                                                                      \
-        cudaError_t pk_cuda_err_ = (call);                                                    \
-        if (pk_cuda_err_ != cudaSuccess)                                                      \
-            return pk_fail((ctx), PK_ERR_CUDA, "%s failed: %s (%s:%d)", #call,                \
-                           cudaGetErrorString(pk_cuda_err_), __FILE__, __LINE__);             \
+#define PK_CUDA(ctx, call)                                                                                       \
+    do {                                                                                                         \
+        cudaError_t pk_cuda_err_ = (call);                                                                       \
+        if (pk_cuda_err_ != cudaSuccess)                                                                         \
+            return pk_fail((ctx), PK_ERR_CUDA, "%s failed: %s (%s:%d)", #call, cudaGetErrorString(pk_cuda_err_), \
+                           __FILE__, __LINE__);                                                                  \
     } while (0)
 
-#define PK_CUDA_GOTO(ctx, st, label, call)                                                    \
-    do {                                                                                      \
-        cudaError_t pk_cuda_err_ = (call);                                                    \
-        if (pk_cuda_err_ != cudaSuccess) {                                                    \
-            (st) = pk_fail((ctx), PK_ERR_CUDA, "%s failed: %s (%s:%d)", #call,                \
-                           cudaGetErrorString(pk_cuda_err_), __FILE__, __LINE__);             \
-            goto label;                                                                       \
-        }                                                                                     \
+#define PK_CUDA_GOTO(ctx, st, label, call)                                                                       \
+    do {                                                                                                         \
+        cudaError_t pk_cuda_err_ = (call);                                                                       \
+        if (pk_cuda_err_ != cudaSuccess) {                                                                       \
+            (st) = pk_fail((ctx), PK_ERR_CUDA, "%s failed: %s (%s:%d)", #call, cudaGetErrorString(pk_cuda_err_), \
+                           __FILE__, __LINE__);                                                                  \
+            goto label;                                                                                          \
+        }                                                                                                        \
     } while (0)
 
 /* After a kernel launch: the launch error, then (when sync) the run error. */

@@ -130,4 +130,3 @@ pk_status pk_fits_check_headers(pk_context *ctx, const char *path) {
     fclose(fp);
     return st;
 }
-

@@ -158,8 +158,9 @@ pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f) {
     }
     if (failed) {
         unlink(f->tmp_path);
-        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", f->path,
-                               saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
+        pk_status st =
+            pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", f->path,
+                    saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
         atomic_release(f);
         return st;
     }

@@ -56,8 +56,12 @@ pk_status pk_backend_parse(const char *name, pk_backend *out) {
 }
 
 #ifndef PK_HAVE_CUDA
-int pk_cuda_built(void) { return 0; }
-int pk_cuda_device_count(void) { return 0; }
+int pk_cuda_built(void) {
+    return 0;
+}
+int pk_cuda_device_count(void) {
+    return 0;
+}
 #endif
 
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {

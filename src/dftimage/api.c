@@ -87,7 +87,8 @@ static pk_status choose_kernel(pk_context *ctx, const pk_dftimage_options *o, pk
     if (o->kernel != PK_DFTIMAGE_KERNEL_BEST) {
         if (!pk_dftimage_kernel_name(o->kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o->kernel);
         if (!pk_dftimage_kernel_available(o->kernel))
-            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (not built, or not supported by this %s)",
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED,
+                           "kernel '%s' cannot run here (not built, or not supported by this %s)",
                            pk_dftimage_kernel_name(o->kernel), is_cuda_kernel(o->kernel) ? "machine" : "CPU");
         *backend = is_cuda_kernel(o->kernel) ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
         if (o->backend != PK_BACKEND_AUTO && o->backend != *backend)
@@ -182,8 +183,8 @@ static double f32_offset_turns(const pk_vis *vis, size_t n, double cell, size_t 
     return most;
 }
 
-pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis,
-                          size_t n, double cell, pk_image *out, pk_dftimage_stats *stats) {
+pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
+                          pk_image *out, pk_dftimage_stats *stats) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
@@ -194,9 +195,10 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
     if ((st = pk_dftimage_check_size(ctx, n, o.want_imag, NULL)) != PK_OK) return st;
     double edge = (double)(n / 2) * cell;
     if (!(2.0 * edge * edge < 1.0))
-        return pk_fail(ctx, PK_ERR_INVALID,
-                       "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller --cell or --size",
-                       n, cell);
+        return pk_fail(
+            ctx, PK_ERR_INVALID,
+            "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller --cell or --size",
+            n, cell);
     int sign = o.sign ? o.sign : vis->sign;
     if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
     pk_backend backend = PK_BACKEND_CPU;
@@ -233,8 +235,7 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
     pk_progress_begin(&progress, ctx, terms, 0.0, 1.0);
     double kernel_ms = 0, t0 = pk_now();
 #ifdef PK_HAVE_CUDA
-    if (backend == PK_BACKEND_CUDA)
-        st = pk_dft_run_cuda(ctx, kernel, &job, &progress, &kernel_ms);
+    if (backend == PK_BACKEND_CUDA) st = pk_dft_run_cuda(ctx, kernel, &job, &progress, &kernel_ms);
     else
 #endif
         st = pk_dft_run_cpu(ctx, kernel, &job, &progress);
@@ -409,6 +410,6 @@ pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_
     if (got >= 4 && head[0] == 'P' && head[1] == 'K') return pk_vis_read_npz(ctx, path, out);
     if (got >= 6 && memcmp(head, "SIMPLE", 6) == 0) return pk_vis_read_uvfits(ctx, path, weights, out);
     if (got == 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: empty file", path);
-    return pk_fail(ctx, PK_ERR_PARSE, "%s: neither a .npz (zip) nor a FITS file (it starts with neither 'PK' nor 'SIMPLE')",
-                   path);
+    return pk_fail(ctx, PK_ERR_PARSE,
+                   "%s: neither a .npz (zip) nor a FITS file (it starts with neither 'PK' nor 'SIMPLE')", path);
 }

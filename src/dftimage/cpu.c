@@ -57,10 +57,13 @@ typedef struct tile_f64 {
 /* All visibilities into one tile: per visibility the tile-centre phase,
  * then per pixel the offset phase and a float64 sincos. Compiled for
  * AVX-512, AVX2 and the baseline; the loader picks one. */
+/* the attribute would otherwise move the name onto a line of its own */
+/* clang-format off */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PK_SANITIZE_BUILD)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 static void block_f64(const pk_vis *vis, int sign, double l0, double m0, double n0, tile_f64 *tile) {
+    /* clang-format on */
     double sg = (double)sign;
     const double *restrict dl = tile->dl, *restrict dm = tile->dm, *restrict dn = tile->dn;
     double *restrict acc_re = tile->acc_re, *restrict acc_im = tile->acc_im;
@@ -68,7 +71,11 @@ static void block_f64(const pk_vis *vis, int sign, double l0, double m0, double 
         double su = sg * vis->u[k], sv = sg * vis->v[k], sw = sg * vis->w[k];
         double ph0 = pk_dft_frac(su * l0 + sv * m0 + sw * n0);
         double vr = vis->re[k], vi = vis->im[k];
+        /* clang (the fuzz build) cannot vectorise this loop and warns when
+         * asked to; the build that matters, gcc's target clones, does */
+#ifndef __clang__
 #pragma omp simd
+#endif
         for (int p = 0; p < PK_DFT_TILE_PIX; p++) {
             double x = ph0 + su * dl[p] + sv * dm[p] + sw * dn[p];
             pk_dft_sc e = pk_dft_sincos2pi_d(x);
@@ -96,8 +103,7 @@ static tile_geom tile_at(const pk_dft_job *job, size_t tx, size_t ty) {
 }
 
 /* Offsets of pixel p of the tile from the centre, in double. */
-static void pixel_offsets(const pk_dft_job *job, const tile_geom *g, int p, double *dl, double *dm,
-                          double *dn) {
+static void pixel_offsets(const pk_dft_job *job, const tile_geom *g, int p, double *dl, double *dm, double *dn) {
     size_t a = g->a0 + (size_t)(p % PK_DFT_TILE_W), b = g->b0 + (size_t)(p / PK_DFT_TILE_W);
     double l = pk_dft_pixel_lm(a, job->n, job->cell), m = pk_dft_pixel_lm(b, job->n, job->cell);
     *dl = ((double)a - (double)(g->a0 + PK_DFT_TILE_W / 2)) * job->cell;
@@ -133,8 +139,8 @@ static pk_status polar_make(pk_context *ctx, const pk_vis *vis, polar_vis *pv) {
 }
 
 /* The table of visibilities [k0, k0 + count) for the tile centred at g. */
-static void table_fill(const pk_dft_job *job, const polar_vis *pv, const tile_geom *g, size_t k0,
-                       size_t count, pk_dft_table *t) {
+static void table_fill(const pk_dft_job *job, const polar_vis *pv, const tile_geom *g, size_t k0, size_t count,
+                       pk_dft_table *t) {
     const pk_vis *vis = job->vis;
     double sg = (double)job->sign;
     for (size_t j = 0; j < count; j++) {

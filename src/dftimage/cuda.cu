@@ -151,8 +151,8 @@ __global__ void naive_f64(const double *__restrict__ u, const double *__restrict
 
 /* The float32 arrays: 2 pi s u, 2 pi s v, 2 pi s w, re, im. */
 __global__ void naive_f32(const float *__restrict__ u, const float *__restrict__ v, const float *__restrict__ w,
-                          const float *__restrict__ re, const float *__restrict__ im, int k0, int k1, int n,
-                          float cell, double *out_re, double *out_im) {
+                          const float *__restrict__ re, const float *__restrict__ im, int k0, int k1, int n, float cell,
+                          double *out_re, double *out_im) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n * n) return;
     float l = (float)((p % n) - n / 2) * cell, m = (float)((p / n) - n / 2) * cell;
@@ -173,9 +173,9 @@ __global__ void naive_f32(const float *__restrict__ u, const float *__restrict__
 #define USUAL_THREADS 256
 #define USUAL_PIX 3
 
-__global__ void __launch_bounds__(USUAL_THREADS) usual_f32(const float4 *__restrict__ uvwr, const float *__restrict__ vim,
-                                                           int k0, int k1, int n, float cell, double *out_re,
-                                                           double *out_im) {
+__global__ void __launch_bounds__(USUAL_THREADS)
+    usual_f32(const float4 *__restrict__ uvwr, const float *__restrict__ vim, int k0, int k1, int n, float cell,
+              double *out_re, double *out_im) {
     __shared__ float4 s_uvwr[USUAL_THREADS];
     __shared__ float s_im[USUAL_THREADS];
     int base = (blockIdx.x * USUAL_THREADS + threadIdx.x) * USUAL_PIX;
@@ -230,7 +230,7 @@ struct tile_args {
     const double *u, *v, *w, *re, *im, *amp, *psi;
     int n_vis, n;
     double cell, sign;
-    int slice_len;   /* visibilities per slice (gridDim.z slices) */
+    int slice_len; /* visibilities per slice (gridDim.z slices) */
     int k_begin, k_end;
     double *part_re, *part_im; /* [slices][n_pad_y][n_pad_x] */
     int pad_x, pad_y;
@@ -238,8 +238,7 @@ struct tile_args {
 
 /* IMAG: complex image; else the real part by amp cos. P pixels a thread, of
  * which the first Q take the polynomial path. */
-template <bool IMAG, int P, int Q>
-__global__ void __launch_bounds__(TILE_THREADS) tile_f32(tile_args a) {
+template <bool IMAG, int P, int Q> __global__ void __launch_bounds__(TILE_THREADS) tile_f32(tile_args a) {
     __shared__ float4 s_uvwr[TILE_CHUNK]; /* 2 pi s u, 2 pi s v, 2 pi s w, 2 pi R (radians) */
     __shared__ float2 s_val[TILE_CHUNK];  /* (re, im), or (amp, 0) */
     const int tile_rows = 4 * P;
@@ -394,7 +393,7 @@ __global__ void sum_slices(const double *__restrict__ part, int slices, int pad_
 
 struct device_buffers {
     double *u, *v, *w, *re, *im, *amp, *psi;
-    float *f32;       /* naive/usual float arrays */
+    float *f32; /* naive/usual float arrays */
     double *out_re, *out_im, *part_re, *part_im;
 };
 
@@ -489,7 +488,8 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
             for (size_t k = 0; k < n_vis; k++) pk_dft_polar(vis->re[k], vis->im[k], &host_tmp[k], &host_tmp[n_vis + k]);
             PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.amp, 2 * n_vis * sizeof(double)));
             d.psi = d.amp + n_vis;
-            PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d.amp, host_tmp, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
+            PK_CUDA_GOTO(ctx, st, done,
+                         cudaMemcpy(d.amp, host_tmp, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
         }
     }
 
@@ -532,11 +532,11 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
             PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
             if (kernel == K_NAIVE_F64) {
                 naive_f64<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.u, d.v, d.w, d.re, d.im, (int)k0, (int)k1, n,
-                                                                      job->cell, (double)job->sign, d.out_re, d.out_im);
+                                                                    job->cell, (double)job->sign, d.out_re, d.out_im);
             } else if (kernel == K_NAIVE_F32) {
                 naive_f32<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.f32, d.f32 + n_vis, d.f32 + 2 * n_vis,
-                                                                      d.f32 + 3 * n_vis, d.f32 + 4 * n_vis, (int)k0,
-                                                                      (int)k1, n, (float)job->cell, d.out_re, d.out_im);
+                                                                    d.f32 + 3 * n_vis, d.f32 + 4 * n_vis, (int)k0,
+                                                                    (int)k1, n, (float)job->cell, d.out_re, d.out_im);
             } else if (kernel == K_USUAL_F32) {
                 size_t threads = (n_pix + USUAL_PIX - 1) / USUAL_PIX;
                 usual_f32<<<(unsigned)((threads + USUAL_THREADS - 1) / USUAL_THREADS), USUAL_THREADS>>>(
@@ -571,7 +571,8 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     if (tk) {
         PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
         sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_re, slices, pad_x, pad_y, n, d.out_re);
-        if (imag_kernel) sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, pad_y, n, d.out_im);
+        if (imag_kernel)
+            sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, pad_y, n, d.out_im);
         PK_CUDA_LAUNCHED(ctx, st, done);
         PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
         PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));

@@ -166,20 +166,20 @@ static inline pk_dft_sc pk_dft_sincos2pi_d(double x) {
     double q = (4.0 * x + PK_DFT_ROUND_MAGIC_D) - PK_DFT_ROUND_MAGIC_D;
     double r = x - 0.25 * q;
     double t = PK_DFT_TWO_PI * r, t2 = t * t;
-    double ps = 1.0 / 355687428096000.0;          /* 1/17! */
-    ps = ps * t2 - 1.0 / 1307674368000.0;          /* 1/15! */
-    ps = ps * t2 + 1.0 / 6227020800.0;             /* 1/13! */
-    ps = ps * t2 - 1.0 / 39916800.0;               /* 1/11! */
-    ps = ps * t2 + 1.0 / 362880.0;                 /* 1/9! */
+    double ps = 1.0 / 355687428096000.0;  /* 1/17! */
+    ps = ps * t2 - 1.0 / 1307674368000.0; /* 1/15! */
+    ps = ps * t2 + 1.0 / 6227020800.0;    /* 1/13! */
+    ps = ps * t2 - 1.0 / 39916800.0;      /* 1/11! */
+    ps = ps * t2 + 1.0 / 362880.0;        /* 1/9! */
     ps = ps * t2 - 1.0 / 5040.0;
     ps = ps * t2 + 1.0 / 120.0;
     ps = ps * t2 - 1.0 / 6.0;
     double sn = t + t * t2 * ps;
-    double pc = 1.0 / 6402373705728000.0;         /* 1/18! */
-    pc = pc * t2 - 1.0 / 20922789888000.0;         /* 1/16! */
-    pc = pc * t2 + 1.0 / 87178291200.0;            /* 1/14! */
-    pc = pc * t2 - 1.0 / 479001600.0;              /* 1/12! */
-    pc = pc * t2 + 1.0 / 3628800.0;                /* 1/10! */
+    double pc = 1.0 / 6402373705728000.0;  /* 1/18! */
+    pc = pc * t2 - 1.0 / 20922789888000.0; /* 1/16! */
+    pc = pc * t2 + 1.0 / 87178291200.0;    /* 1/14! */
+    pc = pc * t2 - 1.0 / 479001600.0;      /* 1/12! */
+    pc = pc * t2 + 1.0 / 3628800.0;        /* 1/10! */
     pc = pc * t2 - 1.0 / 40320.0;
     pc = pc * t2 + 1.0 / 720.0;
     pc = pc * t2 - 1.0 / 24.0;
@@ -217,8 +217,7 @@ const char *pk_dft_cuda_kernel_name(int kernel);
 int pk_dft_cuda_kernel_from_name(const char *name);
 pk_precision pk_dft_cuda_kernel_precision(int kernel);
 int pk_dft_cuda_best(pk_precision precision);
-pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
-                          double *kernel_ms);
+pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress, double *kernel_ms);
 #endif
 
 #endif

@@ -136,8 +136,8 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
             close(fd2);
         }
         if (rename(tmp, path) != 0) {
-            pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename the finished image into place: %s", path,
-                                   strerror(errno));
+            pk_status st =
+                pk_fail(ctx, PK_ERR_IO, "%s: cannot rename the finished image into place: %s", path, strerror(errno));
             unlink(tmp);
             free(tmp);
             return st;

@@ -36,9 +36,8 @@ static int thread_count(const pk_context *ctx) {
 }
 
 /* Points in blocks of 16 between progress reports. */
-static pk_status ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points,
-                            const double *l, const double *m, double *re, double *im,
-                            pk_progress *progress) {
+static pk_status ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points, const double *l,
+                            const double *m, double *re, double *im, pk_progress *progress) {
     const size_t block = 16;
     size_t n_blocks = (n_points + block - 1) / block;
     int cancelled = 0;
@@ -70,13 +69,14 @@ static pk_status ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t
     return cancelled ? pk_fail(ctx, PK_ERR_CANCELLED, "cancelled") : PK_OK;
 }
 
-pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points,
-                                 const double *l, const double *m, double *re, double *im) {
+pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points, const double *l,
+                                 const double *m, double *re, double *im) {
     pk_clear(ctx);
     if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
     for (size_t p = 0; p < n_points; p++)
         if (!(l[p] * l[p] + m[p] * m[p] < 1.0))
-            return pk_fail(ctx, PK_ERR_INVALID, "point %zu: l = %g, m = %g lies outside the unit circle", p, l[p], m[p]);
+            return pk_fail(ctx, PK_ERR_INVALID, "point %zu: l = %g, m = %g lies outside the unit circle", p, l[p],
+                           m[p]);
     pk_progress progress;
     pk_progress_begin(&progress, ctx, (double)n_points * (double)vis->n, 0.0, 1.0);
     return ref_points(ctx, vis, sign, n_points, l, m, re, im, &progress);
@@ -101,8 +101,7 @@ pk_status pk_dft_run_ref(pk_context *ctx, const pk_dft_job *job, pk_progress *pr
     return st;
 }
 
-void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l,
-                    double *m) {
+void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l, double *m) {
     const double deg = M_PI / 180.0;
     double dra = (ra_deg - ra0_deg) * deg, dec = dec_deg * deg, dec0 = dec0_deg * deg;
     *l = cos(dec) * sin(dra);

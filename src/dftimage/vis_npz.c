@@ -14,9 +14,9 @@
 #include "dftimage_internal.h"
 
 typedef struct npy_array {
-    size_t count;    /* elements (the product of the shape) */
-    int is_complex;  /* c8 / c16 */
-    int item_bytes;  /* 4, 8 (real) or 8, 16 (complex) */
+    size_t count;   /* elements (the product of the shape) */
+    int is_complex; /* c8 / c16 */
+    int item_bytes; /* 4, 8 (real) or 8, 16 (complex) */
     const unsigned char *data;
 } npy_array;
 
@@ -34,8 +34,8 @@ static const char *dict_value(const char *dict, const char *key) {
     return p;
 }
 
-static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, const unsigned char *buf,
-                           size_t size, npy_array *out) {
+static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, const unsigned char *buf, size_t size,
+                           npy_array *out) {
     static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (size < 10 || memcmp(buf, magic, 6) != 0)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' is not a .npy array (bad magic)", path, name);
@@ -51,8 +51,7 @@ static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, 
     } else {
         return pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s': unsupported .npy version %d", path, name, major);
     }
-    if (header_len > size - offset)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s': truncated header", path, name);
+    if (header_len > size - offset) return pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s': truncated header", path, name);
     char *dict = malloc(header_len + 1);
     if (!dict) return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
     memcpy(dict, buf + offset, header_len);
@@ -105,8 +104,8 @@ static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, 
     }
     size_t data_bytes = size - offset - header_len;
     if (count > data_bytes / (size_t)out->item_bytes) {
-        st = pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' is truncated: shape says %zu values, the file holds %zu",
-                     path, name, count, data_bytes / (size_t)out->item_bytes);
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' is truncated: shape says %zu values, the file holds %zu", path,
+                     name, count, data_bytes / (size_t)out->item_bytes);
         goto done;
     }
     out->count = count;
@@ -184,7 +183,8 @@ pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
     for (int a = 0; a < 4 && st == PK_OK; a++) {
         st = read_member(ctx, path, za, names[a], &buf[a], &size[a]);
         if (st == PK_OK && !buf[a])
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' is missing (a .npz needs u, v, w and data)", path, names[a]);
+            st =
+                pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' is missing (a .npz needs u, v, w and data)", path, names[a]);
         if (st == PK_OK) st = npy_parse(ctx, path, names[a], buf[a], size[a], &arr[a]);
         if (st == PK_OK && a < 3 && arr[a].is_complex)
             st = pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' must be real, it is complex", path, names[a]);
@@ -202,7 +202,8 @@ pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
         size_t n = arr[0].count;
         double *dst[3] = {out->u, out->v, out->w};
         for (int a = 0; a < 3; a++)
-            for (size_t k = 0; k < n; k++) dst[a][k] = read_le(arr[a].data + k * (size_t)arr[a].item_bytes, arr[a].item_bytes);
+            for (size_t k = 0; k < n; k++)
+                dst[a][k] = read_le(arr[a].data + k * (size_t)arr[a].item_bytes, arr[a].item_bytes);
         int part = arr[3].is_complex ? arr[3].item_bytes / 2 : arr[3].item_bytes;
         for (size_t k = 0; k < n; k++) {
             const unsigned char *p = arr[3].data + k * (size_t)arr[3].item_bytes;

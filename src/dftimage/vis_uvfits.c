@@ -28,8 +28,8 @@
 
 typedef struct uvfits_axes {
     int naxis;
-    long len[MAX_AXES];      /* NAXISn, index n - 1 */
-    long stride[MAX_AXES];   /* elements between neighbours along the axis */
+    long len[MAX_AXES];    /* NAXISn, index n - 1 */
+    long stride[MAX_AXES]; /* elements between neighbours along the axis */
     char ctype[MAX_AXES][FLEN_VALUE];
     double crval[MAX_AXES], cdelt[MAX_AXES], crpix[MAX_AXES];
     int complex_ax, stokes_ax, freq_ax, if_ax, ra_ax, dec_ax; /* -1 when absent */
@@ -73,8 +73,8 @@ static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfit
         /* Every data axis holds at least one element; the product stays
          * far below what a long and the file can hold. */
         if (ax->len[k] < 1 || ax->len[k] > (1L << 40) / stride)
-            return pk_fail(ctx, PK_ERR_PARSE, "%s: %s = %ld: a data axis needs 1 to %ld elements", path, key, ax->len[k],
-                           (1L << 40) / stride);
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: %s = %ld: a data axis needs 1 to %ld elements", path, key,
+                           ax->len[k], (1L << 40) / stride);
         ax->stride[k] = stride;
         stride *= ax->len[k];
         snprintf(key, sizeof key, "CTYPE%d", k + 1);
@@ -120,7 +120,8 @@ static pk_status read_if_offsets(pk_context *ctx, const char *path, fitsfile *f,
         status = 0;
         fits_clear_errmsg();
         if (n_if > 1)
-            return pk_fail(ctx, PK_ERR_PARSE, "%s: %ld IFs but no AIPS FQ table with their frequency offsets", path, n_if);
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: %ld IFs but no AIPS FQ table with their frequency offsets", path,
+                           n_if);
         return PK_OK;
     }
     int col;
@@ -135,7 +136,8 @@ static pk_status read_if_offsets(pk_context *ctx, const char *path, fitsfile *f,
     fits_get_coltype(f, col, &typecode, &repeat, &width, &status);
     if (!status && repeat < n_if) {
         fits_movabs_hdu(f, 1, NULL, &status);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: 'IF FREQ' holds %ld values for %ld IFs", path, repeat, n_if);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: 'IF FREQ' holds %ld values for %ld IFs", path, repeat,
+                       n_if);
     }
     if (!status) fits_read_col(f, TDOUBLE, col, 1, 1, n_if, NULL, offsets, NULL, &status);
     if (status) {
@@ -165,8 +167,8 @@ static void jd_to_iso(double jd, char *out, size_t size) {
     long secs = (long)floor(day_frac * 86400.0 + 0.5);
     if (secs >= 86400) secs = 86399;
     char text[128];
-    snprintf(text, sizeof text, "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld", year, month, day, secs / 3600,
-             secs / 60 % 60, secs % 60);
+    snprintf(text, sizeof text, "%04ld-%02ld-%02ldT%02ld:%02ld:%02ld", year, month, day, secs / 3600, secs / 60 % 60,
+             secs % 60);
     snprintf(out, size, "%.*s", (int)(size - 1), text);
 }
 
@@ -218,8 +220,9 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             goto done;
         }
         if (file_size >= 0 && file_size < (long long)data_end) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: the header announces %lld bytes of groups, the file holds %lld",
-                         path, (long long)(data_end - data_start), file_size - (long long)data_start);
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: truncated: the header announces %lld bytes of groups, the file holds %lld", path,
+                         (long long)(data_end - data_start), file_size - (long long)data_start);
             goto done;
         }
     }
@@ -254,8 +257,12 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         else if (strcmp(ptype, "DATE") == 0 && n_date < 4) idate[n_date++] = (int)p;
     }
     if (iu < 0 || iv < 0 || iw < 0) {
-        st = pk_fail(ctx, PK_ERR_PARSE, "%s: group parameter %s is missing (looked for PTYPE 'UU', 'UU--' or 'UU---SIN' and the like)",
-                     path, iu < 0 ? "UU" : iv < 0 ? "VV" : "WW");
+        st = pk_fail(ctx, PK_ERR_PARSE,
+                     "%s: group parameter %s is missing (looked for PTYPE 'UU', 'UU--' or 'UU---SIN' and the like)",
+                     path,
+                     iu < 0   ? "UU"
+                     : iv < 0 ? "VV"
+                              : "WW");
         goto done;
     }
 
@@ -293,7 +300,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             if (xx >= 0) hands[n_hands++].index = xx;
             if (yy >= 0) hands[n_hands++].index = yy;
         } else {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: the STOKES axis holds neither I nor parallel hands (RR, LL, XX, YY)", path);
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: the STOKES axis holds neither I nor parallel hands (RR, LL, XX, YY)",
+                         path);
             goto done;
         }
     }
@@ -334,8 +342,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         }
         for (long i = 0; i < n_if; i++) {
             for (long c = 0; c < n_chan; c++) {
-                double freq = ax.crval[ax.freq_ax] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ax.cdelt[ax.freq_ax] +
-                              if_off[i];
+                double freq =
+                    ax.crval[ax.freq_ax] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ax.cdelt[ax.freq_ax] + if_off[i];
                 double sum_re = 0, sum_im = 0, sum_w = 0;
                 int n_valid = 0;
                 for (int h = 0; h < n_hands; h++) {
@@ -353,7 +361,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                     }
                     if (!isfinite(re) || !isfinite(im)) {
                         st = pk_fail(ctx, PK_ERR_PARSE,
-                                     "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: unflagged visibility is not finite (NaN or inf)",
+                                     "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: unflagged visibility is "
+                                     "not finite (NaN or inf)",
                                      path, g, i + 1, c + 1, hands[h].index + 1);
                         goto done;
                     }
@@ -367,7 +376,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                     continue;
                 }
                 if (!(freq > 0)) {
-                    st = pk_fail(ctx, PK_ERR_PARSE, "%s: IF %ld channel %ld has frequency %g Hz", path, i + 1, c + 1, freq);
+                    st = pk_fail(ctx, PK_ERR_PARSE, "%s: IF %ld channel %ld has frequency %g Hz", path, i + 1, c + 1,
+                                 freq);
                     goto done;
                 }
                 out->u[n_out] = u_s * freq;
@@ -376,7 +386,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                 if (!isfinite(freq) || !isfinite(out->u[n_out]) || !isfinite(out->v[n_out]) ||
                     !isfinite(out->w[n_out]) || !isfinite(sum_re) || !isfinite(sum_im) || !isfinite(sum_w)) {
                     st = pk_fail(ctx, PK_ERR_PARSE,
-                                 "%s: group %ld, IF %ld, channel %ld: u, v, w in wavelengths (frequency %g Hz) or the weighted visibility overflow",
+                                 "%s: group %ld, IF %ld, channel %ld: u, v, w in wavelengths (frequency %g Hz) or the "
+                                 "weighted visibility overflow",
                                  path, g, i + 1, c + 1, freq);
                     goto done;
                 }
@@ -405,7 +416,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     } else {
         double ra, dec;
         int s1 = 0;
-        if (!fits_read_key(f, TDOUBLE, "OBSRA", &ra, NULL, &s1) && !fits_read_key(f, TDOUBLE, "OBSDEC", &dec, NULL, &s1)) {
+        if (!fits_read_key(f, TDOUBLE, "OBSRA", &ra, NULL, &s1) &&
+            !fits_read_key(f, TDOUBLE, "OBSDEC", &dec, NULL, &s1)) {
             out->has_phase_centre = 1;
             out->ra0_deg = ra;
             out->dec0_deg = dec;
@@ -422,10 +434,10 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         fits_clear_errmsg();
     }
     if (n_out == 0) {
-        st = pk_fail(ctx, PK_ERR_INVALID,
-                     "%s: every one of the %zu visibilities is flagged (weight <= 0 with --weights %s)%s", path,
-                     max_vis, pk_weights_name(weights),
-                     weights == PK_WEIGHTS_DATA ? "; if the writer stored all weights negative, try --weights abs or unit" : "");
+        st = pk_fail(
+            ctx, PK_ERR_INVALID, "%s: every one of the %zu visibilities is flagged (weight <= 0 with --weights %s)%s",
+            path, max_vis, pk_weights_name(weights),
+            weights == PK_WEIGHTS_DATA ? "; if the writer stored all weights negative, try --weights abs or unit" : "");
     }
 done:
     if (st) pk_vis_free(out);

@@ -198,8 +198,7 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     } else if (!pk_memsort_kernel_available(kernel)) {
         return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_memsort_kernel_name(kernel),
                        pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
-    } else if (o.backend != PK_BACKEND_AUTO &&
-               (o.backend == PK_BACKEND_CUDA) != (kernel == PK_MEMSORT_KERNEL_CUDA)) {
+    } else if (o.backend != PK_BACKEND_AUTO && (o.backend == PK_BACKEND_CUDA) != (kernel == PK_MEMSORT_KERNEL_CUDA)) {
         return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
                        pk_memsort_kernel_name(kernel), pk_backend_name(o.backend));
     }
@@ -257,13 +256,14 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
                           keys / 4096 * 37;
         }
         return PK_OK;
-    case PK_MEMSORT_KERNEL_CUDA:
+    case PK_MEMSORT_KERNEL_CUDA: {
         *host_bytes = result;
 #ifdef PK_HAVE_CUDA
         return pk_memsort_cuda_device_bytes(ctx, &layout, n, device_bytes);
 #else
         return pk_fail(ctx, PK_ERR_UNSUPPORTED, "this build has no CUDA backend");
 #endif
+    }
     default: return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
     }
 }
@@ -286,22 +286,37 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const 
                        b->n_instances, a->n_owned, b->n_owned);
     for (uint32_t g = 0; g < a->n_instances; g++) {
         const pk_memsort_instance *x = &a->instances[g], *y = &b->instances[g];
-#define FIELD(f)                                                                                          \
-    if (x->f != y->f)                                                                                     \
-        return pk_fail(ctx, PK_ERR_INTERNAL, "instance %u (region %u, #%u): %s is %llu, expected %llu", g, \
-                       x->region, x->index, #f, (unsigned long long)y->f, (unsigned long long)x->f);
-        FIELD(gid) FIELD(region) FIELD(index) FIELD(owned) FIELD(first_row) FIELD(n_rows) FIELD(first_addr)
-        FIELD(last_addr) FIELD(first_chunk) FIELD(first_skip) FIELD(first_skip_total) FIELD(last_chunk)
-        FIELD(last_include) FIELD(last_include_total) FIELD(has_prev) FIELD(prev_addr) FIELD(prev_value)
+#define FIELD(f)                                                                                               \
+    do {                                                                                                       \
+        if (x->f != y->f)                                                                                      \
+            return pk_fail(ctx, PK_ERR_INTERNAL, "instance %u (region %u, #%u): %s is %llu, expected %llu", g, \
+                           x->region, x->index, #f, (unsigned long long)y->f, (unsigned long long)x->f);       \
+    } while (0)
+        FIELD(gid);
+        FIELD(region);
+        FIELD(index);
+        FIELD(owned);
+        FIELD(first_row);
+        FIELD(n_rows);
+        FIELD(first_addr);
+        FIELD(last_addr);
+        FIELD(first_chunk);
+        FIELD(first_skip);
+        FIELD(first_skip_total);
+        FIELD(last_chunk);
+        FIELD(last_include);
+        FIELD(last_include_total);
+        FIELD(has_prev);
+        FIELD(prev_addr);
+        FIELD(prev_value);
         if (!x->owned) continue;
-        FIELD(n_runs)
+        FIELD(n_runs);
 #undef FIELD
         for (uint32_t k = 0; k < x->n_runs; k++) {
             const pk_memsort_run_entry *p = &a->runs[x->runs_offset + k], *q = &b->runs[y->runs_offset + k];
             if (p->addr != q->addr || p->count != q->count)
-                return pk_fail(ctx, PK_ERR_INTERNAL,
-                               "instance %u: run %u is (0x%08x, %u), expected (0x%08x, %u)", g, k, q->addr, q->count,
-                               p->addr, p->count);
+                return pk_fail(ctx, PK_ERR_INTERNAL, "instance %u: run %u is (0x%08x, %u), expected (0x%08x, %u)", g, k,
+                               q->addr, q->count, p->addr, p->count);
         }
         for (uint32_t j = 0; j < x->n_rows; j++)
             if (a->values[x->values_offset + j] != b->values[y->values_offset + j])
@@ -479,16 +494,16 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     fprintf(t, "pairkit memsort %s\n", PK_VERSION_STRING);
     fprintf(t, "entries %llu  chunks %u  instances %u\n", (unsigned long long)res->n_entries, res->n_chunks,
             res->n_instances);
-    fprintf(t, "worker %u of %u: %u instances owned, %llu rows, %llu runs\n", res->worker, res->n_workers,
-            res->n_owned, (unsigned long long)res->n_values, (unsigned long long)res->n_runs);
+    fprintf(t, "worker %u of %u: %u instances owned, %llu rows, %llu runs\n", res->worker, res->n_workers, res->n_owned,
+            (unsigned long long)res->n_values, (unsigned long long)res->n_runs);
     for (uint32_t r = 0; r < regions->n_regions; r++) {
         const pk_memsort_region *reg = &regions->region[r];
         fprintf(t, "region %-8s base 0x%08x size 0x%09llx  %llu entries in instances of %u (at most %u)\n", reg->name,
                 reg->base, (unsigned long long)reg->size, (unsigned long long)res->region_entries[r],
                 reg->instance_entries, reg->max_instances);
     }
-    fprintf(t, "%5s %-8s %5s %8s %10s %10s %5s %8s %5s %8s %5s\n", "gid", "region", "index", "rows", "first",
-            "last", "fchunk", "fskip", "lchunk", "linclude", "owned");
+    fprintf(t, "%5s %-8s %5s %8s %10s %10s %5s %8s %5s %8s %5s\n", "gid", "region", "index", "rows", "first", "last",
+            "fchunk", "fskip", "lchunk", "linclude", "owned");
     for (uint32_t g = 0; g < res->n_instances; g++) {
         const pk_memsort_instance *in = &res->instances[g];
         fprintf(t, "%5u %-8s %5u %8u 0x%08x 0x%08x %6u %8u %6u %8u %5s\n", in->gid, regions->region[in->region].name,

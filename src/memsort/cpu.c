@@ -51,11 +51,11 @@
 #include "memsort_internal.h"
 #ifdef MEMSORT_TIMING
 #include <stdio.h>
-#define TMARK(name)                                                        \
-    do {                                                                   \
-        double t_ = pk_now();                                              \
-        fprintf(stderr, "%s %.2f  ", name, (t_ - t_last) * 1e3);           \
-        t_last = t_;                                                       \
+#define TMARK(name)                                              \
+    do {                                                         \
+        double t_ = pk_now();                                    \
+        fprintf(stderr, "%s %.2f  ", name, (t_ - t_last) * 1e3); \
+        t_last = t_;                                             \
     } while (0)
 #else
 #define TMARK(name) ((void)0)
@@ -81,7 +81,7 @@ typedef struct cpu_state {
     uint64_t hist_bytes;
     uint32_t *hist[MAX_THREADS];
     uint8_t mapped[MAX_THREADS]; /* hist[t] is mmap'ed (else pk_memsort_big_alloc'ed) */
-    uint8_t *touched; /* [n_hist * touched_stride]: the pages each histogram touched */
+    uint8_t *touched;            /* [n_hist * touched_stride]: the pages each histogram touched */
     uint64_t touched_stride;
     uint32_t *keys; /* [n_hist * KEY_BLOCK]: each thread's block of keys */
 } cpu_state;
@@ -167,8 +167,8 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
 /* Each region's raw bounds and key offset, as the key loops read them. */
 typedef struct key_map {
     uint32_t n_regions;
-    uint32_t delta[PK_MEMSORT_MAX_REGIONS];         /* key = (raw >> 3) + delta (mod 2^32) */
-    uint32_t lo[PK_MEMSORT_MAX_REGIONS];            /* raw [lo, hi] */
+    uint32_t delta[PK_MEMSORT_MAX_REGIONS]; /* key = (raw >> 3) + delta (mod 2^32) */
+    uint32_t lo[PK_MEMSORT_MAX_REGIONS];    /* raw [lo, hi] */
     uint32_t hi[PK_MEMSORT_MAX_REGIONS];
     uint32_t first_key[PK_MEMSORT_MAX_REGIONS + 1]; /* [n_regions] = keys in all */
 } key_map;
@@ -285,9 +285,9 @@ typedef struct cpu_job {
     key_map map;
     int use_avx512;
     int n_threads;
-    uint32_t **hist;          /* [n_threads] */
-    uint32_t *keys;           /* [n_threads * KEY_BLOCK] */
-    const uint8_t *touched;   /* + t * touched_stride */
+    uint32_t **hist;        /* [n_threads] */
+    uint32_t *keys;         /* [n_threads * KEY_BLOCK] */
+    const uint8_t *touched; /* + t * touched_stride */
     uint64_t touched_stride;
     uint64_t n_pages;
     /* per page */
@@ -300,11 +300,11 @@ typedef struct cpu_job {
     /* the instances */
     const pk_memsort_instance *instances;
     uint32_t n_instances;
-    uint64_t *inst_start;   /* [n_instances + 1] global first row; [n] = n_entries */
-    uint64_t *inst_runs;    /* [n_instances] */
-    row_run *plan_runs;     /* [2 n_instances] the runs holding each instance's first and last row */
+    uint64_t *inst_start;       /* [n_instances + 1] global first row; [n] = n_entries */
+    uint64_t *inst_runs;        /* [n_instances] */
+    row_run *plan_runs;         /* [2 n_instances] the runs holding each instance's first and last row */
     pk_memsort_run_entry *runs; /* the result's */
-    uint32_t *sorted;       /* the result's values */
+    uint32_t *sorted;           /* the result's values */
 } cpu_job;
 
 static uint64_t part_begin(uint64_t n, int t, int n_threads) {
@@ -810,8 +810,8 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     job.page_run0 = malloc((np + 1) * sizeof(uint64_t));
     job.page_special = malloc(np + 1);
     job.page_raw = malloc((np + 1) * sizeof(uint32_t));
-    if (!job.page_entries || !job.page_keys || !job.page_row || !job.page_inst || !job.page_run0 ||
-        !job.page_special || !job.page_raw) {
+    if (!job.page_entries || !job.page_keys || !job.page_row || !job.page_inst || !job.page_run0 || !job.page_special ||
+        !job.page_raw) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the page table");
         goto done;
     }

@@ -57,7 +57,9 @@ struct dev_plan {
 };
 
 struct max_op {
-    __device__ __forceinline__ uint32_t operator()(uint32_t a, uint32_t b) const { return a > b ? a : b; }
+    __device__ __forceinline__ uint32_t operator()(uint32_t a, uint32_t b) const {
+        return a > b ? a : b;
+    }
 };
 
 typedef struct cuda_state {
@@ -70,8 +72,8 @@ typedef struct cuda_state {
     uint32_t *d_trace, *d_key, *d_val, *d_rel, *d_sorted;
     uint32_t *d_key_in, *d_val_in, *d_head, *d_run_start;
     uint32_t *d_hist, *d_prev, *d_offset, *d_nzpos;
-    uint32_t *d_small; /* bad index, region boundary offsets */
-    uint32_t *d_start; /* instance tables, see reserve_tables */
+    uint32_t *d_small;             /* bad index, region boundary offsets */
+    uint32_t *d_start;             /* instance tables, see reserve_tables */
     uint32_t *d_pieces, *h_pieces; /* piece boundaries */
     uint32_t *d_bounds;
     uint64_t cap_bounds;
@@ -183,7 +185,9 @@ __global__ void rank_kernel(const uint32_t *__restrict__ key, const uint32_t *__
 
 /* 1 for an address with rows: scanned on the fly into run positions. */
 struct nonzero_op {
-    __host__ __device__ __forceinline__ uint32_t operator()(uint32_t count) const { return count > 0; }
+    __host__ __device__ __forceinline__ uint32_t operator()(uint32_t count) const {
+        return count > 0;
+    }
 };
 
 /* small[0] stays the bad index; small[1 + r] = first sorted position of region r. */
@@ -420,9 +424,9 @@ extern "C" void pk_memsort_cuda_host_unregister(void *p) {
 }
 
 static void free_buffers(cuda_state *s) {
-    uint32_t **bufs[] = {&s->d_trace, &s->d_key,  &s->d_val,    &s->d_rel,    &s->d_sorted, &s->d_key_in,
-                         &s->d_val_in, &s->d_head, &s->d_run_start, &s->d_hist, &s->d_prev, &s->d_offset,
-                         &s->d_nzpos, &s->d_small, &s->d_start, &s->d_pieces, &s->d_bounds, &s->d_counts};
+    uint32_t **bufs[] = {&s->d_trace,  &s->d_key,   &s->d_val,       &s->d_rel,    &s->d_sorted, &s->d_key_in,
+                         &s->d_val_in, &s->d_head,  &s->d_run_start, &s->d_hist,   &s->d_prev,   &s->d_offset,
+                         &s->d_nzpos,  &s->d_small, &s->d_start,     &s->d_pieces, &s->d_bounds, &s->d_counts};
     for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) {
         if (*bufs[k]) cudaFree(*bufs[k]);
         *bufs[k] = NULL;
@@ -495,12 +499,20 @@ static pk_status reserve_trace(pk_context *ctx, cuda_state *s, uint64_t n, uint3
         uint32_t **p;
         size_t words;
         const char *what;
-    } want[] = {{&s->d_trace, cn, "the trace"}, {&s->d_key, cn, "sorted keys"}, {&s->d_val, cn, "sorted positions"},
-                {&s->d_rel, cn, "ranks"}, {&s->d_sorted, cn, "the sorted rows"}, {&s->d_key_in, piece, "piece keys"},
-                {&s->d_val_in, piece, "piece positions"}, {&s->d_head, piece, "run heads"},
-                {&s->d_run_start, piece, "run starts"}, {&s->d_hist, ncw, "the address histogram"},
-                {&s->d_prev, ncw, "ranks before a piece"}, {&s->d_offset, ncw, "address offsets"},
-                {&s->d_nzpos, ncw, "run positions"}, {&s->d_small, 64, "status"}};
+    } want[] = {{&s->d_trace, cn, "the trace"},
+                {&s->d_key, cn, "sorted keys"},
+                {&s->d_val, cn, "sorted positions"},
+                {&s->d_rel, cn, "ranks"},
+                {&s->d_sorted, cn, "the sorted rows"},
+                {&s->d_key_in, piece, "piece keys"},
+                {&s->d_val_in, piece, "piece positions"},
+                {&s->d_head, piece, "run heads"},
+                {&s->d_run_start, piece, "run starts"},
+                {&s->d_hist, ncw, "the address histogram"},
+                {&s->d_prev, ncw, "ranks before a piece"},
+                {&s->d_offset, ncw, "address offsets"},
+                {&s->d_nzpos, ncw, "run positions"},
+                {&s->d_small, 64, "status"}};
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
         if ((st = device_alloc(ctx, s, (void **)want[k].p, want[k].words * 4, want[k].what)) != PK_OK) return st;
     size_t b1 = 0, b2 = 0, b3 = 0;
@@ -674,8 +686,8 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     if ((st = piece_events(ctx, s, n_pieces)) != PK_OK) return st;
     PK_CUDA(ctx, cudaEventRecord(s->ev_start, s->s_copy));
     PK_CUDA(ctx, cudaStreamWaitEvent(s->s_comp, s->ev_start, 0));
-    PK_CUDA(ctx, cudaMemcpyAsync(s->d_pieces, s->h_pieces, (size_t)(n_pieces + 1) * 4, cudaMemcpyHostToDevice,
-                                 s->s_comp));
+    PK_CUDA(ctx,
+            cudaMemcpyAsync(s->d_pieces, s->h_pieces, (size_t)(n_pieces + 1) * 4, cudaMemcpyHostToDevice, s->s_comp));
     PK_CUDA(ctx, cudaMemsetAsync(s->d_hist, 0, ((size_t)layout.n_compact + 1) * 4, s->s_comp));
     PK_CUDA(ctx, cudaMemsetAsync(s->d_small, 0xff, 4, s->s_comp));
     for (uint32_t p = 0; p < n_pieces; p++) {
@@ -691,7 +703,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         size_t temp = s->temp_bytes;
         PK_CUDA(ctx, cudaStreamWaitEvent(s->s_comp, s->ev_piece[p], 0));
         compact_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_trace + b, len, b, L, s->d_key_in, s->d_val_in,
-                                                         s->d_small);
+                                                        s->d_small);
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cub::DeviceRadixSort::SortPairs(s->d_temp, temp, s->d_key_in, s->d_key + b, s->d_val_in,
                                                      s->d_val + b, (int)len, 0, layout.key_bits, s->s_comp));
@@ -785,7 +797,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
                                  s->s_comp));
     if (n_inst) {
         plan_address_kernel<<<(n_inst + 127) / 128, 128, 0, s->s_comp>>>(d_start, d_end, n_inst, L, s->d_offset,
-                                                                          s->d_nzpos, s->d_plan);
+                                                                         s->d_nzpos, s->d_plan);
         PK_CUDA(ctx, cudaGetLastError());
         PK_CUDA(ctx, cudaMemcpyAsync(s->h_plan, s->d_plan, (size_t)n_inst * sizeof(dev_plan), cudaMemcpyDeviceToHost,
                                      s->s_comp));
@@ -796,9 +808,8 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
      * lands there, then the scatter */
     uint32_t n_pairs = n_pieces * n_seg;
     if (n_pairs) {
-        range_bounds_kernel<<<(n_pairs + 127) / 128, 128, 0, s->s_comp>>>(s->d_pieces, n_pieces, d_seg_start,
-                                                                          d_seg_rows, n_seg, s->d_key, s->d_rel,
-                                                                          s->d_offset, s->d_bounds);
+        range_bounds_kernel<<<(n_pairs + 127) / 128, 128, 0, s->s_comp>>>(
+            s->d_pieces, n_pieces, d_seg_start, d_seg_rows, n_seg, s->d_key, s->d_rel, s->d_offset, s->d_bounds);
         PK_CUDA(ctx, cudaGetLastError());
         uint32_t per_pair = (uint32_t)(n_values / n_pairs / (THREADS * 64)) + 1; /* ~64 rows a thread */
         if (per_pair > 1024) per_pair = 1024;
@@ -895,8 +906,8 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     result->stats.device_ms = ms;
     result->stats.upload_ms = up;
     result->stats.device_bytes = s->device_bytes;
-    result->stats.pcie_bytes = 4 * n + 4 * n_values + 8 * n_runs + 4ull * n_owned * n_chunks +
-                               (uint64_t)n_inst * sizeof(dev_plan) * 2;
+    result->stats.pcie_bytes =
+        4 * n + 4 * n_values + 8 * n_runs + 4ull * n_owned * n_chunks + (uint64_t)n_inst * sizeof(dev_plan) * 2;
     pk_progress_add(progress, (double)n, 1);
     return PK_OK;
 }

@@ -83,14 +83,13 @@ void *pk_memsort_big_alloc(size_t bytes);
 
 /* Make room in the result's buffers. pinned: use page-locked memory
  * (CUDA results). */
-pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, uint64_t n_runs,
-                                    uint64_t n_values, uint64_t n_counts, int pinned);
+pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, uint64_t n_runs, uint64_t n_values,
+                                    uint64_t n_counts, int pinned);
 
 /* The capacity check's message when region r holds too many entries:
  * finds the first entry beyond the capacity in trace order. */
-pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout,
-                                    const pk_memsort_regions *regions, const pk_memsort_trace *trace, int r,
-                                    uint64_t n_region);
+pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout, const pk_memsort_regions *regions,
+                                    const pk_memsort_trace *trace, int r, uint64_t n_region);
 
 /* State a backend keeps in result->backend_state between runs (scratch
  * buffers, device memory); every kind starts with its int tag. */

@@ -39,9 +39,8 @@ static int host_is_little_endian(void) {
     return *(const uint8_t *)&one == 1;
 }
 
-pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout,
-                                    const pk_memsort_regions *regions, const pk_memsort_trace *trace, int r,
-                                    uint64_t n_region) {
+pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout, const pk_memsort_regions *regions,
+                                    const pk_memsort_trace *trace, int r, uint64_t n_region) {
     const pk_memsort_region *reg = &regions->region[r];
     uint64_t cap = (uint64_t)reg->max_instances * reg->instance_entries;
     uint64_t seen = 0, pos = 0;

@@ -100,8 +100,7 @@ int bench_dftimage(int argc, char **argv) {
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
                 ctx.n_threads = (int)t;
-            } else
-                return cli_usage_error(cmd, "unknown option '%s'", a);
+            } else return cli_usage_error(cmd, "unknown option '%s'", a);
         } else {
             return cli_usage_error(cmd, "unexpected argument '%s'", a);
         }
@@ -167,8 +166,9 @@ int bench_dftimage(int argc, char **argv) {
         pl[p] = ((double)(index[p] % size) - (double)(size / 2)) * cell;
         pm[p] = ((double)(index[p] / size) - (double)(size / 2)) * cell;
     }
-    printf("pairkit bench dftimage: %zu visibilities x %zu x %zu pixels (%.3g terms), cell %g, %s image, %d warm runs\n",
-           vis.n, size, size, (double)vis.n * (double)n_pix, cell, want_imag ? "complex" : "real", runs);
+    printf(
+        "pairkit bench dftimage: %zu visibilities x %zu x %zu pixels (%.3g terms), cell %g, %s image, %d warm runs\n",
+        vis.n, size, size, (double)vis.n * (double)n_pix, cell, want_imag ? "complex" : "real", runs);
     fflush(stdout);
     if (n_check > 0) {
         double t0 = now_seconds();
@@ -214,8 +214,8 @@ int bench_dftimage(int argc, char **argv) {
         qsort(v, (size_t)runs, sizeof *v, cmp_double);
         double med = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]), mn = v[0];
         if (kk == 0) first = med;
-        printf("%-18s %10.2f %10.2f %10.2f %12.3g %11.3g %8.2fx\n", pk_dftimage_kernel_name(kernels[kk]), cold[kk] * 1e3,
-               med * 1e3, mn * 1e3, terms / med, err[kk], first / med);
+        printf("%-18s %10.2f %10.2f %10.2f %12.3g %11.3g %8.2fx\n", pk_dftimage_kernel_name(kernels[kk]),
+               cold[kk] * 1e3, med * 1e3, mn * 1e3, terms / med, err[kk], first / med);
     }
     free(index), free(ref_re), free(ref_im), free(pl), free(pm), free(times), free(cold), free(err);
     pk_vis_free(&vis);

@@ -224,9 +224,9 @@ int bench_memsort(int argc, char **argv) {
     if (backend == PK_BACKEND_CPU) {
         st = pk_memsort_compare(&ctx, &res[1], &res[v_portable]);
         if (!st && with_ref) st = pk_memsort_compare(&ctx, &res[2], &res[1]);
-        agree = st ? ctx.message
-                   : with_ref ? "cpu and cpu-portable results identical to the reference"
-                              : "cpu-portable result identical to cpu";
+        agree = st         ? ctx.message
+                : with_ref ? "cpu and cpu-portable results identical to the reference"
+                           : "cpu-portable result identical to cpu";
         rc |= st != PK_OK;
 #ifdef PK_HAVE_CUDA
     } else if (backend == PK_BACKEND_CUDA) {

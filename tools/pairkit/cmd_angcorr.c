@@ -79,7 +79,8 @@ int cmd_angcorr(int argc, char **argv) {
             else if (strcmp(a, "--csv") == 0) csv_path = v;
             else if (strcmp(a, "--png") == 0) png_path = v;
             else if (strcmp(a, "--units") == 0) {
-                if (pk_units_parse(v, &units)) return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg or rad", v);
+                if (pk_units_parse(v, &units))
+                    return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg or rad", v);
                 units_given = 1;
             } else if (strcmp(a, "--format") == 0) {
                 if (pk_catalog_format_parse(v, &format))
@@ -155,15 +156,15 @@ int cmd_angcorr(int argc, char **argv) {
     int features = weight_col[0] || weight_col[1] || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
     pk_status st;
     if (edges_path && has_log) return cli_usage_error(cmd, "--edges and --log exclude each other");
-    if (has_log && !(log_max_deg > 0)) return cli_usage_error(cmd, "--log: theta_max must be > 0 degrees (got %g)", log_max_deg);
+    if (has_log && !(log_max_deg > 0))
+        return cli_usage_error(cmd, "--log: theta_max must be > 0 degrees (got %g)", log_max_deg);
     if (features && n_ranks > 1)
-        return cli_usage_error(cmd, "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
-    if (edges_path)
-        st = pk_bins_read_edges(&ctx, edges_path, &bins);
+        return cli_usage_error(cmd,
+                               "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
+    if (edges_path) st = pk_bins_read_edges(&ctx, edges_path, &bins);
     else if (has_log)
         st = pk_bins_log(&ctx, theta_min_deg * (M_PI / 180.0), log_max_deg * (M_PI / 180.0), n_bins, &bins);
-    else
-        st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
+    else st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
     pk_catalog *cats[2] = {&data, &random};
     for (int c = 0; c < 2 && st == PK_OK; c++) {
         pk_catalog_spec spec = {format, units, ra_col, dec_col, weight_col[c]};
@@ -198,7 +199,8 @@ int cmd_angcorr(int argc, char **argv) {
         const pk_pair_stats *ps[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
         for (int k = 0; k < 3; k++) {
             uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
-            q[0] = ps[k]->pairs_total, q[1] = ps[k]->pairs_in_range, q[2] = ps[k]->pairs_visited, q[3] = ps[k]->pairs_fp64;
+            q[0] = ps[k]->pairs_total, q[1] = ps[k]->pairs_in_range, q[2] = ps[k]->pairs_visited,
+            q[3] = ps[k]->pairs_fp64;
         }
         int failed = cli_mpi_sum_u64(sum, 3 * nb + 12);
         double seconds[3] = {cli_mpi_max(result.stats_dd.seconds), cli_mpi_max(result.stats_dr.seconds),
@@ -241,7 +243,8 @@ int cmd_angcorr(int argc, char **argv) {
     {
 
         if ((st = pk_angcorr_write_omega(&ctx, out_path, &result, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
-        if (!rc && csv_path && features && (st = pk_angcorr_write_csv_ex(&ctx, csv_path, &result, &extras, &bins)) != PK_OK)
+        if (!rc && csv_path && features &&
+            (st = pk_angcorr_write_csv_ex(&ctx, csv_path, &result, &extras, &bins)) != PK_OK)
             rc = cli_error(cmd, st, &ctx);
         if (!rc && csv_path && !features && (st = pk_angcorr_write_csv(&ctx, csv_path, &result, &bins)) != PK_OK)
             rc = cli_error(cmd, st, &ctx);
@@ -257,7 +260,8 @@ int cmd_angcorr(int argc, char **argv) {
                 strcat(cov_default, "_cov.csv");
                 cov_path = cov_default;
             }
-            if ((st = pk_angcorr_write_covariance(&ctx, cov_path, &extras, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
+            if ((st = pk_angcorr_write_covariance(&ctx, cov_path, &extras, &bins)) != PK_OK)
+                rc = cli_error(cmd, st, &ctx);
         }
         char *png_default = NULL;
         if (!rc && !(png_path && strcmp(png_path, "none") == 0)) {
@@ -279,7 +283,8 @@ int cmd_angcorr(int argc, char **argv) {
                 if (result.rr[k] == 0 || !isfinite(result.omega[k])) continue;
                 double lo = bins.edges[k], hi = bins.edges[k + 1];
                 theta[n] = (has_log ? sqrt(lo * hi) : 0.5 * (lo + hi)) * (180.0 / M_PI);
-                if (extras.theta_mean_dd && isfinite(extras.theta_mean_dd[k])) theta[n] = extras.theta_mean_dd[k] * (180.0 / M_PI);
+                if (extras.theta_mean_dd && isfinite(extras.theta_mean_dd[k]))
+                    theta[n] = extras.theta_mean_dd[k] * (180.0 / M_PI);
                 w[n] = result.omega[k];
                 if (werr) werr[n] = extras.omega_err[k];
                 n++;
@@ -309,15 +314,16 @@ int cmd_angcorr(int argc, char **argv) {
                 fp64 += (double)s[k]->pairs_fp64;
             }
             if (cli_mpi_size() > 1)
-                fprintf(stderr, "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
+                fprintf(stderr,
+                        "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
                         cli_mpi_size(), cli_mpi_comm_seconds());
             if (device_ms > 0)
                 fprintf(stderr, "device kernel time %.3f ms (DD + DR + RR%s)\n", device_ms,
                         cli_mpi_size() > 1 ? ", the slowest rank of each" : "");
             fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s\n",
-                    pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s,
-                    100.0 * fp64 / visited, out_path,
-                    csv_path ? ", " : "", csv_path ? csv_path : "", png_path && strcmp(png_path, "none") ? ", " : "",
+                    pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, 100.0 * fp64 / visited,
+                    out_path, csv_path ? ", " : "", csv_path ? csv_path : "",
+                    png_path && strcmp(png_path, "none") ? ", " : "",
                     png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
                     extras.omega_cov ? cov_path : "");
         }

@@ -58,7 +58,8 @@ static int bench_angcorr(int argc, char **argv) {
         } else if (strcmp(a, "--list") == 0) {
             for (int id = 1; id < 1000; id++) {
                 const char *name = pk_angcorr_kernel_name(id);
-                if (name) printf("%-16s %s\n", name, pk_angcorr_kernel_available(id) ? "available" : "not available here");
+                if (name)
+                    printf("%-16s %s\n", name, pk_angcorr_kernel_available(id) ? "available" : "not available here");
             }
             return 0;
         } else if (a[0] == '-') {
@@ -76,8 +77,7 @@ static int bench_angcorr(int argc, char **argv) {
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
                 ctx.n_threads = (int)t;
-            } else
-                return cli_usage_error(cmd, "unknown option '%s'", a);
+            } else return cli_usage_error(cmd, "unknown option '%s'", a);
         } else {
             if (n_paths == 2) return cli_usage_error(cmd, "at most two catalogs");
             paths[n_paths++] = a;
@@ -141,7 +141,8 @@ static int bench_angcorr(int argc, char **argv) {
             if (round == 0) {
                 cold[kk] = t;
                 fp64_share[kk] = fp / vis;
-                for (int c = 0; c < 3; c++) blocks[kk] = s[c]->blocks_per_sm > blocks[kk] ? s[c]->blocks_per_sm : blocks[kk];
+                for (int c = 0; c < 3; c++)
+                    blocks[kk] = s[c]->blocks_per_sm > blocks[kk] ? s[c]->blocks_per_sm : blocks[kk];
                 pairs_visited = vis;
                 size_t nb = bins.n_bins;
                 counts[kk] = malloc(3 * nb * sizeof(uint64_t));
@@ -168,7 +169,8 @@ static int bench_angcorr(int argc, char **argv) {
         n_differ[kk] = moved / 2;
     }
     printf("%-16s %10s %10s %10s %12s %10s %9s %s%s\n", "kernel", "cold ms", "median ms", "min ms", "pairs/s",
-           "fp64 share", "vs first", backend == PK_BACKEND_CUDA ? "blk/SM " : "", ref_kk >= 0 ? "counts vs the first exact kernel" : "counts");
+           "fp64 share", "vs first", backend == PK_BACKEND_CUDA ? "blk/SM " : "",
+           ref_kk >= 0 ? "counts vs the first exact kernel" : "counts");
     double first_median = 0;
     for (int kk = 0; kk < n_kernels; kk++) {
         double *v = times + (size_t)kk * (size_t)runs;
@@ -179,8 +181,9 @@ static int bench_angcorr(int argc, char **argv) {
         if (ref_kk < 0) snprintf(verdict, sizeof verdict, "(no exact kernel to compare with)");
         else if (kk == ref_kk) snprintf(verdict, sizeof verdict, "(the comparison)");
         else if (n_differ[kk] == 0) snprintf(verdict, sizeof verdict, "identical");
-        else snprintf(verdict, sizeof verdict, "%llu counts in other bins%s", (unsigned long long)n_differ[kk],
-                      pk_angcorr_kernel_exact(kernels[kk]) ? "  EXACT KERNEL DIFFERS" : " (inexact anchor)");
+        else
+            snprintf(verdict, sizeof verdict, "%llu counts in other bins%s", (unsigned long long)n_differ[kk],
+                     pk_angcorr_kernel_exact(kernels[kk]) ? "  EXACT KERNEL DIFFERS" : " (inexact anchor)");
         char blk[16] = "";
         if (backend == PK_BACKEND_CUDA) snprintf(blk, sizeof blk, "%6d ", blocks[kk]);
         printf("%-16s %10.2f %10.2f %10.2f %12.3g %10.5f %8.2fx %s%s\n", pk_angcorr_kernel_name(kernels[kk]),

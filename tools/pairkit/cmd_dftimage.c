@@ -88,7 +88,8 @@ int cmd_dftimage(int argc, char **argv) {
                 if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
             } else if (strcmp(a, "--sign") == 0) {
                 if (cli_parse_double(cmd, a, v, &sign_value)) return 2;
-                if (sign_value != 1 && sign_value != -1) return cli_usage_error(cmd, "--sign must be +1 or -1, got '%s'", v);
+                if (sign_value != 1 && sign_value != -1)
+                    return cli_usage_error(cmd, "--sign must be +1 or -1, got '%s'", v);
                 opts.sign = (int)sign_value;
             } else if (strcmp(a, "--weights") == 0) {
                 if (pk_weights_parse(v, &weights))
@@ -156,7 +157,7 @@ int cmd_dftimage(int argc, char **argv) {
             return failed;
         }
     }
-    double rel_l2 = NAN;
+    double rel_l2 = (double)NAN;
     size_t compared = 0;
     cli_progress_attach(&ctx, "dftimage check", quiet);
     if (st == PK_OK && do_check) {
@@ -171,7 +172,8 @@ int cmd_dftimage(int argc, char **argv) {
         return rc;
     }
     int rc = 0;
-    if ((st = pk_image_write_fits(&ctx, out_path, &image, &vis, opts.want_imag)) != PK_OK) rc = cli_error(cmd, st, &ctx);
+    if ((st = pk_image_write_fits(&ctx, out_path, &image, &vis, opts.want_imag)) != PK_OK)
+        rc = cli_error(cmd, st, &ctx);
     if (!rc && png_path) {
         double extent = (double)size * cell;
         const char *unit;
@@ -183,7 +185,7 @@ int cmd_dftimage(int argc, char **argv) {
         snprintf(xlabel, sizeof xlabel, "l (east) [%s]", unit);
         snprintf(ylabel, sizeof ylabel, "m (north) [%s]", unit);
         double c = (double)(size / 2);
-        cli_image plot = {title, xlabel, ylabel, image.re, size, -c * cell * per_rad, -c * cell * per_rad,
+        cli_image plot = {title,         xlabel, ylabel, image.re, size, -c * cell * per_rad, -c * cell * per_rad,
                           cell * per_rad};
         if (cli_image_png(cmd, png_path, &plot)) rc = 1;
     }
@@ -192,8 +194,8 @@ int cmd_dftimage(int argc, char **argv) {
         fprintf(stderr, "%zu visibilities (%zu of %zu records flagged), %zu x %zu pixels, sign %+d\n", vis.n,
                 vis.n_flagged, vis.n_records, size, size, image.sign);
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
-                secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path,
-                png_path ? ", " : "", png_path ? png_path : "");
+                secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path, png_path ? ", " : "",
+                png_path ? png_path : "");
         if (n_ranks > 1)
             fprintf(stderr, "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
                     n_ranks, cli_mpi_comm_seconds());

@@ -211,13 +211,13 @@ int cmd_memsort(int argc, char **argv) {
     if (wrote && !rc && !quiet) {
         const pk_memsort_stats *s = &result.stats;
         fprintf(stderr, "%llu entries in %u chunks, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
-                (unsigned long long)result.n_entries, result.n_chunks, result.n_instances,
-                result.worker, result.n_workers, result.n_owned, (unsigned long long)result.n_values,
+                (unsigned long long)result.n_entries, result.n_chunks, result.n_instances, result.worker,
+                result.n_workers, result.n_owned, (unsigned long long)result.n_values,
                 (unsigned long long)result.n_runs);
         fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
         if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
-        fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
-                verify ? ", identical to the reference" : "", write_dir, write_dir);
+        fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n", verify ? ", identical to the reference" : "",
+                write_dir, write_dir);
         if (n_ranks > 1)
             fprintf(stderr, "rank %d of %d: %.3f s in MPI collectives (checks and waiting for the others)\n", rank,
                     n_ranks, cli_mpi_comm_seconds());

@@ -17,7 +17,9 @@ int cli_mpi_cuda_device(void) {
 static int active = 0, rank = 0, size = 1;
 static double comm_seconds = 0; /* time inside the collectives below */
 
-double cli_mpi_comm_seconds(void) { return comm_seconds; }
+double cli_mpi_comm_seconds(void) {
+    return comm_seconds;
+}
 
 static int launched_by_mpi(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
@@ -36,8 +38,12 @@ void cli_mpi_finalize(void) {
     active = 0;
 }
 
-int cli_mpi_rank(void) { return rank; }
-int cli_mpi_size(void) { return size; }
+int cli_mpi_rank(void) {
+    return rank;
+}
+int cli_mpi_size(void) {
+    return size;
+}
 
 int cli_mpi_all_ok(int ok) {
     if (!active) return ok != 0;
@@ -51,8 +57,8 @@ int cli_mpi_all_ok(int ok) {
 int cli_mpi_sum_u64(uint64_t *values, size_t n) {
     if (!active) return 0;
     double t0 = MPI_Wtime();
-    int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values, rank == 0 ? values : NULL, (int)n, MPI_UINT64_T, MPI_SUM,
-                        0, MPI_COMM_WORLD);
+    int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values, rank == 0 ? values : NULL, (int)n, MPI_UINT64_T, MPI_SUM, 0,
+                        MPI_COMM_WORLD);
     comm_seconds += MPI_Wtime() - t0;
     return rc == MPI_SUCCESS ? 0 : 1;
 }
@@ -63,8 +69,8 @@ int cli_mpi_sum_double(double *values, size_t n) {
     double t0 = MPI_Wtime();
     for (size_t off = 0; off < n; off += (size_t)1 << 30) {
         int count = (int)(n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30));
-        int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values + off, rank == 0 ? values + off : NULL, count,
-                            MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values + off, rank == 0 ? values + off : NULL, count, MPI_DOUBLE,
+                            MPI_SUM, 0, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) return 1;
     }
     comm_seconds += MPI_Wtime() - t0;
@@ -98,10 +104,18 @@ void cli_mpi_init(int *argc, char ***argv) {
     (void)argv;
 }
 void cli_mpi_finalize(void) {}
-double cli_mpi_comm_seconds(void) { return 0; }
-int cli_mpi_rank(void) { return 0; }
-int cli_mpi_size(void) { return 1; }
-int cli_mpi_all_ok(int ok) { return ok != 0; }
+double cli_mpi_comm_seconds(void) {
+    return 0;
+}
+int cli_mpi_rank(void) {
+    return 0;
+}
+int cli_mpi_size(void) {
+    return 1;
+}
+int cli_mpi_all_ok(int ok) {
+    return ok != 0;
+}
 int cli_mpi_sum_u64(uint64_t *values, size_t n) {
     (void)values;
     (void)n;
@@ -118,7 +132,9 @@ int cli_mpi_gather_bytes(const void *mine, size_t count, void *all) {
     (void)all;
     return 0;
 }
-double cli_mpi_max(double v) { return v; }
+double cli_mpi_max(double v) {
+    return v;
+}
 void cli_mpi_barrier(void) {}
 
 #endif

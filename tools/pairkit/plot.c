@@ -24,7 +24,7 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
         fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, path);
         return 1;
     }
-    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    double xmin = (double)INFINITY, xmax = -(double)INFINITY, ymin = (double)INFINITY, ymax = -(double)INFINITY;
     for (size_t k = 0; k < plot->n; k++) {
         double xv = plot->x[k], yv = plot->y[k];
         double e = plot->yerr ? plot->yerr[k] : 0;

@@ -18,7 +18,7 @@
 
 int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
     size_t n = img->n;
-    double zmin = INFINITY, zmax = -INFINITY;
+    double zmin = (double)INFINITY, zmax = -(double)INFINITY;
     for (size_t p = 0; p < n * n; p++) {
         double v = img->values[p];
         if (!isfinite(v)) continue;
