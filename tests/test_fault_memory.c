@@ -138,6 +138,11 @@ static void test_out_of_memory(void) {
     sparse("bigtrace/mem_addr_0000.bin", 300ll << 20);
     expect_clean_error("memsort, 300 MB trace, 150 MB", 150000, "memsort bigtrace -q -o out --backend cpu",
                        "out of memory");
+    /* an awkward trace of 160 MB under 250 MB: the trace fits, its shuffle
+     * (as large again) does not */
+    expect_clean_error("memsort-gen --awkward 40M, 250 MB", 250000, "memsort-gen aw --entries 40M --awkward -q",
+                       "out of memory for an awkward trace");
+    CHECK(cli_count_files("aw") == 0, "memsort-gen left a folder after running out of memory");
     /* an image of 3.2 GB under 1 GB */
     pk_context ctx;
     pk_context_init(&ctx);

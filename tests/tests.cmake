@@ -54,3 +54,6 @@ endif()
 # The layout of every source file against .clang-format (clang-format 14).
 add_test(NAME test_format COMMAND sh scripts/check_format.sh WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(test_format PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# Every command's options, as its --help lists them, against its parser.
+pk_test(test_cli_options TIMEOUT 120)

@@ -180,8 +180,8 @@ static void gen_realistic(gen_state *g) {
  *    scattered; the region's count is not a multiple of S, so its last
  *    instance is partial.
  * Entries are shuffled (stably testing tie order), except the contiguous
- * block. */
-static void gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
+ * block. Returns 1 when out of memory for the shuffle. */
+static int gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
     uint64_t n = g->n;
     uint32_t last = regions->n_regions - 1;
     uint64_t s0 = regions->region[0].instance_entries, sl = regions->region[last].instance_entries;
@@ -223,7 +223,7 @@ static void gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
      * the middle of the trace. */
     uint64_t block_first = ram_start + low; /* contiguous: [block_first, block_first + contiguous) */
     uint32_t *rest = malloc((n - contiguous + 1) * sizeof(uint32_t));
-    if (!rest) return;
+    if (!rest) return 1;
     uint64_t m = 0;
     for (uint64_t i = 0; i < n; i++)
         if (i < block_first || i >= block_first + contiguous) rest[m++] = g->out[i];
@@ -239,6 +239,7 @@ static void gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
     for (uint64_t i = 0; i < contiguous; i++) g->out[o++] = block_addr;
     for (uint64_t i = at; i < m; i++) g->out[o++] = rest[i];
     free(rest);
+    return 0;
 }
 
 pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
@@ -290,7 +291,11 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
         g.heap_limit = g.ram_words - STACK_WINDOW_WORDS;
     }
     if (opts->awkward) {
-        gen_awkward(&g, regions);
+        if (gen_awkward(&g, regions)) {
+            pk_memsort_trace_free(out);
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for an awkward trace of %llu entries",
+                           (unsigned long long)opts->n_entries);
+        }
     } else if (g.ram_words < 2 * STACK_WINDOW_WORDS) {
         for (uint64_t i = 0; i < g.n; i++) g.out[i] = (uint32_t)(g.ram_base + 8 * rng_skewed(&g.rng, g.ram_words));
     } else {

@@ -47,6 +47,11 @@ static void usage(FILE *out) {
             "  --list            list the kernels and exit\n");
 }
 
+/* The options that take a value. */
+static const char *const value_options[] = {"--kernels", "--backend",      "--nvis",    "--size",
+                                            "--cell",    "--seed",         "--vis",     "--write-npz",
+                                            "--runs",    "--check-pixels", "--threads", NULL};
+
 int bench_dftimage(int argc, char **argv) {
     const char *cmd = "bench dftimage";
     const char *vis_path = NULL, *npz_out = NULL;
@@ -75,7 +80,7 @@ int bench_dftimage(int argc, char **argv) {
         } else if (strcmp(a, "--imag") == 0) {
             want_imag = 1;
         } else if (a[0] == '-') {
-            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             if (strcmp(a, "--kernels") == 0) kernel_list = v[0] ? strdup(v) : NULL;
             else if (strcmp(a, "--backend") == 0) {

@@ -77,6 +77,10 @@ static double median_of(const double *v, int runs) {
     return med;
 }
 
+/* The options that take a value. */
+static const char *const value_options[] = {"--entries", "--seed",    "--regions", "--backend",
+                                            "--runs",    "--threads", NULL};
+
 int bench_memsort(int argc, char **argv) {
     const char *cmd = "bench memsort";
     uint64_t n = 1u << 24, seed = 1;
@@ -94,7 +98,7 @@ int bench_memsort(int argc, char **argv) {
         } else if (strcmp(a, "--no-ref") == 0) {
             with_ref = 0;
         } else if (a[0] == '-') {
-            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             if (strcmp(a, "--entries") == 0) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;

@@ -36,6 +36,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return 2;
 }
 
+int cli_missing_value(const char *cmd, const char *a, const char *const *value_options) {
+    for (const char *const *o = value_options; *o; o++)
+        if (strcmp(a, *o) == 0) return cli_usage_error(cmd, "%s needs a value", a);
+    return cli_usage_error(cmd, "unknown option '%s'", a);
+}
+
 static volatile sig_atomic_t interrupted = 0;
 
 static void on_sigint(int sig) {

@@ -11,6 +11,10 @@
 /* Print "pairkit <cmd>: <message>" to stderr; returns the exit code for st. */
 int cli_error(const char *cmd, pk_status st, const pk_context *ctx);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Option a given last, without the value it would take: "a needs a value"
+ * when a is one of value_options (NULL-terminated), the command's options
+ * that take one, else "unknown option 'a'". Returns 2. */
+int cli_missing_value(const char *cmd, const char *a, const char *const *value_options);
 
 /* Progress on stderr when it is a terminal (and not --quiet): a line
  * "label  37%  elapsed 2.1 s  left 3.5 s", shown once the work has run for

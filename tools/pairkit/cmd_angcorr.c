@@ -43,6 +43,32 @@ static void usage(FILE *out) {
             "  -q, --quiet          no progress line, no summary\n");
 }
 
+/* The options that take a value. */
+static const char *const value_options[] = {"-o",
+                                            "--output",
+                                            "--csv",
+                                            "--png",
+                                            "--units",
+                                            "--format",
+                                            "--ra-col",
+                                            "--dec-col",
+                                            "--weight-col",
+                                            "--data-weight-col",
+                                            "--random-weight-col",
+                                            "--edges",
+                                            "--cov",
+                                            "--jackknife",
+                                            "--prune",
+                                            "--bin-width",
+                                            "--theta-min",
+                                            "--log",
+                                            "--nbins",
+                                            "--estimator",
+                                            "--backend",
+                                            "--kernel",
+                                            "--threads",
+                                            NULL};
+
 int cmd_angcorr(int argc, char **argv) {
     const char *cmd = "angcorr";
     const char *paths[2] = {NULL, NULL};
@@ -74,7 +100,7 @@ int cmd_angcorr(int argc, char **argv) {
             mean_theta = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             const char *v = NEXT();
-            if (!v) return cli_usage_error(cmd, "%s needs a value", a);
+            if (!v) return cli_missing_value(cmd, a, value_options);
             if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_path = v;
             else if (strcmp(a, "--csv") == 0) csv_path = v;
             else if (strcmp(a, "--png") == 0) png_path = v;

@@ -41,6 +41,9 @@ static pk_catalog head(const pk_catalog *c, size_t n) {
     return h;
 }
 
+/* The options that take a value. */
+static const char *const value_options[] = {"--kernels", "--backend", "--runs", "--n", "--threads", NULL};
+
 static int bench_angcorr(int argc, char **argv) {
     const char *cmd = "bench angcorr";
     const char *paths[2] = {"data/galaxy/data_100k_arcmin.txt", "data/galaxy/flat_100k_arcmin.txt"};
@@ -63,7 +66,7 @@ static int bench_angcorr(int argc, char **argv) {
             }
             return 0;
         } else if (a[0] == '-') {
-            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             size_t t;
             if (strcmp(a, "--kernels") == 0) kernel_list = strdup(v);

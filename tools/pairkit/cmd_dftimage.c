@@ -43,6 +43,11 @@ static void angle_unit(double extent_rad, const char **name, double *per_rad) {
     else *name = "#gmas", *per_rad = 648000.0e6 / M_PI;
 }
 
+/* The options that take a value. */
+static const char *const value_options[] = {
+    "-o",       "--output", "--png",     "--size",         "--cell",    "--backend", "--precision",
+    "--kernel", "--sign",   "--weights", "--check-pixels", "--threads", NULL};
+
 int cmd_dftimage(int argc, char **argv) {
     const char *cmd = "dftimage";
     const char *vis_path = NULL, *out_path = "image.fits", *png_path = NULL;
@@ -65,7 +70,7 @@ int cmd_dftimage(int argc, char **argv) {
         } else if (strcmp(a, "--check") == 0) {
             do_check = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             size_t t;
             if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_path = v;

@@ -43,7 +43,8 @@ static void gen_usage(FILE *out) {
             "  --awkward            the awkward cases instead: a run across an instance\n"
             "                       boundary, a run longer than an instance, an empty\n"
             "                       region, a partial last instance\n"
-            "  --regions R          default (default), zisk, or a region table file\n");
+            "  --regions R          default (default), zisk, or a region table file\n"
+            "  -q, --quiet          no summary line\n");
 }
 
 /* N, 2^k, or N with a K/M/G suffix. */
@@ -66,6 +67,10 @@ static int parse_count(const char *cmd, const char *opt, const char *text, uint6
     return 0;
 }
 
+/* The options that take a value. */
+static const char *const value_options[] = {"-o",        "--output", "--regions", "--workers", "--worker",
+                                            "--backend", "--kernel", "--threads", NULL};
+
 int cmd_memsort(int argc, char **argv) {
     const char *cmd = "memsort";
     const char *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
@@ -84,7 +89,7 @@ int cmd_memsort(int argc, char **argv) {
         } else if (strcmp(a, "--verify") == 0) {
             verify = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             size_t t;
             if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_dir = v;
@@ -228,10 +233,14 @@ int cmd_memsort(int argc, char **argv) {
     return rc;
 }
 
+/* The options of memsort-gen that take a value. */
+static const char *const gen_value_options[] = {"--entries", "--seed", "--chunk", "--regions", NULL};
+
 int cmd_memsort_gen(int argc, char **argv) {
     const char *cmd = "memsort-gen";
     const char *out_dir = NULL, *regions_name = "default";
     pk_memsort_gen_options g = {0, 1, 0, 0};
+    int quiet = 0;
     pk_context ctx;
     pk_context_init(&ctx);
     for (int k = 1; k < argc; k++) {
@@ -241,8 +250,10 @@ int cmd_memsort_gen(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "--awkward") == 0) {
             g.awkward = 1;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
-            if (k + 1 >= argc) return cli_usage_error(cmd, "%s needs a value", a);
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, gen_value_options);
             const char *v = argv[++k];
             uint64_t x;
             if (strcmp(a, "--entries") == 0) {
@@ -274,7 +285,7 @@ int cmd_memsort_gen(int argc, char **argv) {
     st = pk_memsort_trace_write(&ctx, out_dir, &trace);
     cli_progress_done(&ctx);
     int rc = st ? cli_error(cmd, st, &ctx) : 0;
-    if (!st)
+    if (!st && !quiet)
         fprintf(stderr, "wrote %llu entries in %u chunk files to %s\n", (unsigned long long)trace.n_entries,
                 trace.n_chunks, out_dir);
     pk_memsort_trace_free(&trace);

@@ -1,0 +1,106 @@
+/* test_cli_options.c - every command's options as its --help lists them.
+ * Each option shown with a value ("--runs N", "-o, --output FILE",
+ * "--kernels a,b,c") given last on the line must be answered with "needs a
+ * value" and exit code 2; each one shown without (outside the benchmarks,
+ * which would run) must not ask for one; an option the command does not
+ * know, with or without something after it, gets "unknown option". */
+#include "cli_util.h"
+
+#define MAX_OPTIONS 64
+
+typedef struct option_list {
+    char name[MAX_OPTIONS][40];
+    int takes_value[MAX_OPTIONS];
+    int n;
+} option_list;
+
+/* The options of a --help text: lines whose first non-blank is '-', read
+ * up to the first run of two blanks (the description). Options joined by
+ * commas share the placeholder that ends the group. */
+static void parse_help(const char *help, option_list *out) {
+    out->n = 0;
+    const char *line = help;
+    while (line && *line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[256];
+        if (len >= sizeof buf) len = sizeof buf - 1;
+        memcpy(buf, line, len);
+        buf[len] = '\0';
+        line = end ? end + 1 : NULL;
+        char *p = buf;
+        while (*p == ' ') p++;
+        if (*p != '-') continue;
+        char *gap = strstr(p, "  ");
+        if (gap) *gap = '\0';
+        int pending[MAX_OPTIONS], n_pending = 0;
+        for (char *tok = strtok(p, " "); tok; tok = strtok(NULL, " ")) {
+            size_t tl = strlen(tok);
+            if (tl && tok[tl - 1] == ',') tok[--tl] = '\0';
+            if (tok[0] == '-' && out->n < MAX_OPTIONS && tl < sizeof out->name[0]) {
+                snprintf(out->name[out->n], sizeof out->name[0], "%s", tok);
+                out->takes_value[out->n] = 0;
+                pending[n_pending++] = out->n++;
+            } else if (tl) { /* a placeholder: N, FILE, w, a,b,c */
+                for (int k = 0; k < n_pending; k++) out->takes_value[pending[k]] = 1;
+                n_pending = 0;
+            }
+        }
+    }
+}
+
+/* Run `pairkit <cmd> <args>`; expect exit 2 and `fragment` in stderr
+ * (or, with absent = 1, expect `fragment` not there). */
+static void expect(const char *cmd, const char *args, const char *fragment, int absent) {
+    char line[512];
+    snprintf(line, sizeof line, "%s %s", cmd, args);
+    int rc = cli_run(line);
+    char *err = cli_stderr();
+    int found = err && strstr(err, fragment);
+    if (absent) CHECK(!found, "pairkit %s: stderr says '%s': %s", line, fragment, err ? err : "");
+    else {
+        CHECK(rc == 2, "pairkit %s: exit %d, expected 2", line, rc);
+        CHECK(found, "pairkit %s: stderr lacks '%s': %s", line, fragment, err ? err : "");
+    }
+    free(err);
+}
+
+static void check_command(const char *cmd) {
+    char line[256];
+    snprintf(line, sizeof line, "%s --help", cmd);
+    CHECK(cli_run(line) == 0, "pairkit %s --help failed", cmd);
+    char *help = cli_read(cli_path("out.txt"));
+    option_list opts;
+    parse_help(help ? help : "", &opts);
+    free(help);
+    int n_value = 0;
+    for (int k = 0; k < opts.n; k++) {
+        const char *o = opts.name[k];
+        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) continue;
+        char msg[128];
+        if (opts.takes_value[k]) {
+            snprintf(msg, sizeof msg, "%s needs a value", o);
+            expect(cmd, o, msg, 0);
+            n_value++;
+        } else if (strncmp(cmd, "bench", 5) != 0) {
+            /* a flag given last: whatever else fails, not for want of a value */
+            snprintf(msg, sizeof msg, "%s needs a value", o);
+            expect(cmd, o, msg, 1);
+            expect(cmd, o, "unknown option", 1);
+        }
+    }
+    printf("%-16s %2d options, %2d with a value\n", cmd, opts.n, n_value);
+    CHECK(opts.n >= 4 && n_value >= 2, "pairkit %s --help: only %d options (%d with a value) found", cmd, opts.n,
+          n_value);
+    expect(cmd, "--no-such-option", "unknown option '--no-such-option'", 0);
+    expect(cmd, "--no-such-option 3", "unknown option '--no-such-option'", 0);
+}
+
+int main(void) {
+    cli_scratch();
+    const char *commands[] = {"angcorr",       "dftimage",       "memsort",      "memsort-gen",
+                              "bench angcorr", "bench dftimage", "bench memsort"};
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) check_command(commands[k]);
+    cli_scratch_remove();
+    return check_finish("test_cli_options");
+}
