@@ -99,6 +99,57 @@ int main(void) {
     }
     free(omega);
 
+    /* The approximate baseline kernel is for the bench only. */
+    rc = cli_run("angcorr d.txt r.txt -o approx.out --png none -q --kernel cpu-approx-acos");
+    {
+        char *e = cli_stderr();
+        CHECK(rc == 2 && e && strstr(e, "approximate") && cli_count_files("approx.out") == 0,
+              "--kernel cpu-approx-acos: exit %d, %s", rc, e ? e : "");
+        free(e);
+    }
+
+    /* Default units follow the format the file is read as: CSV in degrees
+     * whatever the case of its suffix, a native file in arcmin even with
+     * ".fits" inside its name; a gzip-compressed CSV is refused plainly. */
+    {
+        const char *names[4] = {"dd.csv", "rr.csv", "dd.CSV", "rr.CSV"};
+        for (int c = 0; c < 2; c++) {
+            FILE *a = fopen(cli_path(names[c]), "w"), *b = fopen(cli_path(names[c + 2]), "w");
+            fprintf(a, "ra,dec\n");
+            fprintf(b, "ra,dec\n");
+            for (int i = 0; i < 800; i++) {
+                double ra = 90.0 * check_uniform(&rng), dec = 90.0 * check_uniform(&rng);
+                fprintf(a, "%.10f,%.10f\n", ra, dec);
+                fprintf(b, "%.10f,%.10f\n", ra, dec);
+            }
+            fclose(a);
+            fclose(b);
+        }
+        int rc1 = cli_run("angcorr dd.csv rr.csv -o lower.out --png none -q");
+        int rc2 = cli_run("angcorr dd.CSV rr.CSV -o upper.out --png none -q");
+        char *lower = cli_read(cli_path("lower.out")), *upper = cli_read(cli_path("upper.out"));
+        CHECK(rc1 == 0 && rc2 == 0 && lower && upper && strcmp(lower, upper) == 0,
+              ".CSV read in other units than .csv (exit %d, %d)", rc1, rc2);
+        free(lower);
+        free(upper);
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s'", cli_path("d.txt"), cli_path("d.fits.txt"),
+                 cli_path("r.txt"), cli_path("r.fits.txt"));
+        CHECK(system(cmd) == 0, "copy");
+        rc1 = cli_run("angcorr d.txt r.txt -o plain.out --png none -q --nbins 90 --bin-width 1");
+        rc2 = cli_run("angcorr d.fits.txt r.fits.txt -o named.out --png none -q --nbins 90 --bin-width 1");
+        char *plain = cli_read(cli_path("plain.out")), *named = cli_read(cli_path("named.out"));
+        CHECK(rc1 == 0 && rc2 == 0 && plain && named && strcmp(plain, named) == 0,
+              "a native file named *.fits.txt read in other units (exit %d, %d)", rc1, rc2);
+        free(plain);
+        free(named);
+        cli_write("g.csv.gz", "\x1f\x8b\x08\x00 not really gzip");
+        rc = cli_run("angcorr g.csv.gz rr.csv -o g.out --png none -q");
+        char *e = cli_stderr();
+        CHECK(rc == 1 && e && strstr(e, "g.csv.gz: gzip-compressed"), "gzip CSV: exit %d, %s", rc, e ? e : "");
+        free(e);
+    }
+
     /* Log bins and the other estimators run and write a plot. */
     rc = cli_run("angcorr d.txt r.txt -o log.out --theta-min 0.01 --log 10 --nbins 20 --estimator hamilton -q");
     CHECK(rc == 0 && cli_count_files("log.png") == 1, "log bins with Hamilton (exit %d)", rc);

@@ -152,7 +152,19 @@ int main(void) {
         CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &zisk), &ctx);
         zisk.region[0].instance_entries = 1u << 22; /* the file gives ROM 2^22 rows */
         CHECK(memcmp(&from_file, &zisk, sizeof zisk) == 0, "region file differs from the preset it spells out");
+        /* a leading 0 is decimal, not octal; 0X is hex too */
+        const char *zeros = "ROM 0X80000000 0128K 010 0016\n";
+        write_file(rd, "zeros.txt", zeros, strlen(zeros));
+        snprintf(path, sizeof path, "%s/zeros.txt", rd);
+        CHECK_OK(pk_memsort_regions_read(&ctx, path, &from_file), &ctx);
+        CHECK(from_file.region[0].base == 0x80000000u && from_file.region[0].size == 128u << 10 &&
+                  from_file.region[0].max_instances == 10 && from_file.region[0].instance_entries == 16,
+              "leading zeros: base %#x size %llu max_instances %u instance_entries %u", from_file.region[0].base,
+              (unsigned long long)from_file.region[0].size, from_file.region[0].max_instances,
+              from_file.region[0].instance_entries);
     }
+    expect_regions_error("regions: 0x alone", "ROM 0x 1M 1 16\n", "table.txt:1", "base: '0x' is not a number");
+    expect_regions_error("regions: 08", "ROM 0x80000000 1M 1 08x\n", "table.txt:1", "'08x' is not a number");
 
     /* round trip of chunk files, then memsort.bin's size */
     {

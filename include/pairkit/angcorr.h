@@ -202,6 +202,10 @@ typedef enum pk_catalog_format {
 } pk_catalog_format;
 
 pk_status pk_catalog_format_parse(const char *name, pk_catalog_format *out);
+/* The format PK_FORMAT_AUTO reads path as, from its name: CSV for .csv and
+ * .csv.gz, FITS for .fits, .fit, .fts (also gzip-compressed), native
+ * otherwise; suffixes matched without regard to case. */
+pk_catalog_format pk_catalog_format_of(const char *path);
 
 /* How to read a catalog. Column names are matched without regard to case;
  * NULL picks "ra" and "dec" (CSV, FITS). weight_column NULL: no weights

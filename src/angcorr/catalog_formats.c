@@ -30,7 +30,7 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
-static pk_catalog_format format_of(const char *path) {
+pk_catalog_format pk_catalog_format_of(const char *path) {
     if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) return PK_FORMAT_CSV;
     const char *fits[] = {".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz"};
     for (size_t k = 0; k < sizeof fits / sizeof fits[0]; k++)
@@ -331,7 +331,7 @@ pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catal
     if (spec) sp = *spec;
     if (sp.weight_column && !weights)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: a weight column was asked for but no place to put the weights", path);
-    pk_catalog_format fmt = sp.format == PK_FORMAT_AUTO ? format_of(path) : sp.format;
+    pk_catalog_format fmt = sp.format == PK_FORMAT_AUTO ? pk_catalog_format_of(path) : sp.format;
     if (fmt == PK_FORMAT_NATIVE) {
         if (sp.weight_column)
             return pk_fail(ctx, PK_ERR_INVALID, "%s: the native format has no weight column '%s' (use CSV or FITS)",
@@ -343,6 +343,13 @@ pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catal
     size_t size;
     pk_status st = pk_read_file(ctx, path, &text, &size);
     if (st) return st;
+    if (size >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
+        free(text);
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: gzip-compressed; CSV catalogs are read uncompressed (gunzip it first; FITS may stay "
+                       "compressed)",
+                       path);
+    }
     if (memchr(text, '\0', size)) {
         free(text);
         return pk_fail(ctx, PK_ERR_PARSE, "%s: not a CSV file (it contains NUL bytes)", path);

@@ -396,6 +396,8 @@ static char *join_path(const char *dir, const char *name) {
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *res) {
     pk_clear(ctx);
+    char dir_buf[4096];
+    out_dir = pk_memsort_dir_name(out_dir, dir_buf, sizeof dir_buf);
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", out_dir, strerror(errno));
     char *bin_path = join_path(out_dir, "memsort.bin"), *txt_path = join_path(out_dir, "summary.txt");
@@ -412,7 +414,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         goto out;
     }
 
-    /* the binary file: header, regions, chunk table, instances, counts, runs, values */
+    /* the binary file: header, regions, instances, chunk counts, runs, values */
     out_buf b = {0};
     put_bytes(&b, MEMSORT_MAGIC, 8);
     put_u32(&b, MEMSORT_VERSION);

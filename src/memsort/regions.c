@@ -85,9 +85,12 @@ static int parse_number(const char *tok, uint64_t *out) {
         if (end == tok + 2 || k > 62) return -1;
         v = 1ull << k;
     } else {
-        if (tok[0] == '-') return -1;
-        v = strtoull(tok, &end, 0);
-        if (end == tok || errno) return -1;
+        /* decimal, or hex after 0x; a leading 0 is not octal */
+        int hex = tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X');
+        const char *digits = hex ? tok + 2 : tok;
+        if (!isxdigit((unsigned char)digits[0])) return -1;
+        v = strtoull(digits, &end, hex ? 16 : 10);
+        if (end == digits || errno) return -1;
     }
     uint64_t mul = 1;
     if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;

@@ -115,6 +115,15 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     return PK_OK;
 }
 
+const char *pk_memsort_dir_name(const char *dir, char *buf, size_t size) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    if (n == strlen(dir) || n >= size) return dir;
+    memcpy(buf, dir, n);
+    buf[n] = '\0';
+    return buf;
+}
+
 static char *chunk_path(const char *dir, uint32_t c) {
     size_t len = strlen(dir) + 32;
     char *p = malloc(len);
@@ -152,6 +161,8 @@ static int scan_dir(const char *dir, long *max_index, long *count) {
 pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
                                 pk_memsort_trace *out) {
     memset(out, 0, sizeof *out);
+    char dir_buf[4096];
+    dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     long max_index, count;
@@ -254,6 +265,8 @@ fail:
  * ctx->progress (asked after each chunk) removes the temporary files and
  * leaves the folder as it was, never a partial or mixed trace. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
+    char dir_buf[4096];
+    dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     int le = host_is_little_endian();

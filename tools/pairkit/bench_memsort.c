@@ -36,7 +36,7 @@ static void bench_usage(FILE *out) {
     fprintf(out,
             "usage: pairkit bench memsort [options]\n"
             "  Times plan + fill on a generated trace beside the plain alternatives.\n"
-            "  --entries N      trace entries (default 2^24; 519M is a real block's trace)\n"
+            "  --entries N      trace entries (default 2^24; 519000000 is a real block's trace)\n"
             "  --seed S         generator seed (default 1)\n"
             "  --regions R      default (default), zisk or a region table file\n"
             "  --backend B      cpu (default) or cuda\n"

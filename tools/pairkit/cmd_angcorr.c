@@ -38,7 +38,7 @@ static void usage(FILE *out) {
             "  --log THETA_MAX      logarithmic bins from --theta-min (> 0) to THETA_MAX degrees\n"
             "  --estimator E        ls (Landy-Szalay, default), natural, hamilton, dp\n"
             "  --backend B          auto (default), cpu or cuda\n"
-            "  --kernel K           a specific kernel (see 'pairkit bench angcorr --list')\n"
+            "  --kernel K           an exact kernel (see 'pairkit bench angcorr --list')\n"
             "  --threads N          CPU threads (default: all)\n"
             "  -q, --quiet          no progress line, no summary\n");
 }
@@ -153,6 +153,12 @@ int cmd_angcorr(int argc, char **argv) {
             } else if (strcmp(a, "--kernel") == 0) {
                 opts.kernel = pk_angcorr_kernel_from_name(v);
                 if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
+                if (!pk_angcorr_kernel_exact(opts.kernel))
+                    return cli_usage_error(cmd,
+                                           "--kernel: '%s' is the approximate baseline of 'pairkit bench angcorr' "
+                                           "(a pair near a bin edge can land in the next bin); angcorr runs exact "
+                                           "kernels only",
+                                           v);
             } else if (strcmp(a, "--threads") == 0) {
                 size_t t;
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
@@ -195,11 +201,8 @@ int cmd_angcorr(int argc, char **argv) {
     for (int c = 0; c < 2 && st == PK_OK; c++) {
         pk_catalog_spec spec = {format, units, ra_col, dec_col, weight_col[c]};
         /* CSV and FITS catalogs are in degrees unless --units says otherwise */
-        size_t len = strlen(paths[c]);
-        int table = format == PK_FORMAT_CSV || format == PK_FORMAT_FITS ||
-                    (format == PK_FORMAT_AUTO && ((len > 4 && strcmp(paths[c] + len - 4, ".csv") == 0) ||
-                                                  strstr(paths[c], ".fit") || strstr(paths[c], ".fts")));
-        if (!units_given && table) spec.units = PK_UNITS_DEG;
+        pk_catalog_format read_as = format == PK_FORMAT_AUTO ? pk_catalog_format_of(paths[c]) : format;
+        if (!units_given && read_as != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
         st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
     }
     if (st == PK_OK && features) {

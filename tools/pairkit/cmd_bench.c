@@ -205,9 +205,17 @@ static int bench_angcorr(int argc, char **argv) {
     return bad ? 1 : 0;
 }
 
+static void bench_workloads_usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit bench angcorr|dftimage|memsort [options]\n"
+            "  Runs a workload's kernels, from the naive to the final one, under one\n"
+            "  protocol: the first run apart as cold, then the median and minimum of the\n"
+            "  warm runs. 'pairkit bench WORKLOAD --help' lists each one's options.\n");
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        bench_usage(argc < 2 ? stderr : stdout);
+        bench_workloads_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "angcorr") == 0) return bench_angcorr(argc - 1, argv + 1);

@@ -15,7 +15,7 @@
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: pairkit memsort TRACE_DIR --workers W --worker w -o OUT_DIR [options]\n"
+            "usage: pairkit memsort TRACE_DIR -o OUT_DIR [--workers W --worker w] [options]\n"
             "  Sorts the trace's entries stably by address, cuts each region into\n"
             "  instances and writes worker w's instances (gid %% W == w) with their plans\n"
             "  to OUT_DIR/memsort.bin and OUT_DIR/summary.txt (docs/memsort.md).\n"
