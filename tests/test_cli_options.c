@@ -3,7 +3,8 @@
  * "--kernels a,b,c") given last on the line must be answered with "needs a
  * value" and exit code 2; each one shown without (outside the benchmarks,
  * which would run) must not ask for one; an option the command does not
- * know, with or without something after it, gets "unknown option". */
+ * know, with or without something after it, gets "unknown option"; a
+ * thread count outside 1 .. 1024 is refused. */
 #include "cli_util.h"
 
 #define MAX_OPTIONS 64
@@ -92,6 +93,13 @@ static void check_command(const char *cmd) {
     printf("%-16s %2d options, %2d with a value\n", cmd, opts.n, n_value);
     CHECK(opts.n >= 4 && n_value >= 2, "pairkit %s --help: only %d options (%d with a value) found", cmd, opts.n,
           n_value);
+    /* thread counts OpenMP cannot start are refused, not attempted (100000 crashed its runtime) */
+    int has_threads = 0;
+    for (int k = 0; k < opts.n; k++) has_threads |= strcmp(opts.name[k], "--threads") == 0;
+    if (has_threads) {
+        expect(cmd, "--threads 100000", "--threads: 100000 is out of range 1 .. 1024", 0);
+        expect(cmd, "--threads 0", "--threads: 0 is out of range", 0);
+    }
     expect(cmd, "--no-such-option", "unknown option '--no-such-option'", 0);
     expect(cmd, "--no-such-option 3", "unknown option '--no-such-option'", 0);
 }

@@ -44,12 +44,13 @@ typedef enum pk_backend {
 typedef int (*pk_progress_fn)(void *user, double fraction_done);
 
 #define PK_MESSAGE_MAX 512
+#define PK_MAX_THREADS 1024 /* the most CPU threads a call starts */
 
 typedef struct pk_context {
     char message[PK_MESSAGE_MAX]; /* set on failure; empty on success */
     pk_progress_fn progress;      /* optional */
     void *progress_user;
-    int n_threads;   /* CPU threads; 0 = OpenMP's default */
+    int n_threads;   /* CPU threads; 0 = OpenMP's default; more than PK_MAX_THREADS count as that many */
     int cuda_device; /* CUDA device ordinal for PK_BACKEND_CUDA */
 } pk_context;
 

@@ -167,7 +167,7 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
 
     int n_threads = 1;
 #ifdef _OPENMP
-    n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+    n_threads = pk_thread_count(ctx);
 #endif
     size_t stride = (n_slots + 15) & ~(size_t)15;
     uint64_t *thread_slots = calloc((size_t)n_threads * n_slots, sizeof(uint64_t));

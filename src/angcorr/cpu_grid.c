@@ -565,7 +565,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 
     int n_threads = 1;
 #ifdef _OPENMP
-    n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+    n_threads = pk_thread_count(ctx);
 #endif
     /* Small counts (jackknife patch pairs) run on fewer threads: a parallel
      * region costs more than 2^20 pairs' work when the machine is busy and

@@ -25,6 +25,11 @@ pk_status pk_fail(pk_context *ctx, pk_status status, const char *fmt, ...) PK_PR
 /* Clear ctx->message at the start of a public call. */
 void pk_clear(pk_context *ctx);
 
+/* The CPU threads a call runs: ctx->n_threads, OpenMP's default when 0,
+ * at most PK_MAX_THREADS (OpenMP's runtime crashes when it cannot create
+ * the threads asked for: 100000 did). */
+int pk_thread_count(const pk_context *ctx);
+
 /* Seconds on a monotonic clock. */
 double pk_now(void);
 

@@ -9,6 +9,17 @@
 #include <unistd.h>
 
 #include "common.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int pk_thread_count(const pk_context *ctx) {
+    int n = 1;
+#ifdef _OPENMP
+    n = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+#endif
+    return n < 1 ? 1 : n > PK_MAX_THREADS ? PK_MAX_THREADS : n;
+}
 
 double pk_now(void) {
     struct timespec ts;

@@ -160,7 +160,7 @@ static void table_fill(const pk_dft_job *job, const polar_vis *pv, const tile_ge
 
 static int thread_count(const pk_context *ctx) {
 #ifdef _OPENMP
-    return ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+    return pk_thread_count(ctx);
 #else
     (void)ctx;
     return 1;

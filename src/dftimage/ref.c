@@ -28,7 +28,7 @@ static void ref_point(const pk_vis *vis, int sign, double l, double m, double *r
 
 static int thread_count(const pk_context *ctx) {
 #ifdef _OPENMP
-    return ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+    return pk_thread_count(ctx);
 #else
     (void)ctx;
     return 1;

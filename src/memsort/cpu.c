@@ -783,7 +783,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     job.n_pages = n_keys >> PAGE_BITS;
     int n_threads = 1;
 #ifdef _OPENMP
-    n_threads = ctx && ctx->n_threads > 0 ? ctx->n_threads : omp_get_max_threads();
+    n_threads = pk_thread_count(ctx);
 #endif
     /* tiny traces: fewer threads (each histogram costs a page per key touched) */
     if ((uint64_t)n_threads > n / 2048 + 1) n_threads = (int)(n / 2048 + 1);

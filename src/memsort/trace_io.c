@@ -82,7 +82,7 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     const uint32_t *addr = trace->addr;
     uint64_t first_bad = n;
     uint64_t counts[PK_MEMSORT_MAX_REGIONS] = {0};
-#pragma omp parallel
+#pragma omp parallel num_threads(pk_thread_count(ctx))
     {
         uint64_t local[PK_MEMSORT_MAX_REGIONS] = {0};
         uint64_t bad = n;

@@ -103,8 +103,7 @@ int bench_dftimage(int argc, char **argv) {
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;
             } else if (strcmp(a, "--threads") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                ctx.n_threads = (int)t;
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else return cli_usage_error(cmd, "unknown option '%s'", a);
         } else {
             return cli_usage_error(cmd, "unexpected argument '%s'", a);

@@ -115,8 +115,7 @@ int bench_memsort(int argc, char **argv) {
                 if (cli_parse_size(cmd, a, v, &t) || t < 1) return 2;
                 runs = (int)t;
             } else if (strcmp(a, "--threads") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                ctx.n_threads = (int)t;
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
                 return cli_usage_error(cmd, "unknown option '%s'", a);
             }

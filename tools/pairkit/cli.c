@@ -127,6 +127,17 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *o
     return 0;
 }
 
+int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *out) {
+    size_t t;
+    if (cli_parse_size(cmd, opt, text, &t)) return 1;
+    if (t < 1 || t > PK_MAX_THREADS) {
+        cli_usage_error(cmd, "%s: %s is out of range 1 .. %d", opt, text, PK_MAX_THREADS);
+        return 1;
+    }
+    *out = (int)t;
+    return 0;
+}
+
 int cli_png_complete(const char *path) {
     static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
     unsigned char tail[12];

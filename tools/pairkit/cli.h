@@ -27,6 +27,8 @@ int cli_interrupted(void);
 /* Parse helpers: print a usage error and return non-zero on bad values. */
 int cli_parse_double(const char *cmd, const char *opt, const char *text, double *out);
 int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *out);
+/* --threads: 1 .. PK_MAX_THREADS. */
+int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *out);
 
 /* A line or point plot written to a PNG file atomically. */
 typedef struct cli_plot {

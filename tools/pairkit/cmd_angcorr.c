@@ -160,9 +160,7 @@ int cmd_angcorr(int argc, char **argv) {
                                            "kernels only",
                                            v);
             } else if (strcmp(a, "--threads") == 0) {
-                size_t t;
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                ctx.n_threads = (int)t;
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
                 return cli_usage_error(cmd, "unknown option '%s'", a);
             }

@@ -78,8 +78,7 @@ static int bench_angcorr(int argc, char **argv) {
             } else if (strcmp(a, "--n") == 0) {
                 if (cli_parse_size(cmd, a, v, &n_sub)) return 2;
             } else if (strcmp(a, "--threads") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                ctx.n_threads = (int)t;
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else return cli_usage_error(cmd, "unknown option '%s'", a);
         } else {
             if (n_paths == 2) return cli_usage_error(cmd, "at most two catalogs");

@@ -72,7 +72,6 @@ int cmd_dftimage(int argc, char **argv) {
         } else if (a[0] == '-' && a[1] != '\0') {
             if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
-            size_t t;
             if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_path = v;
             else if (strcmp(a, "--png") == 0) png_path = v;
             else if (strcmp(a, "--size") == 0) {
@@ -102,8 +101,7 @@ int cmd_dftimage(int argc, char **argv) {
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;
             } else if (strcmp(a, "--threads") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                ctx.n_threads = (int)t;
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
                 return cli_usage_error(cmd, "unknown option '%s'", a);
             }

@@ -111,8 +111,7 @@ int cmd_memsort(int argc, char **argv) {
                 opts.kernel = pk_memsort_kernel_from_name(v);
                 if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
             } else if (strcmp(a, "--threads") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                ctx.n_threads = (int)t;
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
                 return cli_usage_error(cmd, "unknown option '%s'", a);
             }
