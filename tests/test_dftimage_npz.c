@@ -13,10 +13,14 @@
 #include "check.h"
 #include "pairkit/dftimage.h"
 
-/* A .npy v1.0 of n little-endian values of descr from raw bytes. */
-static unsigned char *npy(const char *descr, size_t n, const void *values, size_t item, size_t *size) {
-    char header[128];
-    int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (%zu,), }", descr, n);
+/* A .npy v1.0 of n little-endian values of descr from raw bytes, of shape
+ * (n,) unless shape says otherwise. */
+static unsigned char *npy(const char *descr, size_t n, const void *values, size_t item, const char *shape, int fortran,
+                          size_t *size) {
+    char header[128], flat[32];
+    snprintf(flat, sizeof flat, "(%zu,)", n);
+    int len = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr,
+                       fortran ? "True" : "False", shape ? shape : flat);
     size_t padded = (10 + (size_t)len + 1 + 63) / 64 * 64, hl = padded - 10;
     unsigned char *buf = malloc(padded + n * item);
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
@@ -35,15 +39,23 @@ typedef struct member {
     const void *values;
 } member;
 
-static void write_zip(const char *path, const member *m, int count) {
+/* The members into a zip; member k of shape shape[k] (NULL, or shape NULL:
+ * flat) and Fortran order when fortran[k] (fortran NULL: none). */
+static void write_zip_shaped(const char *path, const member *m, int count, const char *const *shape,
+                             const int *fortran) {
     int err;
     zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &err);
     for (int k = 0; k < count; k++) {
         size_t size;
-        unsigned char *buf = npy(m[k].descr, m[k].n, m[k].values, m[k].item, &size);
+        unsigned char *buf =
+            npy(m[k].descr, m[k].n, m[k].values, m[k].item, shape ? shape[k] : NULL, fortran ? fortran[k] : 0, &size);
         zip_file_add(za, m[k].name, zip_source_buffer(za, buf, size, 1), ZIP_FL_OVERWRITE);
     }
     zip_close(za);
+}
+
+static void write_zip(const char *path, const member *m, int count) {
+    write_zip_shaped(path, m, count, NULL, NULL);
 }
 
 static void expect_error(const char *path, const char *needle, const char *what) {
@@ -105,6 +117,35 @@ int main(void) {
     snprintf(path, sizeof path, "%s/no_w.npz", dir);
     write_zip(path, good, 2);
     expect_error(path, "'w' is missing", "missing w");
+
+    /* the same values as (1, 5) and (5, 1) arrays, C or Fortran order: read
+     * alike; a 2-D Fortran-ordered array with two long dimensions is refused */
+    const char *shapes[3] = {"(1, 5)", "(5, 1)", "(5,)"};
+    for (int s = 0; s < 3; s++)
+        for (int f = 0; f < 2; f++) {
+            const char *shape[4] = {NULL, NULL, NULL, shapes[s]};
+            const int fortran[4] = {0, 0, 0, f};
+            snprintf(path, sizeof path, "%s/shape.npz", dir);
+            write_zip_shaped(path, good, 4, shape, fortran);
+            CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &back), &ctx);
+            CHECK(back.n == 5 && back.re[4] == 5.0 && back.im[4] == 0.0, "data of shape %s, fortran %d", shapes[s], f);
+            pk_vis_free(&back);
+        }
+    double d6[6] = {1, 2, 3, 4, 5, 6}, c6[12] = {1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0};
+    member six[4] = {{"u.npy", "<f8", 6, 8, d6},
+                     {"v.npy", "<f8", 6, 8, d6},
+                     {"w.npy", "<f8", 6, 8, d6},
+                     {"data.npy", "<c16", 6, 16, c6}};
+    const char *shape23[4] = {"(2, 3)", NULL, NULL, "(2, 3)"};
+    int fortran[4] = {0, 0, 0, 1};
+    snprintf(path, sizeof path, "%s/fortran.npz", dir);
+    write_zip_shaped(path, six, 4, shape23, fortran);
+    expect_error(path, "'data' is stored in Fortran order with shape (2, 3)", "Fortran-ordered 2-D data");
+    fortran[3] = 0;
+    write_zip_shaped(path, six, 4, shape23, fortran);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &back), &ctx);
+    CHECK(back.n == 6 && back.re[5] == 6.0, "C-ordered 2-D arrays read flat");
+    pk_vis_free(&back);
 
     member mism[4] = {good[0], good[1], {"w.npy", "<f8", 4, 8, d4}, good[3]};
     snprintf(path, sizeof path, "%s/mismatch.npz", dir);

@@ -212,6 +212,20 @@ static void test_broken(void) {
     fits_close_file(f, &status);
     expect_error(path, PK_WEIGHTS_DATA, "not finite", "NaN in unflagged data");
 
+    /* a NaN or infinite weight is an error under every weighting, never a flag */
+    float bad_weight[2] = {NAN, INFINITY};
+    for (int b = 0; b < 2; b++) {
+        snprintf(path, sizeof path, "%s/bad_weight%d.uvfits", dir, b);
+        copy_file(MOJAVE, path, -1);
+        fits_open_file(&f, path, READWRITE, &status);
+        fits_write_img_flt(f, 2, 3, 1, &bad_weight[b], &status); /* group 2, RR weight, IF 1 */
+        fits_close_file(f, &status);
+        expect_error(path, PK_WEIGHTS_DATA, "group 2, IF 1, channel 1, Stokes index 1: weight is not finite",
+                     b ? "inf weight" : "NaN weight");
+        expect_error(path, PK_WEIGHTS_ABS, "weight is not finite", b ? "inf weight, abs" : "NaN weight, abs");
+        expect_error(path, PK_WEIGHTS_UNIT, "weight is not finite", b ? "inf weight, unit" : "NaN weight, unit");
+    }
+
     snprintf(path, sizeof path, "%s/truncated.uvfits", dir);
     copy_file(MOJAVE, path, 100000);
     expect_error(path, PK_WEIGHTS_DATA, "truncated", "truncated file");

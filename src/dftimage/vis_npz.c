@@ -85,6 +85,7 @@ static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, 
         goto done;
     }
     size_t count = 1;
+    int long_dims = 0; /* dimensions longer than 1 */
     const char *p = shape + 1;
     for (;;) {
         while (*p == ' ' || *p == ',') p++;
@@ -100,7 +101,17 @@ static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, 
             goto done;
         }
         count *= (size_t)dim;
+        long_dims += dim > 1;
         p = end;
+    }
+    /* the values are read in C order: a Fortran-ordered array of more than
+     * one long dimension would pair them with the wrong u, v, w */
+    if (long_dims > 1 && strncmp(fortran, "True", 4) == 0) {
+        st = pk_fail(ctx, PK_ERR_PARSE,
+                     "%s: array '%s' is stored in Fortran order with shape %.*s; save it in C order "
+                     "(numpy.ascontiguousarray) or flat",
+                     path, name, (int)(strchr(shape, ')') ? strchr(shape, ')') - shape + 1 : 1), shape);
+        goto done;
     }
     size_t data_bytes = size - offset - header_len;
     if (count > data_bytes / (size_t)out->item_bytes) {

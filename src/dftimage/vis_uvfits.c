@@ -351,7 +351,12 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                     double re = (double)data[base], im = (double)data[base + s_cplx];
                     double wt = has_weight ? (double)data[base + 2 * s_cplx] : 1.0;
                     double use;
-                    if (isnan(wt)) continue;
+                    if (!isfinite(wt)) {
+                        st = pk_fail(ctx, PK_ERR_PARSE,
+                                     "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: weight is not finite (%g)",
+                                     path, g, i + 1, c + 1, hands[h].index + 1, wt);
+                        goto done;
+                    }
                     if (weights == PK_WEIGHTS_DATA) {
                         if (!(wt > 0)) continue;
                         use = wt;
