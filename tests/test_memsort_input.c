@@ -139,6 +139,11 @@ int main(void) {
     expect_regions_error("regions: overlap", "A 0x1000 0x1000 1 8\nB 0x1800 0x1000 1 8\n", "table.txt:2", "overlap");
     expect_regions_error("regions: unaligned", "A 0x1004 0x1000 1 8\n", "table.txt:1", "multiples of 8");
     expect_regions_error("regions: empty", "# nothing\n\n", "table.txt", "no regions");
+    expect_regions_error("regions: blank lines counted",
+                         "# table\n\n\nROM 0x80000000 1M 1 16\n\n\nRAM 0x80000000 1M 1 16\n",
+                         "table.txt:7:", "overlap");
+    expect_regions_error("regions: after blank lines", "\n\n\n\nROM 0x80000000 1M 1 bogus\n",
+                         "table.txt:5:", "'bogus' is not a number");
     {
         const char *text =
             "# name base size max_instances instance_entries\nROM 0x80000000 128M 32 2^22\n"
@@ -165,6 +170,36 @@ int main(void) {
     }
     expect_regions_error("regions: 0x alone", "ROM 0x 1M 1 16\n", "table.txt:1", "base: '0x' is not a number");
     expect_regions_error("regions: 08", "ROM 0x80000000 1M 1 08x\n", "table.txt:1", "'08x' is not a number");
+
+    /* a trace that is not one is refused, and the folder's chunk files stay */
+    {
+        pk_memsort_gen_options g = {1000, 5, 100, 0};
+        pk_memsort_trace trace, empty;
+        CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &trace), &ctx);
+        char *td = fresh_dir("keep");
+        CHECK_OK(pk_memsort_trace_write(&ctx, td, &trace), &ctx);
+        memset(&empty, 0, sizeof empty);
+        snprintf(ctx.message, sizeof ctx.message, "stale");
+        pk_status st = pk_memsort_trace_write(&ctx, td, &empty);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "0 chunks"), "a trace of no chunks: status %d: %s", (int)st,
+              ctx.message);
+        trace.chunk_start[3] = trace.chunk_start[4] + 1;
+        st = pk_memsort_trace_write(&ctx, td, &trace);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "chunk 3"), "chunk starts going back: status %d: %s", (int)st,
+              ctx.message);
+        pk_memsort_trace back;
+        CHECK_OK(pk_memsort_trace_read(&ctx, td, &def, &back), &ctx);
+        CHECK(back.n_chunks == 10 && back.n_entries == 1000, "the written trace survives: %u chunks, %llu entries",
+              back.n_chunks, (unsigned long long)back.n_entries);
+        snprintf(ctx.message, sizeof ctx.message, "stale");
+        pk_memsort_regions z;
+        CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &z), &ctx);
+        CHECK(ctx.message[0] == '\0', "a successful call leaves a message: %s", ctx.message);
+        pk_memsort_trace_free(&back);
+        pk_memsort_trace_free(&trace);
+        pk_memsort_trace_free(NULL); /* as free(NULL) */
+        pk_memsort_result_free(NULL);
+    }
 
     /* round trip of chunk files, then memsort.bin's size */
     {

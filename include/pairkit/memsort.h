@@ -100,7 +100,9 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
 /* Write the chunk files into dir (created if missing): all of them go to
  * temporary files, then into place together, and chunk files of an older,
  * longer trace in dir are removed. On failure, or when ctx->progress asks
- * to cancel (it is called after each chunk), no new chunk file is left. */
+ * to cancel (it is called after each chunk), no new chunk file is left. The
+ * trace needs 1 to 4096 chunks whose starts run from 0 to n_entries
+ * without going back; otherwise PK_ERR_INVALID and nothing is touched. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace);
 
 /* Page-lock the trace's addresses for fast copies to the GPU (a prover

@@ -411,6 +411,7 @@ static double rad_to_deg(double r) {
 
 pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                  const pk_bins *bins) {
+    pk_clear(ctx);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;
@@ -425,6 +426,7 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
 
 pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                const pk_bins *bins) {
+    pk_clear(ctx);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;

@@ -254,6 +254,7 @@ static int bucket_of(const double *edges, int n, double v) {
 
 pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
                              int32_t *patch) {
+    pk_clear(ctx);
     if (k < 2) return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", k);
     size_t n = random->n;
     if ((size_t)k > n)
@@ -616,6 +617,7 @@ static double deg(double rad) {
 
 pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                   const pk_angcorr_extras *extras, const pk_bins *bins) {
+    pk_clear(ctx);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;
@@ -640,6 +642,7 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
 
 pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
                                       const pk_bins *bins) {
+    pk_clear(ctx);
     if (!extras || !extras->omega_cov)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: no jackknife covariance to write", path);
     pk_atomic_file f;

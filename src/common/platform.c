@@ -62,6 +62,11 @@ pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *s
     *size = 0;
     FILE *fp = fopen(path, "rb");
     if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(fp);
+        return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
+    }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {

@@ -65,6 +65,7 @@ int pk_cuda_device_count(void) {
 #endif
 
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {
+    pk_clear(ctx);
     if (wanted == PK_BACKEND_CPU) {
         *resolved = PK_BACKEND_CPU;
         return PK_OK;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dftimage_internal.h"
@@ -110,6 +111,7 @@ static pk_status choose_kernel(pk_context *ctx, const pk_dftimage_options *o, pk
 }
 
 pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_t *bytes) {
+    pk_clear(ctx);
     size_t planes = want_imag ? 2 : 1;
     /* The image in double, plus as much again for the backends' scratch
      * (the reference's pixel coordinates, a device's partial images). */
@@ -346,6 +348,7 @@ const char *pk_weights_name(pk_weights weights) {
 }
 
 pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out) {
+    pk_clear(ctx);
     memset(out, 0, sizeof *out);
     if (n > SIZE_MAX / (5 * sizeof(double)) - 16)
         return pk_fail(ctx, PK_ERR_NOMEM, "%zu visibilities do not fit in memory", n);
@@ -404,6 +407,11 @@ pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_
     memset(out, 0, sizeof *out);
     FILE *fp = fopen(path, "rb");
     if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(fp);
+        return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
+    }
     unsigned char head[8] = {0};
     size_t got = fread(head, 1, sizeof head, fp);
     fclose(fp);

@@ -75,6 +75,7 @@ static void *host_alloc(size_t bytes, int pinned) {
 }
 
 void pk_memsort_result_free(pk_memsort_result *result) {
+    if (!result) return;
     host_free(result->runs, result->host_pinned);
     host_free(result->values, result->host_pinned);
     host_free(result->chunk_counts, result->host_pinned);
@@ -280,6 +281,7 @@ void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_
 }
 
 pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const pk_memsort_result *b) {
+    pk_clear(ctx);
     if (a->n_instances != b->n_instances || a->n_owned != b->n_owned || a->n_chunks != b->n_chunks ||
         a->n_entries != b->n_entries)
         return pk_fail(ctx, PK_ERR_INTERNAL, "results differ: %u vs %u instances, %u vs %u owned", a->n_instances,

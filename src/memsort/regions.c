@@ -23,6 +23,7 @@ static void set_region(pk_memsort_region *r, const char *name, uint32_t base, ui
 }
 
 pk_status pk_memsort_regions_preset(pk_context *ctx, const char *name, pk_memsort_regions *out) {
+    pk_clear(ctx);
     memset(out, 0, sizeof *out);
     const uint64_t M = 1u << 20;
     if (strcmp(name, "default") == 0) {
@@ -49,6 +50,7 @@ uint64_t pk_memsort_regions_compact_size(const pk_memsort_regions *regions) {
 }
 
 pk_status pk_memsort_regions_check(pk_context *ctx, const pk_memsort_regions *t) {
+    pk_clear(ctx);
     if (t->n_regions == 0 || t->n_regions > PK_MEMSORT_MAX_REGIONS)
         return pk_fail(ctx, PK_ERR_INVALID, "region table: %u regions (1 to %d allowed)", t->n_regions,
                        PK_MEMSORT_MAX_REGIONS);
@@ -103,6 +105,7 @@ static int parse_number(const char *tok, uint64_t *out) {
 }
 
 pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_regions *out) {
+    pk_clear(ctx);
     memset(out, 0, sizeof *out);
     char *text;
     size_t size;
@@ -110,8 +113,10 @@ pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_
     if (st) return st;
     static const char *fields[5] = {"name", "base", "size", "max_instances", "instance_entries"};
     int line_no = 0;
-    char *save_line = NULL;
-    for (char *line = strtok_r(text, "\n", &save_line); line; line = strtok_r(NULL, "\n", &save_line)) {
+    /* line by line, blank ones counted too (strtok would skip them) */
+    for (char *line = text, *next; line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
         line_no++;
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
@@ -167,6 +172,7 @@ done:
 }
 
 pk_status pk_memsort_regions_get(pk_context *ctx, const char *name_or_path, pk_memsort_regions *out) {
+    pk_clear(ctx);
     if (strcmp(name_or_path, "default") == 0 || strcmp(name_or_path, "zisk") == 0)
         return pk_memsort_regions_preset(ctx, name_or_path, out);
     return pk_memsort_regions_read(ctx, name_or_path, out);

@@ -73,6 +73,7 @@ pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_tra
 }
 
 pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace) {
+    pk_clear(ctx);
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     if ((st = pk_memsort_trace_check_structure(ctx, trace)) != PK_OK) return st;
@@ -131,8 +132,9 @@ static char *chunk_path(const char *dir, uint32_t c) {
     return p;
 }
 
-/* The highest chunk number among the directory's mem_addr_*.bin files, and
- * how many there are; -1 when the directory cannot be read. */
+/* The highest chunk number among the directory's mem_addr_NNNN.bin files
+ * (four digits, as the files are named), and how many there are; -1 when
+ * the directory cannot be read. */
 static int scan_dir(const char *dir, long *max_index, long *count) {
     DIR *d = opendir(dir);
     if (!d) return -1;
@@ -150,7 +152,7 @@ static int scan_dir(const char *dir, long *max_index, long *count) {
             if (name[k] < '0' || name[k] > '9' || idx > 100000000) break;
             idx = idx * 10 + (name[k] - '0');
         }
-        if (k != len - ls) continue;
+        if (k != len - ls || k - lp != 4) continue;
         (*count)++;
         if (idx > *max_index) *max_index = idx;
     }
@@ -160,6 +162,7 @@ static int scan_dir(const char *dir, long *max_index, long *count) {
 
 pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
                                 pk_memsort_trace *out) {
+    pk_clear(ctx);
     memset(out, 0, sizeof *out);
     char dir_buf[4096];
     dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
@@ -191,9 +194,19 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
             goto fail;
         }
         if (stat(path, &sb) != 0) {
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: missing chunk in the sequence (" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX " exists)", path,
-                         max_index);
+            struct stat lb;
+            if (errno == ENOENT && lstat(path, &lb) == 0)
+                st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: a link to a file that does not exist", path);
+            else if (errno == ENOENT)
+                st = pk_fail(ctx, PK_ERR_PARSE,
+                             "%s: missing chunk in the sequence (" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX " exists)", path,
+                             max_index);
+            else st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+            free(path);
+            goto fail;
+        }
+        if (!S_ISREG(sb.st_mode)) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
             free(path);
             goto fail;
         }
@@ -265,8 +278,22 @@ fail:
  * ctx->progress (asked after each chunk) removes the temporary files and
  * leaves the folder as it was, never a partial or mixed trace. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
+    pk_clear(ctx);
     char dir_buf[4096];
     dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
+    /* a trace as pk_memsort_trace_read would give: 1 .. 4096 chunks whose
+     * starts run from 0 to n_entries without going back */
+    if (trace->n_chunks < 1 || trace->n_chunks > PK_MEMSORT_MAX_CHUNKS || !trace->chunk_start ||
+        (trace->n_entries && !trace->addr))
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: a trace of %u chunks cannot be written (1 to %d, with addresses)", dir,
+                       trace->n_chunks, PK_MEMSORT_MAX_CHUNKS);
+    for (uint32_t c = 0; c < trace->n_chunks; c++)
+        if (trace->chunk_start[c] > trace->chunk_start[c + 1] || (c == 0 && trace->chunk_start[0] != 0))
+            return pk_fail(ctx, PK_ERR_INVALID, "%s: chunk %u of the trace starts at %llu and ends at %llu", dir, c,
+                           (unsigned long long)trace->chunk_start[c], (unsigned long long)trace->chunk_start[c + 1]);
+    if (trace->chunk_start[trace->n_chunks] != trace->n_entries)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the trace's chunks hold %llu entries, not its %llu", dir,
+                       (unsigned long long)trace->chunk_start[trace->n_chunks], (unsigned long long)trace->n_entries);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     int le = host_is_little_endian();
@@ -335,6 +362,7 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
 }
 
 pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace) {
+    pk_clear(ctx);
 #ifdef PK_HAVE_CUDA
     if (trace->pinned || pk_cuda_device_count() == 0) return PK_OK;
     if (pk_memsort_cuda_host_register(trace->addr, (trace->n_entries + 1) * sizeof(uint32_t)) != 0)
@@ -349,6 +377,7 @@ pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace) {
 }
 
 void pk_memsort_trace_unpin(pk_memsort_trace *trace) {
+    if (!trace) return;
 #ifdef PK_HAVE_CUDA
     if (trace->pinned) pk_memsort_cuda_host_unregister(trace->addr);
 #endif
@@ -356,6 +385,7 @@ void pk_memsort_trace_unpin(pk_memsort_trace *trace) {
 }
 
 void pk_memsort_trace_free(pk_memsort_trace *trace) {
+    if (!trace) return;
     pk_memsort_trace_unpin(trace);
     pk_aligned_free(trace->addr);
     free(trace->chunk_start);
