@@ -150,6 +150,35 @@ int main(void) {
         free(e);
     }
 
+    /* A run that fails on any of its outputs changes none of them: an
+     * older omega.out and CSV stay, nothing staged is left behind. */
+    {
+        cli_write("keep.out", "old omega\n");
+        cli_write("keep.csv", "old csv\n");
+        char dir_cmd[600];
+        snprintf(dir_cmd, sizeof dir_cmd, "mkdir -p '%s'", cli_path("adir"));
+        CHECK(system(dir_cmd) == 0, "mkdir");
+        const char *bad[5] = {"--csv keep.csv --png nodir/x.png", "--csv keep.csv --png adir", "--csv nodir/x.csv",
+                              "--csv adir", "--csv keep.csv --jackknife 4 --cov nodir/c.csv"};
+        for (int b = 0; b < 5; b++) {
+            char args[256];
+            snprintf(args, sizeof args, "angcorr d.txt r.txt -o keep.out -q --nbins 20 %s", bad[b]);
+            rc = cli_run(args);
+            char *e = cli_stderr(), *o = cli_read(cli_path("keep.out")), *c = cli_read(cli_path("keep.csv"));
+            CHECK(rc == 1 && e && (strstr(e, "cannot write") || strstr(e, "is a directory")), "%s: exit %d, %s", bad[b],
+                  rc, e ? e : "");
+            CHECK(o && strcmp(o, "old omega\n") == 0 && c && strcmp(c, "old csv\n") == 0,
+                  "%s: an older output was changed", bad[b]);
+            CHECK(cli_count_files("pkstage") == 0 && cli_count_files("pkkeep") == 0 && cli_count_files(".tmp") == 0,
+                  "%s: staged files left behind", bad[b]);
+            free(e), free(o), free(c);
+        }
+        /* bins that hold no pair: the outputs and an empty plot, not a failure */
+        rc = cli_run("angcorr d.txt r.txt -o empty.out -q --theta-min 179 --nbins 10");
+        CHECK(rc == 0 && cli_count_files("empty.out") == 1 && cli_count_files("empty.png") == 1, "empty bins: exit %d",
+              rc);
+    }
+
     /* Log bins and the other estimators run and write a plot. */
     rc = cli_run("angcorr d.txt r.txt -o log.out --theta-min 0.01 --log 10 --nbins 20 --estimator hamilton -q");
     CHECK(rc == 0 && cli_count_files("log.png") == 1, "log bins with Hamilton (exit %d)", rc);

@@ -107,6 +107,20 @@ static void test_good(void) {
     CHECK(count_files("img.png") == 1 && count_files(".tmp") == 0, "PNG written, no temporary files");
     printf("good run: %s", err ? err : "");
 
+    /* a PNG that cannot be written fails the run before any output moves:
+     * the older image stays, nothing staged is left */
+    {
+        FILE *keep = fopen(in_dir("keep.fits"), "w");
+        if (keep) fputs("old image", keep), fclose(keep);
+        rc = run("point.npz -o keep.fits --png nodir/x.png --size 16 --cell 0.001 -q");
+        err = slurp(in_dir("err.txt"));
+        CHECK(rc == 1 && err && strstr(err, "nodir/x.png: cannot write"), "PNG in a missing folder: rc %d, %s", rc,
+              err ? err : "");
+        char *img = slurp(in_dir("keep.fits"));
+        CHECK(img && strcmp(img, "old image") == 0, "the older image was changed");
+        CHECK(count_files("pkstage") == 0 && count_files("pkkeep") == 0, "staged files left behind");
+    }
+
     fitsfile *f;
     int status = 0, naxis = 0;
     long naxes[2] = {0, 0};

@@ -234,6 +234,28 @@ int main(void) {
         if (fp) fclose(fp);
         /* writing into a path that is a file fails and leaves nothing */
         CHECK(pk_memsort_write(&ctx, path, &def, &res) != PK_OK, "wrote into a file path");
+        /* when the second file cannot be moved into place (summary.txt is a
+         * folder), the first is put back: the older memsort.bin stays */
+        {
+            char txt[700], inner[720], old[8] = {0};
+            snprintf(txt, sizeof txt, "%s/summary.txt", od);
+            snprintf(inner, sizeof inner, "%s/x", txt);
+            FILE *keep = fopen(path, "r+b");
+            CHECK(keep && fwrite("OLDFILE", 1, 7, keep) == 7, "marking the older memsort.bin");
+            if (keep) fclose(keep);
+            CHECK(unlink(txt) == 0 && mkdir(txt, 0777) == 0, "summary.txt made a folder");
+            FILE *x = fopen(inner, "w");
+            if (x) fclose(x);
+            pk_status wst = pk_memsort_write(&ctx, od, &def, &res);
+            CHECK(wst == PK_ERR_IO && strstr(ctx.message, "summary.txt: cannot move into place"),
+                  "second rename failing: status %d: %s", (int)wst, ctx.message);
+            fp = fopen(path, "rb");
+            CHECK(fp && fread(old, 1, 7, fp) == 7 && strcmp(old, "OLDFILE") == 0, "the older memsort.bin changed");
+            if (fp) fclose(fp);
+            char ls[800];
+            snprintf(ls, sizeof ls, "test $(ls -a '%s' | wc -l) -eq 4", od); /* . .. memsort.bin summary.txt */
+            CHECK(system(ls) == 0, "files left in %s", od);
+        }
         pk_memsort_result_free(&res);
         pk_memsort_trace_free(&trace);
         pk_memsort_trace_free(&back);

@@ -251,7 +251,8 @@ void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_
 pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *expected, const pk_memsort_result *got);
 
 /* Write OUT_DIR/memsort.bin (binary layout in docs/memsort.md) and
- * OUT_DIR/summary.txt. Both appear together or not at all. */
+ * OUT_DIR/summary.txt. Both appear together or not at all; on failure an
+ * older pair in OUT_DIR is left as it was. */
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *result);
 

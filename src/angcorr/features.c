@@ -32,12 +32,20 @@ static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts
     return st;
 }
 
-static pk_status check_weights(pk_context *ctx, const double *w, size_t n, const char *name) {
+/* Finite weights; with positive_total, also a positive sum (the
+ * estimators divide by it; a count alone does not). */
+static pk_status check_weights(pk_context *ctx, const double *w, size_t n, const char *name, int positive_total) {
     if (!w) return PK_OK;
-    for (size_t i = 0; i < n; i++)
+    double total = 0;
+    for (size_t i = 0; i < n; i++) {
         if (!isfinite(w[i]))
             return pk_fail(ctx, PK_ERR_INVALID, "%s[%zu] is %s: weights must be finite numbers", name, i,
                            isnan(w[i]) ? "NaN" : "infinite");
+        total += w[i];
+    }
+    /* the estimators divide by the weights' sums (and pair sums) */
+    if (positive_total && !(total > 0))
+        return pk_fail(ctx, PK_ERR_INVALID, "%s sum to %g: the estimators need a positive total weight", name, total);
     return PK_OK;
 }
 
@@ -165,8 +173,8 @@ pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, c
     if (theta_sum && !f.mean_theta) f.mean_theta = 1;
     pk_status st;
     if ((st = pk_angcorr_check_sizes(ctx, a, b)) != PK_OK) return st;
-    if ((st = check_weights(ctx, f.weights_a, a->n, "weights_a")) != PK_OK) return st;
-    if (b && (st = check_weights(ctx, f.weights_b, b->n, "weights_b")) != PK_OK) return st;
+    if ((st = check_weights(ctx, f.weights_a, a->n, "weights_a", 0)) != PK_OK) return st;
+    if (b && (st = check_weights(ctx, f.weights_b, b->n, "weights_b", 0)) != PK_OK) return st;
     pk_backend backend;
     int kernel;
     if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
@@ -376,8 +384,8 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
     if (run) ro = *run;
     pk_status st;
     if ((st = pk_angcorr_check_sizes(ctx, data, random)) != PK_OK) return st;
-    if ((st = check_weights(ctx, ro.weights_data, data->n, "data weights")) != PK_OK) return st;
-    if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights")) != PK_OK) return st;
+    if ((st = check_weights(ctx, ro.weights_data, data->n, "data weights", 1)) != PK_OK) return st;
+    if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights", 1)) != PK_OK) return st;
     if (ro.jackknife == 1 || ro.jackknife < 0)
         return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", ro.jackknife);
     pk_backend backend;

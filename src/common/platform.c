@@ -152,6 +152,36 @@ static void atomic_release(pk_atomic_file *f) {
     memset(f, 0, sizeof *f);
 }
 
+int pk_rename_all(int n, char *const *from, char *const *to) {
+    char **keep = calloc((size_t)n + 1, sizeof *keep);
+    int failed = -1, saved = 0;
+    for (int k = 0; keep && k < n; k++) {
+        struct stat sb;
+        if (lstat(to[k], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        size_t len = strlen(to[k]) + 40;
+        keep[k] = malloc(len);
+        if (!keep[k]) continue;
+        snprintf(keep[k], len, "%s.pkkeep%ld-%d", to[k], (long)getpid(), k);
+        if (link(to[k], keep[k]) != 0) {
+            free(keep[k]);
+            keep[k] = NULL;
+        }
+    }
+    for (int k = 0; k < n && failed < 0; k++)
+        if (rename(from[k], to[k]) != 0) failed = k, saved = errno;
+    for (int k = 0; k < failed; k++) {
+        if (keep && keep[k]) rename(keep[k], to[k]);
+        else unlink(to[k]);
+    }
+    for (int k = 0; keep && k < n; k++) {
+        if (keep[k]) unlink(keep[k]); /* already gone where it was put back */
+        free(keep[k]);
+    }
+    free(keep);
+    errno = saved;
+    return failed;
+}
+
 pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f) {
     int failed = ferror(f->fp) != 0;
     int saved_errno = 0;

@@ -533,11 +533,22 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
             goto out;
         }
     }
-    if ((st = pk_atomic_commit(ctx, &bin)) != PK_OK) {
-        pk_atomic_abort(&txt);
-        goto out;
+    /* then both renamed into place, or neither: an older pair stays whole */
+    int closed = fclose(bin.fp) == 0;
+    bin.fp = NULL;
+    closed &= fclose(txt.fp) == 0;
+    txt.fp = NULL;
+    if (!closed) {
+        st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", bin_path, strerror(errno));
+    } else {
+        char *from[2] = {bin.tmp_path, txt.tmp_path}, *to[2] = {bin_path, txt_path};
+        int bad = pk_rename_all(2, from, to);
+        if (bad >= 0)
+            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot move into place: %s; neither file changed", to[bad],
+                         strerror(errno));
     }
-    if ((st = pk_atomic_commit(ctx, &txt)) != PK_OK) unlink(bin_path);
+    pk_atomic_abort(&bin); /* the names freed; a temporary file left only after a failure */
+    pk_atomic_abort(&txt);
 out:
     free(bin_path);
     free(txt_path);

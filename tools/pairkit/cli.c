@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/common.h"
 #include "mpi.h"
 
 int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
@@ -136,6 +138,74 @@ int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *o
     }
     *out = (int)t;
     return 0;
+}
+
+const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
+    struct stat sb;
+    if (stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "pairkit %s: %s: is a directory, not a file\n", cmd, final_path);
+        return NULL;
+    }
+    if (o->n == CLI_MAX_OUTPUTS) {
+        fprintf(stderr, "pairkit %s: %s: too many output files\n", cmd, final_path);
+        return NULL;
+    }
+    size_t len = strlen(final_path) + 40;
+    char *staged = malloc(len), *fin = strdup(final_path);
+    if (!staged || !fin) {
+        free(staged);
+        free(fin);
+        fprintf(stderr, "pairkit %s: out of memory\n", cmd);
+        return NULL;
+    }
+    snprintf(staged, len, "%s.pkstage%ld-%d", final_path, (long)getpid(), o->n);
+    int fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, final_path, strerror(errno));
+        free(staged);
+        free(fin);
+        return NULL;
+    }
+    close(fd);
+    o->final_path[o->n] = fin;
+    o->staged[o->n] = staged;
+    o->n++;
+    return staged;
+}
+
+int cli_output_error(const char *cmd, pk_status st, pk_context *ctx, const cli_outputs *o) {
+    for (int k = 0; k < o->n; k++) {
+        char *at = strstr(ctx->message, o->staged[k]);
+        if (!at) continue;
+        char rest[PK_MESSAGE_MAX];
+        snprintf(rest, sizeof rest, "%s", at + strlen(o->staged[k]));
+        snprintf(at, sizeof ctx->message - (size_t)(at - ctx->message), "%s%s", o->final_path[k], rest);
+    }
+    return cli_error(cmd, st, ctx);
+}
+
+static void outputs_free(cli_outputs *o) {
+    for (int k = 0; k < o->n; k++) {
+        free(o->final_path[k]);
+        free(o->staged[k]);
+    }
+    o->n = 0;
+}
+
+void cli_discard(cli_outputs *o) {
+    for (int k = 0; k < o->n; k++) unlink(o->staged[k]);
+    outputs_free(o);
+}
+
+int cli_commit(const char *cmd, cli_outputs *o) {
+    int failed = pk_rename_all(o->n, o->staged, o->final_path);
+    if (failed >= 0) {
+        fprintf(stderr, "pairkit %s: %s: cannot move into place: %s; no output changed\n", cmd, o->final_path[failed],
+                strerror(errno));
+        for (int k = 0; k < o->n; k++) unlink(o->staged[k]);
+    }
+    outputs_free(o);
+    return failed >= 0;
 }
 
 int cli_png_complete(const char *path) {

@@ -37,13 +37,38 @@ typedef struct cli_plot {
     size_t n;
     int log_x, log_y;
 } cli_plot;
-/* 0 on success; on failure prints a message and returns non-zero. */
-int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot);
+/* 0 on success; on failure prints a message, naming shown (NULL: path),
+ * and returns non-zero. */
+int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot);
 
 /* 1 when the file at path is a whole PNG (it ends with the IEND chunk)
  * and reached the disk (fsync), 0 otherwise: the drivers that draw a PNG
  * report no write errors, so a full disk shows only as a cut file. */
 int cli_png_complete(const char *path);
+
+/* The output files of one command, all or none: each is written to a staged
+ * name beside its final one, and once all are complete they are renamed
+ * into place together. Should one rename fail, the files already renamed
+ * are put back as they were (an older file is kept as a hard link until
+ * the end), so a failed run leaves every older output as it was. */
+#define CLI_MAX_OUTPUTS 8
+typedef struct cli_outputs {
+    int n;
+    char *final_path[CLI_MAX_OUTPUTS];
+    char *staged[CLI_MAX_OUTPUTS];
+} cli_outputs;
+
+/* The staged name to write final to, created empty at once, so that a
+ * missing folder or a final name that is a folder is reported now, naming
+ * final; NULL after printing such an error. */
+const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path);
+/* Rename every staged file over its final name (see above); 0 on success,
+ * 1 after printing the error. The staged names are freed either way. */
+int cli_commit(const char *cmd, cli_outputs *o);
+/* Remove the staged files and free the names. */
+void cli_discard(cli_outputs *o);
+/* cli_error for a write to a staged file: the message names the final file. */
+int cli_output_error(const char *cmd, pk_status st, pk_context *ctx, const cli_outputs *o);
 
 /* Subcommands. */
 int cmd_angcorr(int argc, char **argv);

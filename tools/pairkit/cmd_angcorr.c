@@ -268,40 +268,48 @@ int cmd_angcorr(int argc, char **argv) {
         return rc;
     }
     {
-
-        if ((st = pk_angcorr_write_omega(&ctx, out_path, &result, &bins)) != PK_OK) rc = cli_error(cmd, st, &ctx);
-        if (!rc && csv_path && features &&
-            (st = pk_angcorr_write_csv_ex(&ctx, csv_path, &result, &extras, &bins)) != PK_OK)
-            rc = cli_error(cmd, st, &ctx);
-        if (!rc && csv_path && !features && (st = pk_angcorr_write_csv(&ctx, csv_path, &result, &bins)) != PK_OK)
-            rc = cli_error(cmd, st, &ctx);
-        char *cov_default = NULL;
-        if (!rc && extras.omega_cov) {
-            if (!cov_path) {
-                size_t len = strlen(out_path);
-                cov_default = malloc(len + 9);
-                strcpy(cov_default, out_path);
-                char *dot = strrchr(cov_default, '.');
-                char *slash = strrchr(cov_default, '/');
-                if (dot && (!slash || dot > slash)) *dot = '\0';
-                strcat(cov_default, "_cov.csv");
-                cov_path = cov_default;
-            }
-            if ((st = pk_angcorr_write_covariance(&ctx, cov_path, &extras, &bins)) != PK_OK)
-                rc = cli_error(cmd, st, &ctx);
+        /* the outputs' names, then all of them written under staged names
+         * and moved into place together, or none */
+        char *cov_default = NULL, *png_default = NULL;
+        if (extras.omega_cov && !cov_path) {
+            size_t len = strlen(out_path);
+            cov_default = malloc(len + 9);
+            strcpy(cov_default, out_path);
+            char *dot = strrchr(cov_default, '.');
+            char *slash = strrchr(cov_default, '/');
+            if (dot && (!slash || dot > slash)) *dot = '\0';
+            strcat(cov_default, "_cov.csv");
+            cov_path = cov_default;
         }
-        char *png_default = NULL;
-        if (!rc && !(png_path && strcmp(png_path, "none") == 0)) {
-            if (!png_path) {
-                size_t len = strlen(out_path);
-                png_default = malloc(len + 5);
-                strcpy(png_default, out_path);
-                char *dot = strrchr(png_default, '.');
-                char *slash = strrchr(png_default, '/');
-                if (dot && (!slash || dot > slash)) *dot = '\0';
-                strcat(png_default, ".png");
-                png_path = png_default;
-            }
+        int want_png = !(png_path && strcmp(png_path, "none") == 0);
+        if (want_png && !png_path) {
+            size_t len = strlen(out_path);
+            png_default = malloc(len + 5);
+            strcpy(png_default, out_path);
+            char *dot = strrchr(png_default, '.');
+            char *slash = strrchr(png_default, '/');
+            if (dot && (!slash || dot > slash)) *dot = '\0';
+            strcat(png_default, ".png");
+            png_path = png_default;
+        }
+        cli_outputs outs = {0};
+        const char *s_out = cli_stage(cmd, &outs, out_path);
+        const char *s_csv = s_out && csv_path ? cli_stage(cmd, &outs, csv_path) : NULL;
+        const char *s_cov = s_out && (!csv_path || s_csv) && extras.omega_cov ? cli_stage(cmd, &outs, cov_path) : NULL;
+        const char *s_png = s_out && (!csv_path || s_csv) && (!extras.omega_cov || s_cov) && want_png
+                                ? cli_stage(cmd, &outs, png_path)
+                                : NULL;
+        if (!s_out || (csv_path && !s_csv) || (extras.omega_cov && !s_cov) || (want_png && !s_png)) rc = 1;
+        if (!rc && (st = pk_angcorr_write_omega(&ctx, s_out, &result, &bins)) != PK_OK)
+            rc = cli_output_error(cmd, st, &ctx, &outs);
+        if (!rc && csv_path && features &&
+            (st = pk_angcorr_write_csv_ex(&ctx, s_csv, &result, &extras, &bins)) != PK_OK)
+            rc = cli_output_error(cmd, st, &ctx, &outs);
+        if (!rc && csv_path && !features && (st = pk_angcorr_write_csv(&ctx, s_csv, &result, &bins)) != PK_OK)
+            rc = cli_output_error(cmd, st, &ctx, &outs);
+        if (!rc && extras.omega_cov && (st = pk_angcorr_write_covariance(&ctx, s_cov, &extras, &bins)) != PK_OK)
+            rc = cli_output_error(cmd, st, &ctx, &outs);
+        if (!rc && want_png) {
             double *theta = malloc(result.n_bins * sizeof(double));
             double *w = malloc(result.n_bins * sizeof(double));
             double *werr = extras.omega_err ? malloc(result.n_bins * sizeof(double)) : NULL;
@@ -321,11 +329,13 @@ int cmd_angcorr(int argc, char **argv) {
                      (size_t)result.n_data, (size_t)result.n_random);
             int log_x = has_log || (edges_path && bins.edges[0] > 0 && bins.edges[bins.n_bins] / bins.edges[0] > 100);
             cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, 0};
-            if (cli_plot_png(cmd, png_path, &plot)) rc = 1;
+            if (cli_plot_png(cmd, s_png, png_path, &plot)) rc = 1;
             free(theta);
             free(w);
             free(werr);
         }
+        if (!rc) rc = cli_commit(cmd, &outs);
+        else cli_discard(&outs);
         if (!rc && !quiet) {
             const pk_pair_stats *s[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
             const char *names[3] = {"DD", "DR", "RR"};

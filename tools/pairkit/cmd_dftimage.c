@@ -174,9 +174,14 @@ int cmd_dftimage(int argc, char **argv) {
         pk_vis_free(&vis);
         return rc;
     }
+    /* the image and its PNG under staged names, moved into place together */
     int rc = 0;
-    if ((st = pk_image_write_fits(&ctx, out_path, &image, &vis, opts.want_imag)) != PK_OK)
-        rc = cli_error(cmd, st, &ctx);
+    cli_outputs outs = {0};
+    const char *s_out = cli_stage(cmd, &outs, out_path);
+    const char *s_png = s_out && png_path ? cli_stage(cmd, &outs, png_path) : NULL;
+    if (!s_out || (png_path && !s_png)) rc = 1;
+    if (!rc && (st = pk_image_write_fits(&ctx, s_out, &image, &vis, opts.want_imag)) != PK_OK)
+        rc = cli_output_error(cmd, st, &ctx, &outs);
     if (!rc && png_path) {
         double extent = (double)size * cell;
         const char *unit;
@@ -190,8 +195,10 @@ int cmd_dftimage(int argc, char **argv) {
         double c = (double)(size / 2);
         cli_image plot = {title,         xlabel, ylabel, image.re, size, -c * cell * per_rad, -c * cell * per_rad,
                           cell * per_rad};
-        if (cli_image_png(cmd, png_path, &plot)) rc = 1;
+        if (cli_image_png(cmd, s_png, png_path, &plot)) rc = 1;
     }
+    if (!rc) rc = cli_commit(cmd, &outs);
+    else cli_discard(&outs);
     if (!rc && !quiet) {
         double secs = stats.kernel_ms > 0 ? stats.kernel_ms * 1e-3 : stats.seconds;
         fprintf(stderr, "%zu visibilities (%zu of %zu records flagged), %zu x %zu pixels, sign %+d\n", vis.n,

@@ -13,7 +13,8 @@
 #ifdef PK_HAVE_PLPLOT
 #include <plplot.h>
 
-int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
+int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot) {
+    const char *name = shown ? shown : path;
     size_t n = 0;
     double *x = malloc((plot->n + 1) * sizeof(double));
     double *y = malloc((plot->n + 1) * sizeof(double));
@@ -21,7 +22,7 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
     double *yhi = malloc((plot->n + 1) * sizeof(double));
     if (!x || !y || !ylo || !yhi) {
         free(x), free(y), free(ylo), free(yhi);
-        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, path);
+        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, name);
         return 1;
     }
     double xmin = (double)INFINITY, xmax = -(double)INFINITY, ymin = (double)INFINITY, ymax = -(double)INFINITY;
@@ -41,11 +42,11 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
         if (yhi[n] > ymax) ymax = yhi[n];
         n++;
     }
-    if (n == 0) {
-        free(x), free(y), free(ylo), free(yhi);
-        fprintf(stderr, "pairkit %s: %s: nothing to plot (no finite values)\n", cmd, path);
-        return 1;
-    }
+    /* nothing finite (no pair in any bin): empty axes, saying so, rather
+     * than no plot beside a fresh output */
+    char title[256];
+    snprintf(title, sizeof title, "%s%s", plot->title, n ? "" : " (no finite values)");
+    if (n == 0) xmin = 0, xmax = 1, ymin = -1, ymax = 1;
     if (xmax == xmin) xmin -= 0.5, xmax += 0.5;
     if (ymax == ymin) ymin -= 0.5, ymax += 0.5;
     double xpad = 0.02 * (xmax - xmin), ypad = 0.05 * (ymax - ymin);
@@ -62,7 +63,7 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
     plcol0(1);
     int axis = (plot->log_x ? 10 : 0) + (plot->log_y ? 20 : 0);
     plenv(xmin - xpad, xmax + xpad, ymin - ypad, ymax + ypad, 0, axis);
-    pllab(plot->xlabel, plot->ylabel, plot->title);
+    pllab(plot->xlabel, plot->ylabel, title);
     if (!plot->log_y && ymin < 0 && ymax > 0) {
         plscol0(2, 160, 160, 160);
         plcol0(2);
@@ -71,16 +72,18 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
     }
     plscol0(3, 31, 119, 180);
     plcol0(3);
-    plline((PLINT)n, x, y);
-    plpoin((PLINT)n, x, y, 17);
-    if (plot->yerr) plerry((PLINT)n, x, ylo, yhi);
+    if (n) {
+        plline((PLINT)n, x, y);
+        plpoin((PLINT)n, x, y, 17);
+        if (plot->yerr) plerry((PLINT)n, x, ylo, yhi);
+    }
     plend();
     free(x), free(y), free(ylo), free(yhi);
 
     int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
     if (!ok) {
         unlink(tmp);
-        fprintf(stderr, "pairkit %s: %s: could not write the PNG plot\n", cmd, path);
+        fprintf(stderr, "pairkit %s: %s: could not write the PNG plot\n", cmd, name);
     }
     free(tmp);
     return ok ? 0 : 1;
@@ -88,10 +91,11 @@ int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
 
 #else
 
-int cli_plot_png(const char *cmd, const char *path, const cli_plot *plot) {
+int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot) {
+    const char *name = shown ? shown : path;
     (void)plot;
     fprintf(stderr, "pairkit %s: %s: this build has no PLplot; rebuild with libplplot-dev to get PNG plots\n", cmd,
-            path);
+            name);
     return 1;
 }
 

@@ -16,7 +16,8 @@
 #ifdef PK_HAVE_PLPLOT
 #include <plplot.h>
 
-int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
+int cli_image_png(const char *cmd, const char *path, const char *shown, const cli_image *img) {
+    const char *name = shown ? shown : path;
     size_t n = img->n;
     double zmin = (double)INFINITY, zmax = -(double)INFINITY;
     for (size_t p = 0; p < n * n; p++) {
@@ -26,7 +27,7 @@ int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
         if (v > zmax) zmax = v;
     }
     if (!(zmin <= zmax)) {
-        fprintf(stderr, "pairkit %s: %s: nothing to plot (no finite values)\n", cmd, path);
+        fprintf(stderr, "pairkit %s: %s: nothing to plot (no finite values)\n", cmd, name);
         return 1;
     }
     if (zmax == zmin) zmax = zmin + 1;
@@ -34,7 +35,7 @@ int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
     PLFLT *cells = malloc(n * n * sizeof(PLFLT));
     if (!columns || !cells) {
         free(columns), free(cells);
-        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, path);
+        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, name);
         return 1;
     }
     for (size_t a = 0; a < n; a++) {
@@ -89,7 +90,7 @@ int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
     int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
     if (!ok) {
         unlink(tmp);
-        fprintf(stderr, "pairkit %s: %s: could not write the PNG image\n", cmd, path);
+        fprintf(stderr, "pairkit %s: %s: could not write the PNG image\n", cmd, name);
     }
     free(tmp);
     return ok ? 0 : 1;
@@ -97,10 +98,11 @@ int cli_image_png(const char *cmd, const char *path, const cli_image *img) {
 
 #else
 
-int cli_image_png(const char *cmd, const char *path, const cli_image *image) {
+int cli_image_png(const char *cmd, const char *path, const char *shown, const cli_image *image) {
+    const char *name = shown ? shown : path;
     (void)image;
     fprintf(stderr, "pairkit %s: %s: this build has no PLplot; rebuild with libplplot-dev to get PNG images\n", cmd,
-            path);
+            name);
     return 1;
 }
 

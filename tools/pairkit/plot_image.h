@@ -17,6 +17,7 @@ typedef struct cli_image {
     double x0, y0, dx;
 } cli_image;
 
-int cli_image_png(const char *cmd, const char *path, const cli_image *image);
+/* As cli_plot_png: 0 on success, else a message naming shown (NULL: path). */
+int cli_image_png(const char *cmd, const char *path, const char *shown, const cli_image *image);
 
 #endif
