@@ -123,7 +123,7 @@ int main(void) {
         CHECK(write_fits(cli_path("dec.fits"), 3, names, cols, (long)n) == 0, "writing the FITS table");
         sp.weight_column = NULL;
         check_error(pk_catalog_read_spec(&ctx, cli_path("dec.fits"), &sp, &c, NULL), &ctx,
-                    "dec.fits: row 4: dec 95 deg is outside", "FITS dec out of range");
+                    "dec.fits: row 4 (columns 'ra', 'dec'): dec 95 deg is outside", "FITS dec out of range");
         dec[3] = 10;
         /* TTYPE2 given an unquoted value of 70 characters: cfitsio 4.2 would
          * overflow its column name; refused by the header check first */

@@ -105,7 +105,8 @@ typedef struct pk_angcorr_options {
  * n_parts counts the pairs of rows [*begin, *end) of the first catalog, so
  * that the counts of parts 0..n_parts-1 add up exactly to the whole. Parts
  * have equal pair work: an autocorrelation's rows are triangle rows (row i
- * owns (i, j) and (j, i) for j > i, and (i, i)). */
+ * owns (i, j) and (j, i) for j > i, and (i, i)). A part outside
+ * 0 .. n_parts - 1 gets no rows. */
 void pk_angcorr_part_rows(size_t n, int autocorr, int part, int n_parts, size_t *begin, size_t *end);
 
 typedef struct pk_pair_stats {

@@ -29,8 +29,10 @@ extern "C" {
 
 /* A set of visibilities, one per baseline, time and channel. u, v, w in
  * wavelengths; re, im the visibility times its weight (flagged data are
- * dropped by the readers, never stored). Every value is finite. One
- * allocation per array; free with pk_vis_free. */
+ * dropped by the readers, never stored). Every value is finite. A pk_vis
+ * from pk_vis_alloc or a reader holds its five arrays in one allocation,
+ * which pk_vis_free releases; one built by the caller (its own arrays) is
+ * the caller's to free, not pk_vis_free's. */
 typedef struct pk_vis {
     size_t n;
     double *u, *v, *w;
@@ -77,6 +79,8 @@ pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out);
 
 /* An empty pk_vis with arrays for n visibilities (contents undefined). */
 pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out);
+/* Frees what pk_vis_alloc or a reader allocated; NULL and an emptied pk_vis
+ * are fine. */
 void pk_vis_free(pk_vis *vis);
 
 /* ---- imaging ----------------------------------------------------------- */
@@ -135,7 +139,8 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
 
 /* The dirty image of vis on n x n pixels of cell radians (0 < n, 0 < cell,
  * n * cell small enough that every pixel has l^2 + m^2 < 1). stats may be
- * NULL. Progress is reported; cancellation writes nothing into out.
+ * NULL. Progress is reported. On any failure, cancellation included, out
+ * is left empty, as pk_image_free leaves it.
  * Reentrant; uses ctx->n_threads CPU threads. */
 pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                           pk_image *out, pk_dftimage_stats *stats);
@@ -162,9 +167,10 @@ pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *
 
 /* Write the image as a FITS primary image with a WCS header (RA---SIN /
  * DEC--SIN about the phase centre when vis has one, else plain l, m),
- * float32 or float64 as the image's precision; the imaginary part, when
- * asked and present, as a second image extension named IMAG. East is on
- * the left: FITS column i holds a = n - 1 - i (CDELT1 < 0). Atomic. */
+ * float32 or float64 as the image's precision; with with_imag, the
+ * imaginary part as a second image extension named IMAG (PK_ERR_INVALID
+ * when the image has none). East is on the left: FITS column i holds
+ * a = n - 1 - i (CDELT1 < 0). Atomic. */
 pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
                               int with_imag);
 

@@ -237,7 +237,8 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
  * anything: host bytes (result arrays and the backend's scratch, the trace
  * itself not counted) and device bytes (CUDA; 0 for the CPU kernels).
  * Upper bounds: the runs are taken as one per entry. n_threads as in
- * pk_context (0 = OpenMP's default). */
+ * pk_context (0 = OpenMP's default). n_entries below 2^32, as a trace
+ * holds (PK_ERR_INVALID otherwise); both out pointers required. */
 pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n_entries, int kernel,
                                   int n_threads, uint64_t *host_bytes, uint64_t *device_bytes);
 

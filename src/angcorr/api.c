@@ -163,6 +163,10 @@ static size_t triangle_split(size_t n, double share) {
 }
 
 void pk_angcorr_part_rows(size_t n, int autocorr, int part, int n_parts, size_t *begin, size_t *end) {
+    if (n_parts > 1 && (part < 0 || part >= n_parts)) { /* no such part: no rows */
+        *begin = *end = 0;
+        return;
+    }
     if (n_parts <= 1) {
         *begin = 0;
         *end = n;
@@ -343,9 +347,9 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
                               const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
                               pk_estimator estimator, pk_angcorr_result *out) {
     pk_clear(ctx);
+    memset(out, 0, sizeof *out);
     if (n_parts < 1 || part < 0 || part >= n_parts)
         return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d does not exist", part, n_parts);
-    memset(out, 0, sizeof *out);
     if (!data || !random || data->n == 0 || random->n == 0)
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
     pk_backend backend;
@@ -412,6 +416,9 @@ static double rad_to_deg(double r) {
 pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                  const pk_bins *bins) {
     pk_clear(ctx);
+    if (result->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
+                       bins->n_bins);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;
@@ -427,6 +434,9 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
 pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                const pk_bins *bins) {
     pk_clear(ctx);
+    if (result->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
+                       bins->n_bins);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;

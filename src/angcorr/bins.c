@@ -27,9 +27,13 @@ static pk_status bins_alloc(pk_context *ctx, pk_bins *out, size_t n_bins) {
 
 pk_status pk_bins_linear(pk_context *ctx, double theta_min, double width, size_t n_bins, pk_bins *out) {
     pk_clear(ctx);
+    memset(out, 0, sizeof *out);
     if (!isfinite(theta_min) || theta_min < 0)
         return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_min must be finite and >= 0");
     if (!isfinite(width) || width <= 0) return pk_fail(ctx, PK_ERR_INVALID, "bins: the bin width must be > 0");
+    if (!isfinite(theta_min + (double)n_bins * width))
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins of %g rad from %g do not end at a finite angle", n_bins,
+                       width, theta_min);
     pk_status st = bins_alloc(ctx, out, n_bins);
     if (st) return st;
     out->kind = PK_BINS_LINEAR;
@@ -46,6 +50,7 @@ pk_status pk_bins_default(pk_context *ctx, pk_bins *out) {
 
 pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_t n_bins, pk_bins *out) {
     pk_clear(ctx);
+    memset(out, 0, sizeof *out);
     if (!(theta_min > 0) || !isfinite(theta_min))
         return pk_fail(ctx, PK_ERR_INVALID, "bins: log bins need theta_min > 0");
     if (!(theta_max > theta_min) || !isfinite(theta_max))
@@ -70,6 +75,7 @@ pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_
 
 pk_status pk_bins_from_edges(pk_context *ctx, const double *edges, size_t n_edges, pk_bins *out) {
     pk_clear(ctx);
+    memset(out, 0, sizeof *out);
     if (n_edges < 2) return pk_fail(ctx, PK_ERR_INVALID, "bins: an edge list needs at least 2 edges");
     for (size_t k = 0; k < n_edges; k++) {
         if (!isfinite(edges[k]) || edges[k] < 0)

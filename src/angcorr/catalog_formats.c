@@ -303,7 +303,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
             break;
         }
         char where[300];
-        snprintf(where, sizeof where, "%s: row %ld", path, r + 1);
+        snprintf(where, sizeof where, "%.200s: row %ld (columns '%.20s', '%.20s')", path, r + 1, want[0], want[1]);
         st = store_object(ctx, where, v[0][r], v[1][r], spec->units, out, (size_t)r);
     }
     free(v[0]);

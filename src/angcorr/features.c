@@ -626,6 +626,12 @@ static double deg(double rad) {
 pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                   const pk_angcorr_extras *extras, const pk_bins *bins) {
     pk_clear(ctx);
+    if (result->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
+                       bins->n_bins);
+    if (extras && extras->n_bins && extras->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the extras have %zu bins, the bins given %zu", path, extras->n_bins,
+                       bins->n_bins);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;
@@ -653,6 +659,9 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
     pk_clear(ctx);
     if (!extras || !extras->omega_cov)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: no jackknife covariance to write", path);
+    if (extras->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the extras have %zu bins, the bins given %zu", path, extras->n_bins,
+                       bins->n_bins);
     pk_atomic_file f;
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;

@@ -2,6 +2,8 @@
  * atomic file output (temporary file + fsync + rename). */
 
 #include <errno.h>
+#include <stdint.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,23 +114,21 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
         return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
     }
     memcpy(f->path, path, n + 1);
-    snprintf(f->tmp_path, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(f->tmp_path);
+    /* a new name beside path, created with open's mode 0666 so that the
+     * umask applies as to any new file, without reading the umask (which
+     * umask() can only do by changing it, for every thread) */
+    int fd = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)f;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        snprintf(f->tmp_path, n + 16, "%s.tmp.%06llx", path, (unsigned long long)(seed >> 40) & 0xffffffull);
+        fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
         pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-        free(f->path);
-        free(f->tmp_path);
-        memset(f, 0, sizeof *f);
-        return st;
-    }
-    /* mkstemp makes the file 0600; give it the mode a plain fopen would
-     * (0666 less the umask), which the rename keeps */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot set the mode of the new file: %s", path, strerror(errno));
-        close(fd);
-        unlink(f->tmp_path);
         free(f->path);
         free(f->tmp_path);
         memset(f, 0, sizeof *f);

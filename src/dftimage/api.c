@@ -277,7 +277,7 @@ void pk_image_free(pk_image *image) {
     if (!image) return;
     free(image->re);
     free(image->im);
-    image->re = image->im = NULL;
+    memset(image, 0, sizeof *image);
 }
 
 /* ---- comparison with the reference -------------------------------------- */

@@ -228,6 +228,9 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
     pk_clear(ctx);
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
+    if (n_entries >= (1ull << 32))
+        return pk_fail(ctx, PK_ERR_INVALID, "%llu entries: a trace holds fewer than 2^32",
+                       (unsigned long long)n_entries);
     pk_memsort_layout layout;
     pk_memsort_layout_make(regions, &layout);
     uint64_t n = n_entries, instances = 0;
@@ -237,6 +240,7 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
     *device_bytes = 0;
 #ifdef _OPENMP
     if (n_threads <= 0) n_threads = omp_get_max_threads();
+    if (n_threads > PK_MAX_THREADS) n_threads = PK_MAX_THREADS;
 #endif
     if (n_threads <= 0) n_threads = 1;
     switch (kernel) {

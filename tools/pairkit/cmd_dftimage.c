@@ -140,6 +140,13 @@ int cmd_dftimage(int argc, char **argv) {
         cli_progress_attach(&ctx, "dftimage", quiet || rank != 0);
         st = pk_dftimage_run(&ctx, &opts, &part, size, cell, &image, &stats);
         cli_progress_done(&ctx);
+        if (st && strncmp(ctx.message, "visibility ", 11) == 0) {
+            /* the library knows the visibility, the command the file */
+            char msg[PK_MESSAGE_MAX];
+            snprintf(msg, sizeof msg, "%s", ctx.message);
+            size_t at = (size_t)snprintf(ctx.message, sizeof ctx.message, "%.200s: ", vis_path);
+            snprintf(ctx.message + at, sizeof ctx.message - at, "%.300s", msg);
+        }
     }
     if (st) cli_error(cmd, st, &ctx);
     if (!cli_mpi_all_ok(st == PK_OK)) {
