@@ -57,3 +57,6 @@ set_tests_properties(test_format PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_C
 
 # Every command's options, as its --help lists them, against its parser.
 pk_test(test_cli_options TIMEOUT 120)
+
+# What the public headers promise beyond the results (messages, frees, argument checks, file modes).
+pk_test(test_api_contracts)
