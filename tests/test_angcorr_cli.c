@@ -130,6 +130,15 @@ int main(void) {
         char *lower = cli_read(cli_path("lower.out")), *upper = cli_read(cli_path("upper.out"));
         CHECK(rc1 == 0 && rc2 == 0 && lower && upper && strcmp(lower, upper) == 0,
               ".CSV read in other units than .csv (exit %d, %d)", rc1, rc2);
+        /* a byte order mark before the header changes nothing */
+        char bom_cmd[1200];
+        snprintf(bom_cmd, sizeof bom_cmd, "printf '\\357\\273\\277' > '%s' && cat '%s' >> '%s'", cli_path("bom.csv"),
+                 cli_path("dd.csv"), cli_path("bom.csv"));
+        CHECK(system(bom_cmd) == 0, "bom.csv");
+        int rc3 = cli_run("angcorr bom.csv rr.csv -o bom.out --png none -q");
+        char *bom = cli_read(cli_path("bom.out"));
+        CHECK(rc3 == 0 && bom && lower && strcmp(bom, lower) == 0, "a CSV with a byte order mark (exit %d)", rc3);
+        free(bom);
         free(lower);
         free(upper);
         char cmd[1200];

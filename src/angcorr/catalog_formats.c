@@ -132,6 +132,8 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
     size_t n_lines = 1;
     for (size_t i = 0; i < size; i++) n_lines += text[i] == '\n';
     char *p = text, *end = text + size;
+    /* a UTF-8 byte order mark (spreadsheets write one) is not part of the first column's name */
+    if (size >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;
     size_t line_no = 0;
     char *header = NULL;
     int col[3] = {-1, -1, -1}, n_cols = 0;

@@ -239,7 +239,7 @@ int cmd_memsort_gen(int argc, char **argv) {
     const char *cmd = "memsort-gen";
     const char *out_dir = NULL, *regions_name = "default";
     pk_memsort_gen_options g = {0, 1, 0, 0};
-    int quiet = 0;
+    int quiet = 0, have_entries = 0;
     pk_context ctx;
     pk_context_init(&ctx);
     for (int k = 1; k < argc; k++) {
@@ -257,6 +257,7 @@ int cmd_memsort_gen(int argc, char **argv) {
             uint64_t x;
             if (strcmp(a, "--entries") == 0) {
                 if (parse_count(cmd, a, v, &g.n_entries)) return 2;
+                have_entries = 1;
             } else if (strcmp(a, "--seed") == 0) {
                 if (parse_count(cmd, a, v, &g.seed)) return 2;
             } else if (strcmp(a, "--chunk") == 0) {
@@ -274,7 +275,7 @@ int cmd_memsort_gen(int argc, char **argv) {
         }
     }
     if (!out_dir) return cli_usage_error(cmd, "expected an output directory");
-    if (g.n_entries == 0) return cli_usage_error(cmd, "expected --entries N");
+    if (!have_entries) return cli_usage_error(cmd, "expected --entries N");
     pk_memsort_regions regions;
     pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
     if (st) return cli_error(cmd, st, &ctx);
