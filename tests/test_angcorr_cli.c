@@ -182,6 +182,27 @@ int main(void) {
                   "%s: staged files left behind", bad[b]);
             free(e), free(o), free(c);
         }
+        /* no PNG driver (PLplot finds none in an empty folder): the default
+         * plot is left out with a warning, one asked for by name fails the
+         * run; PLplot neither prompts nor ends the process */
+        char empty_dir[700];
+        snprintf(empty_dir, sizeof empty_dir, "mkdir -p '%s'", cli_path("no_drivers"));
+        CHECK(system(empty_dir) == 0, "mkdir");
+        setenv("PLPLOT_DRV_DIR", cli_path("no_drivers"), 1);
+        rc = cli_run("angcorr d.txt r.txt -o nodrv.out --nbins 20 < /dev/null");
+        char *e = cli_stderr();
+        CHECK(rc == 0 && cli_count_files("nodrv.out") == 1 && cli_count_files("nodrv.png") == 0 && e &&
+                  strstr(e, "no PNG plot"),
+              "default plot without a driver: exit %d, %s", rc, e ? e : "");
+        free(e);
+        cli_write("keep.out", "old omega\n");
+        rc = cli_run("angcorr d.txt r.txt -o keep.out --nbins 20 --png asked.png -q < /dev/null");
+        char *o = cli_read(cli_path("keep.out"));
+        CHECK(rc == 1 && o && strcmp(o, "old omega\n") == 0 && cli_count_files("pkstage") == 0,
+              "a plot asked for without a driver: exit %d", rc);
+        free(o);
+        unsetenv("PLPLOT_DRV_DIR");
+
         /* bins that hold no pair: the outputs and an empty plot, not a failure */
         rc = cli_run("angcorr d.txt r.txt -o empty.out -q --theta-min 179 --nbins 10");
         CHECK(rc == 0 && cli_count_files("empty.out") == 1 && cli_count_files("empty.png") == 1, "empty bins: exit %d",

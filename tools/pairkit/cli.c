@@ -140,6 +140,30 @@ int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *o
     return 0;
 }
 
+/* Output sets with staged files not yet moved or removed: removed at exit
+ * too, should something end the process on the way (PLplot calls exit()
+ * on errors of its own). */
+static cli_outputs *open_sets[4];
+
+static void remove_open_sets(void) {
+    for (int s = 0; s < 4; s++)
+        for (int k = 0; open_sets[s] && k < open_sets[s]->n; k++) unlink(open_sets[s]->staged[k]);
+}
+
+static void track(cli_outputs *o, int on) {
+    static int registered;
+    if (on && !registered) registered = atexit(remove_open_sets) == 0;
+    for (int s = 0; s < 4; s++) {
+        if (on && open_sets[s] == o) return;
+        if (!on && open_sets[s] == o) open_sets[s] = NULL;
+    }
+    for (int s = 0; on && s < 4; s++)
+        if (!open_sets[s]) {
+            open_sets[s] = o;
+            return;
+        }
+}
+
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     struct stat sb;
     if (stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -170,6 +194,7 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     o->final_path[o->n] = fin;
     o->staged[o->n] = staged;
     o->n++;
+    track(o, 1);
     return staged;
 }
 
@@ -185,6 +210,7 @@ int cli_output_error(const char *cmd, pk_status st, pk_context *ctx, const cli_o
 }
 
 static void outputs_free(cli_outputs *o) {
+    track(o, 0);
     for (int k = 0; k < o->n; k++) {
         free(o->final_path[k]);
         free(o->staged[k]);

@@ -37,6 +37,8 @@ typedef struct cli_plot {
     size_t n;
     int log_x, log_y;
 } cli_plot;
+/* Whether PNG output works here (PLplot built in, with its cairo driver). */
+int cli_png_available(void);
 /* 0 on success; on failure prints a message, naming shown (NULL: path),
  * and returns non-zero. */
 int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot);

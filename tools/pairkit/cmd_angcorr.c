@@ -282,6 +282,15 @@ int cmd_angcorr(int argc, char **argv) {
             cov_path = cov_default;
         }
         int want_png = !(png_path && strcmp(png_path, "none") == 0);
+        if (want_png && !png_path && !cli_png_available()) {
+            /* the plot nobody asked for by name: the results without it */
+            want_png = 0;
+            if (!quiet)
+                fprintf(stderr,
+                        "pairkit %s: no PNG plot: PLplot or its cairo driver is missing here (apt-get install "
+                        "libplplot-dev plplot-driver-cairo and rebuild)\n",
+                        cmd);
+        }
         if (want_png && !png_path) {
             size_t len = strlen(out_path);
             png_default = malloc(len + 5);

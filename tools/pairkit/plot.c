@@ -3,6 +3,7 @@
  * failed plot leaves no partial PNG. */
 
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,35 @@
 
 #ifdef PK_HAVE_PLPLOT
 #include <plplot.h>
+
+static jmp_buf plplot_escape;
+
+/* PLplot's exit handler, while its device list is read: back to the
+ * caller instead of exit() (PLplot is not used again in the process). */
+static int escape_exit(PLCHAR_VECTOR message) {
+    (void)message;
+    longjmp(plplot_escape, 1);
+}
+
+int cli_png_available(void) {
+    static volatile int known = -1;
+    if (known >= 0) return known;
+    /* PLplot asks on the terminal for another device when the one named
+     * is missing, and exits when it finds no driver at all: read its list
+     * first, with its exit turned into a return */
+    static const char *menu[256], *names[256];
+    const char **m = menu, **d = names;
+    int n = 256;
+    known = 0;
+    plsexit(escape_exit);
+    if (setjmp(plplot_escape) == 0) {
+        plgDevs(&m, &d, &n);
+        for (int k = 0; k < n && names[k]; k++)
+            if (strcmp(names[k], "pngcairo") == 0) known = 1;
+    }
+    plsexit(NULL);
+    return known;
+}
 
 int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot) {
     const char *name = shown ? shown : path;
@@ -54,6 +84,14 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
     char *tmp = malloc(len + 16);
     snprintf(tmp, len + 16, "%s.tmp%ld.png", path, (long)getpid());
 
+    if (!cli_png_available()) {
+        free(x), free(y), free(ylo), free(yhi);
+        fprintf(stderr,
+                "pairkit %s: %s: PLplot's cairo driver is missing (apt-get install plplot-driver-cairo); no PNG "
+                "written\n",
+                cmd, name);
+        return 1;
+    }
     plsdev("pngcairo");
     plsfnam(tmp);
     plspage(0.0, 0.0, 1000, 650, 0, 0);
@@ -90,6 +128,10 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
 }
 
 #else
+
+int cli_png_available(void) {
+    return 0;
+}
 
 int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot) {
     const char *name = shown ? shown : path;

@@ -46,6 +46,15 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
     double xlo = img->x0 - half, xhi = img->x0 + (double)(n - 1) * img->dx + half;
     double ylo = img->y0 - half, yhi = img->y0 + (double)(n - 1) * img->dx + half;
 
+    if (!cli_png_available()) {
+        free(cells);
+        free(columns);
+        fprintf(stderr,
+                "pairkit %s: %s: PLplot's cairo driver is missing (apt-get install plplot-driver-cairo); no PNG "
+                "written\n",
+                cmd, name);
+        return 1;
+    }
     size_t len = strlen(path);
     char *tmp = malloc(len + 32);
     snprintf(tmp, len + 32, "%s.tmp%ld.png", path, (long)getpid());
