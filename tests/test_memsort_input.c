@@ -191,6 +191,31 @@ int main(void) {
         CHECK_OK(pk_memsort_trace_read(&ctx, td, &def, &back), &ctx);
         CHECK(back.n_chunks == 10 && back.n_entries == 1000, "the written trace survives: %u chunks, %llu entries",
               back.n_chunks, (unsigned long long)back.n_entries);
+        /* a rename refused midway (chunk 7's name taken by a folder): the
+         * chunks already renamed get their older files back */
+        trace.chunk_start[3] = 300;
+        pk_memsort_gen_options g2 = {1000, 6, 100, 0};
+        pk_memsort_trace other;
+        CHECK_OK(pk_memsort_generate(&ctx, &def, &g2, &other), &ctx);
+        char c7[700], c7x[720];
+        snprintf(c7, sizeof c7, "%s/mem_addr_0007.bin", td);
+        snprintf(c7x, sizeof c7x, "%s/x", c7);
+        CHECK(unlink(c7) == 0 && mkdir(c7, 0777) == 0, "chunk 7 made a folder");
+        FILE *x = fopen(c7x, "w");
+        if (x) fclose(x);
+        st = pk_memsort_trace_write(&ctx, td, &other);
+        CHECK(st == PK_ERR_IO && strstr(ctx.message, "mem_addr_0007.bin: cannot rename into place"),
+              "rename refused midway: status %d: %s", (int)st, ctx.message);
+        char c0[700];
+        snprintf(c0, sizeof c0, "%s/mem_addr_0000.bin", td);
+        FILE *f0 = fopen(c0, "rb");
+        uint32_t first[100];
+        CHECK(f0 && fread(first, 4, 100, f0) == 100 && memcmp(first, back.addr, sizeof first) == 0,
+              "chunk 0 is not the older trace's after a failed write");
+        if (f0) fclose(f0);
+        unlink(c7x);
+        rmdir(c7);
+        pk_memsort_trace_free(&other);
         snprintf(ctx.message, sizeof ctx.message, "stale");
         pk_memsort_regions z;
         CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &z), &ctx);

@@ -274,9 +274,10 @@ fail:
 
 /* Every chunk goes to a temporary file first; only when all of them are on
  * disk are they renamed into place, and the chunk files of an older,
- * longer trace removed. A failure (a full disk) or a cancellation through
- * ctx->progress (asked after each chunk) removes the temporary files and
- * leaves the folder as it was, never a partial or mixed trace. */
+ * longer trace removed. A failure (a full disk, a rename refused) or a
+ * cancellation through ctx->progress (asked after each chunk) removes the
+ * temporary files and leaves the folder as it was, never a partial or
+ * mixed trace. */
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
     pk_clear(ctx);
     char dir_buf[4096];
@@ -338,15 +339,26 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
             ctx->progress(ctx->progress_user, (double)(c + 1) / (double)trace->n_chunks))
             st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled; no chunk file written", dir);
     }
-    for (uint32_t c = 0; c < trace->n_chunks && st == PK_OK; c++) {
-        char *path = chunk_path(dir, c);
-        if (!path || rename(tmp[c], path) != 0) {
-            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename into place: %s", path ? path : dir, strerror(errno));
+    /* all into place or none: should a rename fail, the chunks already
+     * renamed get their older files back */
+    if (st == PK_OK) {
+        char **final = calloc(trace->n_chunks, sizeof *final);
+        int ok = final != NULL;
+        for (uint32_t c = 0; ok && c < trace->n_chunks; c++) ok = (final[c] = chunk_path(dir, c)) != NULL;
+        if (!ok) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
         } else {
-            free(tmp[c]);
-            tmp[c] = NULL;
+            int bad = pk_rename_all((int)trace->n_chunks, tmp, final);
+            if (bad >= 0)
+                st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename into place: %s; no chunk file changed", final[bad],
+                             strerror(errno));
+            for (uint32_t c = 0; bad < 0 && c < trace->n_chunks; c++) {
+                free(tmp[c]);
+                tmp[c] = NULL;
+            }
         }
-        free(path);
+        for (uint32_t c = 0; final && c < trace->n_chunks; c++) free(final[c]);
+        free(final);
     }
     for (uint32_t c = trace->n_chunks; c < PK_MEMSORT_MAX_CHUNKS && st == PK_OK; c++) {
         char *path = chunk_path(dir, c);
