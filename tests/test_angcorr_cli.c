@@ -203,6 +203,22 @@ int main(void) {
         free(o);
         unsetenv("PLPLOT_DRV_DIR");
 
+        /* PLplot failing while it draws (its temporary name one too long
+         * for the file system, 229 + 4 characters given): an error of
+         * pairkit's, not PLplot's exit, and every older output kept */
+        char long_png[300], args[400];
+        memset(long_png, 'p', 229);
+        snprintf(long_png + 229, sizeof long_png - 229, ".png");
+        snprintf(args, sizeof args, "angcorr d.txt r.txt -o keep.out --nbins 20 --png %s -q < /dev/null", long_png);
+        rc = cli_run(args);
+        o = cli_read(cli_path("keep.out"));
+        e = cli_stderr();
+        CHECK(rc == 1 && o && strcmp(o, "old omega\n") == 0 && cli_count_files("pkstage") == 0 &&
+                  cli_count_files("ppppp") == 0 && e && strstr(e, "pairkit angcorr: ppppp"),
+              "PLplot failing to open its file: exit %d, %s", rc, e ? e : "");
+        free(o);
+        free(e);
+
         /* bins that hold no pair: the outputs and an empty plot, not a failure */
         rc = cli_run("angcorr d.txt r.txt -o empty.out -q --theta-min 179 --nbins 10");
         CHECK(rc == 0 && cli_count_files("empty.out") == 1 && cli_count_files("empty.png") == 1, "empty bins: exit %d",

@@ -10,17 +10,26 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "plot_guard.h"
 
 #ifdef PK_HAVE_PLPLOT
 #include <plplot.h>
 
-static jmp_buf plplot_escape;
+jmp_buf cli_plplot_escape;
+char cli_plplot_message[256];
 
-/* PLplot's exit handler, while its device list is read: back to the
- * caller instead of exit() (PLplot is not used again in the process). */
+/* PLplot's exit handler: back to the CLI_PLPLOT_TRY instead of exit(). */
 static int escape_exit(PLCHAR_VECTOR message) {
-    (void)message;
-    longjmp(plplot_escape, 1);
+    snprintf(cli_plplot_message, sizeof cli_plplot_message, "%s", message ? message : "");
+    longjmp(cli_plplot_escape, 1);
+}
+
+void cli_plplot_guard_begin(void) {
+    plsexit(escape_exit);
+}
+
+void cli_plplot_guard_end(void) {
+    plsexit(NULL);
 }
 
 int cli_png_available(void) {
@@ -33,14 +42,57 @@ int cli_png_available(void) {
     const char **m = menu, **d = names;
     int n = 256;
     known = 0;
-    plsexit(escape_exit);
-    if (setjmp(plplot_escape) == 0) {
+    if (CLI_PLPLOT_TRY()) {
         plgDevs(&m, &d, &n);
         for (int k = 0; k < n && names[k]; k++)
             if (strcmp(names[k], "pngcairo") == 0) known = 1;
     }
-    plsexit(NULL);
+    cli_plplot_guard_end();
     return known;
+}
+
+/* What the plot draws, fixed before PLplot starts. */
+typedef struct plot_draw {
+    const char *tmp, *title;
+    const cli_plot *plot;
+    double xmin, xmax, ymin, ymax, xpad, ypad;
+    size_t n;
+    const double *x, *y, *ylo, *yhi;
+} plot_draw;
+
+/* The drawing, with PLplot's fatal errors returned as 1 (plot_guard.h). */
+static int draw_plot(const plot_draw *d) {
+    if (!CLI_PLPLOT_TRY()) {
+        cli_plplot_guard_end();
+        return 1;
+    }
+    const cli_plot *plot = d->plot;
+    plsdev("pngcairo");
+    plsfnam(d->tmp);
+    plspage(0.0, 0.0, 1000, 650, 0, 0);
+    plscolbg(255, 255, 255);
+    plinit();
+    plscol0(1, 0, 0, 0);
+    plcol0(1);
+    int axis = (plot->log_x ? 10 : 0) + (plot->log_y ? 20 : 0);
+    plenv(d->xmin - d->xpad, d->xmax + d->xpad, d->ymin - d->ypad, d->ymax + d->ypad, 0, axis);
+    pllab(plot->xlabel, plot->ylabel, d->title);
+    if (!plot->log_y && d->ymin < 0 && d->ymax > 0) {
+        plscol0(2, 160, 160, 160);
+        plcol0(2);
+        double zx[2] = {d->xmin - d->xpad, d->xmax + d->xpad}, zy[2] = {0, 0};
+        plline(2, zx, zy);
+    }
+    plscol0(3, 31, 119, 180);
+    plcol0(3);
+    if (d->n) {
+        plline((PLINT)d->n, d->x, d->y);
+        plpoin((PLINT)d->n, d->x, d->y, 17);
+        if (plot->yerr) plerry((PLINT)d->n, d->x, d->ylo, d->yhi);
+    }
+    plend();
+    cli_plplot_guard_end();
+    return 0;
 }
 
 int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot) {
@@ -86,36 +138,21 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
 
     if (!cli_png_available()) {
         free(x), free(y), free(ylo), free(yhi);
+        free(tmp);
         fprintf(stderr,
                 "pairkit %s: %s: PLplot's cairo driver is missing (apt-get install plplot-driver-cairo); no PNG "
                 "written\n",
                 cmd, name);
         return 1;
     }
-    plsdev("pngcairo");
-    plsfnam(tmp);
-    plspage(0.0, 0.0, 1000, 650, 0, 0);
-    plscolbg(255, 255, 255);
-    plinit();
-    plscol0(1, 0, 0, 0);
-    plcol0(1);
-    int axis = (plot->log_x ? 10 : 0) + (plot->log_y ? 20 : 0);
-    plenv(xmin - xpad, xmax + xpad, ymin - ypad, ymax + ypad, 0, axis);
-    pllab(plot->xlabel, plot->ylabel, title);
-    if (!plot->log_y && ymin < 0 && ymax > 0) {
-        plscol0(2, 160, 160, 160);
-        plcol0(2);
-        double zx[2] = {xmin - xpad, xmax + xpad}, zy[2] = {0, 0};
-        plline(2, zx, zy);
+    plot_draw d = {tmp, title, plot, xmin, xmax, ymin, ymax, xpad, ypad, n, x, y, ylo, yhi};
+    if (draw_plot(&d)) {
+        free(x), free(y), free(ylo), free(yhi);
+        unlink(tmp);
+        free(tmp);
+        fprintf(stderr, "pairkit %s: %s: PLplot failed: %s\n", cmd, name, cli_plplot_message);
+        return 1;
     }
-    plscol0(3, 31, 119, 180);
-    plcol0(3);
-    if (n) {
-        plline((PLINT)n, x, y);
-        plpoin((PLINT)n, x, y, 17);
-        if (plot->yerr) plerry((PLINT)n, x, ylo, yhi);
-    }
-    plend();
     free(x), free(y), free(ylo), free(yhi);
 
     int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;

@@ -12,9 +12,66 @@
 
 #include "plot_image.h"
 #include "cli.h"
+#include "plot_guard.h"
 
 #ifdef PK_HAVE_PLPLOT
 #include <plplot.h>
+
+/* What the image draws, fixed before PLplot starts. */
+typedef struct image_draw {
+    const char *tmp;
+    const cli_image *img;
+    PLFLT **columns;
+    size_t n;
+    double xlo, xhi, ylo, yhi, zmin, zmax;
+} image_draw;
+
+/* The drawing, with PLplot's fatal errors returned as 1 (plot_guard.h). */
+static int draw_image(const image_draw *d) {
+    if (!CLI_PLPLOT_TRY()) {
+        cli_plplot_guard_end();
+        return 1;
+    }
+    plsdev("pngcairo");
+    plsfnam(d->tmp);
+    plspage(0.0, 0.0, 900, 800, 0, 0);
+    plscolbg(255, 255, 255);
+    plinit();
+    plscol0(1, 0, 0, 0);
+    plcol0(1);
+    /* cmap1: dark blue, purple, red, orange, pale yellow */
+    PLFLT pos[5] = {0.0, 0.25, 0.55, 0.8, 1.0};
+    PLFLT r[5] = {0.0, 0.40, 0.85, 0.98, 1.0};
+    PLFLT g[5] = {0.0, 0.05, 0.20, 0.60, 1.0};
+    PLFLT bl[5] = {0.15, 0.50, 0.25, 0.05, 0.75};
+    plscmap1n(256);
+    plscmap1l(1, 5, pos, r, g, bl, NULL);
+    /* a square viewport with room for the colour bar on the right */
+    pladv(0);
+    plvpas(0.1, 0.8, 0.1, 0.9, 1.0);
+    plwind(d->xhi, d->xlo, d->ylo, d->yhi); /* x reversed: east (larger l) on the left */
+    plimage((PLFLT_MATRIX)d->columns, (PLINT)d->n, (PLINT)d->n, d->xlo, d->xhi, d->ylo, d->yhi, d->zmin, d->zmax,
+            d->xlo, d->xhi, d->ylo, d->yhi);
+    plcol0(1);
+    plbox("bcnst", 0.0, 0, "bcnstv", 0.0, 0);
+    pllab(d->img->xlabel, d->img->ylabel, d->img->title);
+
+    PLFLT bar_w, bar_h;
+    PLINT label_opts[1] = {PL_COLORBAR_LABEL_BOTTOM};
+    const char *labels[1] = {""};
+    const char *axis_opts[1] = {"bcvtm"};
+    PLFLT ticks[1] = {0.0};
+    PLINT sub_ticks[1] = {0};
+    PLINT n_values[1] = {2};
+    PLFLT range[2] = {d->zmin, d->zmax};
+    const PLFLT *values[1] = {range};
+    plcolorbar(&bar_w, &bar_h, PL_COLORBAR_IMAGE | PL_COLORBAR_SHADE_LABEL, PL_POSITION_RIGHT, 0.03, 0.0, 0.04, 0.8, 0,
+               1, 1, 0.0, 0.0, 0, 0.0, 1, label_opts, labels, 1, axis_opts, ticks, sub_ticks, n_values,
+               (const PLFLT *const *)values);
+    plend();
+    cli_plplot_guard_end();
+    return 0;
+}
 
 int cli_image_png(const char *cmd, const char *path, const char *shown, const cli_image *img) {
     const char *name = shown ? shown : path;
@@ -58,42 +115,14 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
     size_t len = strlen(path);
     char *tmp = malloc(len + 32);
     snprintf(tmp, len + 32, "%s.tmp%ld.png", path, (long)getpid());
-    plsdev("pngcairo");
-    plsfnam(tmp);
-    plspage(0.0, 0.0, 900, 800, 0, 0);
-    plscolbg(255, 255, 255);
-    plinit();
-    plscol0(1, 0, 0, 0);
-    plcol0(1);
-    /* cmap1: dark blue, purple, red, orange, pale yellow */
-    PLFLT pos[5] = {0.0, 0.25, 0.55, 0.8, 1.0};
-    PLFLT r[5] = {0.0, 0.40, 0.85, 0.98, 1.0};
-    PLFLT g[5] = {0.0, 0.05, 0.20, 0.60, 1.0};
-    PLFLT bl[5] = {0.15, 0.50, 0.25, 0.05, 0.75};
-    plscmap1n(256);
-    plscmap1l(1, 5, pos, r, g, bl, NULL);
-    /* a square viewport with room for the colour bar on the right */
-    pladv(0);
-    plvpas(0.1, 0.8, 0.1, 0.9, 1.0);
-    plwind(xhi, xlo, ylo, yhi); /* x reversed: east (larger l) on the left */
-    plimage((PLFLT_MATRIX)columns, (PLINT)n, (PLINT)n, xlo, xhi, ylo, yhi, zmin, zmax, xlo, xhi, ylo, yhi);
-    plcol0(1);
-    plbox("bcnst", 0.0, 0, "bcnstv", 0.0, 0);
-    pllab(img->xlabel, img->ylabel, img->title);
-
-    PLFLT bar_w, bar_h;
-    PLINT label_opts[1] = {PL_COLORBAR_LABEL_BOTTOM};
-    const char *labels[1] = {""};
-    const char *axis_opts[1] = {"bcvtm"};
-    PLFLT ticks[1] = {0.0};
-    PLINT sub_ticks[1] = {0};
-    PLINT n_values[1] = {2};
-    PLFLT range[2] = {zmin, zmax};
-    const PLFLT *values[1] = {range};
-    plcolorbar(&bar_w, &bar_h, PL_COLORBAR_IMAGE | PL_COLORBAR_SHADE_LABEL, PL_POSITION_RIGHT, 0.03, 0.0, 0.04, 0.8, 0,
-               1, 1, 0.0, 0.0, 0, 0.0, 1, label_opts, labels, 1, axis_opts, ticks, sub_ticks, n_values,
-               (const PLFLT *const *)values);
-    plend();
+    image_draw d = {tmp, img, columns, n, xlo, xhi, ylo, yhi, zmin, zmax};
+    if (draw_image(&d)) {
+        free(columns), free(cells);
+        unlink(tmp);
+        free(tmp);
+        fprintf(stderr, "pairkit %s: %s: PLplot failed: %s\n", cmd, name, cli_plplot_message);
+        return 1;
+    }
     free(columns), free(cells);
 
     int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
