@@ -56,8 +56,9 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path);
 pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
 
 /* Rename from[k] over to[k] for every k, all or none: the files already at
- * to[] are kept as hard links until every rename is done, and put back
- * should one fail (a to[k] that did not exist is removed again). Returns
+ * to[] are kept as hard links (or moved aside where there are none) until
+ * every rename is done, and put back should one fail (a to[k] that did not
+ * exist is removed again). Returns
  * -1 when all went through, else the index of the rename that failed, with
  * errno as it left. The from[] files are not removed on failure. */
 int pk_rename_all(int n, char *const *from, char *const *to);

@@ -154,7 +154,12 @@ static void atomic_release(pk_atomic_file *f) {
 
 int pk_rename_all(int n, char *const *from, char *const *to) {
     char **keep = calloc((size_t)n + 1, sizeof *keep);
+    char *moved = calloc((size_t)n + 1, 1); /* keep[k] was moved aside, not linked */
     int failed = -1, saved = 0;
+    if (!moved) {
+        free(keep);
+        keep = NULL;
+    }
     for (int k = 0; keep && k < n; k++) {
         struct stat sb;
         if (lstat(to[k], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
@@ -162,22 +167,28 @@ int pk_rename_all(int n, char *const *from, char *const *to) {
         keep[k] = malloc(len);
         if (!keep[k]) continue;
         snprintf(keep[k], len, "%s.pkkeep%ld-%d", to[k], (long)getpid(), k);
-        if (link(to[k], keep[k]) != 0) {
-            free(keep[k]);
-            keep[k] = NULL;
+        /* a hard link where the file system has them; else the older file
+         * moved aside (absent for a moment, but it can come back) */
+        if (link(to[k], keep[k]) == 0) continue;
+        if (rename(to[k], keep[k]) == 0) {
+            moved[k] = 1;
+            continue;
         }
+        free(keep[k]);
+        keep[k] = NULL;
     }
     for (int k = 0; k < n && failed < 0; k++)
         if (rename(from[k], to[k]) != 0) failed = k, saved = errno;
-    for (int k = 0; k < failed; k++) {
-        if (keep && keep[k]) rename(keep[k], to[k]);
-        else unlink(to[k]);
+    for (int k = 0; failed >= 0 && k < n; k++) {
+        if (k < failed && !(keep && keep[k])) unlink(to[k]); /* new where there was nothing */
+        else if (keep && keep[k] && (k < failed || moved[k])) rename(keep[k], to[k]);
     }
     for (int k = 0; keep && k < n; k++) {
         if (keep[k]) unlink(keep[k]); /* already gone where it was put back */
         free(keep[k]);
     }
     free(keep);
+    free(moved);
     errno = saved;
     return failed;
 }
