@@ -39,5 +39,27 @@ check "[ $? -ne 0 ]" "a failing rank must fail the job"
 check "grep -q 'rank 1.*no-such-trace' '$dir/bad.log'" "the failing rank names the directory: $(cat "$dir/bad.log")"
 check "[ -z \"\$(find '$dir/failed' -type f 2>/dev/null)\" ]" "no worker output after a failed rank"
 
+# --workers under mpirun: every rank refuses it alike, at once (a rank-dependent
+# check once left the other rank waiting forever).
+timeout 60 "${mpirun[@]}" -np 2 "$cli" memsort "$dir/trace" -o "$dir/w" --workers 2 --worker 1 -q \
+  > "$dir/workers.log" 2>&1
+rc=$?
+check "[ $rc -ne 0 ] && [ $rc -ne 124 ]" "--workers under mpirun: exit $rc (124: it hung)"
+check "[ \$(grep -c 'leave out --workers' '$dir/workers.log') -eq 1 ]" "one message, from rank 0: $(cat "$dir/workers.log")"
+
+# A job that fails at writing (rank 1's staging name taken by a file) leaves
+# the older output of every rank as it was.
+"$cli" memsort-gen "$dir/trace2" --entries 300000 --seed 8 -q > /dev/null 2>&1
+md5sum "$dir"/mpi3/worker-000*/* "$dir/mpi3/workers.txt" > "$dir/sums"
+touch "$dir/mpi3/worker-0001.pkstage"
+"${mpirun[@]}" -np 3 "$cli" memsort "$dir/trace2" -o "$dir/mpi3" -q --backend cpu --threads 1 > "$dir/stage.log" 2>&1
+check "[ $? -ne 0 ]" "a rank that cannot write must fail the job"
+check "md5sum -c --quiet '$dir/sums' > /dev/null 2>&1" "the older output changed: $(md5sum -c "$dir/sums" 2>&1 | grep -v OK)"
+check "[ -z \"\$(find '$dir/mpi3' -name '*.pkold*' -o -name '*.pkstage' -type d)\" ]" "staged or older folders left"
+rm -f "$dir/mpi3/worker-0001.pkstage"
+"${mpirun[@]}" -np 3 "$cli" memsort "$dir/trace2" -o "$dir/mpi3" -q --backend cpu --threads 1 > "$dir/again.log" 2>&1
+check "[ $? -eq 0 ] && ! cmp -s '$dir/one3-0/memsort.bin' '$dir/mpi3/worker-0000/memsort.bin'" \
+  "the next job replaces the output: $(cat "$dir/again.log")"
+
 echo "test_memsort_mpi: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

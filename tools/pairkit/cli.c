@@ -29,6 +29,8 @@ int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    /* the command line is every rank's: under mpirun rank 0 alone says what is wrong with it */
+    if (cli_mpi_rank() != 0) return 2;
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "pairkit %s: ", cmd);

@@ -40,7 +40,9 @@ static void usage(FILE *out) {
             "  --backend B          auto (default), cpu or cuda\n"
             "  --kernel K           an exact kernel (see 'pairkit bench angcorr --list')\n"
             "  --threads N          CPU threads (default: all)\n"
-            "  -q, --quiet          no progress line, no summary\n");
+            "  -q, --quiet          no progress line, no summary\n"
+            "  Under mpirun the pairs are split across the ranks; weights, mean\n"
+            "  separations, jackknife errors and pruning run in one process only.\n");
 }
 
 /* The options that take a value. */

@@ -67,6 +67,91 @@ static int parse_count(const char *cmd, const char *opt, const char *text, uint6
     return 0;
 }
 
+/* Under mpirun, the job's output, all of it or none: each rank writes its
+ * worker-NNNN/ into a staging folder (rank 0 also workers.txt), then, once
+ * every rank has, moves its older folder aside and the new one in; should
+ * any rank fail at either step, every rank puts its older folder back. The
+ * older folders are removed only when every rank has moved its new one in.
+ * Returns the exit code. */
+static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, const char *worker_dir,
+                     const pk_memsort_regions *regions, const pk_memsort_result *result, int rank, int n_ranks) {
+    char staged[4200], old[4200], list[4200], list_staged[4200], list_old[4200];
+    snprintf(staged, sizeof staged, "%.4000s.pkstage", worker_dir);
+    snprintf(old, sizeof old, "%.4000s.pkold", worker_dir);
+    snprintf(list, sizeof list, "%.4000s/workers.txt", out_dir);
+    snprintf(list_staged, sizeof list_staged, "%.4000s.pkstage", list);
+    snprintf(list_old, sizeof list_old, "%.4000s.pkold", list);
+    int rc = 0;
+    pk_status st = PK_OK;
+    struct stat sb;
+    /* 1: everything staged */
+    if ((stat(worker_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) ||
+        (rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode))) {
+        fprintf(stderr, "pairkit %s [rank %d]: %s: in the way of the output (not a %s)\n", cmd, rank,
+                rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode) ? list : worker_dir,
+                rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode) ? "file" : "folder");
+        rc = 1;
+    } else if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "pairkit %s [rank %d]: %s: cannot create the directory: %s\n", cmd, rank, out_dir,
+                strerror(errno));
+        rc = 1;
+    } else if ((st = pk_memsort_write(ctx, staged, regions, result)) != PK_OK) {
+        rc = cli_error(cmd, st, ctx);
+    }
+    uint32_t mine[2] = {result->n_owned, (uint32_t)result->n_values};
+    uint32_t *all = rank == 0 ? calloc((size_t)n_ranks * 2, sizeof(uint32_t)) : NULL;
+    cli_mpi_gather_bytes(mine, sizeof mine, all);
+    if (rank == 0 && !rc) {
+        pk_atomic_file f;
+        st = pk_atomic_open(ctx, &f, list_staged);
+        if (!st) {
+            fprintf(f.fp, "pairkit memsort %s: %d workers, %u instances, %llu entries\n", PK_VERSION_STRING, n_ranks,
+                    result->n_instances, (unsigned long long)result->n_entries);
+            for (int w = 0; w < n_ranks; w++)
+                fprintf(f.fp, "worker %d: worker-%04d/ %u instances %u rows\n", w, w, all[2 * w], all[2 * w + 1]);
+            st = pk_atomic_commit(ctx, &f);
+        }
+        if (st) rc = cli_error(cmd, st, ctx);
+    }
+    free(all);
+    int staged_ok = cli_mpi_all_ok(rc == 0);
+    /* 2: older output aside, newer in */
+    int moved_old = 0, moved_new = 0, list_moved_old = 0, list_moved_new = 0;
+    if (staged_ok) {
+        int ok = 1;
+        if (stat(worker_dir, &sb) == 0) ok = (moved_old = rename(worker_dir, old) == 0);
+        if (ok) ok = (moved_new = rename(staged, worker_dir) == 0);
+        if (ok && rank == 0) {
+            if (stat(list, &sb) == 0) ok = (list_moved_old = rename(list, list_old) == 0);
+            if (ok) ok = (list_moved_new = rename(list_staged, list) == 0);
+        }
+        if (!ok) {
+            fprintf(stderr, "pairkit %s [rank %d]: %s: cannot move into place: %s; no output changed\n", cmd, rank,
+                    worker_dir, strerror(errno));
+            rc = 1;
+        }
+    }
+    int moved_ok = staged_ok && cli_mpi_all_ok(rc == 0);
+    if (staged_ok && !moved_ok) {
+        /* put the older output back */
+        if (moved_new) rename(worker_dir, staged);
+        if (moved_old) rename(old, worker_dir);
+        if (list_moved_new) rename(list, list_staged);
+        if (list_moved_old) rename(list_old, list);
+        if (!rc) rc = 1; /* another rank failed and said why */
+    }
+    /* 3: what is not needed any more: the older output, or the staged one */
+    char path[4300];
+    const char *gone = moved_ok ? old : staged;
+    snprintf(path, sizeof path, "%s/memsort.bin", gone);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/summary.txt", gone);
+    unlink(path);
+    rmdir(gone);
+    if (rank == 0) unlink(moved_ok ? list_old : list_staged);
+    return rc;
+}
+
 /* The options that take a value. */
 static const char *const value_options[] = {"-o",        "--output", "--regions", "--workers", "--worker",
                                             "--backend", "--kernel", "--threads", NULL};
@@ -130,7 +215,8 @@ int cmd_memsort(int argc, char **argv) {
     char worker_dir[4096];
     const char *write_dir = out_dir;
     if (n_ranks > 1) {
-        if (workers_given && (opts.n_workers != (uint32_t)n_ranks || opts.worker != (uint32_t)rank))
+        /* the same answer on every rank (a rank-dependent one left the others waiting) */
+        if (workers_given)
             return cli_usage_error(cmd, "under mpirun the workers are the %d ranks: leave out --workers and --worker",
                                    n_ranks);
         opts.n_workers = (uint32_t)n_ranks;
@@ -168,49 +254,12 @@ int cmd_memsort(int argc, char **argv) {
     int wrote = 0;
     if (!cli_mpi_all_ok(st == PK_OK)) {
         if (!rc) rc = 1; /* another rank failed and said why */
+    } else if (n_ranks == 1) {
+        if ((st = pk_memsort_write(&ctx, write_dir, &regions, &result)) != PK_OK) rc = cli_error(cmd, st, &ctx);
+        else wrote = 1;
     } else {
-        if (n_ranks > 1 && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "pairkit %s [rank %d]: %s: cannot create the directory: %s\n", cmd, rank, out_dir,
-                    strerror(errno));
-            rc = 1;
-        } else if ((st = pk_memsort_write(&ctx, write_dir, &regions, &result)) != PK_OK) {
-            rc = cli_error(cmd, st, &ctx);
-        } else {
-            wrote = 1;
-        }
-        int all_wrote = cli_mpi_all_ok(wrote);
-        if (n_ranks > 1 && all_wrote) {
-            /* rank 0: the list of workers and what each owns */
-            uint32_t mine[2] = {result.n_owned, (uint32_t)result.n_values};
-            uint32_t *all = rank == 0 ? calloc((size_t)n_ranks * 2, sizeof(uint32_t)) : NULL;
-            cli_mpi_gather_bytes(mine, sizeof mine, all);
-            if (rank == 0) {
-                char path[4200];
-                snprintf(path, sizeof path, "%s/workers.txt", out_dir);
-                pk_atomic_file f;
-                st = pk_atomic_open(&ctx, &f, path);
-                if (!st) {
-                    fprintf(f.fp, "pairkit memsort %s: %d workers, %u instances, %llu entries\n", PK_VERSION_STRING,
-                            n_ranks, result.n_instances, (unsigned long long)result.n_entries);
-                    for (int w = 0; w < n_ranks; w++)
-                        fprintf(f.fp, "worker %d: worker-%04d/ %u instances %u rows\n", w, w, all[2 * w],
-                                all[2 * w + 1]);
-                    st = pk_atomic_commit(&ctx, &f);
-                }
-                if (st) rc = cli_error(cmd, st, &ctx);
-                free(all);
-            }
-        } else if (!all_wrote && wrote) {
-            /* another rank could not write: take this rank's files back */
-            char path[4200];
-            snprintf(path, sizeof path, "%s/memsort.bin", write_dir);
-            unlink(path);
-            snprintf(path, sizeof path, "%s/summary.txt", write_dir);
-            unlink(path);
-            if (n_ranks > 1) rmdir(write_dir);
-            wrote = 0;
-            if (!rc) rc = 1;
-        }
+        rc = write_job(cmd, &ctx, out_dir, write_dir, &regions, &result, rank, n_ranks);
+        wrote = rc == 0;
     }
     if (wrote && !rc && !quiet) {
         const pk_memsort_stats *s = &result.stats;
