@@ -131,8 +131,10 @@ int cmd_dftimage(int argc, char **argv) {
     memset(&stats, 0, sizeof stats);
     if (st == PK_OK) {
         pk_vis part = vis;
+        size_t v0 = 0; /* the first visibility of this rank's share */
         if (n_ranks > 1) {
-            size_t v0 = vis.n * (size_t)rank / (size_t)n_ranks, v1 = vis.n * (size_t)(rank + 1) / (size_t)n_ranks;
+            size_t v1 = vis.n * (size_t)(rank + 1) / (size_t)n_ranks;
+            v0 = vis.n * (size_t)rank / (size_t)n_ranks;
             part.u += v0, part.v += v0, part.w += v0, part.re += v0, part.im += v0;
             part.n = v1 - v0;
             if (opts.sign == 0) opts.sign = vis.sign;
@@ -140,19 +142,22 @@ int cmd_dftimage(int argc, char **argv) {
         cli_progress_attach(&ctx, "dftimage", quiet || rank != 0);
         st = pk_dftimage_run(&ctx, &opts, &part, size, cell, &image, &stats);
         cli_progress_done(&ctx);
-        if (st && strncmp(ctx.message, "visibility ", 11) == 0) {
-            /* the library knows the visibility, the command the file */
-            char msg[PK_MESSAGE_MAX];
-            snprintf(msg, sizeof msg, "%s", ctx.message);
-            size_t at = (size_t)snprintf(ctx.message, sizeof ctx.message, "%.200s: ", vis_path);
-            snprintf(ctx.message + at, sizeof ctx.message - at, "%.300s", msg);
+        size_t k_local;
+        int used = 0;
+        if (st && sscanf(ctx.message, "visibility %zu%n", &k_local, &used) == 1 && used > 0) {
+            /* the library knows the visibility in the share, the command the
+             * file and where the share starts in it */
+            char rest[PK_MESSAGE_MAX];
+            snprintf(rest, sizeof rest, "%s", ctx.message + used);
+            snprintf(ctx.message, sizeof ctx.message, "%.200s: visibility %zu%.280s", vis_path, v0 + k_local, rest);
         }
     }
-    if (st) cli_error(cmd, st, &ctx);
+    int rc_mine = st ? cli_error(cmd, st, &ctx) : 0;
     if (!cli_mpi_all_ok(st == PK_OK)) {
         pk_image_free(&image);
         pk_vis_free(&vis);
-        return st ? (st == PK_ERR_CANCELLED ? 130 : st == PK_ERR_INVALID ? 2 : 1) : 1;
+        /* one exit code for the job: the failing rank's (the highest) */
+        return n_ranks > 1 ? (int)cli_mpi_max((double)rc_mine) : rc_mine;
     }
     if (n_ranks > 1) {
         int failed = cli_mpi_sum_double(image.re, size * size);
