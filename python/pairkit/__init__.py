@@ -97,10 +97,9 @@ def library_path():
         return env
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
-    for build in ("build", "build-a6", "build-a6c"):
-        cand = os.path.join(root, build, "libpairkit.so")
-        if os.path.exists(cand):
-            return cand
+    cand = os.path.join(root, "build", "libpairkit.so")
+    if os.path.exists(cand):
+        return cand
     found = ctypes.util.find_library("pairkit")
     if found:
         return found
@@ -111,7 +110,11 @@ def _load():
     global _lib
     if _lib is not None:
         return _lib
-    lib = ctypes.CDLL(library_path())
+    path = library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise PairkitError("%s cannot be loaded (%s): rebuild it, or set PAIRKIT_LIB" % (path, e)) from None
     P = ctypes.POINTER
     lib.pk_context_init.argtypes = [P(_Context)]
     lib.pk_catalog_from_arrays.argtypes = [P(_Context), ctypes.c_size_t, P(ctypes.c_double), P(ctypes.c_double),
@@ -136,10 +139,39 @@ def _ptr(a):
 
 
 def _array(x, name, n=None):
-    a = np.ascontiguousarray(np.asarray(x, dtype=np.float64)).ravel()
+    """A 1-D float64 copy-if-needed of x: real numbers only, one dimension
+    (a 2-D array is refused rather than flattened)."""
+    try:
+        raw = np.asarray(x)
+    except Exception as e:  # ragged lists and the like
+        raise PairkitError("%s: not an array of numbers (%s)" % (name, e)) from None
+    if raw.ndim != 1:
+        raise PairkitError("%s must be one-dimensional, got shape %s" % (name, raw.shape))
+    if raw.dtype.kind not in "biuf":
+        raise PairkitError("%s must hold real numbers, got dtype %s" % (name, raw.dtype))
+    a = np.ascontiguousarray(raw, dtype=np.float64)
     if n is not None and a.size != n:
         raise PairkitError("%s has %d values, expected %d" % (name, a.size, n))
     return a
+
+
+def _count(x, name, lo, hi):
+    """A whole number in [lo, hi], refused rather than truncated or wrapped."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        if isinstance(x, (float, np.floating)) and float(x).is_integer():
+            x = int(x)
+        else:
+            raise PairkitError("%s must be a whole number, got %r" % (name, x))
+    if not lo <= int(x) <= hi:
+        raise PairkitError("%s must be in %d .. %d, got %d" % (name, lo, hi, int(x)))
+    return int(x)
+
+
+# Corrfunc's tuning arguments, accepted and ignored (pairkit needs none);
+# any other unknown keyword is a TypeError, as a misspelt one would be.
+_CORRFUNC_TUNING = {"isa", "verbose", "c_api_timer", "fast_acos", "link_in_dec", "link_in_ra", "ra_refine_factor",
+                    "dec_refine_factor", "max_cells_per_dim", "copy_particles", "enable_min_sep_opt",
+                    "xbin_refine_factor", "ybin_refine_factor", "zbin_refine_factor"}
 
 
 def _check(st, ctx):
@@ -149,10 +181,22 @@ def _check(st, ctx):
 
 def _edges_deg(binfile):
     if isinstance(binfile, (str, bytes, os.PathLike)):
-        rows = np.loadtxt(binfile, ndmin=2)
-        edges = np.concatenate([rows[:, 0], rows[-1:, 1]]) if rows.shape[1] >= 2 else rows[:, 0]
+        try:
+            rows = np.loadtxt(binfile, ndmin=2)
+        except (OSError, ValueError) as e:
+            raise PairkitError("binfile %s: %s" % (os.fsdecode(binfile), e)) from None
+        if rows.shape[1] >= 2:
+            # Corrfunc's rows "lo hi" of contiguous bins: each row starts where the last ended
+            gap = np.nonzero(rows[1:, 0] != rows[:-1, 1])[0]
+            if gap.size:
+                k = int(gap[0])
+                raise PairkitError("binfile %s: row %d starts at %r, row %d ended at %r: bins must be contiguous" %
+                                   (os.fsdecode(binfile), k + 2, rows[k + 1, 0], k + 1, rows[k, 1]))
+            edges = np.concatenate([rows[:, 0], rows[-1:, 1]])
+        else:
+            edges = rows[:, 0]
     else:
-        edges = np.asarray(binfile, dtype=np.float64).ravel()
+        edges = _array(binfile, "binfile")
     if edges.size < 2:
         raise PairkitError("binfile: at least 2 edges are needed")
     return np.ascontiguousarray(edges, dtype=np.float64)
@@ -165,7 +209,7 @@ class _Session:
         self.lib = _load()
         self.ctx = _Context()
         self.lib.pk_context_init(ctypes.byref(self.ctx))
-        self.ctx.n_threads = int(nthreads or 0)
+        self.ctx.n_threads = _count(nthreads or 0, "nthreads", 0, 1024)
         if backend not in _BACKENDS:
             raise PairkitError("backend must be auto, cpu or cuda (got %r)" % (backend,))
         self.opts = _Options(_BACKENDS[backend], 0)
@@ -210,18 +254,24 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
 
     autocorr: 1 counts the pairs of (RA1, DEC1) with itself (every ordered
     pair, both orders, self-pairs included where the bins reach 0); 0
-    counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of rows
-    "theta_lo theta_hi" (or one edge per row), or an array of edges, in
-    degrees. weights1/weights2: per-object weights; a pair weighs
+    counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of contiguous
+    rows "theta_lo theta_hi" (or one edge per row), or a 1-D array of edges.
+    Positions and bins are in `units`: "deg" (the default, as Corrfunc),
+    "arcmin" or "rad". weights1/weights2: per-object weights; a pair weighs
     w1 * w2 (Corrfunc's weight_type="pair_product", the only type).
     output_thetaavg: the mean separation of the pairs of each bin (weighted).
-    Tuning arguments of Corrfunc (refine factors, isa, ...) are accepted and
-    ignored.
+    backend: "auto", "cpu" or "cuda"; prune: "auto", "on" or "off" (skip
+    cell pairs beyond the last edge). Corrfunc's tuning arguments (isa,
+    verbose, the refine factors, ...) are accepted and ignored; any other
+    keyword is a TypeError. Arrays must be one-dimensional real numbers.
 
     Returns a numpy structured array with fields thetamin, thetamax,
-    thetaavg (degrees, 0 unless asked), npairs (exact counts) and
+    thetaavg (in `units`, 0 unless asked), npairs (exact counts) and
     weightavg (mean pair weight, 0 when unweighted).
     """
+    unknown = sorted(set(ignored) - _CORRFUNC_TUNING)
+    if unknown:
+        raise TypeError("DDtheta_mocks() got unexpected keyword argument(s): %s" % ", ".join(unknown))
     if weight_type not in (None, "pair_product"):
         raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
     if units not in _UNITS:
@@ -297,7 +347,8 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
             wd = wd if wd is not None else np.ones(d.n)
             wr = wr if wr is not None else np.ones(r.n)
         b = s.bins_from(edges, units)
-        ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, int(jackknife), _PRUNE[prune])
+        ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, _count(jackknife, "jackknife", 0, 1 << 20),
+                         _PRUNE[prune])
         res, ex = _Result(), _Extras()
         st = s.lib.pk_angcorr_run_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d), ctypes.byref(r),
                                      ctypes.byref(b), _ESTIMATORS[estimator], ctypes.byref(ro), ctypes.byref(res),

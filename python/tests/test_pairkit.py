@@ -104,3 +104,32 @@ def test_bad_values(cats):
         pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1[:10])
     with pytest.raises(pairkit.PairkitError, match="at least 2 patches"):
         pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=1)
+
+
+def test_strict_arguments(tmp_path, cats):
+    ra1, dec1 = cats[0], cats[1]
+    # a misspelt keyword is an error, Corrfunc's tuning names are not
+    with pytest.raises(TypeError, match="weight1"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weight1=np.ones(len(ra1)))
+    pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, isa="fastest", verbose=False, ra_refine_factor=2)
+    # one-dimensional real arrays only: no silent flattening
+    with pytest.raises(pairkit.PairkitError, match="one-dimensional"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, np.ones((3, 4)), np.zeros(12))
+    with pytest.raises(pairkit.PairkitError, match="real numbers"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1.astype(complex), dec1)
+    with pytest.raises(pairkit.PairkitError, match="binfile must be one-dimensional"):
+        pairkit.DDtheta_mocks(1, 1, np.array([[0.1, 1.0], [1.0, 2.0]]), ra1, dec1)
+    # whole numbers in range, not truncated or wrapped
+    with pytest.raises(pairkit.PairkitError, match="jackknife must be in"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=2**31)
+    with pytest.raises(pairkit.PairkitError, match="jackknife must be a whole number"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=2.5)
+    with pytest.raises(pairkit.PairkitError, match="nthreads must be in"):
+        pairkit.DDtheta_mocks(1, 10**12, EDGES, ra1, dec1)
+    # a bin file's rows must be contiguous, as Corrfunc's; a missing one is a PairkitError
+    gapped = tmp_path / "gapped.txt"
+    gapped.write_text("0.1 1\n2 5\n")
+    with pytest.raises(pairkit.PairkitError, match="row 2 starts at 2.0, row 1 ended at 1.0"):
+        pairkit.DDtheta_mocks(1, 1, str(gapped), ra1, dec1)
+    with pytest.raises(pairkit.PairkitError, match="no_such_file"):
+        pairkit.DDtheta_mocks(1, 1, str(tmp_path / "no_such_file.txt"), ra1, dec1)
