@@ -61,5 +61,10 @@ rm -f "$dir/mpi3/worker-0001.pkstage"
 check "[ $? -eq 0 ] && ! cmp -s '$dir/one3-0/memsort.bin' '$dir/mpi3/worker-0000/memsort.bin'" \
   "the next job replaces the output: $(cat "$dir/again.log")"
 
+# A job of fewer ranks into the same folder: the larger job's extra folder goes.
+"${mpirun[@]}" -np 2 "$cli" memsort "$dir/trace2" -o "$dir/mpi3" -q --backend cpu --threads 1 > "$dir/fewer.log" 2>&1
+check "[ $? -eq 0 ] && [ ! -e '$dir/mpi3/worker-0002' ] && grep -q '2 workers' '$dir/mpi3/workers.txt'" \
+  "a job of 2 ranks after one of 3: $(ls "$dir/mpi3")"
+
 echo "test_memsort_mpi: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

@@ -149,6 +149,19 @@ static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, cons
     unlink(path);
     rmdir(gone);
     if (rank == 0) unlink(moved_ok ? list_old : list_staged);
+    /* the folders of an older job of more ranks would read as part of this
+     * one: gone, as a shorter trace's writer removes older chunk files */
+    for (int w = n_ranks; moved_ok && rank == 0; w++) {
+        char extra[4100];
+        snprintf(extra, sizeof extra, "%.4000s/worker-%04d", out_dir, w);
+        struct stat xb;
+        if (stat(extra, &xb) != 0 || !S_ISDIR(xb.st_mode)) break;
+        snprintf(path, sizeof path, "%s/memsort.bin", extra);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/summary.txt", extra);
+        unlink(path);
+        rmdir(extra);
+    }
     return rc;
 }
 
