@@ -167,6 +167,10 @@ static void track(cli_outputs *o, int on) {
 }
 
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
+    if (!final_path) {
+        fprintf(stderr, "pairkit %s: out of memory for an output's name\n", cmd);
+        return NULL;
+    }
     struct stat sb;
     if (stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "pairkit %s: %s: is a directory, not a file\n", cmd, final_path);

@@ -32,6 +32,16 @@ void cli_plplot_guard_end(void) {
     plsexit(NULL);
 }
 
+void cli_plplot_open(const char *path, int w, int h) {
+    plsdev("pngcairo");
+    plsfnam(path);
+    plspage(0.0, 0.0, w, h, 0, 0);
+    plscolbg(255, 255, 255);
+    plinit();
+    plscol0(1, 0, 0, 0);
+    plcol0(1);
+}
+
 int cli_png_available(void) {
     static volatile int known = -1;
     if (known >= 0) return known;
@@ -67,13 +77,7 @@ static int draw_plot(const plot_draw *d) {
         return 1;
     }
     const cli_plot *plot = d->plot;
-    plsdev("pngcairo");
-    plsfnam(d->tmp);
-    plspage(0.0, 0.0, 1000, 650, 0, 0);
-    plscolbg(255, 255, 255);
-    plinit();
-    plscol0(1, 0, 0, 0);
-    plcol0(1);
+    cli_plplot_open(d->tmp, 1000, 650);
     int axis = (plot->log_x ? 10 : 0) + (plot->log_y ? 20 : 0);
     plenv(d->xmin - d->xpad, d->xmax + d->xpad, d->ymin - d->ypad, d->ymax + d->ypad, 0, axis);
     pllab(plot->xlabel, plot->ylabel, d->title);

@@ -32,13 +32,7 @@ static int draw_image(const image_draw *d) {
         cli_plplot_guard_end();
         return 1;
     }
-    plsdev("pngcairo");
-    plsfnam(d->tmp);
-    plspage(0.0, 0.0, 900, 800, 0, 0);
-    plscolbg(255, 255, 255);
-    plinit();
-    plscol0(1, 0, 0, 0);
-    plcol0(1);
+    cli_plplot_open(d->tmp, 900, 800);
     /* cmap1: dark blue, purple, red, orange, pale yellow */
     PLFLT pos[5] = {0.0, 0.25, 0.55, 0.8, 1.0};
     PLFLT r[5] = {0.0, 0.40, 0.85, 0.98, 1.0};
