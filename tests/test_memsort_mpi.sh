@@ -2,7 +2,7 @@
 # mpirun -np K pairkit memsort, K = 1, 2, 3: rank w is worker w of K and
 # writes OUT/worker-000w/, equal byte for byte to a one-process run of
 # --workers K --worker w; rank 0 lists the workers. A rank that fails makes
-# the job fail with its message, and no worker's output remains.
+# the job fail with its message, and no output changes.
 set -u
 cli=${PAIRKIT_CLI:?}
 mpirun=(mpirun --oversubscribe --allow-run-as-root)

@@ -73,6 +73,16 @@ static int parse_count(const char *cmd, const char *opt, const char *text, uint6
  * any rank fail at either step, every rank puts its older folder back. The
  * older folders are removed only when every rank has moved its new one in.
  * Returns the exit code. */
+/* A worker folder and the two files memsort writes into it, removed. */
+static void remove_worker_dir(const char *dir) {
+    char path[4300];
+    snprintf(path, sizeof path, "%.4000s/memsort.bin", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%.4000s/summary.txt", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, const char *worker_dir,
                      const pk_memsort_regions *regions, const pk_memsort_result *result, int rank, int n_ranks) {
     char staged[4200], old[4200], list[4200], list_staged[4200], list_old[4200];
@@ -85,11 +95,11 @@ static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, cons
     pk_status st = PK_OK;
     struct stat sb;
     /* 1: everything staged */
-    if ((stat(worker_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) ||
-        (rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode))) {
+    int list_blocked = rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode);
+    int dir_blocked = stat(worker_dir, &sb) == 0 && !S_ISDIR(sb.st_mode);
+    if (list_blocked || dir_blocked) {
         fprintf(stderr, "pairkit %s [rank %d]: %s: in the way of the output (not a %s)\n", cmd, rank,
-                rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode) ? list : worker_dir,
-                rank == 0 && stat(list, &sb) == 0 && !S_ISREG(sb.st_mode) ? "file" : "folder");
+                list_blocked ? list : worker_dir, list_blocked ? "file" : "folder");
         rc = 1;
     } else if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "pairkit %s [rank %d]: %s: cannot create the directory: %s\n", cmd, rank, out_dir,
@@ -141,26 +151,15 @@ static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, cons
         if (!rc) rc = 1; /* another rank failed and said why */
     }
     /* 3: what is not needed any more: the older output, or the staged one */
-    char path[4300];
-    const char *gone = moved_ok ? old : staged;
-    snprintf(path, sizeof path, "%s/memsort.bin", gone);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/summary.txt", gone);
-    unlink(path);
-    rmdir(gone);
+    remove_worker_dir(moved_ok ? old : staged);
     if (rank == 0) unlink(moved_ok ? list_old : list_staged);
     /* the folders of an older job of more ranks would read as part of this
      * one: gone, as a shorter trace's writer removes older chunk files */
     for (int w = n_ranks; moved_ok && rank == 0; w++) {
         char extra[4100];
         snprintf(extra, sizeof extra, "%.4000s/worker-%04d", out_dir, w);
-        struct stat xb;
-        if (stat(extra, &xb) != 0 || !S_ISDIR(xb.st_mode)) break;
-        snprintf(path, sizeof path, "%s/memsort.bin", extra);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/summary.txt", extra);
-        unlink(path);
-        rmdir(extra);
+        if (stat(extra, &sb) != 0 || !S_ISDIR(sb.st_mode)) break;
+        remove_worker_dir(extra);
     }
     return rc;
 }
@@ -223,7 +222,7 @@ int cmd_memsort(int argc, char **argv) {
     /* Under mpirun each rank is one worker (W = the number of ranks, w = the
      * rank, on GPU rank modulo the devices) and writes its own instances to
      * OUT_DIR/worker-NNNN/; rank 0 also writes OUT_DIR/workers.txt. One
-     * failing rank fails the job, and the ranks that wrote remove their files. */
+     * failing rank fails the job and no output changes (write_job). */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
     char worker_dir[4096];
     const char *write_dir = out_dir;
