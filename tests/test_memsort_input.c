@@ -117,6 +117,13 @@ int main(void) {
     write_chunk(d, 3, good, 8);
     expect_error("missing chunk", d, &def, "mem_addr_0002.bin", "missing chunk");
 
+    /* a chunk-like name of five digits: an error, not a chunk left out */
+    d = fresh_dir("fivedigits");
+    write_chunk(d, 0, good, 8);
+    write_file(d, "mem_addr_00001.bin", good, 32);
+    write_file(d, "mem_addr_0001_old.bin", good, 32); /* not digits: some other file, ignored */
+    expect_error("five digits", d, &def, "mem_addr_00001.bin", "four digits");
+
     /* no chunk files at all */
     d = fresh_dir("nochunks");
     expect_error("no chunks", d, &def, "nochunks", "no chunk files");

@@ -134,12 +134,15 @@ static char *chunk_path(const char *dir, uint32_t c) {
 
 /* The highest chunk number among the directory's mem_addr_NNNN.bin files
  * (four digits, as the files are named), and how many there are; -1 when
- * the directory cannot be read. */
-static int scan_dir(const char *dir, long *max_index, long *count) {
+ * the directory cannot be read. A name of that form with another number of
+ * digits (mem_addr_00001.bin) goes to odd[] (the first such name): read as
+ * a chunk it would be misplaced, left out a trace would be short. */
+static int scan_dir(const char *dir, long *max_index, long *count, char *odd, size_t odd_size) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     *max_index = -1;
     *count = 0;
+    odd[0] = '\0';
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         const char *name = e->d_name;
@@ -152,7 +155,11 @@ static int scan_dir(const char *dir, long *max_index, long *count) {
             if (name[k] < '0' || name[k] > '9' || idx > 100000000) break;
             idx = idx * 10 + (name[k] - '0');
         }
-        if (k != len - ls || k - lp != 4) continue;
+        if (k != len - ls) continue; /* not digits: some other file */
+        if (k - lp != 4) {
+            if (!odd[0]) snprintf(odd, odd_size, "%s", name);
+            continue;
+        }
         (*count)++;
         if (idx > *max_index) *max_index = idx;
     }
@@ -169,8 +176,14 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     long max_index, count;
-    if (scan_dir(dir, &max_index, &count))
+    char odd[256];
+    if (scan_dir(dir, &max_index, &count, odd, sizeof odd))
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
+    if (odd[0])
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s/%s: a chunk file's name has four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX " to " CHUNK_PREFIX
+                       "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
+                       dir, odd);
     if (count == 0)
         return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
     if (max_index >= PK_MEMSORT_MAX_CHUNKS)
