@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config            # compiler and build
   libplplot-dev plplot-driver-cairo           # PNG plots
   libcfitsio-dev                              # FITS catalogs, UVFITS, FITS images
-  libzip-dev                                  # .npz visibilities
+  libzip-dev zlib1g-dev                       # .npz visibilities, gzip-compressed FITS
   python3 python3-numpy python3-pytest        # the Python module and its tests
   openmpi-bin libopenmpi-dev                  # mpirun -np K pairkit ...
   clang-format-14                             # the layout check of the tests (.clang-format)

@@ -4,6 +4,7 @@
  * every bad input gets an error naming the file, line or row and column.
  */
 #include <fitsio.h>
+#include <zlib.h>
 
 #include "angcorr_util.h"
 #include "cli_util.h"
@@ -14,6 +15,15 @@ static void check_error(pk_status st, const pk_context *ctx, const char *want, c
 }
 
 /* A FITS binary table with double columns; names[c], cols[c][n]. */
+/* bytes written gzip-compressed to path */
+static void gz_write(const char *path, const void *bytes, size_t len) {
+    gzFile gz = gzopen(path, "wb");
+    CHECK(gz != NULL, "gzopen %s", path);
+    if (!gz) return;
+    CHECK(gzwrite(gz, bytes, (unsigned)len) == (int)len, "gzwrite %s", path);
+    gzclose(gz);
+}
+
 static int write_fits(const char *path, int n_cols, const char **names, double **cols, long n) {
     fitsfile *f;
     int status = 0;
@@ -159,6 +169,60 @@ int main(void) {
                 if (fp) fwrite(bytes, 1, len, fp), fclose(fp);
                 check_error(pk_catalog_read_spec(&ctx, cli_path("ascii.fits"), &sp, &c, NULL), &ctx,
                             "header byte 0xff at offset", "FITS non-ASCII header behind a moved SIMPLE '='");
+            }
+            /* gzip-compressed: the same check, on the decompressed file */
+            if (bytes && len > 80) {
+                gz_write(cli_path("ascii.fits.gz"), bytes, len);
+                check_error(pk_catalog_read_spec(&ctx, cli_path("ascii.fits.gz"), &sp, &c, NULL), &ctx,
+                            "header byte 0xff at offset", "gzip FITS with a non-ASCII header");
+            }
+            free(bytes);
+        }
+        /* gzip-compressed FITS: read from memory, as the plain file; cut
+         * or not FITS inside: errors naming the file */
+        {
+            char *bytes = NULL;
+            size_t len = 0;
+            FILE *fp = fopen(cli_path("cat.fits"), "rb");
+            if (fp) {
+                fseek(fp, 0, SEEK_END);
+                len = (size_t)ftell(fp);
+                fseek(fp, 0, SEEK_SET);
+                bytes = malloc(len);
+                if (bytes && fread(bytes, 1, len, fp) != len) len = 0;
+                fclose(fp);
+            }
+            CHECK(bytes && len > 0, "reading cat.fits");
+            if (bytes && len > 0) {
+                gz_write(cli_path("cat.fits.gz"), bytes, len);
+                pk_catalog cz, cp;
+                double *wz = NULL, *wq = NULL;
+                pk_catalog_spec spw = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "weight"};
+                CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits.gz"), &spw, &cz, &wz), &ctx);
+                CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &spw, &cp, &wq), &ctx);
+                same_catalog(&cp, &cz, "FITS vs gzip FITS");
+                for (size_t i = 0; i < n && wz && wq; i++) CHECK(wz[i] == wq[i], "gzip FITS weight %zu", i);
+                free(wz), free(wq);
+                pk_catalog_free(&cz);
+                pk_catalog_free(&cp);
+                /* the compressed file cut in half */
+                fp = fopen(cli_path("cat.fits.gz"), "rb");
+                char *z = malloc(len + 1024);
+                size_t zlen = fp && z ? fread(z, 1, len + 1024, fp) : 0;
+                if (fp) fclose(fp);
+                fp = fopen(cli_path("cut.fits.gz"), "wb");
+                if (fp && z) fwrite(z, 1, zlen / 2, fp);
+                if (fp) fclose(fp);
+                free(z);
+                check_error(pk_catalog_read_spec(&ctx, cli_path("cut.fits.gz"), &sp, &cz, NULL), &ctx,
+                            "cut.fits.gz: truncated gzip file", "cut gzip FITS");
+                /* a whole FITS file whose table is cut, compressed */
+                gz_write(cli_path("short.fits.gz"), bytes, len - 2880);
+                check_error(pk_catalog_read_spec(&ctx, cli_path("short.fits.gz"), &sp, &cz, NULL), &ctx,
+                            "short.fits.gz: truncated: the header announces", "gzip FITS with a cut table");
+                gz_write(cli_path("text.fits.gz"), "not a table\n", 12);
+                check_error(pk_catalog_read_spec(&ctx, cli_path("text.fits.gz"), &sp, &cz, NULL), &ctx,
+                            "text.fits.gz: decompressed, cannot open as FITS", "gzip of text");
             }
             free(bytes);
         }

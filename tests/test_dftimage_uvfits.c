@@ -184,6 +184,7 @@ static void expect_error(const char *path, pk_weights weights, const char *needl
 }
 
 static void test_broken(void) {
+    char cmd_buf[700];
     char dir[] = "/tmp/pk_uvfits_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char path[256];
@@ -234,6 +235,31 @@ static void test_broken(void) {
     copy_file(MOJAVE, path, 1000);
     expect_error(path, PK_WEIGHTS_DATA, "header_only.uvfits", "cut inside the header");
     CHECK(status == 0, "cfitsio status %d while making the broken copies", status);
+
+    /* gzip-compressed: the same visibilities; compressed and cut, an error */
+    {
+        char gz[300];
+        snprintf(gz, sizeof gz, "%s/mojave.uvfits.gz", dir);
+        snprintf(cmd_buf, sizeof cmd_buf, "gzip -c %s > %s", MOJAVE, gz);
+        CHECK(system(cmd_buf) == 0, "gzip");
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_vis a, b;
+        CHECK_OK(pk_vis_read(&ctx, MOJAVE, PK_WEIGHTS_DATA, &a), &ctx);
+        CHECK_OK(pk_vis_read(&ctx, gz, PK_WEIGHTS_DATA, &b), &ctx);
+        CHECK(a.n == b.n && a.n_records == b.n_records && a.weight_sum == b.weight_sum, "gzip: %zu vs %zu", a.n, b.n);
+        for (size_t i = 0; i < a.n && a.n == b.n; i++)
+            if (a.u[i] != b.u[i] || a.v[i] != b.v[i] || a.w[i] != b.w[i] || a.re[i] != b.re[i] || a.im[i] != b.im[i]) {
+                CHECK(0, "gzip: visibility %zu differs", i);
+                break;
+            }
+        pk_vis_free(&a);
+        pk_vis_free(&b);
+        snprintf(path, sizeof path, "%s/cut.uvfits.gz", dir);
+        snprintf(cmd_buf, sizeof cmd_buf, "head -c 50000 %s > %s", gz, path);
+        CHECK(system(cmd_buf) == 0, "head");
+        expect_error(path, PK_WEIGHTS_DATA, "cut.uvfits.gz: truncated gzip file", "cut gzip UVFITS");
+    }
 
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -15,6 +15,7 @@
 #include <fitsio.h>
 
 #include "angcorr_internal.h"
+#include "common/fits_open.h"
 
 pk_status pk_catalog_format_parse(const char *name, pk_catalog_format *out) {
     if (strcmp(name, "auto") == 0) *out = PK_FORMAT_AUTO;
@@ -230,16 +231,20 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     const char *kind[3] = {"RA", "Dec", "weight"};
     fitsfile *f = NULL;
     int status = 0;
-    pk_status hst = pk_fits_check_headers(ctx, path);
+    long long file_size = -1;
+    void *mem = NULL;
+    pk_status hst = pk_fits_open(ctx, path, &f, &file_size, &mem);
     if (hst) return hst;
-    if (fits_open_table(&f, path, READONLY, &status)) {
-        pk_status st = fits_error(ctx, path, "no FITS table", status);
-        int s = 0;
-        if (f) fits_close_file(f, &s); /* cfitsio 4.2 keeps the handle on some failures */
+    /* the first HDU that holds a table */
+    int hdu_type = IMAGE_HDU;
+    fits_get_hdu_type(f, &hdu_type, &status);
+    while (!status && hdu_type != BINARY_TBL && hdu_type != ASCII_TBL) fits_movrel_hdu(f, 1, &hdu_type, &status);
+    if (status) {
+        pk_status st = status == END_OF_FILE ? pk_fail(ctx, PK_ERR_PARSE, "%s: no table in the FITS file", path)
+                                             : fits_error(ctx, path, "no FITS table", status);
+        pk_fits_close(f, mem);
         return st;
     }
-    int hdu_type = 0;
-    fits_get_hdu_type(f, &hdu_type, &status);
     long n_rows = 0;
     int n_cols = 0;
     fits_get_num_rows(f, &n_rows, &status);
@@ -271,10 +276,6 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         /* A cut file: the rows the header announces must be there before
          * memory is taken for them (NAXIS2 = 2^31 in an 8 KB file). */
         LONGLONG head_start, data_start, data_end;
-        long long file_size = -1;
-        FILE *fp = fopen(path, "rb");
-        if (fp && fseek(fp, 0, SEEK_END) == 0) file_size = ftell(fp);
-        if (fp) fclose(fp);
         int s = 0;
         if (!fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &s) && file_size >= 0 &&
             file_size < (long long)data_end)
@@ -284,8 +285,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     }
     if (st == PK_OK) st = alloc_catalog(ctx, path, (size_t)n_rows, want[2] != NULL, out, weights);
     if (st) {
-        int s = 0;
-        fits_close_file(f, &s);
+        pk_fits_close(f, mem);
         return st;
     }
     double *v[3] = {malloc((size_t)n_rows * sizeof(double)), malloc((size_t)n_rows * sizeof(double)),
@@ -310,8 +310,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     }
     free(v[0]);
     free(v[1]);
-    int s = 0;
-    fits_close_file(f, &s);
+    pk_fits_close(f, mem);
     if (st) {
         pk_catalog_free(out);
         if (want[2]) {

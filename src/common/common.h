@@ -68,12 +68,6 @@ void pk_atomic_abort(pk_atomic_file *f);
  * *size). Errors name the file. */
 pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size);
 
-/* PK_ERR_PARSE with a message naming the file, HDU and offset when a
- * header card of the FITS file at path holds a byte outside printable
- * ASCII; PK_OK otherwise (also when the file cannot be opened or walked:
- * cfitsio then gives the error). Call before handing a file to cfitsio. */
-pk_status pk_fits_check_headers(pk_context *ctx, const char *path);
-
 /* Progress reporting from inside OpenMP regions: only the thread that
  * created the tracker (the caller's) calls the callback; other threads add
  * work done. pk_progress_add returns non-zero once cancellation was asked. */

@@ -5,14 +5,47 @@
  * a string holds at most 68 between its quotes). cfitsio 4.2 (Debian 12)
  * overflows a buffer on some header cards breaking either rule (a byte
  * outside ASCII; an unquoted 70-character TTYPEn value, copied into its
- * 70-byte column name), so the readers of pairkit call this first. It
- * reads only the header blocks, and the cards of a last, partial block.
+ * 70-byte column name), so the readers of pairkit open files through
+ * pk_fits_open, which checks first. The check reads only the header blocks,
+ * and the cards of a last, partial block. A gzip-compressed file is
+ * decompressed here, checked and handed to cfitsio from memory (cfitsio
+ * would decompress it too, but without the check, and the size of the file
+ * on disk says nothing about the size of the FITS file in it).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
 
 #include "common.h"
+#include "fits_open.h"
+
+/* A decompressed file handed to cfitsio. */
+typedef struct fits_memory {
+    void *bytes;
+    size_t size;
+} fits_memory;
+
+/* The file being checked: on disk, or in memory after decompression. */
+typedef struct fits_bytes {
+    FILE *fp;
+    const unsigned char *mem;
+    size_t size;
+} fits_bytes;
+
+static size_t bytes_read(const fits_bytes *b, long long offset, void *dst, size_t n) {
+    if (b->fp) {
+        if (fseeko(b->fp, (off_t)offset, SEEK_SET) != 0) return 0;
+        return fread(dst, 1, n, b->fp);
+    }
+    if (offset < 0 || (unsigned long long)offset >= b->size) return 0;
+    size_t left = b->size - (size_t)offset;
+    if (n > left) n = left;
+    memcpy(dst, b->mem + offset, n);
+    return n;
+}
 
 /* An integer keyword's value from one header card, if the card holds it. */
 static int card_int(const char *card, const char *key, long long *value) {
@@ -63,26 +96,21 @@ static int card_bad(pk_context *ctx, pk_status *st, const char *path, int hdu, c
 
 /* The walk follows the HDU sizes; where it cannot (a truncated or
  * malformed header) it stops and leaves the verdict to cfitsio. */
-pk_status pk_fits_check_headers(pk_context *ctx, const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return PK_OK; /* cfitsio reports it */
+static pk_status check_headers(pk_context *ctx, const char *path, const fits_bytes *b) {
     /* cfitsio takes any file whose first card starts with SIMPLE (the "="
      * may sit elsewhere), so the check does too */
     char magic[6];
-    if (fread(magic, 1, sizeof magic, fp) != sizeof magic || memcmp(magic, "SIMPLE", 6) != 0) {
-        fclose(fp); /* not a plain FITS file (compressed, or not FITS at all): cfitsio decides */
-        return PK_OK;
-    }
+    if (bytes_read(b, 0, magic, sizeof magic) != sizeof magic || memcmp(magic, "SIMPLE", 6) != 0)
+        return PK_OK; /* not FITS: cfitsio says so */
     char block[2880];
     long long offset = 0;
     pk_status st = PK_OK;
     for (int hdu = 1; hdu <= 1000 && st == PK_OK; hdu++) {
         long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, dims[1000] = {0}, n_dims = 0;
         int ended = 0;
-        if (fseeko(fp, (off_t)offset, SEEK_SET) != 0) break;
         int partial = 0;
         while (!ended && !partial && st == PK_OK) {
-            size_t got = fread(block, 1, sizeof block, fp);
+            size_t got = bytes_read(b, offset, block, sizeof block);
             partial = got < sizeof block; /* a truncated file: its whole cards are still checked */
             int n_cards = (int)(got / 80);
             offset += (long long)sizeof block;
@@ -127,6 +155,122 @@ pk_status pk_fits_check_headers(pk_context *ctx, const char *path) {
         long long data = items * gcount * bytes_per;
         offset += (data + 2879) / 2880 * 2880;
     }
-    fclose(fp);
     return st;
+}
+
+/* The whole of a gzip file, decompressed, into *mem (malloc'ed). */
+static pk_status gunzip_file(pk_context *ctx, const char *path, unsigned char **mem, size_t *size) {
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
+    size_t cap = (size_t)1 << 20, n = 0;
+    unsigned char *buf = malloc(cap);
+    pk_status st = buf ? PK_OK : pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    while (st == PK_OK) {
+        if (n == cap) {
+            unsigned char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+            if (!bigger) {
+                st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory decompressing it (%zu bytes so far)", path, n);
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
+        int got = gzread(gz, buf + n, (unsigned)want);
+        if (got < 0) {
+            int err = 0;
+            const char *text = gzerror(gz, &err);
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: not a readable gzip file (after %zu decompressed bytes): %s", path, n,
+                         err == Z_ERRNO ? strerror(errno) : text);
+        } else if (got == 0) {
+            int err = 0;
+            gzerror(gz, &err);
+            if (err == Z_BUF_ERROR) /* the stream ended before its end */
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated gzip file (it ends after %zu decompressed bytes)", path,
+                             n);
+            break;
+        } else {
+            n += (size_t)got;
+        }
+    }
+    gzclose(gz);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *mem = buf;
+    *size = n;
+    return PK_OK;
+}
+
+pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long long *size, void **mem) {
+    *f = NULL;
+    *mem = NULL;
+    *size = -1;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fclose(fp);
+        return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
+    }
+    unsigned char magic[2] = {0, 0};
+    size_t got = fread(magic, 1, 2, fp);
+    int gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    pk_status st = PK_OK;
+    int status = 0;
+    if (!gzip) {
+        fits_bytes b = {fp, NULL, 0};
+        st = check_headers(ctx, path, &b);
+        if (fseeko(fp, 0, SEEK_END) == 0) *size = (long long)ftello(fp);
+        fclose(fp);
+        if (st) return st;
+        /* the file as it is named: no cfitsio filters or decompression */
+        if (fits_open_diskfile(f, path, READONLY, &status)) {
+            char text[FLEN_STATUS];
+            fits_get_errstatus(status, text);
+            int s = 0;
+            if (*f) fits_close_file(*f, &s); /* cfitsio 4.2 keeps the handle on some failures */
+            *f = NULL;
+            return pk_fail(ctx, status == FILE_NOT_OPENED ? PK_ERR_IO : PK_ERR_PARSE, "%s: cannot open as FITS: %s",
+                           path, text);
+        }
+        return PK_OK;
+    }
+    fclose(fp);
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    if ((st = gunzip_file(ctx, path, &buf, &n)) != PK_OK) return st;
+    fits_bytes b = {NULL, buf, n};
+    if ((st = check_headers(ctx, path, &b)) != PK_OK) {
+        free(buf);
+        return st;
+    }
+    /* cfitsio keeps the addresses of the pointer and the size it is given
+     * until the file is closed: both live on the heap, with the bytes */
+    fits_memory *m = malloc(sizeof *m);
+    if (!m) {
+        free(buf);
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    m->bytes = buf;
+    m->size = n;
+    if (fits_open_memfile(f, path, READONLY, &m->bytes, &m->size, 0, NULL, &status)) {
+        char text[FLEN_STATUS];
+        fits_get_errstatus(status, text);
+        pk_fits_close(*f, m);
+        *f = NULL;
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: decompressed, cannot open as FITS: %s", path, text);
+    }
+    *mem = m;
+    *size = (long long)n;
+    return PK_OK;
+}
+
+void pk_fits_close(fitsfile *f, void *mem) {
+    int s = 0;
+    if (f) fits_close_file(f, &s);
+    fits_memory *m = mem;
+    if (m) free(m->bytes);
+    free(m);
 }

@@ -416,8 +416,11 @@ pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_
     size_t got = fread(head, 1, sizeof head, fp);
     fclose(fp);
     if (got >= 4 && head[0] == 'P' && head[1] == 'K') return pk_vis_read_npz(ctx, path, out);
-    if (got >= 6 && memcmp(head, "SIMPLE", 6) == 0) return pk_vis_read_uvfits(ctx, path, weights, out);
+    if ((got >= 6 && memcmp(head, "SIMPLE", 6) == 0) || (got >= 2 && head[0] == 0x1f && head[1] == 0x8b))
+        return pk_vis_read_uvfits(ctx, path, weights, out); /* plain or gzip-compressed */
     if (got == 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: empty file", path);
     return pk_fail(ctx, PK_ERR_PARSE,
-                   "%s: neither a .npz (zip) nor a FITS file (it starts with neither 'PK' nor 'SIMPLE')", path);
+                   "%s: neither a .npz (zip) nor a FITS file (it starts with neither 'PK' nor 'SIMPLE', nor is it "
+                   "gzip-compressed)",
+                   path);
 }

@@ -23,6 +23,7 @@
 #include <fitsio.h>
 
 #include "dftimage_internal.h"
+#include "common/fits_open.h"
 
 #define MAX_AXES 8
 
@@ -181,9 +182,10 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     memset(out, 0, sizeof *out);
     fitsfile *f = NULL;
     int status = 0;
-    pk_status hst = pk_fits_check_headers(ctx, path);
+    long long file_size = -1;
+    void *mem = NULL;
+    pk_status hst = pk_fits_open(ctx, path, &f, &file_size, &mem);
     if (hst) return hst;
-    if (fits_open_diskfile(&f, path, READONLY, &status)) return fits_error(ctx, path, "cannot open as FITS", status);
     pk_status st = PK_OK;
     double *params = NULL, *pscal = NULL, *pzero = NULL, *if_off = NULL;
     float *data = NULL;
@@ -211,10 +213,6 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     {
         /* A cut file: cfitsio would only fail at the first missing group. */
         LONGLONG head_start, data_start, data_end;
-        FILE *fp = fopen(path, "rb");
-        long long file_size = -1;
-        if (fp && fseek(fp, 0, SEEK_END) == 0) file_size = ftell(fp);
-        if (fp) fclose(fp);
         if (fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &status)) {
             st = fits_error(ctx, path, "primary HDU", status);
             goto done;
@@ -451,7 +449,6 @@ done:
     free(pzero);
     free(if_off);
     free(data);
-    status = 0;
-    if (f) fits_close_file(f, &status);
+    pk_fits_close(f, mem);
     return st;
 }

@@ -181,8 +181,8 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
     if (odd[0])
         return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s/%s: a chunk file's name has four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX " to " CHUNK_PREFIX
-                       "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
+                       "%s/%s: a chunk file's name has four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX
+                       " to " CHUNK_PREFIX "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
                        dir, odd);
     if (count == 0)
         return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
