@@ -188,6 +188,13 @@ static void test_bad(void) {
     snprintf(cmd, sizeof cmd, "'%s/data/vis/mojave.uvfits' -o vlba64.fits --size 16 --precision double -q", root);
     CHECK(run(cmd) == 0, "mojave at coarse cells in float64");
 
+    /* options that contradict each other or the file: refused, not ignored */
+    snprintf(cmd, sizeof cmd,
+             "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --kernel cpu-f64 --precision single", root);
+    expect_failure(cmd, "--kernel cpu-f64 computes in double precision", "kernel against precision");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --weights abs", root);
+    expect_failure(cmd, "has no weights", "--weights on a .npz");
+
     pk_vis vis;
     CHECK_OK(pk_vis_random(&ctx, 100, 9, &vis), &ctx);
     vis.re[41] = (double)NAN;

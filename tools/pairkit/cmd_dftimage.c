@@ -55,6 +55,8 @@ int cmd_dftimage(int argc, char **argv) {
     double cell = 0.0005, sign_value = 0;
     int quiet = 0, do_check = 0;
     pk_weights weights = PK_WEIGHTS_DATA;
+    const char *precision_given = NULL;
+    int weights_given = 0;
     pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
     pk_context ctx;
     pk_context_init(&ctx);
@@ -84,6 +86,7 @@ int cmd_dftimage(int argc, char **argv) {
                 if (pk_backend_parse(v, &opts.backend))
                     return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
             } else if (strcmp(a, "--precision") == 0) {
+                precision_given = v;
                 if (strcmp(v, "single") == 0) opts.precision = PK_PRECISION_SINGLE;
                 else if (strcmp(v, "double") == 0) opts.precision = PK_PRECISION_DOUBLE;
                 else return cli_usage_error(cmd, "--precision: '%s' is not single or double", v);
@@ -96,6 +99,7 @@ int cmd_dftimage(int argc, char **argv) {
                     return cli_usage_error(cmd, "--sign must be +1 or -1, got '%s'", v);
                 opts.sign = (int)sign_value;
             } else if (strcmp(a, "--weights") == 0) {
+                weights_given = 1;
                 if (pk_weights_parse(v, &weights))
                     return cli_usage_error(cmd, "--weights: '%s' is not data, abs or unit", v);
             } else if (strcmp(a, "--check-pixels") == 0) {
@@ -111,6 +115,11 @@ int cmd_dftimage(int argc, char **argv) {
         }
     }
     if (!vis_path) return cli_usage_error(cmd, "expected a visibility file (.npz or UVFITS)");
+    if (precision_given && opts.kernel && pk_dftimage_kernel_precision(opts.kernel) != opts.precision)
+        return cli_usage_error(cmd, "--kernel %s computes in %s precision, --precision says %s: give one of the two",
+                               pk_dftimage_kernel_name(opts.kernel),
+                               pk_dftimage_kernel_precision(opts.kernel) == PK_PRECISION_DOUBLE ? "double" : "single",
+                               precision_given);
 
     /* Learn that the image cannot fit before reading anything. */
     pk_status st = pk_dftimage_check_size(&ctx, size, opts.want_imag, NULL);
@@ -125,6 +134,11 @@ int cmd_dftimage(int argc, char **argv) {
     pk_vis vis;
     memset(&vis, 0, sizeof vis);
     st = pk_vis_read(&ctx, vis_path, weights, &vis);
+    if (st == PK_OK && weights_given && vis.sign > 0) { /* a .npz: no weights to choose from */
+        pk_vis_free(&vis);
+        return cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)",
+                               vis_path);
+    }
     pk_image image;
     memset(&image, 0, sizeof image);
     pk_dftimage_stats stats;
