@@ -295,6 +295,13 @@ int main(void) {
             {"angcorr d.csv r.csv --weight-col nope", "d.csv:1: no weight column 'nope'"},
             {"angcorr d.csv r.csv --format xml", "--format: 'xml' is not"},
             {"angcorr d.csv r.csv --prune maybe", "--prune: 'maybe' is not"},
+            {"angcorr d.csv r.csv --log 5", "log bins need theta_min > 0: give --theta-min"},
+            {"angcorr d.csv r.csv --log 5 --theta-min 0.1 --bin-width 2", "--bin-width is for linear bins"},
+            {"angcorr d.csv r.csv --edges ed.txt --nbins 3", "--nbins would be ignored"},
+            {"angcorr d.csv r.csv --edges ed.txt --bin-width 2", "--bin-width would be ignored"},
+            {"angcorr d.csv r.csv --edges ed.txt --theta-min 1", "--theta-min would be ignored"},
+            {"angcorr d.csv r.csv --cov c.csv", "--cov: the covariance comes from --jackknife"},
+            {"angcorr d.csv r.csv --mean-theta", "--mean-theta: the mean separations are written to the CSV"},
         };
         for (size_t k = 0; k < sizeof bad_cli / sizeof bad_cli[0]; k++) {
             rc = cli_run(bad_cli[k].args);

@@ -94,6 +94,7 @@ int cmd_angcorr(int argc, char **argv) {
     int quiet = 0;
     /* issue 6: formats, weights, edges, mean separations, jackknife */
     int units_given = 0, has_log = 0, mean_theta = 0, jackknife = 0;
+    const char *linear_given = NULL, *theta_min_given = NULL, *nbins_given = NULL; /* the option, once given */
     pk_catalog_format format = PK_FORMAT_AUTO;
     const char *ra_col = NULL, *dec_col = NULL, *weight_col[2] = {NULL, NULL}, *edges_path = NULL, *cov_path = NULL;
     pk_prune prune = PK_PRUNE_AUTO;
@@ -152,13 +153,16 @@ int cmd_angcorr(int argc, char **argv) {
                 else return cli_usage_error(cmd, "--prune: '%s' is not auto, on or off", v);
             } else if (strcmp(a, "--bin-width") == 0) {
                 if (cli_parse_double(cmd, a, v, &width_deg)) return 2;
+                linear_given = a;
             } else if (strcmp(a, "--theta-min") == 0) {
                 if (cli_parse_double(cmd, a, v, &theta_min_deg)) return 2;
+                theta_min_given = a;
             } else if (strcmp(a, "--log") == 0) {
                 if (cli_parse_double(cmd, a, v, &log_max_deg)) return 2;
                 has_log = 1;
             } else if (strcmp(a, "--nbins") == 0) {
                 if (cli_parse_size(cmd, a, v, &n_bins)) return 2;
+                nbins_given = a;
             } else if (strcmp(a, "--estimator") == 0) {
                 if (pk_estimator_parse(v, &estimator))
                     return cli_usage_error(cmd, "--estimator: '%s' is not ls, natural, hamilton or dp", v);
@@ -201,8 +205,22 @@ int cmd_angcorr(int argc, char **argv) {
     int features = weight_col[0] || weight_col[1] || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
     pk_status st;
     if (edges_path && has_log) return cli_usage_error(cmd, "--edges and --log exclude each other");
+    const char *bins_option = linear_given ? linear_given : theta_min_given ? theta_min_given : nbins_given;
+    if (edges_path && bins_option)
+        return cli_usage_error(cmd, "--edges gives every bin; %s would be ignored: leave it out", bins_option);
+    if (has_log && linear_given)
+        return cli_usage_error(cmd,
+                               "--bin-width is for linear bins; --log bins are set by --theta-min, THETA_MAX and "
+                               "--nbins");
     if (has_log && !(log_max_deg > 0))
         return cli_usage_error(cmd, "--log: theta_max must be > 0 degrees (got %g)", log_max_deg);
+    if (has_log && !(theta_min_deg > 0))
+        return cli_usage_error(cmd, "--log: log bins need theta_min > 0: give --theta-min, the first edge in degrees%s",
+                               theta_min_given ? "" : " (it defaults to 0)");
+    if (cov_path && !jackknife)
+        return cli_usage_error(cmd, "--cov: the covariance comes from --jackknife K, which is not given");
+    if (mean_theta && !csv_path)
+        return cli_usage_error(cmd, "--mean-theta: the mean separations are written to the CSV; add --csv FILE");
     if (features && n_ranks > 1)
         return cli_usage_error(cmd,
                                "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
