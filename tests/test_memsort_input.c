@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "memsort_util.h"
@@ -309,6 +310,33 @@ int main(void) {
                  tmp_root, out);
         CHECK(system(command) == 0, "CLI failed on a good trace: %s", command);
         CHECK(exists(bin), "CLI wrote no %s", bin);
+        /* usage errors: exit 2 and a message naming the option */
+        struct {
+            const char *args, *want;
+        } usage[] = {
+            {"memsort %s/roundtrip -o %s/w -q --workers 3", "give --worker w too"},
+            {"memsort-gen %s/g%s --entries 4096 --seed 18446744073709551616",
+             "--seed: 18446744073709551616 is too large"},
+            {"memsort-gen %s/g%s --entries 17592186044417M", "--entries: '17592186044417M' is not a count"},
+            {"memsort-gen %s/g%s --entries 2^64", "--entries: '2^64' is not a count"},
+            {"bench memsort --backend cpu --entries 2^70%.0s%.0s", "--entries: '2^70' is not a count"},
+        };
+        for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {
+            char args[1200], err_path[700];
+            snprintf(args, sizeof args, usage[k].args, tmp_root, strstr(usage[k].args, "-o %s") ? tmp_root : "");
+            snprintf(err_path, sizeof err_path, "%s/usage_err.txt", tmp_root);
+            snprintf(command, sizeof command, "%s %s > /dev/null 2> %s", cli, args, err_path);
+            rc = system(command);
+            FILE *fp = fopen(err_path, "r");
+            char err[1000] = "";
+            if (fp) {
+                size_t got = fread(err, 1, sizeof err - 1, fp);
+                err[got] = '\0';
+                fclose(fp);
+            }
+            CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(err, usage[k].want), "'%s': exit %d, '%s' lacks '%s'",
+                  args, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, err, usage[k].want);
+        }
     }
 
     char command[128];

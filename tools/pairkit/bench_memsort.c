@@ -101,8 +101,9 @@ int bench_memsort(int argc, char **argv) {
             if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             if (strcmp(a, "--entries") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                n = t;
+                uint64_t c;
+                if (cli_parse_count(cmd, a, v, &c)) return 2;
+                n = c;
             } else if (strcmp(a, "--seed") == 0) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
                 seed = t;

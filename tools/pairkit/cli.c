@@ -124,10 +124,41 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *o
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
     if (end == text || *end != '\0' || errno == ERANGE || text[0] == '-') {
-        cli_usage_error(cmd, "%s expects a whole number, got '%s'", opt, text);
+        if (errno == ERANGE && text[0] != '-' && end != text && *end == '\0')
+            cli_usage_error(cmd, "%s: %s is too large (at most %zu)", opt, text, (size_t)SIZE_MAX);
+        else cli_usage_error(cmd, "%s expects a whole number, got '%s'", opt, text);
         return 1;
     }
     *out = (size_t)v;
+    return 0;
+}
+
+int cli_parse_count(const char *cmd, const char *opt, const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v;
+    int ok = text[0] >= '0' && text[0] <= '9';
+    if (ok && strncmp(text, "2^", 2) == 0) {
+        v = strtoull(text + 2, &end, 10);
+        ok = end != text + 2 && *end == '\0' && errno != ERANGE && text[2] != '-' && v <= 63;
+        v = ok ? 1ull << v : 0;
+    } else if (ok) {
+        v = strtoull(text, &end, 10);
+        int shift = *end == 'K' || *end == 'k'   ? 10
+                    : *end == 'M' || *end == 'm' ? 20
+                    : *end == 'G' || *end == 'g' ? 30
+                                                 : 0;
+        if (shift) end++;
+        ok = end != text && *end == '\0' && errno != ERANGE && v <= (UINT64_MAX >> shift);
+        v <<= shift;
+    }
+    if (!ok) {
+        cli_usage_error(cmd,
+                        "%s: '%s' is not a count (a whole number, 2^k, or one with a K, M or G suffix, below 2^64)",
+                        opt, text);
+        return 1;
+    }
+    *out = (uint64_t)v;
     return 0;
 }
 

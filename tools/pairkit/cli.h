@@ -5,6 +5,7 @@
 #define PAIRKIT_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "pairkit/pairkit.h"
 
@@ -27,6 +28,9 @@ int cli_interrupted(void);
 /* Parse helpers: print a usage error and return non-zero on bad values. */
 int cli_parse_double(const char *cmd, const char *opt, const char *text, double *out);
 int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *out);
+/* A count: N, 2^k, or N with a K, M or G suffix (x 2^10, 2^20, 2^30); a
+ * usage error (returns 1) for anything else or a value of 2^64 or more. */
+int cli_parse_count(const char *cmd, const char *opt, const char *text, uint64_t *out);
 /* --threads: 1 .. PK_MAX_THREADS. */
 int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *out);
 

@@ -33,38 +33,18 @@ static void usage(FILE *out) {
 
 static void gen_usage(FILE *out) {
     fprintf(out,
-            "usage: pairkit memsort-gen OUT_DIR --entries N --seed S [options]\n"
+            "usage: pairkit memsort-gen OUT_DIR --entries N [--seed S] [options]\n"
             "  Writes a synthetic zkVM memory trace as OUT_DIR/mem_addr_NNNN.bin, the\n"
             "  same for the same seed: a hot stack window, a bump-allocated heap, memcpy\n"
             "  runs, sequential input reads and ROM tables (docs/memsort.md).\n\n"
             "  --entries N          1 .. 2^29 entries (accepts 2^k and K/M suffixes)\n"
-            "  --seed S             any whole number (default 1)\n"
+            "  --seed S             a whole number, 0 .. 2^64 - 1 (default 1)\n"
             "  --chunk N            entries per chunk file (default 262144, the prover's)\n"
             "  --awkward            the awkward cases instead: a run across an instance\n"
             "                       boundary, a run longer than an instance, an empty\n"
             "                       region, a partial last instance\n"
             "  --regions R          default (default), zisk, or a region table file\n"
             "  -q, --quiet          no summary line\n");
-}
-
-/* N, 2^k, or N with a K/M/G suffix. */
-static int parse_count(const char *cmd, const char *opt, const char *text, uint64_t *out) {
-    char *end;
-    unsigned long long v;
-    if (strncmp(text, "2^", 2) == 0) {
-        v = strtoull(text + 2, &end, 10);
-        if (end == text + 2 || *end || v > 62) return cli_usage_error(cmd, "%s: '%s' is not a count", opt, text);
-        *out = 1ull << v;
-        return 0;
-    }
-    v = strtoull(text, &end, 10);
-    if (end == text || text[0] == '-') return cli_usage_error(cmd, "%s: '%s' is not a count", opt, text);
-    if (*end == 'K' || *end == 'k') v <<= 10, end++;
-    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
-    else if (*end == 'G' || *end == 'g') v <<= 30, end++;
-    if (*end) return cli_usage_error(cmd, "%s: '%s' is not a count", opt, text);
-    *out = v;
-    return 0;
 }
 
 /* Under mpirun, the job's output, all of it or none: each rank writes its
@@ -173,7 +153,7 @@ int cmd_memsort(int argc, char **argv) {
     const char *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
     int quiet = 0, verify = 0;
     pk_memsort_options opts = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
-    int workers_given = 0;
+    int workers_given = 0, worker_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
     for (int k = 1; k < argc; k++) {
@@ -201,6 +181,7 @@ int cmd_memsort(int argc, char **argv) {
                 if (t > UINT32_MAX) return cli_usage_error(cmd, "--worker: %s is out of range", v);
                 opts.worker = (uint32_t)t;
                 workers_given = 1;
+                worker_given = 1;
             } else if (strcmp(a, "--backend") == 0) {
                 if (pk_backend_parse(v, &opts.backend))
                     return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
@@ -219,6 +200,14 @@ int cmd_memsort(int argc, char **argv) {
     }
     if (!trace_dir) return cli_usage_error(cmd, "expected a trace directory");
     if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
+    char out_buf[4096]; /* without trailing slashes, for the paths made from it */
+    size_t out_len = strlen(out_dir);
+    while (out_len > 1 && out_dir[out_len - 1] == '/') out_len--;
+    if (out_len < strlen(out_dir) && out_len < sizeof out_buf) {
+        memcpy(out_buf, out_dir, out_len);
+        out_buf[out_len] = '\0';
+        out_dir = out_buf;
+    }
     /* Under mpirun each rank is one worker (W = the number of ranks, w = the
      * rank, on GPU rank modulo the devices) and writes its own instances to
      * OUT_DIR/worker-NNNN/; rank 0 also writes OUT_DIR/workers.txt. One
@@ -234,9 +223,12 @@ int cmd_memsort(int argc, char **argv) {
         opts.n_workers = (uint32_t)n_ranks;
         opts.worker = (uint32_t)rank;
         ctx.cuda_device = cli_mpi_cuda_device();
-        snprintf(worker_dir, sizeof worker_dir, "%s/worker-%04d", out_dir, rank);
+        snprintf(worker_dir, sizeof worker_dir, "%.4000s/worker-%04d", out_dir, rank);
         write_dir = worker_dir;
     }
+    if (n_ranks == 1 && opts.n_workers > 1 && !worker_given)
+        return cli_usage_error(cmd, "--workers %u: give --worker w too (which of the %u workers this run is, 0 .. %u)",
+                               opts.n_workers, opts.n_workers, opts.n_workers - 1);
     if (opts.worker >= opts.n_workers)
         return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
 
@@ -317,12 +309,14 @@ int cmd_memsort_gen(int argc, char **argv) {
             const char *v = argv[++k];
             uint64_t x;
             if (strcmp(a, "--entries") == 0) {
-                if (parse_count(cmd, a, v, &g.n_entries)) return 2;
+                if (cli_parse_count(cmd, a, v, &g.n_entries)) return 2;
                 have_entries = 1;
             } else if (strcmp(a, "--seed") == 0) {
-                if (parse_count(cmd, a, v, &g.seed)) return 2;
+                size_t seed;
+                if (cli_parse_size(cmd, a, v, &seed)) return 2;
+                g.seed = seed;
             } else if (strcmp(a, "--chunk") == 0) {
-                if (parse_count(cmd, a, v, &x)) return 2;
+                if (cli_parse_count(cmd, a, v, &x)) return 2;
                 if (x == 0 || x > UINT32_MAX) return cli_usage_error(cmd, "--chunk: %s is out of range", v);
                 g.chunk_entries = (uint32_t)x;
             } else if (strcmp(a, "--regions") == 0) {
