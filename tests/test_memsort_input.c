@@ -46,6 +46,8 @@ static int exists(const char *path) {
 }
 
 /* Read dir and expect failure with every fragment in the message. */
+static char last_message[PK_MESSAGE_MAX]; /* expect_error's */
+
 static void expect_error(const char *what, const char *dir, const pk_memsort_regions *regions, const char *frag1,
                          const char *frag2) {
     pk_context ctx;
@@ -60,6 +62,7 @@ static void expect_error(const char *what, const char *dir, const pk_memsort_reg
     CHECK(strstr(ctx.message, frag1) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, frag1);
     CHECK(strstr(ctx.message, frag2) != NULL, "%s: message '%s' lacks '%s'", what, ctx.message, frag2);
     printf("%s: %s\n", what, ctx.message);
+    snprintf(last_message, sizeof last_message, "%s", ctx.message);
 }
 
 static void expect_regions_error(const char *what, const char *text, const char *frag1, const char *frag2) {
@@ -104,6 +107,14 @@ int main(void) {
     bad[5] = 0x00001000;
     write_chunk(d, 0, bad, 8);
     expect_error("no region", d, &def, "mem_addr_0000.bin entry 5", "in no region");
+    CHECK(strstr(last_message, "--regions") == NULL, "a hint for an address in no preset's region");
+    /* an address of the other preset's layout: the message suggests it */
+    d = fresh_dir("zisk_address");
+    memcpy(bad, good, sizeof bad);
+    bad[2] = 0x40000008; /* INPUT of the zisk layout */
+    write_chunk(d, 0, bad, 8);
+    expect_error("zisk address", d, &def, "mem_addr_0000.bin entry 2",
+                 "(region INPUT of the zisk layout: --regions zisk?)");
 
     /* truncated chunk: 10 bytes */
     d = fresh_dir("truncated");

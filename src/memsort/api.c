@@ -510,8 +510,8 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
             (unsigned long long)res->n_values, (unsigned long long)res->n_runs);
     for (uint32_t r = 0; r < regions->n_regions; r++) {
         const pk_memsort_region *reg = &regions->region[r];
-        fprintf(t, "region %-8s base 0x%08x size 0x%09llx  %llu entries in instances of %u (at most %u)\n", reg->name,
-                reg->base, (unsigned long long)reg->size, (unsigned long long)res->region_entries[r],
+        fprintf(t, "region %-8s base 0x%08x size 0x%09llx  %llu entries in instances of %u (at most %u instances)\n",
+                reg->name, reg->base, (unsigned long long)reg->size, (unsigned long long)res->region_entries[r],
                 reg->instance_entries, reg->max_instances);
     }
     fprintf(t, "%5s %-8s %5s %8s %10s %10s %5s %8s %5s %8s %5s\n", "gid", "region", "index", "rows", "first", "last",

@@ -107,7 +107,20 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
         pk_memsort_entry_name(trace, first_bad, where, sizeof where);
         uint32_t a = addr[first_bad];
         if (a & 7) return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x is not 8-byte aligned", where, a);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x lies in no region", where, a);
+        /* a trace made for the other preset is the likely cause: say so */
+        static const char *const presets[] = {"default", "zisk"};
+        char hint[96] = "";
+        for (int p = 0; p < 2 && !hint[0]; p++) {
+            pk_context quiet;
+            pk_context_init(&quiet);
+            pk_memsort_regions other;
+            if (pk_memsort_regions_preset(&quiet, presets[p], &other) != PK_OK) continue;
+            for (uint32_t r = 0; r < other.n_regions; r++)
+                if (a >= other.region[r].base && (uint64_t)a - other.region[r].base < other.region[r].size)
+                    snprintf(hint, sizeof hint, " (region %s of the %s layout: --regions %s?)", other.region[r].name,
+                             presets[p], presets[p]);
+        }
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x lies in no region%s", where, a, hint);
     }
     for (uint32_t r = 0; r < layout.n_regions; r++) {
         uint64_t cap = (uint64_t)regions->region[r].max_instances * regions->region[r].instance_entries;
