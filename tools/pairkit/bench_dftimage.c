@@ -149,6 +149,9 @@ int bench_dftimage(int argc, char **argv) {
     }
     if (n_kernels == 0) {
         pk_vis_free(&vis);
+        pk_backend resolved;
+        pk_status bst = pk_backend_resolve(&ctx, backend, &resolved); /* says why CUDA is missing */
+        if (bst != PK_OK) return cli_error(cmd, bst, &ctx);
         return cli_usage_error(cmd, "no kernel to run on backend %s", pk_backend_name(backend));
     }
 

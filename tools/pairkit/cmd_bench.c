@@ -105,12 +105,26 @@ static int bench_angcorr(int argc, char **argv) {
             kernels[n_kernels++] = id;
         }
     }
-    if (n_kernels == 0) return cli_usage_error(cmd, "no kernel to run on backend %s", pk_backend_name(backend));
+    if (n_kernels == 0) {
+        pk_backend resolved;
+        pk_status bst = pk_backend_resolve(&ctx, backend, &resolved); /* says why CUDA is missing */
+        if (bst != PK_OK) return cli_error(cmd, bst, &ctx);
+        return cli_usage_error(cmd, "no kernel to run on backend %s", pk_backend_name(backend));
+    }
 
     pk_catalog cat[2];
     pk_status st;
     for (int c = 0; c < 2; c++)
-        if ((st = pk_catalog_read(&ctx, paths[c], PK_UNITS_ARCMIN, &cat[c])) != PK_OK) return cli_error(cmd, st, &ctx);
+        if ((st = pk_catalog_read(&ctx, paths[c], PK_UNITS_ARCMIN, &cat[c])) != PK_OK) {
+            int rc = cli_error(cmd, st, &ctx);
+            if (n_paths == 0) /* the default catalogs are found from the repository's root */
+                fprintf(stderr,
+                        "pairkit %s: no catalogs were given, and the bundled ones are read from the "
+                        "repository's root: run there, or give DATA RANDOM\n",
+                        cmd);
+            if (c) pk_catalog_free(&cat[0]);
+            return rc;
+        }
     pk_catalog data = head(&cat[0], n_sub), random = head(&cat[1], n_sub);
     pk_bins bins;
     pk_bins_default(&ctx, &bins);
