@@ -442,7 +442,7 @@ pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angco
     if (st) return st;
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n");
     for (size_t k = 0; k < result->n_bins; k++) {
-        fprintf(f.fp, "%.17g,%.17g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]), rad_to_deg(bins->edges[k + 1]),
+        fprintf(f.fp, "%.15g,%.15g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]), rad_to_deg(bins->edges[k + 1]),
                 result->omega[k], (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
                 (unsigned long long)result->rr[k]);
     }

@@ -640,7 +640,7 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
             means ? ",theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg" : "", errs ? ",omega_err" : "",
             wts ? ",dd_weighted,dr_weighted,rr_weighted" : "");
     for (size_t k = 0; k < result->n_bins; k++) {
-        fprintf(f.fp, "%.17g,%.17g", deg(bins->edges[k]), deg(bins->edges[k + 1]));
+        fprintf(f.fp, "%.15g,%.15g", deg(bins->edges[k]), deg(bins->edges[k + 1]));
         if (means)
             fprintf(f.fp, ",%.17g,%.17g,%.17g", deg(extras->theta_mean_dd[k]), deg(extras->theta_mean_dr[k]),
                     deg(extras->theta_mean_rr[k]));
@@ -670,7 +670,7 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
     for (size_t k = 0; k < n; k++) fprintf(f.fp, ",bin_%zu", k);
     fprintf(f.fp, "\n");
     for (size_t x = 0; x < n; x++) {
-        fprintf(f.fp, "%.17g,%.17g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
+        fprintf(f.fp, "%.15g,%.15g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
         for (size_t y = 0; y < n; y++) fprintf(f.fp, ",%.17g", extras->omega_cov[x * n + y]);
         fprintf(f.fp, "\n");
     }

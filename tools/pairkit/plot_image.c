@@ -42,7 +42,7 @@ static int draw_image(const image_draw *d) {
     plscmap1l(1, 5, pos, r, g, bl, NULL);
     /* a square viewport with room for the colour bar on the right */
     pladv(0);
-    plvpas(0.13, 0.8, 0.1, 0.9, 1.0); /* 0.13: the m label clears the left edge */
+    plvpas(0.13, 0.8, 0.1, 0.9, 1.0);       /* 0.13: the m label clears the left edge */
     plwind(d->xhi, d->xlo, d->ylo, d->yhi); /* x reversed: east (larger l) on the left */
     plimage((PLFLT_MATRIX)d->columns, (PLINT)d->n, (PLINT)d->n, d->xlo, d->xhi, d->ylo, d->yhi, d->zmin, d->zmax,
             d->xlo, d->xhi, d->ylo, d->yhi);
