@@ -73,12 +73,13 @@ static void expect_failure(const char *args, const char *needle, const char *wha
     FILE *fp = fopen(in_dir("old.fits"), "wb");
     fputs("an older image", fp);
     fclose(fp);
+    int pngs = count_files(".png");
     int rc = run(args);
     char *err = slurp(in_dir("err.txt"));
     CHECK(rc != 0, "%s: exit code 0", what);
     CHECK(err && strstr(err, needle), "%s: stderr '%s' lacks '%s'", what, err ? err : "", needle);
     printf("%-28s rc %d: %s", what, rc, err ? err : "\n");
-    CHECK(count_files(".png") == 1, "%s: a PNG was written", what); /* img.png of the good run only */
+    CHECK(count_files(".png") == pngs, "%s: a PNG was written", what);
     CHECK(count_files(".tmp") == 0, "%s: a temporary file was left", what);
     char *old = slurp(in_dir("old.fits"));
     CHECK(old && strcmp(old, "an older image") == 0, "%s: the older image was touched", what);
@@ -106,6 +107,14 @@ static void test_good(void) {
     CHECK(err && strstr(err, "relative L2 error"), "--check reports the error: %s", err ? err : "");
     CHECK(count_files("img.png") == 1 && count_files(".tmp") == 0, "PNG written, no temporary files");
     printf("good run: %s", err ? err : "");
+    /* the PNG by default, named after the image (where PLplot can draw it:
+     * else a warning says so); none with --png none */
+    rc = run("point.npz -o dflt.fits --size 16 --cell 0.001");
+    err = slurp(in_dir("err.txt"));
+    int drawn = count_files("dflt.png") == 1, warned = err && strstr(err, "no PNG plot") != NULL;
+    CHECK(rc == 0 && drawn != warned, "default PNG: rc %d, drawn %d, warned %d: %s", rc, drawn, warned, err ? err : "");
+    rc = run("point.npz -o nopng.fits --size 16 --cell 0.001 --png none");
+    CHECK(rc == 0 && count_files("nopng") == 1, "--png none: rc %d, %d files named nopng*", rc, count_files("nopng"));
 
     /* a PNG that cannot be written fails the run before any output moves:
      * the older image stays, nothing staged is left */

@@ -282,3 +282,28 @@ int cli_png_complete(const char *path) {
     close(fd);
     return ok;
 }
+
+/* out_path with its extension (if any) replaced by suffix; NULL when out of
+ * memory (then the staging reports it). */
+char *cli_sibling_name(const char *out_path, const char *suffix) {
+    size_t len = strlen(out_path);
+    char *name = malloc(len + strlen(suffix) + 1);
+    if (!name) return NULL;
+    strcpy(name, out_path);
+    char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
+    if (dot && (!slash || dot > slash)) *dot = '\0';
+    strcat(name, suffix);
+    return name;
+}
+
+int cli_want_png(const char *cmd, const char *png_path, int quiet) {
+    if (png_path && strcmp(png_path, "none") == 0) return 0;
+    if (png_path || cli_png_available()) return 1;
+    /* the plot nobody asked for by name: the results without it */
+    if (!quiet)
+        fprintf(stderr,
+                "pairkit %s: no PNG plot: PLplot or its cairo driver is missing here (apt-get install "
+                "libplplot-dev plplot-driver-cairo and rebuild)\n",
+                cmd);
+    return 0;
+}

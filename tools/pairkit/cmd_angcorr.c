@@ -45,19 +45,6 @@ static void usage(FILE *out) {
             "  separations, jackknife errors and pruning run in one process only.\n");
 }
 
-/* out_path with its extension (if any) replaced by suffix; NULL when out of
- * memory (then the staging reports it). */
-static char *sibling_name(const char *out_path, const char *suffix) {
-    size_t len = strlen(out_path);
-    char *name = malloc(len + strlen(suffix) + 1);
-    if (!name) return NULL;
-    strcpy(name, out_path);
-    char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
-    if (dot && (!slash || dot > slash)) *dot = '\0';
-    strcat(name, suffix);
-    return name;
-}
-
 /* The options that take a value. */
 static const char *const value_options[] = {"-o",
                                             "--output",
@@ -304,18 +291,9 @@ int cmd_angcorr(int argc, char **argv) {
         /* the outputs' names, then all of them written under staged names
          * and moved into place together, or none */
         char *cov_default = NULL, *png_default = NULL;
-        if (extras.omega_cov && !cov_path) cov_path = cov_default = sibling_name(out_path, "_cov.csv");
-        int want_png = !(png_path && strcmp(png_path, "none") == 0);
-        if (want_png && !png_path && !cli_png_available()) {
-            /* the plot nobody asked for by name: the results without it */
-            want_png = 0;
-            if (!quiet)
-                fprintf(stderr,
-                        "pairkit %s: no PNG plot: PLplot or its cairo driver is missing here (apt-get install "
-                        "libplplot-dev plplot-driver-cairo and rebuild)\n",
-                        cmd);
-        }
-        if (want_png && !png_path) png_path = png_default = sibling_name(out_path, ".png");
+        if (extras.omega_cov && !cov_path) cov_path = cov_default = cli_sibling_name(out_path, "_cov.csv");
+        int want_png = cli_want_png(cmd, png_path, quiet);
+        if (want_png && !png_path) png_path = png_default = cli_sibling_name(out_path, ".png");
         cli_outputs outs = {0};
         const char *s_out = cli_stage(cmd, &outs, out_path);
         const char *s_csv = s_out && csv_path ? cli_stage(cmd, &outs, csv_path) : NULL;

@@ -17,7 +17,8 @@ static void usage(FILE *out) {
             "  Exact direct Fourier (dirty) image of visibilities, w term included.\n"
             "  VIS: .npz with u, v, w, data (sign +1) or UVFITS (sign -1).\n\n"
             "  -o, --output FILE    FITS image (default image.fits); east left, north up\n"
-            "  --png FILE           PNG preview (colour map, origin lower left, east left)\n"
+            "  --png FILE           PNG preview (colour map, origin lower left, east left;\n"
+            "                       default: the image's name with .png; none: no PNG)\n"
             "  --size N             pixels a side (default 700)\n"
             "  --cell RAD           cell size in radians (default 0.0005)\n"
             "  --backend B          auto (default), cpu or cuda\n"
@@ -200,15 +201,20 @@ int cmd_dftimage(int argc, char **argv) {
         pk_vis_free(&vis);
         return rc;
     }
-    /* the image and its PNG under staged names, moved into place together */
+    /* the image and its PNG (by default named after the image) under staged
+     * names, moved into place together */
     int rc = 0;
+    char *png_default = NULL;
+    int want_png = cli_want_png(cmd, png_path, quiet);
+    if (want_png && !png_path) png_path = png_default = cli_sibling_name(out_path, ".png");
+    if (!want_png) png_path = NULL;
     cli_outputs outs = {0};
     const char *s_out = cli_stage(cmd, &outs, out_path);
-    const char *s_png = s_out && png_path ? cli_stage(cmd, &outs, png_path) : NULL;
-    if (!s_out || (png_path && !s_png)) rc = 1;
+    const char *s_png = s_out && want_png ? cli_stage(cmd, &outs, png_path) : NULL;
+    if (!s_out || (want_png && !s_png)) rc = 1;
     if (!rc && (st = pk_image_write_fits(&ctx, s_out, &image, &vis, opts.want_imag)) != PK_OK)
         rc = cli_output_error(cmd, st, &ctx, &outs);
-    if (!rc && png_path) {
+    if (!rc && want_png) {
         double extent = (double)size * cell;
         const char *unit;
         double per_rad;
@@ -243,5 +249,6 @@ int cmd_dftimage(int argc, char **argv) {
     }
     pk_image_free(&image);
     pk_vis_free(&vis);
+    free(png_default);
     return rc;
 }
