@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -52,12 +53,22 @@ int cli_png_available(void) {
     const char **m = menu, **d = names;
     int n = 256;
     known = 0;
+    /* PLplot prints its own complaint ("Could not open drivers directory")
+     * before giving up: the caller says what it means, so stderr is closed
+     * to PLplot for the look */
+    fflush(stderr);
+    int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+    if (saved >= 0 && devnull >= 0) dup2(devnull, 2);
     if (CLI_PLPLOT_TRY()) {
         plgDevs(&m, &d, &n);
         for (int k = 0; k < n && names[k]; k++)
             if (strcmp(names[k], "pngcairo") == 0) known = 1;
     }
     cli_plplot_guard_end();
+    fflush(stderr);
+    if (saved >= 0 && devnull >= 0) dup2(saved, 2);
+    if (saved >= 0) close(saved);
+    if (devnull >= 0) close(devnull);
     return known;
 }
 
