@@ -6,12 +6,13 @@
 #
 #   bash bench/angcorr_cuda.sh [BUILD_DIR] [STEPS]
 #
-# BUILD_DIR defaults to build-acu; STEPS is a comma list of
+# BUILD_DIR (a build with CUDA: cmake -DPK_CUDA=ON) defaults to build;
+# STEPS is a comma list of
 # smi,tests,bundled,sanitize,ladder,naive,wall,sass (default: all). LADDER
 # overrides the kernels of the ladder step. Shared libraries the device
 # lacks may be put in .devlibs-acu/ (LD_LIBRARY_PATH).
 set -u -o pipefail
-BUILD=${1:-build-acu}
+BUILD=${1:-build}
 STEPS=${2:-smi,tests,bundled,sanitize,ladder,naive,wall,sass}
 LADDER=${LADDER:-cuda-chord,cuda-approx-acos,cuda-chord-offset,cuda-chord-rows4,cuda-chord-sorted,cuda-dot,cuda-dot-packed,cuda-dot-packed-rows8,cuda-dot-hi,cuda-dot-queue,cuda-dot-queue-cells8,cuda-dot-hi-queue-cells8,cuda-dot-queue-cells8-rows8,cuda-dot-hi-queue-cells8-hilbert,cuda-dot-hi-queue-cells8-hilbert-fit4,cuda-dot-hi-queue-cells8-hilbert-fit4-direct}
 FINAL=${FINAL:-cuda-dot-hi-queue-cells8-hilbert-fit4-direct}
@@ -51,6 +52,7 @@ if has sanitize; then
     done
 fi
 
+: >"$OUT/ladder.log" # this run's ladder only
 if has ladder; then
     echo "== the kernels, interleaved" >>"$OUT/ladder.log"
     "$PK" bench angcorr --backend cuda --runs 9 --kernels "$LADDER" >>"$OUT/ladder.log" 2>&1

@@ -3,11 +3,11 @@
 # reference on fresh seeds (awkward cases, both presets, W = 1, 3, 16, one
 # chunk and 4096 chunks), compute-sanitizer memcheck on a small trace, and
 # the 519M-entry benchmark beside the plain CUB alternative. QUICK=1 leaves
-# out the 2^24-entry tests and the CLI runs. Expects the
-# binaries and their shared libraries in $BIN (default .devlibs-mem); logs
-# go to $OUT.
+# out the 2^24-entry tests and the CLI runs. Expects the binaries
+# (pairkit, test_memsort_cpu: a build with CUDA) in $BIN (default build),
+# with any shared libraries the machine lacks beside them; logs go to $OUT.
 set -u
-BIN=${BIN:-.devlibs-mem}
+BIN=${BIN:-build}
 OUT=${OUT:-/tmp/memsort-out}
 ENTRIES=${ENTRIES:-519000000}
 mkdir -p "$OUT"

@@ -5,9 +5,10 @@
 # MPI collectives (reductions plus waiting for the slowest rank).
 #   PK=path/to/pairkit KS="1 2 4 8 16" bash bench/mpi_scaling.sh
 set -u
-PK=${PK:-build/pairkit}
+PK=$(realpath "${PK:-build/pairkit}")
 KS=${KS:-1 2}
-OUT=${OUT:-mpi-scaling-out}
+OUT=$(realpath -m "${OUT:-/tmp/pairkit-mpi-scaling-out}")
+cd "$(dirname "$0")/.." # the bundled catalogs are read from the repository's root
 WORK=${WORK:-/tmp/pairkit-mpi-scaling}
 N_CAT=${N_CAT:-40000}     # objects per catalog (angcorr)
 N_VIS=${N_VIS:-16384}     # visibilities (dftimage, 512 x 512 pixels)

@@ -12,7 +12,8 @@ WORK=${WORK:-/tmp/pairkit-multigpu}
 G=${G:-$(nvidia-smi -L | wc -l)}
 mkdir -p "$OUT" "$WORK"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x OPAL_PREFIX -x PATH)
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x LD_LIBRARY_PATH -x PATH)
+[ -n "${OPAL_PREFIX:-}" ] && MPIRUN+=(-x OPAL_PREFIX)
 now() { date +%s.%N; }
 rows=()
 

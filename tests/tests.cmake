@@ -51,6 +51,13 @@ if(MPI_C_FOUND AND PK_MPIRUN)
                        ENVIRONMENT "PAIRKIT_CLI=$<TARGET_FILE:pairkit_cli>")
 endif()
 
+# cmake --install, then the README's library example built against the
+# installed copy through pairkit.pc, shared and static (nosan: the consumer
+# is built without the sanitizers the library would need).
+add_test(NAME test_install COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_install.sh ${CMAKE_BINARY_DIR}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_install PROPERTIES LABELS "cpu;nosan" TIMEOUT 300 SKIP_RETURN_CODE 77)
+
 # The layout of every source file against .clang-format (clang-format 14).
 add_test(NAME test_format COMMAND sh scripts/check_format.sh WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(test_format PROPERTIES LABELS cpu TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -11,7 +11,7 @@ the bin the float64 reference gives it, on the CPU and on a CUDA GPU.
     w["omega"], w["omega_err"], w["cov"]
 
 Angles are in degrees unless `units` says otherwise. The library is looked
-up in $PAIRKIT_LIB, then in the build folders of a source checkout, then by
+up in $PAIRKIT_LIB, then in the build/ folder of a source checkout, then by
 the system's library search.
 """
 import ctypes
@@ -247,6 +247,11 @@ class _Session:
         self.close()
 
 
+def _check_prune(prune):
+    if prune not in _PRUNE:
+        raise PairkitError("prune must be auto, on or off (got %r)" % (prune,))
+
+
 def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=None, DEC2=None, weights2=None,
                   output_thetaavg=False, weight_type=None, units="deg", backend="auto", prune="auto", **ignored):
     """Pair counts in bins of angular separation, shaped like Corrfunc's
@@ -276,8 +281,7 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
         raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
     if units not in _UNITS:
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
-    if prune not in _PRUNE:
-        raise PairkitError("prune must be auto, on or off (got %r)" % (prune,))
+    _check_prune(prune)
     edges = _edges_deg(binfile)
     with _Session(nthreads, backend) as s:
         a = s.catalog(RA1, DEC1, units, "RA1/DEC1")
@@ -337,6 +341,7 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
     if units not in _UNITS:
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+    _check_prune(prune)
     edges = _edges_deg(bins)
     with _Session(nthreads, backend) as s:
         d = s.catalog(ra, dec, units, "data")

@@ -126,6 +126,8 @@ def test_strict_arguments(tmp_path, cats):
         pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=2.5)
     with pytest.raises(pairkit.PairkitError, match="nthreads must be in"):
         pairkit.DDtheta_mocks(1, 10**12, EDGES, ra1, dec1)
+    with pytest.raises(pairkit.PairkitError, match="prune must be auto, on or off"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, prune="maybe")
     # a bin file's rows must be contiguous, as Corrfunc's; a missing one is a PairkitError
     gapped = tmp_path / "gapped.txt"
     gapped.write_text("0.1 1\n2 5\n")

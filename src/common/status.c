@@ -72,7 +72,7 @@ pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *res
     }
     int devices = pk_cuda_device_count();
     if (wanted == PK_BACKEND_CUDA && devices == 0) {
-        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "--backend cuda: %s",
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "the CUDA backend was asked for, but %s",
                        pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
     }
     *resolved = devices > 0 ? PK_BACKEND_CUDA : PK_BACKEND_CPU;

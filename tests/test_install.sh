@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# cmake --install into a temporary prefix, then the README's library example
+# ("## Library use") built against the installed copy only, through
+# pairkit.pc: linked to libpairkit.so (with an rpath) and to libpairkit.a
+# (pkg-config --static). Both must run and print the same counts as the
+# installed command.
+set -u
+build=${1:?usage: test_install.sh BUILD_DIR}
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(mktemp -d /tmp/pairkit_install_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail=0 n=0
+check() { n=$((n + 1)); if eval "$1"; then :; else echo "check failed: $2"; fail=$((fail + 1)); fi; }
+
+for tool in cc pkg-config; do
+  command -v $tool > /dev/null || { echo "test_install: no $tool, skipped"; exit 77; }
+done
+prefix="$dir/prefix"
+cmake --install "$build" --prefix "$prefix" > "$dir/install.log" 2>&1
+check "[ $? -eq 0 ]" "cmake --install: $(tail -3 "$dir/install.log")"
+libdir=$(dirname "$(find "$prefix" -name pairkit.pc | head -1)")/..
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+check "[ \"\$(pkg-config --variable=includedir pairkit)\" -ef '$prefix/include' ]" \
+  "pairkit.pc's includedir is not the prefix's: $(pkg-config --variable=includedir pairkit)"
+
+# the example, as the README shows it
+awk '/^## Library use/ {s = 1} s && /^```c/ {c = 1; next} c && /^```/ {exit} c' "$root/README.md" > "$dir/wtheta.c"
+check "grep -q 'int main' '$dir/wtheta.c'" "no example found in README.md"
+
+# two small catalogs in the course format
+for f in data flat; do
+  { echo 300; sed -n 2,301p "$root/data/galaxy/${f}_100k_arcmin.txt"; } > "$dir/$f.txt"
+done
+
+cc -std=c11 "$dir/wtheta.c" $(pkg-config --cflags --libs pairkit) -Wl,-rpath,"$libdir" -o "$dir/wtheta_shared" \
+  > "$dir/cc_shared.log" 2>&1
+check "[ $? -eq 0 ]" "shared build: $(cat "$dir/cc_shared.log")"
+cc -std=c11 "$dir/wtheta.c" $(pkg-config --cflags pairkit) "$libdir/libpairkit.a" \
+  $(pkg-config --static --libs pairkit | sed 's/-lpairkit//') -o "$dir/wtheta_static" > "$dir/cc_static.log" 2>&1
+check "[ $? -eq 0 ]" "static build: $(cat "$dir/cc_static.log")"
+check "! ldd '$dir/wtheta_static' | grep -q libpairkit" "the static build loads libpairkit.so"
+
+"$dir/wtheta_shared" "$dir/data.txt" "$dir/flat.txt" > "$dir/shared.out" 2>&1
+check "[ $? -eq 0 ] && [ \$(grep -c '^bin ' '$dir/shared.out') -eq 4 ]" "shared run: $(cat "$dir/shared.out")"
+"$dir/wtheta_static" "$dir/data.txt" "$dir/flat.txt" > "$dir/static.out" 2>&1
+check "[ $? -eq 0 ] && cmp -s '$dir/shared.out' '$dir/static.out'" "static run differs: $(cat "$dir/static.out")"
+# the same counts from the installed command (omega.out: bin, omega, DD, DR, RR)
+"$prefix/bin/pairkit" angcorr "$dir/data.txt" "$dir/flat.txt" -o "$dir/omega.out" --png none -q --backend cpu
+check "[ $? -eq 0 ]" "the installed command failed"
+want=$(awk 'NR == 2 {print $3, $4, $5}' "$dir/omega.out")
+got=$(awk 'NR == 1 {print $4, $6, $8}' "$dir/shared.out")
+check "[ \"$want\" = \"$got\" ]" "first bin: command '$want', example '$got'"
+"$dir/wtheta_shared" "$dir/none.txt" "$dir/flat.txt" > "$dir/err.out" 2>&1
+check "[ $? -eq 1 ] && grep -q 'none.txt' '$dir/err.out'" "a missing file: $(cat "$dir/err.out")"
+
+echo "test_install: $((n - fail)) passed, $fail failed"
+[ $fail -eq 0 ]
