@@ -85,10 +85,8 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
     if (vis) {
         double ws = vis->weight_sum;
         fits_write_key(f, TDOUBLE, "WEIGHTS", &ws, "sum of the weights used", status);
-        fits_write_comment(f,
-                           "The pixels are the unnormalised sum of the weighted visibilities: divided by WEIGHTS "
-                           "they are the weighted mean (Jy/beam for visibilities in Jy).",
-                           status);
+        fits_write_comment(f, "Pixels: the unnormalised sum of the weighted visibilities.", status);
+        fits_write_comment(f, "Divided by WEIGHTS: their weighted mean (Jy/beam for data in Jy).", status);
     }
     fits_write_key(f, TINT, "DFTSIGN", &sign, "sign s of the transform", status);
     fits_write_key(f, TDOUBLE, "CELLRAD", &cell, "[rad] cell size", status);
