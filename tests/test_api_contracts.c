@@ -12,9 +12,75 @@
 #include "pairkit/dftimage.h"
 #include "pairkit/memsort.h"
 
+/* pk_memsort_compare finds a change in any field of any instance: the test
+ * suite's verdicts on every memsort kernel rest on it. */
+static void memsort_compare_sees_every_field(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions regions;
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
+    for (uint32_t r = 0; r < regions.n_regions; r++) regions.region[r].instance_entries = 4096;
+    pk_memsort_gen_options gen = {20000, 3, 5000, 0};
+    pk_memsort_trace trace;
+    CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
+    pk_memsort_options opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 2, 1};
+    pk_memsort_result a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    CHECK_OK(pk_memsort_run(&ctx, &opts, &regions, &trace, &a), &ctx);
+    CHECK_OK(pk_memsort_run(&ctx, &opts, &regions, &trace, &b), &ctx);
+    CHECK_OK(pk_memsort_compare(&ctx, &a, &b), &ctx);
+    /* an owned instance past the first of its region (it has a previous row) */
+    uint32_t g = 0;
+    while (g < b.n_instances && !(b.instances[g].owned && b.instances[g].has_prev && b.instances[g].n_runs > 1)) g++;
+    CHECK(g < b.n_instances, "no owned instance with a previous row among %u", b.n_instances);
+    if (g < b.n_instances) {
+        pk_memsort_instance *in = &b.instances[g];
+        uint32_t *fields[] = {&in->gid,
+                              &in->region,
+                              &in->index,
+                              &in->owned,
+                              &in->n_rows,
+                              &in->first_addr,
+                              &in->last_addr,
+                              &in->first_chunk,
+                              &in->first_skip,
+                              &in->first_skip_total,
+                              &in->last_chunk,
+                              &in->last_include,
+                              &in->last_include_total,
+                              &in->has_prev,
+                              &in->prev_addr,
+                              &in->prev_value,
+                              &in->n_runs};
+        for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+            *fields[k] ^= 1;
+            CHECK(pk_memsort_compare(&ctx, &a, &b) != PK_OK, "field %zu of instance %u changed, not seen", k, g);
+            *fields[k] ^= 1;
+        }
+        in->first_row ^= 1;
+        CHECK(pk_memsort_compare(&ctx, &a, &b) != PK_OK, "first_row changed, not seen");
+        in->first_row ^= 1;
+        uint32_t *cells[] = {&b.runs[in->runs_offset + 1].addr, &b.runs[in->runs_offset].count,
+                             &b.values[in->values_offset + in->n_rows - 1], &b.chunk_counts[in->counts_offset]};
+        const char *what[] = {"run 1", "run 0", "row", "chunk 0"};
+        for (size_t k = 0; k < 4; k++) {
+            *cells[k] ^= 8;
+            CHECK(pk_memsort_compare(&ctx, &a, &b) != PK_OK && strstr(ctx.message, "instance") != NULL,
+                  "a changed %s of instance %u not seen: %s", what[k], g, ctx.message);
+            *cells[k] ^= 8;
+        }
+        CHECK_OK(pk_memsort_compare(&ctx, &a, &b), &ctx);
+    }
+    pk_memsort_result_free(&a);
+    pk_memsort_result_free(&b);
+    pk_memsort_trace_free(&trace);
+}
+
 int main(void) {
     pk_context ctx;
     pk_context_init(&ctx);
+    memsort_compare_sees_every_field();
 
     /* a successful call leaves no message behind */
     pk_bins bins;
