@@ -107,14 +107,14 @@ int main(void) {
     bad[5] = 0x00001000;
     write_chunk(d, 0, bad, 8);
     expect_error("no region", d, &def, "mem_addr_0000.bin entry 5", "in no region");
-    CHECK(strstr(last_message, "--regions") == NULL, "a hint for an address in no preset's region");
+    CHECK(strstr(last_message, "preset") == NULL, "a hint for an address in no preset's region");
     /* an address of the other preset's layout: the message suggests it */
     d = fresh_dir("zisk_address");
     memcpy(bad, good, sizeof bad);
     bad[2] = 0x40000008; /* INPUT of the zisk layout */
     write_chunk(d, 0, bad, 8);
     expect_error("zisk address", d, &def, "mem_addr_0000.bin entry 2",
-                 "(region INPUT of the zisk layout: --regions zisk?)");
+                 "(it lies in region INPUT of the 'zisk' preset)");
 
     /* truncated chunk: 10 bytes */
     d = fresh_dir("truncated");

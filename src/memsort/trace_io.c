@@ -117,8 +117,8 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
             if (pk_memsort_regions_preset(&quiet, presets[p], &other) != PK_OK) continue;
             for (uint32_t r = 0; r < other.n_regions; r++)
                 if (a >= other.region[r].base && (uint64_t)a - other.region[r].base < other.region[r].size)
-                    snprintf(hint, sizeof hint, " (region %s of the %s layout: --regions %s?)", other.region[r].name,
-                             presets[p], presets[p]);
+                    snprintf(hint, sizeof hint, " (it lies in region %s of the '%s' preset)", other.region[r].name,
+                             presets[p]);
         }
         return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x lies in no region%s", where, a, hint);
     }
@@ -194,7 +194,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
     if (odd[0])
         return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s/%s: a chunk file's name has four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX
+                       "%s/%s: not a chunk file name: chunk files have four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX
                        " to " CHUNK_PREFIX "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
                        dir, odd);
     if (count == 0)
