@@ -8,6 +8,11 @@
 
 #include "memsort_util.h"
 
+static int stop_at_once(void *user, double fraction) {
+    (void)user, (void)fraction;
+    return 1;
+}
+
 int main(int argc, char **argv) {
     int kernel = PK_MEMSORT_KERNEL_CPU;
     const char *name = "test_memsort_cpu";
@@ -148,6 +153,23 @@ int main(int argc, char **argv) {
         pk_memsort_trace trace;
         CHECK_OK(pk_memsort_generate(&ctx, &t, &g, &trace), &ctx);
         test_kernel_against_ref("realistic small table W=16", kernel, &t, &trace, 16);
+        pk_memsort_trace_free(&trace);
+    }
+    /* a progress callback that asks to stop: PK_ERR_CANCELLED, and the
+     * result kept by the next run is right */
+    {
+        pk_memsort_gen_options g = {200000, 5, 0, 0};
+        pk_memsort_trace trace;
+        CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);
+        pk_memsort_result res;
+        pk_memsort_result_init(&res);
+        pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 3, 1};
+        pk_context stop = ctx;
+        stop.progress = stop_at_once;
+        CHECK(pk_memsort_run(&stop, &o, &small, &trace, &res) == PK_ERR_CANCELLED, "a cancelled run returned: %s",
+              stop.message);
+        pk_memsort_result_free(&res);
+        test_kernel_against_ref("after a cancelled run", kernel, &small, &trace, 3);
         pk_memsort_trace_free(&trace);
     }
     return check_finish(name);

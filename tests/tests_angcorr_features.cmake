@@ -6,3 +6,6 @@ pk_test(test_angcorr_formats)
 # the small-scale configuration: 20,000 objects by default, all with --slow.
 pk_test(test_angcorr_corrfunc_rule ARGS 20000)
 pk_test(test_angcorr_corrfunc_rule_full SOURCE test_angcorr_corrfunc_rule LABELS slow ARGS 0 TIMEOUT 1800)
+# One unit of work holding more than 2^32 pairs of one bin (CPU, and CUDA
+# when a device is present): 4.3e9 pairs a count.
+pk_test(test_angcorr_big_units LABELS slow TIMEOUT 1200)

@@ -480,6 +480,22 @@ static inline double columns_weight(const pk_grid *gb, size_t j0, size_t j1) {
  * repeated bins (most pairs of log bins fall in the last two) do not chain
  * increments of one address. */
 #define GRID_HIST_COPIES 16
+/* Pairs the 32-bit histogram copies take between two flushes into the
+ * 64-bit counts: with a tile's pairs (at most GRID_UNIT_ROWS x
+ * GRID_TILE_COLS = 2^19) on top, no counter reaches 2^32. */
+#define GRID_FLUSH_PAIRS (1ull << 31)
+
+/* The histogram copies added into the 64-bit counts and zeroed. */
+static void flush_hist(uint32_t *hist, size_t stride, size_t n_slots, uint64_t *mine) {
+    for (int c = 0; c < GRID_HIST_COPIES; c++) {
+        uint32_t *h = hist + (size_t)c * stride;
+        for (size_t s = 0; s < n_slots; s++) {
+            mine[s] += h[s];
+            h[s] = 0;
+        }
+        h[n_slots] = 0;
+    }
+}
 
 pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa, const pk_catalog *b,
                                 const double *wb, const pk_bins *bins, const pk_edge_table *table, int prune,
@@ -604,7 +620,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
             size_t *row_j = malloc(2 * GRID_UNIT_ROWS * sizeof(size_t));
             int32_t row_slots[GRID_TILE_COLS + 16];
             uint64_t *mine = thread_slots + (size_t)tid * n_slots;
-            uint64_t visited = 0, n_fp64 = 0;
+            uint64_t visited = 0, n_fp64 = 0, pending = 0; /* pending: pairs in hist since its last flush */
             if (!hist || !row_j) {
 #pragma omp atomic write
                 alloc_failed = 1;
@@ -684,18 +700,20 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                 else {
                                     n_fp64 += block(&job, i, i + 1, j0, j1, hist, stride);
                                 }
+                                if (!weighted_path && !use_log_w) pending += j1 - j0;
+                            }
+                            /* the 32-bit counters of a unit can take more than 2^32
+                             * pairs (256 rows against 2^24 columns): emptied into
+                             * the 64-bit ones well before */
+                            if (pending > GRID_FLUSH_PAIRS) {
+                                flush_hist(hist, stride, n_slots, mine);
+                                pending = 0;
                             }
                         }
                     }
                     if (!weighted_path) {
-                        for (int c = 0; c < GRID_HIST_COPIES; c++) {
-                            uint32_t *h = hist + (size_t)c * stride;
-                            for (size_t s = 0; s < n_slots; s++) {
-                                mine[s] += h[s];
-                                h[s] = 0;
-                            }
-                            h[n_slots] = 0;
-                        }
+                        flush_hist(hist, stride, n_slots, mine);
+                        pending = 0;
                     } else {
                         for (size_t q = 0; q < n_rows; q++) {
                             size_t i = u->i0 + q;

@@ -888,9 +888,14 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
     /* Items in row-major order, cut into chunks by pairs. */
     size_t n_items = 0;
     for (size_t rt = 0; rt < n_rt; rt++) n_items += autocorr ? n_ct - (rt * rows) / TILE_COLS : n_ct;
+    /* A chunk closes once it holds more than CHUNK_PAIRS_TILED less one
+     * item's pairs, so few chunks: the offsets (past 2^31 items for
+     * catalogs of ~2.4e7 x 2.4e7) are size_t, the arrays sized by chunks. */
+    const double item_max = (double)rows * TILE_COLS;
+    size_t max_chunks = (size_t)((double)n_items * item_max / ((double)CHUNK_PAIRS_TILED - item_max)) + 2;
     int2 *items = (int2 *)malloc((n_items ? n_items : 1) * sizeof(int2));
-    int *chunk_first = (int *)malloc((n_items + 2) * sizeof(int));
-    double *chunk_work = (double *)malloc((n_items + 1) * sizeof(double));
+    size_t *chunk_first = (size_t *)malloc((max_chunks + 2) * sizeof(size_t));
+    double *chunk_work = (double *)malloc((max_chunks + 1) * sizeof(double));
     if (!items || !chunk_first || !chunk_work) {
         free(items);
         free(chunk_first);
@@ -912,7 +917,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
             }
             if (in_chunk > 0 && in_chunk + pairs > (double)CHUNK_PAIRS_TILED) {
                 chunk_work[n_chunks] = in_chunk;
-                chunk_first[++n_chunks] = (int)q;
+                chunk_first[++n_chunks] = q;
                 in_chunk = 0;
             }
             items[q++] = make_int2((int)rt, (int)ct);
@@ -920,7 +925,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         }
     }
     chunk_work[n_chunks] = in_chunk;
-    chunk_first[++n_chunks] = (int)q;
+    chunk_first[++n_chunks] = q;
     st = upload(ctx, (void **)&d->items, items, n_items * sizeof(int2));
     free(items);
     if (st == PK_OK) {
@@ -944,7 +949,7 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
             st = run_chunks(ctx, d, n_chunks, chunk_work, progress, [&](int k) -> pk_status {
                 TiledArgs gk = g;
                 gk.items = d->items + chunk_first[k];
-                gk.n_items = chunk_first[k + 1] - chunk_first[k];
+                gk.n_items = (int)(chunk_first[k + 1] - chunk_first[k]); /* at most 2^34 pairs of tiles */
                 gk.counter = d->counters + k;
                 int grid = n_sm * per_sm < gk.n_items ? n_sm * per_sm : gk.n_items;
                 fn<<<grid, TILE_THREADS, lay.bytes>>>(gk, lay);

@@ -33,6 +33,7 @@ extern "C" {
 #include "cuda_exact.cuh"
 
 #define FEATURE_THREADS 256
+#define FEATURE_ITEM_COLS (1u << 23) /* 256 rows x 2^23 columns: 2^31 pairs at most an item */
 
 struct FeatureArgs {
     const float4 *pa, *pb;   /* float unit vectors, sorted */
@@ -250,7 +251,13 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     unsigned long long n_fp64 = 0;
     size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
-    for (size_t u = 0; u < plan.n_units; u++) n_items += plan.units[u].r1 - plan.units[u].r0;
+    /* an item: a unit's rows (at most 256) against a column range of at
+     * most FEATURE_ITEM_COLS, so that it holds at most 2^31 pairs */
+    for (size_t u = 0; u < plan.n_units; u++)
+        for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
+            uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
+            n_items += j1 > j0 ? (j1 - j0 + FEATURE_ITEM_COLS - 1) / FEATURE_ITEM_COLS : 1;
+        }
     items = (uint4 *)malloc((n_items ? n_items : 1) * sizeof(uint4));
     if (!items) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
@@ -261,7 +268,10 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
         for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
             uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
             if (autocorr && j1 <= plan.units[u].i0 + 1) continue;
-            items[n_items++] = make_uint4(plan.units[u].i0, plan.units[u].i1, j0, j1);
+            for (uint32_t c0 = j0; c0 < j1; c0 += FEATURE_ITEM_COLS) {
+                uint32_t c1 = j1 - c0 > FEATURE_ITEM_COLS ? c0 + FEATURE_ITEM_COLS : j1;
+                items[n_items++] = make_uint4(plan.units[u].i0, plan.units[u].i1, c0, c1);
+            }
         }
     PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     if ((st = upload_grid(ctx, &ga, &d.pa, &d.a64, &d.wa)) != PK_OK) goto done;
@@ -325,12 +335,15 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
         /* launches of at most 2^16 items (2^31 pairs of 256-row units at most
          * 2^15 columns wide would take well under a second), with progress
          * and cancellation between them */
-        /* the u32 shared counts of a block take at most 2^32 pairs: a
-         * launch's items hold at most 65536 x 256 rows x the widest range */
+        /* the u32 shared counts of a block take fewer than 2^32 pairs: a
+         * block takes ceil(per_launch / blocks) items of at most 256 rows x
+         * the widest range (FEATURE_ITEM_COLS at most: 2^31 pairs) */
         size_t per_launch = 65536, widest = 1;
         for (size_t q = 0; q < n_items; q++)
             if (items[q].w - items[q].z > widest) widest = items[q].w - items[q].z;
-        while (per_launch > 1 && (double)per_launch * 256.0 * (double)widest / (double)n_blocks > 2e9) per_launch /= 2;
+        while (per_launch > 1 &&
+               (double)((per_launch + n_blocks - 1) / n_blocks) * 256.0 * (double)widest > 2147483648.0)
+            per_launch /= 2;
         double scale = progress && plan.pairs_visited ? progress->total / (double)n_items : 0;
         for (size_t first = 0; first < n_items; first += per_launch) {
             size_t count = n_items - first < per_launch ? n_items - first : per_launch;

@@ -216,13 +216,13 @@ __global__ void chunk_count_kernel(const uint32_t *owned_start, const uint32_t *
     uint32_t *starts = smem, *hist = smem + n_chunks + 1;
     for (uint32_t c = threadIdx.x; c <= n_chunks; c += blockDim.x) starts[c] = chunk_start[c];
     for (uint32_t o = blockIdx.y; o < n_owned; o += gridDim.y) {
-        uint32_t rows = owned_rows[o], tile0 = blockIdx.x * COUNT_TILE;
+        uint64_t rows = owned_rows[o], tile0 = (uint64_t)blockIdx.x * COUNT_TILE;
         if (tile0 >= rows) continue; /* uniform over the block */
         for (uint32_t c = threadIdx.x; c < n_chunks; c += blockDim.x) hist[c] = 0;
         __syncthreads();
-        uint32_t tile1 = tile0 + COUNT_TILE < rows ? tile0 + COUNT_TILE : rows;
+        uint64_t tile1 = tile0 + COUNT_TILE < rows ? tile0 + COUNT_TILE : rows;
         const uint32_t *v = sorted + owned_start[o];
-        for (uint32_t j = tile0 + threadIdx.x; j < tile1; j += blockDim.x)
+        for (uint64_t j = tile0 + threadIdx.x; j < tile1; j += blockDim.x)
             atomicAdd(&hist[chunk_of(starts, n_chunks, v[j])], 1u);
         __syncthreads();
         for (uint32_t c = threadIdx.x; c < n_chunks; c += blockDim.x)
@@ -260,21 +260,24 @@ __device__ uint32_t piece_lower_bound(const uint32_t *key, const uint32_t *rel, 
 __global__ void range_bounds_kernel(const uint32_t *piece_start, uint32_t n_pieces, const uint32_t *seg_start,
                                     const uint32_t *seg_rows, uint32_t n_seg, const uint32_t *key, const uint32_t *rel,
                                     const uint32_t *offset, uint32_t *bounds) {
-    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_pieces * n_seg) return;
-    uint32_t p = t / n_seg, q = t % n_seg;
+    /* 64-bit: pieces x segments passes 2^32 for small instances of large traces */
+    uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (uint64_t)n_pieces * n_seg) return;
+    uint32_t p = (uint32_t)(t / n_seg), q = (uint32_t)(t % n_seg);
     uint32_t b = piece_start[p], len = piece_start[p + 1] - b;
     bounds[2 * t] = b + piece_lower_bound(key + b, rel + b, offset, len, seg_start[q]);
     bounds[2 * t + 1] = b + piece_lower_bound(key + b, rel + b, offset, len, seg_start[q] + seg_rows[q]);
 }
 
 /* Only the rows of owned instances are written. */
-__global__ void range_scatter_kernel(const uint32_t *bounds, uint32_t n_pairs, const uint32_t *__restrict__ key,
+__global__ void range_scatter_kernel(const uint32_t *bounds, uint64_t n_pairs, const uint32_t *__restrict__ key,
                                      const uint32_t *__restrict__ rel, const uint32_t *__restrict__ val,
                                      const uint32_t *__restrict__ offset, uint32_t *__restrict__ sorted) {
-    for (uint32_t pair = blockIdx.y; pair < n_pairs; pair += gridDim.y) {
-        uint32_t i0 = bounds[2 * pair], i1 = bounds[2 * pair + 1];
-        for (uint32_t i = i0 + blockIdx.x * blockDim.x + threadIdx.x; i < i1; i += gridDim.x * blockDim.x)
+    /* 64-bit indices: a range ending near 2^32 entries must not wrap */
+    for (uint64_t pair = blockIdx.y; pair < n_pairs; pair += gridDim.y) {
+        uint64_t i0 = bounds[2 * pair], i1 = bounds[2 * pair + 1];
+        for (uint64_t i = i0 + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < i1;
+             i += (uint64_t)gridDim.x * blockDim.x)
             sorted[offset[key[i]] + rel[i]] = val[i];
     }
 }
@@ -332,8 +335,9 @@ __global__ void plan_warp_kernel(const uint32_t *start, const uint32_t *end, con
                                  uint32_t n_inst, dev_layout L, const uint32_t *offset, const uint32_t *piece_start,
                                  uint32_t n_pieces, const uint32_t *key, const uint32_t *rel, const uint32_t *val,
                                  const uint32_t *chunk_start, uint32_t n_chunks, dev_plan *plan) {
-    uint32_t g = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-    if (g >= n_inst) return; /* whole warps */
+    uint64_t gw = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    if (gw >= n_inst) return; /* whole warps */
+    uint32_t g = (uint32_t)gw;
     uint32_t s = start[g], e = end[g];
     uint32_t fc = plan[g].first_compact, lc = address_at(offset, L.n_compact, e - 1);
     uint32_t skip_total = s - offset[fc];
@@ -566,6 +570,7 @@ static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst,
                                 uint64_t n_runs) {
     pk_status st = PK_OK;
     if (n_inst > s->cap_instances || !s->d_start) {
+        s->cap_instances = 0; /* until every table below is in place (a failure leaves none trusted) */
         if (s->d_start) cudaFree(s->d_start), s->d_start = NULL;
         if (s->d_plan) cudaFree(s->d_plan), s->d_plan = NULL;
         if (s->h_plan) cudaFreeHost(s->h_plan), s->h_plan = NULL;
@@ -806,14 +811,14 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
 
     /* 4. the owned rows only: per (piece, segment) the index range that
      * lands there, then the scatter */
-    uint32_t n_pairs = n_pieces * n_seg;
+    uint64_t n_pairs = (uint64_t)n_pieces * n_seg;
     if (n_pairs) {
-        range_bounds_kernel<<<(n_pairs + 127) / 128, 128, 0, s->s_comp>>>(
+        range_bounds_kernel<<<(unsigned)((n_pairs + 127) / 128), 128, 0, s->s_comp>>>(
             s->d_pieces, n_pieces, d_seg_start, d_seg_rows, n_seg, s->d_key, s->d_rel, s->d_offset, s->d_bounds);
         PK_CUDA(ctx, cudaGetLastError());
         uint32_t per_pair = (uint32_t)(n_values / n_pairs / (THREADS * 64)) + 1; /* ~64 rows a thread */
         if (per_pair > 1024) per_pair = 1024;
-        dim3 grid(per_pair, n_pairs < 65535 ? n_pairs : 65535);
+        dim3 grid(per_pair, n_pairs < 65535 ? (unsigned)n_pairs : 65535u);
         range_scatter_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_bounds, n_pairs, s->d_key, s->d_rel, s->d_val,
                                                               s->d_offset, s->d_sorted);
         PK_CUDA(ctx, cudaGetLastError());
@@ -841,7 +846,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
 
     if (n_owned) {
         PK_CUDA(ctx, cudaMemsetAsync(s->d_counts, 0, (size_t)n_owned * n_chunks * 4, s->s_comp));
-        dim3 grid((max_rows + COUNT_TILE - 1) / COUNT_TILE, n_owned < 65535 ? n_owned : 65535);
+        dim3 grid((unsigned)(((uint64_t)max_rows + COUNT_TILE - 1) / COUNT_TILE), n_owned < 65535 ? n_owned : 65535);
         size_t smem = (2 * (size_t)n_chunks + 1) * 4;
         chunk_count_kernel<<<grid, THREADS, smem, s->s_comp>>>(d_owned_start, d_owned_rows, n_owned, s->d_sorted,
                                                                d_chunk_start, n_chunks, s->d_counts);
@@ -908,6 +913,6 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     result->stats.device_bytes = s->device_bytes;
     result->stats.pcie_bytes =
         4 * n + 4 * n_values + 8 * n_runs + 4ull * n_owned * n_chunks + (uint64_t)n_inst * sizeof(dev_plan) * 2;
-    pk_progress_add(progress, (double)n, 1);
+    if (pk_progress_add(progress, (double)n, 1)) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     return PK_OK;
 }
