@@ -33,7 +33,8 @@ extern "C" {
 #include "cuda_exact.cuh"
 
 #define FEATURE_THREADS 256
-#define FEATURE_ITEM_COLS (1u << 23) /* 256 rows x 2^23 columns: 2^31 pairs at most an item */
+#define FEATURE_ITEM_COLS \
+    (1u << 16) /* 256 rows x 2^16 columns: 2^24 pairs at most an item, and items enough for every SM */
 
 struct FeatureArgs {
     const float4 *pa, *pb;   /* float unit vectors, sorted */
@@ -252,7 +253,7 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
     /* an item: a unit's rows (at most 256) against a column range of at
-     * most FEATURE_ITEM_COLS, so that it holds at most 2^31 pairs */
+     * most FEATURE_ITEM_COLS, so that it holds at most 2^24 pairs */
     for (size_t u = 0; u < plan.n_units; u++)
         for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
             uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
@@ -337,7 +338,7 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
          * and cancellation between them */
         /* the u32 shared counts of a block take fewer than 2^32 pairs: a
          * block takes ceil(per_launch / blocks) items of at most 256 rows x
-         * the widest range (FEATURE_ITEM_COLS at most: 2^31 pairs) */
+         * the widest range (FEATURE_ITEM_COLS at most: 2^24 pairs) */
         size_t per_launch = 65536, widest = 1;
         for (size_t q = 0; q < n_items; q++)
             if (items[q].w - items[q].z > widest) widest = items[q].w - items[q].z;
