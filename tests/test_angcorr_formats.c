@@ -15,6 +15,24 @@ static void check_error(pk_status st, const pk_context *ctx, const char *want, c
 }
 
 /* A FITS binary table with double columns; names[c], cols[c][n]. */
+/* The bytes of a file (malloc'ed; *len 0 and NULL when unreadable). */
+static char *slurp_file(const char *path, size_t *len) {
+    *len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    size_t n = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *bytes = malloc(n ? n : 1);
+    if (bytes && fread(bytes, 1, n, fp) == n) *len = n;
+    fclose(fp);
+    if (!*len) {
+        free(bytes);
+        return NULL;
+    }
+    return bytes;
+}
+
 /* bytes written gzip-compressed to path */
 static void gz_write(const char *path, const void *bytes, size_t len) {
     gzFile gz = gzopen(path, "wb");
@@ -138,17 +156,9 @@ int main(void) {
         /* TTYPE2 given an unquoted value of 70 characters: cfitsio 4.2 would
          * overflow its column name; refused by the header check first */
         {
-            char *bytes = NULL;
             size_t len = 0;
-            FILE *fp = fopen(cli_path("cat.fits"), "rb");
-            if (fp) {
-                fseek(fp, 0, SEEK_END);
-                len = (size_t)ftell(fp);
-                fseek(fp, 0, SEEK_SET);
-                bytes = malloc(len);
-                if (bytes && fread(bytes, 1, len, fp) != len) len = 0;
-                fclose(fp);
-            }
+            char *bytes = slurp_file(cli_path("cat.fits"), &len);
+            FILE *fp = NULL;
             int edited = 0;
             for (size_t at = 0; bytes && at + 80 <= len && !edited; at += 80)
                 if (strncmp(bytes + at, "TTYPE2  = ", 10) == 0) memset(bytes + at + 10, '[', 70), edited = 1;
@@ -181,17 +191,9 @@ int main(void) {
         /* gzip-compressed FITS: read from memory, as the plain file; cut
          * or not FITS inside: errors naming the file */
         {
-            char *bytes = NULL;
             size_t len = 0;
-            FILE *fp = fopen(cli_path("cat.fits"), "rb");
-            if (fp) {
-                fseek(fp, 0, SEEK_END);
-                len = (size_t)ftell(fp);
-                fseek(fp, 0, SEEK_SET);
-                bytes = malloc(len);
-                if (bytes && fread(bytes, 1, len, fp) != len) len = 0;
-                fclose(fp);
-            }
+            char *bytes = slurp_file(cli_path("cat.fits"), &len);
+            FILE *fp = NULL;
             CHECK(bytes && len > 0, "reading cat.fits");
             if (bytes && len > 0) {
                 gz_write(cli_path("cat.fits.gz"), bytes, len);

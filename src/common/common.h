@@ -64,6 +64,10 @@ pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
 int pk_rename_all(int n, char *const *from, char *const *to);
 void pk_atomic_abort(pk_atomic_file *f);
 
+/* path opened for reading ("rb"); an error naming it when it cannot be
+ * opened or is a directory. */
+pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out);
+
 /* Read a whole file into memory with a terminating NUL (not counted in
  * *size). Errors name the file. */
 pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size);

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <zlib.h>
 
 #include "common.h"
@@ -207,17 +206,12 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     *f = NULL;
     *mem = NULL;
     *size = -1;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fclose(fp);
-        return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
-    }
+    FILE *fp;
+    pk_status st = pk_open_read(ctx, path, &fp);
+    if (st) return st;
     unsigned char magic[2] = {0, 0};
     size_t got = fread(magic, 1, 2, fp);
     int gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    pk_status st = PK_OK;
     int status = 0;
     if (!gzip) {
         fits_bytes b = {fp, NULL, 0};

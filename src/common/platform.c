@@ -59,9 +59,8 @@ void pk_aligned_free(void *p) {
     free(p);
 }
 
-pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size) {
-    *data = NULL;
-    *size = 0;
+pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out) {
+    *out = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
@@ -69,6 +68,16 @@ pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *s
         fclose(fp);
         return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
     }
+    *out = fp;
+    return PK_OK;
+}
+
+pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *fp;
+    pk_status st = pk_open_read(ctx, path, &fp);
+    if (st) return st;
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {

@@ -2,11 +2,9 @@
  * checks, the image allocation (sized against the machine first), the run,
  * the comparison with the reference, and the benchmark generator.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dftimage_internal.h"
@@ -405,13 +403,9 @@ pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out) {
 pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fclose(fp);
-        return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
-    }
+    FILE *fp;
+    pk_status st = pk_open_read(ctx, path, &fp);
+    if (st) return st;
     unsigned char head[8] = {0};
     size_t got = fread(head, 1, sizeof head, fp);
     fclose(fp);
