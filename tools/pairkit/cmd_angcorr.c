@@ -179,7 +179,7 @@ int cmd_angcorr(int argc, char **argv) {
     if (n_paths != 2) return cli_usage_error(cmd, "expected two catalogs: DATA RANDOM");
 
     /* Under mpirun every rank counts its part of the pairs (on GPU rank
-     * modulo the devices when CUDA runs), the counts are summed exactly on
+     * modulo the devices, within each node, when CUDA runs), the counts are summed exactly on
      * rank 0, which alone writes the outputs. */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
     ctx.cuda_device = cli_mpi_cuda_device();

@@ -6,15 +6,11 @@
 #include "mpi.h"
 #include "pairkit/pairkit.h"
 
-int cli_mpi_cuda_device(void) {
-    int devices = pk_cuda_device_count();
-    return cli_mpi_size() > 1 && devices > 0 ? cli_mpi_rank() % devices : 0;
-}
-
 #ifdef PK_HAVE_MPI
 #include <mpi.h>
 
 static int active = 0, rank = 0, size = 1;
+static int node_rank = 0;       /* rank among the ranks sharing this node */
 static double comm_seconds = 0; /* time inside the collectives below */
 
 double cli_mpi_comm_seconds(void) {
@@ -30,7 +26,21 @@ void cli_mpi_init(int *argc, char ***argv) {
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* the ranks of one node, for the choice of its GPUs: with ranks placed
+     * round-robin over nodes, the global rank would put two on one GPU */
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &node_rank);
+        MPI_Comm_free(&node);
+    } else {
+        node_rank = rank;
+    }
     active = 1;
+}
+
+int cli_mpi_cuda_device(void) {
+    int devices = pk_cuda_device_count();
+    return active && size > 1 && devices > 0 ? node_rank % devices : 0;
 }
 
 void cli_mpi_finalize(void) {
@@ -102,6 +112,9 @@ void cli_mpi_barrier(void) {
 void cli_mpi_init(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
+}
+int cli_mpi_cuda_device(void) {
+    return 0;
 }
 void cli_mpi_finalize(void) {}
 double cli_mpi_comm_seconds(void) {

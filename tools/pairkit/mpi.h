@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 void cli_mpi_init(int *argc, char ***argv);
-/* The CUDA device of this rank: rank modulo the visible devices (0 when
- * there is one rank or no device). */
+/* The CUDA device of this rank: its rank among the ranks of its node,
+ * modulo the node's visible devices (0 when there is one rank or no
+ * device). */
 int cli_mpi_cuda_device(void);
 void cli_mpi_finalize(void);
 int cli_mpi_rank(void);
