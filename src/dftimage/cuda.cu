@@ -428,8 +428,11 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     const pk_vis *vis = job->vis;
     int n = (int)job->n;
     size_t n_vis = vis->n, n_pix = job->n * job->n;
-    if (n_vis > (size_t)INT32_MAX || job->n > 46340)
-        return pk_fail(ctx, PK_ERR_INVALID, "the CUDA backend takes at most 2^31 visibilities and 46340 pixels a side");
+    /* 2^30: a slice's end (its start plus up to n_vis) stays within int */
+    if (n_vis > ((size_t)1 << 30) || job->n > 46340)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "the CUDA backend takes at most 2^30 visibilities a run (more: split them over mpirun "
+                       "ranks) and 46340 pixels a side");
     pk_status st = PK_OK;
     device_buffers d;
     memset(&d, 0, sizeof d);
