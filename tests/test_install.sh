@@ -23,6 +23,15 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
 check "[ \"\$(pkg-config --variable=includedir pairkit)\" -ef '$prefix/include' ]" \
   "pairkit.pc's includedir is not the prefix's: $(pkg-config --variable=includedir pairkit)"
 
+# libpairkit.so exports the functions the public headers declare, and only those
+if command -v nm > /dev/null; then
+  cat "$prefix"/include/pairkit/*.h | tr '\n' ' ' | grep -oE '[a-z_0-9*]+ \**pk_[a-z_0-9]+\(' |
+    grep -oE 'pk_[a-z_0-9]+\(' | tr -d '(' | sort -u > "$dir/declared.txt"
+  nm -D --defined-only "$libdir/libpairkit.so" | awk '$2 == "T" {print $3}' | sort -u > "$dir/exported.txt"
+  check "[ -s '$dir/declared.txt' ] && cmp -s '$dir/declared.txt' '$dir/exported.txt'" \
+    "exported symbols differ from the headers' functions: $(comm -3 "$dir/declared.txt" "$dir/exported.txt" | head -5 | tr '\n' ' ')"
+fi
+
 # the example, as the README shows it
 awk '/^## Library use/ {s = 1} s && /^```c/ {c = 1; next} c && /^```/ {exit} c' "$root/README.md" > "$dir/wtheta.c"
 check "grep -q 'int main' '$dir/wtheta.c'" "no example found in README.md"

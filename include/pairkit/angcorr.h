@@ -15,6 +15,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default) /* the public API: what libpairkit.so exports */
+#endif
 
 /* ---- catalogs ---------------------------------------------------------- */
 
@@ -314,6 +317,10 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
  * centres in degrees, then one row per bin. Atomic. */
 pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
                                       const pk_bins *bins);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

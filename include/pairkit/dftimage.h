@@ -24,6 +24,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default) /* the public API: what libpairkit.so exports */
+#endif
 
 /* ---- visibilities ------------------------------------------------------ */
 
@@ -176,6 +179,10 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
 
 /* Pixel value at FITS column i, row j (0-based) of the written image. */
 double pk_image_fits_value(const pk_image *image, size_t i, size_t j);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

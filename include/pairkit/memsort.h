@@ -28,6 +28,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default) /* the public API: what libpairkit.so exports */
+#endif
 
 /* ---- regions -------------------------------------------------------------- */
 
@@ -256,6 +259,10 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *expected,
  * older pair in OUT_DIR is left as it was. */
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *result);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default) /* the public API: what libpairkit.so exports */
+#endif
 
 #define PK_VERSION_STRING "0.1.0"
 
@@ -74,6 +77,10 @@ int pk_cuda_device_count(void);
 /* Resolve PK_BACKEND_AUTO to CPU or CUDA; an explicit PK_BACKEND_CUDA with
  * no device gives PK_ERR_UNSUPPORTED with a message. */
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
