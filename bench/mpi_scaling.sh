@@ -5,10 +5,12 @@
 # MPI collectives (reductions plus waiting for the slowest rank).
 #   PK=path/to/pairkit KS="1 2 4 8 16" bash bench/mpi_scaling.sh
 set -u
-PK=$(realpath "${PK:-build/pairkit}")
+root=$(cd "$(dirname "$0")/.." && pwd)
+PK=$(realpath -m "${PK:-$root/build/pairkit}") # PK given: relative to the caller's folder
+[ -x "$PK" ] || { echo "mpi_scaling.sh: no pairkit at $PK (set PK=path/to/pairkit)"; exit 2; }
 KS=${KS:-1 2}
 OUT=$(realpath -m "${OUT:-/tmp/pairkit-mpi-scaling-out}")
-cd "$(dirname "$0")/.." # the bundled catalogs are read from the repository's root
+cd "$root" # the bundled catalogs are read from the repository's root
 WORK=${WORK:-/tmp/pairkit-mpi-scaling}
 N_CAT=${N_CAT:-40000}     # objects per catalog (angcorr)
 N_VIS=${N_VIS:-16384}     # visibilities (dftimage, 512 x 512 pixels)
@@ -46,7 +48,7 @@ for k in $KS; do
     run angcorr "$k" "$PK" angcorr "$WORK/d.txt" "$WORK/r.txt" -o "$WORK/omega-$k.out" --png none --backend cpu --threads 1
 done
 for k in $KS; do
-    run dftimage "$k" "$PK" dftimage "$WORK/vis.npz" --size 512 -o "$WORK/img-$k.fits" --backend cpu --threads 1
+    run dftimage "$k" "$PK" dftimage "$WORK/vis.npz" --size 512 -o "$WORK/img-$k.fits" --png none --backend cpu --threads 1
 done
 for k in $KS; do
     run memsort "$k" "$PK" memsort "$WORK/trace" -o "$WORK/mem-$k" --backend cpu --threads 1

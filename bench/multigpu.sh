@@ -39,8 +39,8 @@ angcorr() { # name data random g
 dft() { # g [--check]
     local g=$1 t0 t1
     t0=$(now)
-    if [ "$g" = 1 ]; then "$PK" dftimage "$WORK/vis4m.npz" --size 2048 --backend cuda -o "$WORK/img-g1.fits" ${2:-} >"$WORK/dft-g1.log" 2>&1
-    else "${MPIRUN[@]}" -np "$g" "$PK" dftimage "$WORK/vis4m.npz" --size 2048 --backend cuda -o "$WORK/img-g$g.fits" ${2:-} >"$WORK/dft-g$g.log" 2>&1; fi
+    if [ "$g" = 1 ]; then "$PK" dftimage "$WORK/vis4m.npz" --size 2048 --backend cuda -o "$WORK/img-g1.fits" --png none ${2:-} >"$WORK/dft-g1.log" 2>&1
+    else "${MPIRUN[@]}" -np "$g" "$PK" dftimage "$WORK/vis4m.npz" --size 2048 --backend cuda -o "$WORK/img-g$g.fits" --png none ${2:-} >"$WORK/dft-g$g.log" 2>&1; fi
     local rc=$?
     t1=$(now)
     local dev err

@@ -228,6 +228,11 @@ int main(void) {
                 same_catalog(&cp, &cz, "FITS named cat[1].fits");
                 free(wz);
                 pk_catalog_free(&cz);
+                gz_write(cli_path("cat[2].fits.gz"), bytes, len); /* [2]: an HDU that does not exist */
+                CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat[2].fits.gz"), &spw, &cz, &wz), &ctx);
+                same_catalog(&cp, &cz, "gzip FITS named cat[2].fits.gz");
+                free(wz);
+                pk_catalog_free(&cz);
                 pk_catalog_free(&cp);
                 gz_write(cli_path("text.fits.gz"), "not a table\n", 12);
                 check_error(pk_catalog_read_spec(&ctx, cli_path("text.fits.gz"), &sp, &cz, NULL), &ctx,

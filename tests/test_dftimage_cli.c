@@ -197,6 +197,9 @@ static void test_bad(void) {
     snprintf(cmd, sizeof cmd, "'%s/data/vis/mojave.uvfits' -o vlba64.fits --size 16 --precision double -q", root);
     CHECK(run(cmd) == 0, "mojave at coarse cells in float64");
 
+    /* the image named like its default PNG: refused, nothing replaced */
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.png --size 16", root);
+    expect_failure(cmd, "named for two outputs", "image and PNG under one name");
     /* options that contradict each other or the file: refused, not ignored */
     snprintf(cmd, sizeof cmd,
              "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --kernel cpu-f64 --precision single", root);

@@ -135,6 +135,10 @@ int main(void) {
     write_file(d, "mem_addr_00001.bin", good, 32);
     write_file(d, "mem_addr_0001_old.bin", good, 32); /* not digits: some other file, ignored */
     expect_error("five digits", d, &def, "mem_addr_00001.bin", "four digits");
+    d = fresh_dir("elevendigits");
+    write_chunk(d, 0, good, 8);
+    write_file(d, "mem_addr_12345678901.bin", good, 32);
+    expect_error("eleven digits", d, &def, "mem_addr_12345678901.bin", "four digits");
 
     /* no chunk files at all */
     d = fresh_dir("nochunks");

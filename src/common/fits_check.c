@@ -249,7 +249,9 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     }
     m->bytes = buf;
     m->size = n;
-    if (fits_open_memfile(f, path, READONLY, &m->bytes, &m->size, 0, NULL, &status)) {
+    /* a fixed name: cfitsio reads brackets in the name it is given as an
+     * extension or a filter (pairkit's messages name the path) */
+    if (fits_open_memfile(f, "pairkit-gunzipped.fits", READONLY, &m->bytes, &m->size, 0, NULL, &status)) {
         char text[FLEN_STATUS];
         fits_get_errstatus(status, text);
         pk_fits_close(*f, m);

@@ -165,8 +165,8 @@ static int scan_dir(const char *dir, long *max_index, long *count, char *odd, si
         long idx = 0;
         size_t k;
         for (k = lp; k < len - ls; k++) {
-            if (name[k] < '0' || name[k] > '9' || idx > 100000000) break;
-            idx = idx * 10 + (name[k] - '0');
+            if (name[k] < '0' || name[k] > '9') break;
+            if (k - lp < 4) idx = idx * 10 + (name[k] - '0');
         }
         if (k != len - ls) continue; /* not digits: some other file */
         if (k - lp != 4) {

@@ -1,8 +1,10 @@
 /* cli.c - error printing, the progress line, Ctrl-C and option parsing for
  * the pairkit command. */
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -123,7 +125,7 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *o
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || *end != '\0' || errno == ERANGE || text[0] == '-') {
+    if (end == text || *end != '\0' || errno == ERANGE || !isdigit((unsigned char)text[0])) {
         if (errno == ERANGE && text[0] != '-' && end != text && *end == '\0')
             cli_usage_error(cmd, "%s: %s is too large (at most %zu)", opt, text, (size_t)SIZE_MAX);
         else cli_usage_error(cmd, "%s expects a whole number, got '%s'", opt, text);
@@ -140,7 +142,7 @@ int cli_parse_count(const char *cmd, const char *opt, const char *text, uint64_t
     int ok = text[0] >= '0' && text[0] <= '9';
     if (ok && strncmp(text, "2^", 2) == 0) {
         v = strtoull(text + 2, &end, 10);
-        ok = end != text + 2 && *end == '\0' && errno != ERANGE && text[2] != '-' && v <= 63;
+        ok = isdigit((unsigned char)text[2]) && *end == '\0' && errno != ERANGE && v <= 63;
         v = ok ? 1ull << v : 0;
     } else if (ok) {
         v = strtoull(text, &end, 10);
@@ -197,6 +199,19 @@ static void track(cli_outputs *o, int on) {
         }
 }
 
+/* Whether two names, existing or not, name one file: the same folder (by
+ * its real path) and the same last component. */
+static int same_file_name(const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return 1;
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    const char *base_a = sa ? sa + 1 : a, *base_b = sb ? sb + 1 : b;
+    if (strcmp(base_a, base_b) != 0) return 0;
+    char dir_a[4096], dir_b[4096], real_a[PATH_MAX], real_b[PATH_MAX];
+    snprintf(dir_a, sizeof dir_a, "%.*s", sa ? (int)(sa - a) + (sa == a) : 1, sa ? a : ".");
+    snprintf(dir_b, sizeof dir_b, "%.*s", sb ? (int)(sb - b) + (sb == b) : 1, sb ? b : ".");
+    return realpath(dir_a, real_a) && realpath(dir_b, real_b) && strcmp(real_a, real_b) == 0;
+}
+
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     if (!final_path) {
         fprintf(stderr, "pairkit %s: out of memory for an output's name\n", cmd);
@@ -210,6 +225,18 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     if (o->n == CLI_MAX_OUTPUTS) {
         fprintf(stderr, "pairkit %s: %s: too many output files\n", cmd, final_path);
         return NULL;
+    }
+    /* two outputs under one name (`-o x.png` and the default PNG x.png):
+     * the second would replace the first */
+    for (int k = 0; k < o->n; k++) {
+        if (same_file_name(o->final_path[k], final_path)) {
+            if (strcmp(o->final_path[k], final_path) == 0)
+                fprintf(stderr, "pairkit %s: %s: named for two outputs; give them different names\n", cmd, final_path);
+            else
+                fprintf(stderr, "pairkit %s: %s: named for two outputs (as %s too); give them different names\n", cmd,
+                        final_path, o->final_path[k]);
+            return NULL;
+        }
     }
     size_t len = strlen(final_path) + 40;
     char *staged = malloc(len), *fin = strdup(final_path);
