@@ -199,17 +199,25 @@ static void track(cli_outputs *o, int on) {
         }
 }
 
-/* Whether two names, existing or not, name one file: the same folder (by
- * its real path) and the same last component. */
+/* The real path of the folder a name lies in (the name need not exist);
+ * 0 when that folder cannot be resolved. */
+static int real_folder(const char *name, char *out) {
+    char dir[4096];
+    const char *slash = strrchr(name, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == name) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - name), name);
+    return realpath(dir, out) != NULL;
+}
+
+/* Whether two names, existing or not, name one file: the same last
+ * component in the same folder. */
 static int same_file_name(const char *a, const char *b) {
     if (strcmp(a, b) == 0) return 1;
     const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-    const char *base_a = sa ? sa + 1 : a, *base_b = sb ? sb + 1 : b;
-    if (strcmp(base_a, base_b) != 0) return 0;
-    char dir_a[4096], dir_b[4096], real_a[PATH_MAX], real_b[PATH_MAX];
-    snprintf(dir_a, sizeof dir_a, "%.*s", sa ? (int)(sa - a) + (sa == a) : 1, sa ? a : ".");
-    snprintf(dir_b, sizeof dir_b, "%.*s", sb ? (int)(sb - b) + (sb == b) : 1, sb ? b : ".");
-    return realpath(dir_a, real_a) && realpath(dir_b, real_b) && strcmp(real_a, real_b) == 0;
+    if (strcmp(sa ? sa + 1 : a, sb ? sb + 1 : b) != 0) return 0;
+    char real_a[PATH_MAX], real_b[PATH_MAX];
+    return real_folder(a, real_a) && real_folder(b, real_b) && strcmp(real_a, real_b) == 0;
 }
 
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
