@@ -62,5 +62,18 @@ check "[ \"$want\" = \"$got\" ]" "first bin: command '$want', example '$got'"
 "$dir/wtheta_shared" "$dir/none.txt" "$dir/flat.txt" > "$dir/err.out" 2>&1
 check "[ $? -eq 1 ] && grep -q 'none.txt' '$dir/err.out'" "a missing file: $(cat "$dir/err.out")"
 
+# the Python module, installed beside the library, loads that library
+pydir=$(find "$prefix" -path '*dist-packages/pairkit/__init__.py' | head -1)
+if /usr/bin/python3 -c 'import numpy' 2> /dev/null; then
+  check "[ -n '$pydir' ]" "the Python module was not installed"
+  PYTHONPATH=$(dirname "$(dirname "$pydir")") PYTHONDONTWRITEBYTECODE=1 PAIRKIT_LIB= /usr/bin/python3 -c '
+import sys, numpy as np, pairkit
+ra, dec = np.loadtxt(sys.argv[1], skiprows=1, unpack=True) / 60
+res = pairkit.DDtheta_mocks(0, 1, np.array([0.0, 1.0, 180.0]), ra, dec, RA2=ra[:1], DEC2=dec[:1])
+print(pairkit.library_path(), res["npairs"].sum())' "$dir/data.txt" > "$dir/python.out" 2>&1
+  check "[ $? -eq 0 ] && [ \"\$(dirname \"\$(cut -d' ' -f1 '$dir/python.out')\")\" -ef '$libdir' ] && grep -q ' 300$' '$dir/python.out'" \
+    "the installed Python module: $(cat "$dir/python.out")"
+fi
+
 echo "test_install: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

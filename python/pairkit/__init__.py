@@ -11,8 +11,9 @@ the bin the float64 reference gives it, on the CPU and on a CUDA GPU.
     w["omega"], w["omega_err"], w["cov"]
 
 Angles are in degrees unless `units` says otherwise. The library is looked
-up in $PAIRKIT_LIB, then in the build/ folder of a source checkout, then by
-the system's library search.
+up in $PAIRKIT_LIB, then in the build/ folder of a source checkout (or,
+for a module put in place by `cmake --install`, where that install put the
+library), then by the system's library search.
 """
 import ctypes
 import ctypes.util
@@ -100,6 +101,14 @@ def library_path():
     cand = os.path.join(root, "build", "libpairkit.so")
     if os.path.exists(cand):
         return cand
+    try:
+        from . import _installed  # written by cmake --install only
+    except ImportError:
+        _installed = None
+    if _installed is not None:
+        cand = os.path.normpath(os.path.join(here, _installed.LIBDIR, "libpairkit.so"))
+        if os.path.exists(cand):
+            return cand
     found = ctypes.util.find_library("pairkit")
     if found:
         return found
