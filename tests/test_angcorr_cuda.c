@@ -287,6 +287,28 @@ int main(int argc, char **argv) {
     }
     check_cancel(&rng, &def);
 
+    /* Many launches: each launch takes a range of items (row tile, column
+     * tile) and decodes them from their index, so launches of two items
+     * or of a few (cutting row tiles anywhere) must count the same. */
+#ifdef PK_HAVE_CUDA
+    {
+        const uint64_t saved = pk_angcorr_cuda_chunk_pairs, chunk[2] = {1, 1000003};
+        pk_catalog a = test_catalog(&rng, 3001, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        pk_catalog b = test_catalog(&rng, 2049, 0, M_PI / 2, 0, M_PI / 2);
+        for (int c = 0; c < 2; c++) {
+            pk_angcorr_cuda_chunk_pairs = chunk[c];
+            char what[96];
+            snprintf(what, sizeof what, "launches of %llu pairs, auto", (unsigned long long)chunk[c]);
+            test_against_ref(what, &a, NULL, &def, ids, n_ids);
+            snprintf(what, sizeof what, "launches of %llu pairs, cross", (unsigned long long)chunk[c]);
+            test_against_ref(what, &b, &a, &logb, ids, n_ids);
+        }
+        pk_angcorr_cuda_chunk_pairs = saved;
+        pk_catalog_free(&a);
+        pk_catalog_free(&b);
+    }
+#endif
+
     /* Every pair undecided: two points 1 degree apart (a bin edge of the
      * default bins), each repeated, so that a tile holds more undecided
      * pairs than a block can queue. */

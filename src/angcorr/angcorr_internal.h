@@ -230,6 +230,9 @@ int pk_angcorr_cuda_kernel_from_name(const char *name);
 pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
                                 const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
                                 pk_progress *progress);
+/* Pairs per launch of the tiled kernels (2^34, defined in cuda.cu); the
+ * tests lower it so that small counts take many launches. */
+extern uint64_t pk_angcorr_cuda_chunk_pairs;
 #endif
 
 #endif

@@ -184,7 +184,7 @@ struct TiledArgs {
     float offset;               /* chord: fma start; dot: 1 + offset */
     float theta_min, inv_width; /* approx: linear bins */
     int n_bins;
-    const int2 *items; /* (row tile, column tile) */
+    const int2 *items; /* this launch's (row tile, column tile), from items_kernel */
     int n_items;
     unsigned *counter; /* next item of this chunk */
     unsigned long long *slots, *n_fp64;
@@ -433,6 +433,32 @@ __device__ __forceinline__ void flush_hist(unsigned char *sm_hist, int n_slots, 
     }
 }
 
+/* Items item0 .. item0 + n - 1 of the row-major order as (row tile, column
+ * tile), one thread each, ahead of each launch: the list of all items
+ * would take 8 bytes an item (17 GB at ~1.2e7 x 1.2e7), and decoding in
+ * the counting kernel cost it registers (spills: 12.05 -> 12.57 ms on the
+ * bundled catalogs). A cross count's row tiles hold n_ct items each; an
+ * autocorrelation's row tile rt (rows from rt K TILE_THREADS, and
+ * TILE_THREADS = TILE_COLS) starts at column tile K rt, so it holds
+ * n_ct - K rt items and starts at item F(rt) = rt n_ct - K rt (rt - 1) / 2:
+ * rt from the quadratic's root, then made exact in integers. */
+__global__ void items_kernel(int2 *items, unsigned long long item0, int n, int n_ct, int K, int autocorr) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned long long item = item0 + (unsigned)i;
+    if (!autocorr) {
+        items[i] = make_int2((int)(item / (unsigned)n_ct), (int)(item % (unsigned)n_ct));
+        return;
+    }
+    const long long nc = n_ct, k = K;
+    const double b = (double)nc + 0.5 * (double)K;
+    long long rt = (long long)((b - sqrt(fmax(b * b - 2.0 * (double)K * (double)item, 0.0))) / (double)K);
+    auto first = [&](long long r) { return (unsigned long long)(r * nc - k * r * (r - 1) / 2); };
+    while (rt > 0 && first(rt) > item) rt--;
+    while (first(rt + 1) <= item) rt++;
+    items[i] = make_int2((int)rt, (int)(k * rt + (long long)(item - first(rt))));
+}
+
 /* BLOCKS blocks of 256 threads a multiprocessor by registers (four, or two
  * with K = 8 rows): 64 registers a thread for four, which the queue
  * kernels would exceed unasked (80). Five (48 registers) and six (40) were
@@ -583,7 +609,8 @@ static const KernelSpec *spec_of(int kernel) {
 /* Pairs per launch: 2^34 is about 11 ms of the fastest kernel on an H200
  * and well under a second on any GPU that runs it at a tenth of that; the
  * naive kernel does about a hundredth of the pairs per second. */
-#define CHUNK_PAIRS_TILED (1ull << 34)
+extern "C" uint64_t pk_angcorr_cuda_chunk_pairs = 1ull << 34;
+#define CHUNK_PAIRS_TILED pk_angcorr_cuda_chunk_pairs
 #define CHUNK_PAIRS_NAIVE (1ull << 28)
 
 /* ---- host side ------------------------------------------------------------- */
@@ -682,7 +709,7 @@ struct DeviceJob {
     float2 *lohi, *lohi_hi;
     unsigned short *cells;
     uint2 *packed;
-    int2 *items;
+    int2 *items; /* two launches' items */
     unsigned *counters;
     unsigned long long *slots, *n_fp64;
     cudaEvent_t ev_start, ev_stop, ev_chunk[2];
@@ -885,53 +912,72 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         if (st) return st;
     }
 
-    /* Items in row-major order, cut into chunks by pairs. */
+    /* Items in row-major order, cut into chunks by pairs; no list of
+     * them is kept (8 bytes an item would bound the catalogs by memory:
+     * 2^31 items at ~1.2e7 x 1.2e7): the kernel decodes an item's index. */
     size_t n_items = 0;
     for (size_t rt = 0; rt < n_rt; rt++) n_items += autocorr ? n_ct - (rt * rows) / TILE_COLS : n_ct;
-    /* A chunk closes once it holds more than CHUNK_PAIRS_TILED less one
-     * item's pairs, so few chunks: the offsets (past 2^31 items for
-     * catalogs of ~2.4e7 x 2.4e7) are size_t, the arrays sized by chunks. */
-    const double item_max = (double)rows * TILE_COLS;
-    size_t max_chunks = (size_t)((double)n_items * item_max / ((double)CHUNK_PAIRS_TILED - item_max)) + 2;
-    int2 *items = (int2 *)malloc((n_items ? n_items : 1) * sizeof(int2));
+    /* A chunk closes once it holds more than chunk_pairs less one item's
+     * pairs, so few chunks. */
+    const uint64_t item_max = (uint64_t)rows * TILE_COLS;
+    const uint64_t chunk_pairs = CHUNK_PAIRS_TILED > 2 * item_max ? CHUNK_PAIRS_TILED : 2 * item_max;
+    size_t max_chunks = (size_t)((double)n_items * (double)item_max / (double)(chunk_pairs - item_max)) + 2;
     size_t *chunk_first = (size_t *)malloc((max_chunks + 2) * sizeof(size_t));
     double *chunk_work = (double *)malloc((max_chunks + 1) * sizeof(double));
-    if (!items || !chunk_first || !chunk_work) {
-        free(items);
+    if (!chunk_first || !chunk_work) {
         free(chunk_first);
         free(chunk_work);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
     int n_chunks = 0;
-    double in_chunk = 0;
+    uint64_t in_chunk = 0;
     size_t q = 0;
     chunk_first[0] = 0;
-    for (size_t rt = 0; rt < n_rt; rt++) {
-        size_t r0 = rt * rows, r1 = r0 + rows < va->n ? r0 + rows : va->n;
-        for (size_t ct = autocorr ? r0 / TILE_COLS : 0; ct < n_ct; ct++) {
-            size_t c0 = ct * TILE_COLS, c1 = c0 + TILE_COLS < vb->n ? c0 + TILE_COLS : vb->n;
-            double pairs = (double)(r1 - r0) * (double)(c1 - c0);
-            if (autocorr && c0 < r1) { /* pairs with j > i only */
-                pairs = 0;
-                for (size_t i = r0; i < r1; i++) pairs += c1 > i + 1 ? (double)(c1 - (i + 1 > c0 ? i + 1 : c0)) : 0.0;
-            }
-            if (in_chunk > 0 && in_chunk + pairs > (double)CHUNK_PAIRS_TILED) {
-                chunk_work[n_chunks] = in_chunk;
+    /* m items of `pairs` pairs each, one chunk after another */
+    auto add_items = [&](uint64_t pairs, size_t m) {
+        while (m > 0) {
+            if (in_chunk > 0 && in_chunk + pairs > chunk_pairs) {
+                chunk_work[n_chunks] = (double)in_chunk;
                 chunk_first[++n_chunks] = q;
                 in_chunk = 0;
             }
-            items[q++] = make_int2((int)rt, (int)ct);
-            in_chunk += pairs;
+            size_t k = pairs ? (size_t)((chunk_pairs - in_chunk) / pairs) : m; /* >= 1 */
+            if (k > m) k = m;
+            q += k;
+            in_chunk += k * pairs;
+            m -= k;
+        }
+    };
+    const size_t full_cols = vb->n / TILE_COLS; /* column tiles with no padding */
+    for (size_t rt = 0; rt < n_rt; rt++) {
+        size_t r0 = rt * rows, r1 = r0 + rows < va->n ? r0 + rows : va->n;
+        size_t ct = autocorr ? r0 / TILE_COLS : 0;
+        while (ct < n_ct) {
+            size_t c0 = ct * TILE_COLS, c1 = c0 + TILE_COLS < vb->n ? c0 + TILE_COLS : vb->n;
+            if (autocorr && c0 < r1) { /* pairs with j > i only */
+                uint64_t pairs = 0;
+                for (size_t i = r0; i < r1; i++) pairs += c1 > i + 1 ? c1 - (i + 1 > c0 ? i + 1 : c0) : 0;
+                add_items(pairs, 1);
+                ct++;
+            } else if (ct < full_cols) { /* whole tiles, all alike */
+                add_items((uint64_t)(r1 - r0) * TILE_COLS, full_cols - ct);
+                ct = full_cols;
+            } else {
+                add_items((uint64_t)(r1 - r0) * (c1 - c0), 1);
+                ct++;
+            }
         }
     }
-    chunk_work[n_chunks] = in_chunk;
+    chunk_work[n_chunks] = (double)in_chunk;
     chunk_first[++n_chunks] = q;
-    st = upload(ctx, (void **)&d->items, items, n_items * sizeof(int2));
-    free(items);
-    if (st == PK_OK) {
+    size_t max_items = 1; /* of one launch */
+    for (int k = 0; k < n_chunks; k++)
+        if (chunk_first[k + 1] - chunk_first[k] > max_items) max_items = chunk_first[k + 1] - chunk_first[k];
+    {
         int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
         TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue, spec->blocks);
-        cudaError_t ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
+        cudaError_t ce = cudaMalloc((void **)&d->items, 2 * max_items * sizeof(int2)); /* at most two in flight */
+        if (ce == cudaSuccess) ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
         if (ce == cudaSuccess)
@@ -948,9 +994,13 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
             g.n_fp64 = d->n_fp64;
             st = run_chunks(ctx, d, n_chunks, chunk_work, progress, [&](int k) -> pk_status {
                 TiledArgs gk = g;
-                gk.items = d->items + chunk_first[k];
+                if (chunk_first[k + 1] == chunk_first[k]) return PK_OK;
+                int2 *items = d->items + (size_t)(k & 1) * max_items;
+                gk.items = items;
                 gk.n_items = (int)(chunk_first[k + 1] - chunk_first[k]); /* at most 2^34 pairs of tiles */
                 gk.counter = d->counters + k;
+                items_kernel<<<(unsigned)((gk.n_items + 255) / 256), 256>>>(items, chunk_first[k], gk.n_items,
+                                                                            (int)n_ct, spec->rows, autocorr);
                 int grid = n_sm * per_sm < gk.n_items ? n_sm * per_sm : gk.n_items;
                 fn<<<grid, TILE_THREADS, lay.bytes>>>(gk, lay);
                 return PK_OK;

@@ -559,15 +559,27 @@ extern "C" pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_mems
     temp = b4 > temp ? b4 : temp;
     *bytes = 20 * cn + 16 * ncw + 16 * piece + temp + 64 * 4 + 4 * (pieces + 1) +
              (instances + 1) * (9 * 4 + sizeof(dev_plan)) + 4 * (PK_MEMSORT_MAX_CHUNKS + 1) +
-             8 * pieces * (instances + 1) + 4 * instances * PK_MEMSORT_MAX_CHUNKS + 8 * cn;
+             8 * pieces * (instances / 2 + 1) + 4 * instances * PK_MEMSORT_MAX_CHUNKS + 8 * cn;
+    return PK_OK;
+}
+
+/* The scatter bounds: two words per (piece, owned segment). */
+static pk_status reserve_bounds(pk_context *ctx, cuda_state *s, uint64_t n_pairs) {
+    uint64_t n_bounds = 2 * (n_pairs ? n_pairs : 1);
+    if (n_bounds > s->cap_bounds || !s->d_bounds) {
+        s->cap_bounds = 0;
+        if (s->d_bounds) cudaFree(s->d_bounds), s->d_bounds = NULL;
+        pk_status st = device_alloc(ctx, s, (void **)&s->d_bounds, n_bounds * 4, "scatter bounds");
+        if (st) return st;
+        s->cap_bounds = n_bounds;
+    }
     return PK_OK;
 }
 
 /* Instance tables (every instance, owned ones, owned segments, chunk
  * starts: 9 arrays of n_inst + 1 words and the chunk table, in one
- * allocation), the scatter bounds, the counts and the runs. */
-static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst, uint32_t n_pieces, uint64_t n_counts,
-                                uint64_t n_runs) {
+ * allocation), the counts and the runs. */
+static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst, uint64_t n_counts, uint64_t n_runs) {
     pk_status st = PK_OK;
     if (n_inst > s->cap_instances || !s->d_start) {
         s->cap_instances = 0; /* until every table below is in place (a failure leaves none trusted) */
@@ -582,12 +594,6 @@ static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst,
         s->h_plan = (dev_plan *)pk_memsort_cuda_host_alloc(ci * sizeof(dev_plan));
         if (!s->h_table || !s->h_plan) return pk_fail(ctx, PK_ERR_NOMEM, "out of pinned host memory");
         s->cap_instances = n_inst;
-    }
-    uint64_t n_bounds = 2 * (uint64_t)n_pieces * (n_inst + 1);
-    if (n_bounds > s->cap_bounds || !s->d_bounds) {
-        if (s->d_bounds) cudaFree(s->d_bounds);
-        if ((st = device_alloc(ctx, s, (void **)&s->d_bounds, n_bounds * 4, "scatter bounds"))) return st;
-        s->cap_bounds = n_bounds;
     }
     if (n_counts > s->cap_counts || !s->d_counts) {
         if (s->d_counts) cudaFree(s->d_counts);
@@ -757,7 +763,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         L.inst_base[layout.n_regions] = g;
         L.region_start[layout.n_regions] = (uint32_t)n;
     }
-    if ((st = reserve_tables(ctx, s, n_inst, n_pieces, (uint64_t)n_owned * n_chunks, 0)) != PK_OK) return st;
+    if ((st = reserve_tables(ctx, s, n_inst, (uint64_t)n_owned * n_chunks, 0)) != PK_OK) return st;
 
     /* 3. the instance table: every instance, the owned ones, and the owned
      * segments (owned neighbours merged) */
@@ -812,6 +818,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     /* 4. the owned rows only: per (piece, segment) the index range that
      * lands there, then the scatter */
     uint64_t n_pairs = (uint64_t)n_pieces * n_seg;
+    if ((st = reserve_bounds(ctx, s, n_pairs)) != PK_OK) return st;
     if (n_pairs) {
         range_bounds_kernel<<<(unsigned)((n_pairs + 127) / 128), 128, 0, s->s_comp>>>(
             s->d_pieces, n_pieces, d_seg_start, d_seg_rows, n_seg, s->d_key, s->d_rel, s->d_offset, s->d_bounds);
@@ -864,7 +871,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         in->n_runs = s->h_plan[g].n_runs;
         n_runs += in->n_runs;
     }
-    if ((st = reserve_tables(ctx, s, n_inst, n_pieces, (uint64_t)n_owned * n_chunks, n_runs)) != PK_OK) return st;
+    if ((st = reserve_tables(ctx, s, n_inst, (uint64_t)n_owned * n_chunks, n_runs)) != PK_OK) return st;
     if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n_values, (uint64_t)n_owned * n_chunks, 1)) != PK_OK)
         return st;
     result->n_runs = n_runs;
