@@ -11,6 +11,9 @@
  * objects; all by default), DD + DR + RR by the fastest CPU kernel and by
  * every CUDA kernel; prints each kernel's misbinned counts and fails when
  * an exact kernel has any. cuda-approx-acos is reported, never required.
+ *
+ * `test_angcorr_cuda equator N KERNEL`: an N x N cross count whose every
+ * bin is known (run_equator), for sizes past any reference's reach.
  */
 #include <math.h>
 #include <stdint.h>
@@ -177,6 +180,62 @@ static int run_bundled(size_t n_sub) {
     return check_finish("test_angcorr_cuda bundled");
 }
 
+/* ---- a count of known bins, as large as wanted --------------------------------- */
+
+/* N points on the equator at RA = i delta in both catalogs: pair (i, j) lies
+ * at |i - j| delta, so every bin's count is known without a reference
+ * (N for d = 0, 2 (N - d) for each d > 0). delta keeps every such separation
+ * at least 1e-11 rad from a bin edge (float64 rounding of a separation is
+ * ~5e-14 rad there). With N = 1.2e7 and a one-row kernel (tiles of 256 x
+ * 256) the count runs past 2^31 tiles. */
+static int run_equator(size_t n, const char *kernel) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_bins bins;
+    CHECK_OK(pk_bins_default(&ctx, &bins), &ctx);
+    double delta = 0;
+    for (int t = 0; t < 1000 && !delta; t++) {
+        double d = 0.7 * M_PI / (double)n * (1 + t * 1e-6), nearest = 1;
+        for (size_t k = 1; k <= bins.n_bins && bins.edges[k] < 0.7 * M_PI + 1e-3; k++) {
+            double m = round(bins.edges[k] / d);
+            if (fabs(m * d - bins.edges[k]) < nearest) nearest = fabs(m * d - bins.edges[k]);
+        }
+        if (nearest > 1e-11) delta = d;
+    }
+    CHECK(delta > 0, "equator: no spacing keeps the separations off the edges");
+    uint64_t *want = calloc(bins.n_bins, sizeof(uint64_t)), *got = calloc(bins.n_bins, sizeof(uint64_t));
+    for (size_t d = 0; d < n; d++) {
+        int64_t k = pk_bins_index(&bins, (double)d * delta);
+        if (k >= 0) want[k] += d == 0 ? n : 2 * (n - d);
+    }
+    double *ra = malloc(n * sizeof(double)), *dec = calloc(n, sizeof(double));
+    for (size_t i = 0; i < n; i++) ra[i] = (double)i * delta;
+    pk_catalog a, b;
+    CHECK_OK(pk_catalog_from_arrays(&ctx, n, ra, dec, PK_UNITS_RAD, "a", &a), &ctx);
+    CHECK_OK(pk_catalog_from_arrays(&ctx, n, ra, dec, PK_UNITS_RAD, "b", &b), &ctx);
+    pk_angcorr_options opts = {PK_BACKEND_CUDA, pk_angcorr_kernel_from_name(kernel)};
+    CHECK(opts.kernel >= 0, "equator: no kernel named %s", kernel);
+    pk_pair_stats st;
+    if (!check_failures) CHECK_OK(pk_angcorr_count(&ctx, &opts, &a, &b, &bins, got, &st), &ctx);
+    size_t differ = 0;
+    for (size_t k = 0; k < bins.n_bins && !check_failures; k++) {
+        if (got[k] != want[k] && differ++ < 5)
+            printf("bin %zu: %llu counted, %llu known\n", k, (unsigned long long)got[k], (unsigned long long)want[k]);
+    }
+    CHECK(differ == 0, "equator: %zu bins differ from the known counts", differ);
+    if (!check_failures)
+        printf("equator %zu x %zu, %s: %.1f s, %.3g pairs/s, every bin as known\n", n, n, kernel, st.seconds,
+               (double)n * (double)n / st.seconds);
+    pk_catalog_free(&a);
+    pk_catalog_free(&b);
+    free(ra);
+    free(dec);
+    free(want);
+    free(got);
+    pk_bins_free(&bins);
+    return check_finish("test_angcorr_cuda equator");
+}
+
 /* ---- cancellation ------------------------------------------------------------ */
 
 static int stop_at_first_report(void *user, double fraction_done) {
@@ -214,6 +273,10 @@ int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "bundled") == 0) {
         if (pk_cuda_device_count() == 0) return check_skip("test_angcorr_cuda", "no CUDA device");
         return run_bundled(argc >= 3 ? (size_t)strtoull(argv[2], NULL, 10) : 0);
+    }
+    if (argc >= 4 && strcmp(argv[1], "equator") == 0) {
+        if (pk_cuda_device_count() == 0) return check_skip("test_angcorr_cuda", "no CUDA device");
+        return run_equator((size_t)strtoull(argv[2], NULL, 10), argv[3]);
     }
     pk_context ctx;
     pk_context_init(&ctx);
