@@ -920,7 +920,8 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
     /* A chunk closes once it holds more than chunk_pairs less one item's
      * pairs, so few chunks. */
     const uint64_t item_max = (uint64_t)rows * TILE_COLS;
-    const uint64_t chunk_pairs = CHUNK_PAIRS_TILED > 2 * item_max ? CHUNK_PAIRS_TILED : 2 * item_max;
+    uint64_t chunk_pairs = CHUNK_PAIRS_TILED > 2 * item_max ? CHUNK_PAIRS_TILED : 2 * item_max;
+    if (chunk_pairs > (1ull << 40)) chunk_pairs = 1ull << 40; /* a launch's items counted in int */
     size_t max_chunks = (size_t)((double)n_items * (double)item_max / (double)(chunk_pairs - item_max)) + 2;
     size_t *chunk_first = (size_t *)malloc((max_chunks + 2) * sizeof(size_t));
     double *chunk_work = (double *)malloc((max_chunks + 1) * sizeof(double));

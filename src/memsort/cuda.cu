@@ -798,6 +798,8 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     }
     for (uint32_t c = 0; c <= n_chunks; c++) h_chunk_start[c] = (uint32_t)trace->chunk_start[c];
     if ((st = pk_memsort_result_reserve(ctx, result, 0, n_values, (uint64_t)n_owned * n_chunks, 1)) != PK_OK) return st;
+    const uint64_t n_pairs = (uint64_t)n_pieces * n_seg; /* (piece, owned segment) */
+    if ((st = reserve_bounds(ctx, s, n_pairs)) != PK_OK) return st;
     uint32_t *d_start = s->d_start, *d_end = d_start + stride, *d_index = d_end + stride;
     uint32_t *d_runs_off = d_index + stride, *d_owned = d_runs_off + stride;
     uint32_t *d_owned_start = d_owned, *d_owned_rows = d_owned + stride, *d_owned_gid = d_owned + 2 * stride;
@@ -817,8 +819,6 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
 
     /* 4. the owned rows only: per (piece, segment) the index range that
      * lands there, then the scatter */
-    uint64_t n_pairs = (uint64_t)n_pieces * n_seg;
-    if ((st = reserve_bounds(ctx, s, n_pairs)) != PK_OK) return st;
     if (n_pairs) {
         range_bounds_kernel<<<(unsigned)((n_pairs + 127) / 128), 128, 0, s->s_comp>>>(
             s->d_pieces, n_pieces, d_seg_start, d_seg_rows, n_seg, s->d_key, s->d_rel, s->d_offset, s->d_bounds);
