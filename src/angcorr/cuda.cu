@@ -709,7 +709,7 @@ struct DeviceJob {
     float2 *lohi, *lohi_hi;
     unsigned short *cells;
     uint2 *packed;
-    int2 *items; /* two launches' items */
+    int2 *items; /* a launch's items */
     unsigned *counters;
     unsigned long long *slots, *n_fp64;
     cudaEvent_t ev_start, ev_stop, ev_chunk[2];
@@ -977,7 +977,9 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
     {
         int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
         TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue, spec->blocks);
-        cudaError_t ce = cudaMalloc((void **)&d->items, 2 * max_items * sizeof(int2)); /* at most two in flight */
+        /* one buffer: the launches run in order on one stream, so a
+         * launch's items are decoded only after the last launch ended */
+        cudaError_t ce = cudaMalloc((void **)&d->items, max_items * sizeof(int2));
         if (ce == cudaSuccess) ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
@@ -996,11 +998,10 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
             st = run_chunks(ctx, d, n_chunks, chunk_work, progress, [&](int k) -> pk_status {
                 TiledArgs gk = g;
                 if (chunk_first[k + 1] == chunk_first[k]) return PK_OK;
-                int2 *items = d->items + (size_t)(k & 1) * max_items;
-                gk.items = items;
+                gk.items = d->items;
                 gk.n_items = (int)(chunk_first[k + 1] - chunk_first[k]); /* at most 2^34 pairs of tiles */
                 gk.counter = d->counters + k;
-                items_kernel<<<(unsigned)((gk.n_items + 255) / 256), 256>>>(items, chunk_first[k], gk.n_items,
+                items_kernel<<<(unsigned)((gk.n_items + 255) / 256), 256>>>(d->items, chunk_first[k], gk.n_items,
                                                                             (int)n_ct, spec->rows, autocorr);
                 int grid = n_sm * per_sm < gk.n_items ? n_sm * per_sm : gk.n_items;
                 fn<<<grid, TILE_THREADS, lay.bytes>>>(gk, lay);
