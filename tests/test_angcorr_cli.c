@@ -1,6 +1,7 @@
 /* test_angcorr_cli.c - `pairkit angcorr` end to end: the course format, CSV,
- * the PNG plot, identical output from every kernel and thread count, and
- * Ctrl-C during a long run (stops within a second, writes nothing). */
+ * the PNG plot, identical output from every kernel and thread count, RR
+ * kept and used again, and Ctrl-C during a long run (stops within a second,
+ * writes nothing). */
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -233,6 +234,66 @@ int main(void) {
     /* Log bins and the other estimators run and write a plot. */
     rc = cli_run("angcorr d.txt r.txt -o log.out --theta-min 0.01 --log 10 --nbins 20 --estimator hamilton -q");
     CHECK(rc == 0 && cli_count_files("log.png") == 1, "log bins with Hamilton (exit %d)", rc);
+
+    /* RR kept with --save-rr and used again with --rr: the same outputs as
+     * counting it, for another data catalog too; a file of another random
+     * catalog, other bins, a cut or damaged file, and the feature paths are
+     * refused, naming the file and line, and write nothing. */
+    {
+        check_rng rng2 = check_rng_make(777);
+        write_catalog("d2.txt", &rng2, 1300);
+        write_catalog("r2.txt", &rng2, 2100); /* as many objects as r.txt, other positions */
+        rc = cli_run("angcorr d.txt r.txt -o rr_a.out --csv rr_a.csv --save-rr kept_rr.txt --png none -q");
+        CHECK(rc == 0 && cli_count_files("kept_rr.txt") == 1, "--save-rr: exit %d", rc);
+        int rc1 = cli_run("angcorr d2.txt r.txt -o rr_b.out --csv rr_b.csv --rr kept_rr.txt --png none -q");
+        int rc2 = cli_run("angcorr d2.txt r.txt -o rr_c.out --csv rr_c.csv --png none -q");
+        char *b_out = cli_read(cli_path("rr_b.out")), *c_out = cli_read(cli_path("rr_c.out"));
+        char *b_csv = cli_read(cli_path("rr_b.csv")), *c_csv = cli_read(cli_path("rr_c.csv"));
+        CHECK(rc1 == 0 && rc2 == 0 && b_out && c_out && b_csv && c_csv && strcmp(b_out, c_out) == 0 &&
+                  strcmp(b_csv, c_csv) == 0,
+              "--rr: outputs differ from counting RR (exit %d, %d)", rc1, rc2);
+        free(b_out);
+        free(c_out);
+        free(b_csv);
+        free(c_csv);
+        char *kept = cli_read(cli_path("kept_rr.txt"));
+        if (kept) { /* a damaged count on the fifth bin, and the file cut after it */
+            char *line = kept;
+            for (int k = 0; k < 7 && line; k++) line = strchr(line, '\n') + 1;
+            char *end = strchr(line, '\n');
+            FILE *fp = fopen(cli_path("bad_rr.txt"), "w");
+            fprintf(fp, "%.*s", (int)(end - kept), kept);
+            fprintf(fp, "x\n%s", end + 1);
+            fclose(fp);
+            fp = fopen(cli_path("cut_rr.txt"), "w");
+            fprintf(fp, "%.*s", (int)(end + 1 - kept), kept);
+            fclose(fp);
+        }
+        free(kept);
+        const struct {
+            const char *args, *says;
+        } bad[] = {
+            {"d2.txt r2.txt --rr kept_rr.txt", "kept_rr.txt:2: these RR counts are of another random catalog"},
+            {"d2.txt d.txt --rr kept_rr.txt", "kept_rr.txt:2: these RR counts are of a random catalog of 2100"},
+            {"d2.txt r.txt --rr kept_rr.txt --nbins 720", "kept_rr.txt:3: 1440 bins in the file, 720"},
+            {"d2.txt r.txt --rr kept_rr.txt --bin-width 0.2", "kept_rr.txt:4: bin 0 is [0, 0.25) degrees"},
+            {"d2.txt r.txt --rr bad_rr.txt", "bad_rr.txt:8: expected 'LO HI RR'"},
+            {"d2.txt r.txt --rr cut_rr.txt", "cut_rr.txt:9: the file ends after 5 of its 1440 bins"},
+            {"d2.txt r.txt --rr omega.csv", "omega.csv:1: not a pairkit RR file"},
+            {"d2.txt r.txt --rr kept_rr.txt --jackknife 4", "--rr: kept RR counts are the plain counts"},
+            {"d2.txt r.txt --save-rr x_rr.txt --weight-col w", "--save-rr: kept RR counts are the plain counts"},
+        };
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            char args[256];
+            snprintf(args, sizeof args, "angcorr %s -o rr_bad.out --png none -q", bad[b].args);
+            rc = cli_run(args);
+            char *e = cli_stderr();
+            CHECK(rc != 0 && e && strstr(e, bad[b].says) && cli_count_files("rr_bad.out") == 0 &&
+                      cli_count_files("x_rr.txt") == 0,
+                  "%s: exit %d, %s", bad[b].args, rc, e ? e : "");
+            free(e);
+        }
+    }
 
     /* Ctrl-C: the bundled problem with the scalar kernel runs for tens of
      * seconds; SIGINT after one second must end it within a second more,

@@ -25,6 +25,16 @@ done
   --log 10 --nbins 20 --threads 1
 check "cmp -s '$dir/log1.out' '$dir/log3.out'" "np 3 with log bins differs"
 
+# RR kept by a 3-rank job and used again by a 2-rank job: the file and the
+# outputs as one process gives them.
+"$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/rr1.out" --png none -q --save-rr "$dir/rr1.txt"
+"${mpirun[@]}" -np 3 "$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/rr3.out" --png none -q --threads 1 \
+  --save-rr "$dir/rr3.txt"
+check "cmp -s '$dir/rr1.txt' '$dir/rr3.txt' && cmp -s '$dir/one.out' '$dir/rr3.out'" "np 3 --save-rr differs"
+"${mpirun[@]}" -np 2 "$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/rr2.out" --png none -q --threads 1 \
+  --rr "$dir/rr3.txt" > "$dir/rr2.log" 2>&1
+check "cmp -s '$dir/one.out' '$dir/rr2.out'" "np 2 --rr differs: $(cat "$dir/rr2.log")"
+
 # Rank 1 is given a broken catalog: the job fails, rank 1 says why, nothing is written.
 printf '3\n60 60\n61 abc\n62 61\n' > "$dir/bad.txt"
 cat > "$dir/one_bad.sh" <<EOS
@@ -40,5 +50,5 @@ check "grep -q 'rank 1.*bad.txt:3' '$dir/bad.log'" "the failing rank names file 
 check "[ ! -e '$dir/failed.out' ]" "no output after a failed rank"
 check "[ -z \"\$(ls '$dir' | grep tmp)\" ]" "no temporary files left"
 
-echo "test_angcorr_mpi: $((9 - fail)) passed, $fail failed"
+echo "test_angcorr_mpi: $((11 - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

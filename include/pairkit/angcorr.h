@@ -188,6 +188,26 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
                               const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
                               pk_estimator estimator, pk_angcorr_result *out);
 
+/* RR counted once and used again: runs of other data catalogs against the
+ * same random catalog and bins need not count RR again (it is the largest
+ * count when the random catalog is the larger). pk_angcorr_write_rr keeps a
+ * result's RR in a file with the random catalog's size, a hash of its
+ * coordinates and every bin edge (docs/angcorr.md); pk_angcorr_read_rr
+ * reads rr[bins->n_bins] back and refuses a file of another random catalog
+ * or other bins, naming the file, the line and what differs. Both files are
+ * written atomically. */
+pk_status pk_angcorr_write_rr(pk_context *ctx, const char *path, const pk_catalog *random, const pk_bins *bins,
+                              const uint64_t *rr);
+pk_status pk_angcorr_read_rr(pk_context *ctx, const char *path, const pk_catalog *random, const pk_bins *bins,
+                             uint64_t *rr);
+/* pk_angcorr_run_part with RR given (rr[n_bins], NULL: counted as usual):
+ * DD and DR are counted, RR is not; part 0's result holds rr and the other
+ * parts' RR are zero, so that the parts' sums are the whole; stats_rr stays
+ * zero. */
+pk_status pk_angcorr_run_part_rr(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                                 pk_estimator estimator, const uint64_t *rr, pk_angcorr_result *out);
+
 /* Write the course format (omega.out): a header line and one row per bin
  * with RR > 0. Written atomically: on failure no file is left behind and an
  * existing file is untouched. */

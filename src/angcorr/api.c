@@ -340,12 +340,18 @@ void pk_angcorr_result_free(pk_angcorr_result *result) {
 pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                          const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                          pk_angcorr_result *out) {
-    return pk_angcorr_run_part(ctx, opts, 0, 1, data, random, bins, estimator, out);
+    return pk_angcorr_run_part_rr(ctx, opts, 0, 1, data, random, bins, estimator, NULL, out);
 }
 
 pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
                               const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
                               pk_estimator estimator, pk_angcorr_result *out) {
+    return pk_angcorr_run_part_rr(ctx, opts, part, n_parts, data, random, bins, estimator, NULL, out);
+}
+
+pk_status pk_angcorr_run_part_rr(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                                 pk_estimator estimator, const uint64_t *rr, pk_angcorr_result *out) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     if (n_parts < 1 || part < 0 || part >= n_parts)
@@ -377,7 +383,7 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
     }
     double w_dd = (double)pairs_visited_estimate(data, NULL) / n_parts;
     double w_dr = (double)pairs_visited_estimate(data, random) / n_parts;
-    double w_rr = (double)pairs_visited_estimate(random, NULL) / n_parts;
+    double w_rr = rr ? 0.0 : (double)pairs_visited_estimate(random, NULL) / n_parts;
     double total = w_dd + w_dr + w_rr;
     struct {
         const pk_catalog *a, *b;
@@ -389,7 +395,11 @@ pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, i
         {data, random, out->dr, &out->stats_dr, w_dd / total, w_dr / total},
         {random, NULL, out->rr, &out->stats_rr, (w_dd + w_dr) / total, w_rr / total},
     };
-    for (int k = 0; k < 3 && st == PK_OK; k++) {
+    if (rr) { /* given: part 0 holds it, so that the parts add up to it */
+        if (part == 0) memcpy(out->rr, rr, n * sizeof(uint64_t));
+        else memset(out->rr, 0, n * sizeof(uint64_t));
+    }
+    for (int k = 0; k < (rr ? 2 : 3) && st == PK_OK; k++) {
         pk_progress progress;
         double work = k == 0 ? w_dd : k == 1 ? w_dr : w_rr;
         pk_progress_begin(&progress, ctx, work, steps[k].base, steps[k].span);

@@ -32,6 +32,9 @@ static void usage(FILE *out) {
             "  --cov FILE           the jackknife covariance of w as CSV (default: the output\n"
             "                       name with _cov.csv)\n"
             "  --prune P            auto (default), on or off: skip cell pairs beyond theta_max\n"
+            "  --save-rr FILE       also keep RR (with the random catalog's hash and the bins)\n"
+            "  --rr FILE            RR from a --save-rr file of the same random catalog and\n"
+            "                       bins instead of counting it again\n"
             "  --bin-width DEG      linear bin width in degrees (default 0.25)\n"
             "  --nbins N            number of bins (default 1440)\n"
             "  --theta-min DEG      start of the first bin (default 0)\n"
@@ -59,6 +62,8 @@ static const char *const value_options[] = {"-o",
                                             "--random-weight-col",
                                             "--edges",
                                             "--cov",
+                                            "--rr",
+                                            "--save-rr",
                                             "--jackknife",
                                             "--prune",
                                             "--bin-width",
@@ -84,6 +89,7 @@ int cmd_angcorr(int argc, char **argv) {
     const char *linear_given = NULL, *theta_min_given = NULL, *nbins_given = NULL; /* the option, once given */
     pk_catalog_format format = PK_FORMAT_AUTO;
     const char *ra_col = NULL, *dec_col = NULL, *weight_col[2] = {NULL, NULL}, *edges_path = NULL, *cov_path = NULL;
+    const char *rr_path = NULL, *save_rr_path = NULL;
     pk_prune prune = PK_PRUNE_AUTO;
     pk_estimator estimator = PK_ESTIMATOR_LANDY_SZALAY;
     pk_angcorr_options opts = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
@@ -128,6 +134,10 @@ int cmd_angcorr(int argc, char **argv) {
                 edges_path = v;
             } else if (strcmp(a, "--cov") == 0) {
                 cov_path = v;
+            } else if (strcmp(a, "--rr") == 0) {
+                rr_path = v;
+            } else if (strcmp(a, "--save-rr") == 0) {
+                save_rr_path = v;
             } else if (strcmp(a, "--jackknife") == 0) {
                 size_t kj;
                 if (cli_parse_size(cmd, a, v, &kj)) return 2;
@@ -208,6 +218,11 @@ int cmd_angcorr(int argc, char **argv) {
         return cli_usage_error(cmd, "--cov: the covariance comes from --jackknife K, which is not given");
     if (mean_theta && !csv_path)
         return cli_usage_error(cmd, "--mean-theta: the mean separations are written to the CSV; add --csv FILE");
+    if (features && (rr_path || save_rr_path))
+        return cli_usage_error(cmd,
+                               "%s: kept RR counts are the plain counts; with weights, --mean-theta, --jackknife or "
+                               "--prune they are not what the run uses",
+                               rr_path ? "--rr" : "--save-rr");
     if (features && n_ranks > 1)
         return cli_usage_error(cmd,
                                "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
@@ -229,9 +244,18 @@ int cmd_angcorr(int argc, char **argv) {
         st = pk_angcorr_run_ex(&ctx, &opts, &data, &random, &bins, estimator, &run, &result, &extras);
         cli_progress_done(&ctx);
     } else if (st == PK_OK) {
-        cli_progress_attach(&ctx, "angcorr", quiet || rank != 0);
-        st = pk_angcorr_run_part(&ctx, &opts, rank, n_ranks, &data, &random, &bins, estimator, &result);
-        cli_progress_done(&ctx);
+        uint64_t *rr = NULL;
+        if (rr_path) {
+            rr = malloc(bins.n_bins * sizeof(uint64_t));
+            if (!rr) snprintf(ctx.message, sizeof ctx.message, "out of memory");
+            st = rr ? pk_angcorr_read_rr(&ctx, rr_path, &random, &bins, rr) : PK_ERR_NOMEM;
+        }
+        if (st == PK_OK) {
+            cli_progress_attach(&ctx, "angcorr", quiet || rank != 0);
+            st = pk_angcorr_run_part_rr(&ctx, &opts, rank, n_ranks, &data, &random, &bins, estimator, rr, &result);
+            cli_progress_done(&ctx);
+        }
+        free(rr);
     }
     int rc = st ? cli_error(cmd, st, &ctx) : 0;
     if (!cli_mpi_all_ok(st == PK_OK)) {
@@ -266,7 +290,7 @@ int cmd_angcorr(int argc, char **argv) {
                 qs[k]->pairs_fp64 = q[3];
                 qs[k]->seconds = seconds[k];
                 qs[k]->kernel_ms = kernel_ms[k];
-                if (qs[k]->pairs_total != want[k]) failed = 1;
+                if (qs[k]->pairs_total != (k == 2 && rr_path ? 0 : want[k])) failed = 1;
             }
             pk_estimate(estimator, data.n, random.n, nb, result.dd, result.dr, result.rr, result.omega);
         }
@@ -301,7 +325,13 @@ int cmd_angcorr(int argc, char **argv) {
         const char *s_png = s_out && (!csv_path || s_csv) && (!extras.omega_cov || s_cov) && want_png
                                 ? cli_stage(cmd, &outs, png_path)
                                 : NULL;
-        if (!s_out || (csv_path && !s_csv) || (extras.omega_cov && !s_cov) || (want_png && !s_png)) rc = 1;
+        const char *s_rr =
+            s_out && (!csv_path || s_csv) && (!extras.omega_cov || s_cov) && (!want_png || s_png) && save_rr_path
+                ? cli_stage(cmd, &outs, save_rr_path)
+                : NULL;
+        if (!s_out || (csv_path && !s_csv) || (extras.omega_cov && !s_cov) || (want_png && !s_png) ||
+            (save_rr_path && !s_rr))
+            rc = 1;
         if (!rc && (st = pk_angcorr_write_omega(&ctx, s_out, &result, &bins)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
         if (!rc && csv_path && features &&
@@ -310,6 +340,8 @@ int cmd_angcorr(int argc, char **argv) {
         if (!rc && csv_path && !features && (st = pk_angcorr_write_csv(&ctx, s_csv, &result, &bins)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
         if (!rc && extras.omega_cov && (st = pk_angcorr_write_covariance(&ctx, s_cov, &extras, &bins)) != PK_OK)
+            rc = cli_output_error(cmd, st, &ctx, &outs);
+        if (!rc && save_rr_path && (st = pk_angcorr_write_rr(&ctx, s_rr, &random, &bins, result.rr)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
         if (!rc && want_png) {
             double *theta = malloc(result.n_bins * sizeof(double));
@@ -343,6 +375,10 @@ int cmd_angcorr(int argc, char **argv) {
             const char *names[3] = {"DD", "DR", "RR"};
             double total_s = 0, visited = 0, fp64 = 0, device_ms = 0;
             for (int k = 0; k < 3; k++) {
+                if (k == 2 && rr_path) {
+                    fprintf(stderr, "RR: from %s, not counted\n", rr_path);
+                    continue;
+                }
                 device_ms += s[k]->kernel_ms;
                 fprintf(stderr, "%s: %llu pairs (%llu in range), %.3f s, %.3g pairs/s, %.4f%% settled in float64\n",
                         names[k], (unsigned long long)s[k]->pairs_total, (unsigned long long)s[k]->pairs_in_range,
@@ -357,14 +393,14 @@ int cmd_angcorr(int argc, char **argv) {
                         "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
                         cli_mpi_size(), cli_mpi_comm_seconds());
             if (device_ms > 0)
-                fprintf(stderr, "device kernel time %.3f ms (DD + DR + RR%s)\n", device_ms,
+                fprintf(stderr, "device kernel time %.3f ms (DD + DR%s%s)\n", device_ms, rr_path ? "" : " + RR",
                         cli_mpi_size() > 1 ? ", the slowest rank of each" : "");
-            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s\n",
+            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s%s%s\n",
                     pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, 100.0 * fp64 / visited,
                     out_path, csv_path ? ", " : "", csv_path ? csv_path : "",
                     png_path && strcmp(png_path, "none") ? ", " : "",
                     png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
-                    extras.omega_cov ? cov_path : "");
+                    extras.omega_cov ? cov_path : "", save_rr_path ? ", " : "", save_rr_path ? save_rr_path : "");
         }
         free(png_default);
         free(cov_default);
