@@ -135,9 +135,12 @@ def _load():
                                         P(ctypes.c_uint64), P(ctypes.c_double), P(ctypes.c_double), P(_Stats)]
     lib.pk_angcorr_run_ex.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), ctypes.c_int,
                                       P(_RunOptions), P(_Result), P(_Extras)]
+    lib.pk_angcorr_run_part_rr.argtypes = [P(_Context), P(_Options), ctypes.c_int, ctypes.c_int, P(_Catalog),
+                                           P(_Catalog), P(_Bins), ctypes.c_int, P(ctypes.c_uint64), P(_Result)]
     lib.pk_angcorr_result_free.argtypes = [P(_Result)]
     lib.pk_angcorr_extras_free.argtypes = [P(_Extras)]
-    for name in ("pk_catalog_from_arrays", "pk_bins_from_edges", "pk_angcorr_count_ex", "pk_angcorr_run_ex"):
+    for name in ("pk_catalog_from_arrays", "pk_bins_from_edges", "pk_angcorr_count_ex", "pk_angcorr_run_ex",
+                 "pk_angcorr_run_part_rr"):
         getattr(lib, name).restype = ctypes.c_int
     _lib = lib
     return lib
@@ -335,11 +338,15 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
 
 
 def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, estimator="ls", jackknife=0,
-            mean_theta=False, nthreads=0, units="deg", backend="auto", prune="auto"):
+            mean_theta=False, nthreads=0, units="deg", backend="auto", prune="auto", rr=None):
     """w(theta) of a data catalog against a random one: DD, DR, RR, the
     estimator ("ls", "natural", "hamilton", "dp") on counts normalised by
     their totals (weight totals when weighted), and with jackknife=K the
     leave-one-patch-out errors over K sky patches made from the randoms.
+
+    rr: the "rr" of an earlier result for the same random catalog and bins,
+    used instead of counting RR again (unweighted, without jackknife,
+    mean_theta or prune; the caller vouches that catalog and bins match).
 
     Returns a dict: theta_lo, theta_hi (degrees or `units`), omega, dd, dr,
     rr (exact counts), and when asked dd_w, dr_w, rr_w (weighted counts),
@@ -352,9 +359,15 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)
     edges = _edges_deg(bins)
+    if rr is not None and (weights is not None or rand_weights is not None or jackknife or mean_theta or
+                           prune != "auto"):
+        raise PairkitError("rr: given RR counts are the plain counts; with weights, jackknife, mean_theta or prune "
+                           "they are not what the run uses")
     with _Session(nthreads, backend) as s:
         d = s.catalog(ra, dec, units, "data")
         r = s.catalog(rand_ra, rand_dec, units, "random")
+        if rr is not None:
+            return _w_theta_rr(s, d, r, edges, units, estimator, rr)
         wd = _array(weights, "weights", d.n) if weights is not None else None
         wr = _array(rand_weights, "rand_weights", r.n) if rand_weights is not None else None
         if (wd is None) != (wr is None):
@@ -388,4 +401,35 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
             out["omega_jk"] = np.ctypeslib.as_array(ex.omega_jk, (k * n,)).copy().reshape(k, n)
         s.lib.pk_angcorr_result_free(ctypes.byref(res))
         s.lib.pk_angcorr_extras_free(ctypes.byref(ex))
+    return out
+
+
+def _w_theta_rr(s, d, r, edges, units, estimator, rr):
+    """w_theta's DD and DR with RR given."""
+    try:
+        raw = np.asarray(rr)
+    except Exception as e:
+        raise PairkitError("rr: not an array of counts (%s)" % (e,)) from None
+    n = len(edges) - 1
+    if raw.ndim != 1 or raw.size != n:
+        raise PairkitError("rr must hold one count per bin (%d), got shape %s" % (n, raw.shape))
+    if raw.dtype.kind not in "iu" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw)) and
+                                            np.all(raw == np.floor(raw))):
+        raise PairkitError("rr must hold whole counts, got dtype %s" % (raw.dtype,))
+    if np.any(raw < 0) or float(np.sum(raw, dtype=np.float64)) > float(r.n) * float(r.n):
+        raise PairkitError("rr: counts must be >= 0 and add up to at most the %d^2 pairs of the random catalog"
+                           % r.n)
+    counts = np.ascontiguousarray(raw, dtype=np.uint64)
+    b = s.bins_from(edges, units)
+    res = _Result()
+    st = s.lib.pk_angcorr_run_part_rr(ctypes.byref(s.ctx), ctypes.byref(s.opts), 0, 1, ctypes.byref(d),
+                                      ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
+                                      counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.byref(res))
+    _check(st, s.ctx)
+    out = {"theta_lo": edges[:-1].copy(), "theta_hi": edges[1:].copy(),
+           "omega": np.ctypeslib.as_array(res.omega, (n,)).copy(),
+           "dd": np.ctypeslib.as_array(res.dd, (n,)).copy(),
+           "dr": np.ctypeslib.as_array(res.dr, (n,)).copy(),
+           "rr": np.ctypeslib.as_array(res.rr, (n,)).copy()}
+    s.lib.pk_angcorr_result_free(ctypes.byref(res))
     return out

@@ -88,6 +88,22 @@ def test_w_theta_and_jackknife(cats):
     np.testing.assert_allclose(ww["dd_w"], dd, rtol=1e-15)
 
 
+def test_w_theta_with_rr_given(cats):
+    ra1, dec1, ra2, dec2 = cats[:4]
+    full = pairkit.w_theta(ra1, dec1, ra2, dec2, EDGES)
+    other_ra, other_dec = ra1[::2] + 0.1, dec1[::2]
+    want = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, estimator="hamilton")
+    got = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, estimator="hamilton", rr=full["rr"])
+    for name in ("omega", "dd", "dr", "rr"):
+        np.testing.assert_array_equal(got[name], want[name])
+    negative = full["rr"].astype(np.int64) - 10**9
+    for bad in (full["rr"][:-1], negative, full["rr"] * 1000, full["rr"] + 0.5, [[1, 2]]):
+        with pytest.raises(pairkit.PairkitError, match="rr"):
+            pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=bad)
+    with pytest.raises(pairkit.PairkitError, match="rr: given RR counts"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=full["rr"], jackknife=4)
+
+
 def test_bad_values(cats):
     ra1, dec1 = cats[0], cats[1]
     w = np.ones(len(ra1))
