@@ -269,16 +269,20 @@ __global__ void range_bounds_kernel(const uint32_t *piece_start, uint32_t n_piec
     bounds[2 * t + 1] = b + piece_lower_bound(key + b, rel + b, offset, len, seg_start[q] + seg_rows[q]);
 }
 
-/* Only the rows of owned instances are written. */
-__global__ void range_scatter_kernel(const uint32_t *bounds, uint64_t n_pairs, const uint32_t *__restrict__ key,
+/* Only the rows of owned instances are written, packed: segment q's rows
+ * (global rows from seg_start[q]) from seg_out[q] on, so that the owned
+ * rows come down in one copy. */
+__global__ void range_scatter_kernel(const uint32_t *bounds, uint64_t n_pairs, const uint32_t *seg_start,
+                                     const uint32_t *seg_out, uint32_t n_seg, const uint32_t *__restrict__ key,
                                      const uint32_t *__restrict__ rel, const uint32_t *__restrict__ val,
                                      const uint32_t *__restrict__ offset, uint32_t *__restrict__ sorted) {
     /* 64-bit indices: a range ending near 2^32 entries must not wrap */
     for (uint64_t pair = blockIdx.y; pair < n_pairs; pair += gridDim.y) {
         uint64_t i0 = bounds[2 * pair], i1 = bounds[2 * pair + 1];
+        uint32_t q = (uint32_t)(pair % n_seg), shift = seg_out[q] - seg_start[q]; /* mod 2^32 */
         for (uint64_t i = i0 + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < i1;
              i += (uint64_t)gridDim.x * blockDim.x)
-            sorted[offset[key[i]] + rel[i]] = val[i];
+            sorted[offset[key[i]] + rel[i] + shift] = val[i];
     }
 }
 
@@ -558,7 +562,7 @@ extern "C" pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_mems
     temp = b3 > temp ? b3 : temp;
     temp = b4 > temp ? b4 : temp;
     *bytes = 20 * cn + 16 * ncw + 16 * piece + temp + 64 * 4 + 4 * (pieces + 1) +
-             (instances + 1) * (9 * 4 + sizeof(dev_plan)) + 4 * (PK_MEMSORT_MAX_CHUNKS + 1) +
+             (instances + 1) * (10 * 4 + sizeof(dev_plan)) + 4 * (PK_MEMSORT_MAX_CHUNKS + 1) +
              8 * pieces * (instances / 2 + 1) + 4 * instances * PK_MEMSORT_MAX_CHUNKS + 8 * cn;
     return PK_OK;
 }
@@ -577,7 +581,7 @@ static pk_status reserve_bounds(pk_context *ctx, cuda_state *s, uint64_t n_pairs
 }
 
 /* Instance tables (every instance, owned ones, owned segments, chunk
- * starts: 9 arrays of n_inst + 1 words and the chunk table, in one
+ * starts: 10 arrays of n_inst + 1 words and the chunk table, in one
  * allocation), the counts and the runs. */
 static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst, uint64_t n_counts, uint64_t n_runs) {
     pk_status st = PK_OK;
@@ -587,7 +591,7 @@ static pk_status reserve_tables(pk_context *ctx, cuda_state *s, uint32_t n_inst,
         if (s->d_plan) cudaFree(s->d_plan), s->d_plan = NULL;
         if (s->h_plan) cudaFreeHost(s->h_plan), s->h_plan = NULL;
         if (s->h_table) cudaFreeHost(s->h_table), s->h_table = NULL;
-        size_t ci = (size_t)n_inst + 1, words = ci * 9 + PK_MEMSORT_MAX_CHUNKS + 1;
+        size_t ci = (size_t)n_inst + 1, words = ci * 10 + PK_MEMSORT_MAX_CHUNKS + 1;
         if ((st = device_alloc(ctx, s, (void **)&s->d_start, words * 4, "instance table"))) return st;
         if ((st = device_alloc(ctx, s, (void **)&s->d_plan, ci * sizeof(dev_plan), "plans"))) return st;
         s->h_table = (uint32_t *)pk_memsort_cuda_host_alloc(words * 4);
@@ -771,8 +775,8 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     uint32_t *h_start = s->h_table, *h_end = h_start + stride, *h_index = h_end + stride;
     uint32_t *h_runs_off = h_index + stride, *h_owned = h_runs_off + stride;
     uint32_t *h_owned_start = h_owned, *h_owned_rows = h_owned + stride, *h_owned_gid = h_owned + 2 * stride;
-    uint32_t *h_seg_start = h_owned + 3 * stride, *h_seg_rows = h_owned + 4 * stride;
-    uint32_t *h_chunk_start = h_owned + 5 * stride;
+    uint32_t *h_seg_start = h_owned + 3 * stride, *h_seg_rows = h_owned + 4 * stride, *h_seg_out = h_owned + 5 * stride;
+    uint32_t *h_chunk_start = h_owned + 6 * stride;
     uint64_t n_values = 0;
     uint32_t n_seg = 0, max_rows = 0;
     for (uint32_t g = 0, o = 0; g < n_inst; g++) {
@@ -781,7 +785,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         h_end[g] = h_start[g] + in->n_rows;
         h_index[g] = in->index;
         if (!in->owned) continue;
-        h_owned_start[o] = h_start[g];
+        h_owned_start[o] = (uint32_t)n_values; /* packed in d_sorted, as in the result */
         h_owned_rows[o] = in->n_rows;
         h_owned_gid[o] = g;
         in->values_offset = n_values;
@@ -790,6 +794,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
             h_seg_rows[n_seg - 1] += in->n_rows;
         } else {
             h_seg_start[n_seg] = h_start[g];
+            h_seg_out[n_seg] = (uint32_t)n_values;
             h_seg_rows[n_seg++] = in->n_rows;
         }
         max_rows = in->n_rows > max_rows ? in->n_rows : max_rows;
@@ -803,10 +808,10 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     uint32_t *d_start = s->d_start, *d_end = d_start + stride, *d_index = d_end + stride;
     uint32_t *d_runs_off = d_index + stride, *d_owned = d_runs_off + stride;
     uint32_t *d_owned_start = d_owned, *d_owned_rows = d_owned + stride, *d_owned_gid = d_owned + 2 * stride;
-    uint32_t *d_seg_start = d_owned + 3 * stride, *d_seg_rows = d_owned + 4 * stride;
-    uint32_t *d_chunk_start = d_owned + 5 * stride;
+    uint32_t *d_seg_start = d_owned + 3 * stride, *d_seg_rows = d_owned + 4 * stride, *d_seg_out = d_owned + 5 * stride;
+    uint32_t *d_chunk_start = d_owned + 6 * stride;
     /* one copy for the whole table (runs_off is filled in later) */
-    PK_CUDA(ctx, cudaMemcpyAsync(d_start, h_start, ((size_t)stride * 9 + n_chunks + 1) * 4, cudaMemcpyHostToDevice,
+    PK_CUDA(ctx, cudaMemcpyAsync(d_start, h_start, ((size_t)stride * 10 + n_chunks + 1) * 4, cudaMemcpyHostToDevice,
                                  s->s_comp));
     if (n_inst) {
         plan_address_kernel<<<(n_inst + 127) / 128, 128, 0, s->s_comp>>>(d_start, d_end, n_inst, L, s->d_offset,
@@ -826,8 +831,8 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         uint32_t per_pair = (uint32_t)(n_values / n_pairs / (THREADS * 64)) + 1; /* ~64 rows a thread */
         if (per_pair > 1024) per_pair = 1024;
         dim3 grid(per_pair, n_pairs < 65535 ? (unsigned)n_pairs : 65535u);
-        range_scatter_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_bounds, n_pairs, s->d_key, s->d_rel, s->d_val,
-                                                              s->d_offset, s->d_sorted);
+        range_scatter_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_bounds, n_pairs, d_seg_start, d_seg_out, n_seg,
+                                                              s->d_key, s->d_rel, s->d_val, s->d_offset, s->d_sorted);
         PK_CUDA(ctx, cudaGetLastError());
     }
     PK_CUDA(ctx, cudaEventRecord(s->ev_scattered, s->s_comp));
@@ -844,11 +849,9 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
 
     /* owned rows down as soon as they are in place */
     PK_CUDA(ctx, cudaStreamWaitEvent(s->s_down, s->ev_scattered, 0));
-    for (uint32_t q = 0, at = 0; q < n_seg; q++) {
-        PK_CUDA(ctx, cudaMemcpyAsync(result->values + at, s->d_sorted + h_seg_start[q], (size_t)h_seg_rows[q] * 4,
-                                     cudaMemcpyDeviceToHost, s->s_down));
-        at += h_seg_rows[q];
-    }
+    if (n_values)
+        PK_CUDA(ctx,
+                cudaMemcpyAsync(result->values, s->d_sorted, (size_t)n_values * 4, cudaMemcpyDeviceToHost, s->s_down));
     PK_CUDA(ctx, cudaEventRecord(s->ev_down, s->s_down));
 
     if (n_owned) {
