@@ -382,11 +382,7 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
                                      ctypes.byref(ex))
         _check(st, s.ctx)
         n = res.n_bins
-        out = {"theta_lo": edges[:-1].copy(), "theta_hi": edges[1:].copy(),
-               "omega": np.ctypeslib.as_array(res.omega, (n,)).copy(),
-               "dd": np.ctypeslib.as_array(res.dd, (n,)).copy(),
-               "dr": np.ctypeslib.as_array(res.dr, (n,)).copy(),
-               "rr": np.ctypeslib.as_array(res.rr, (n,)).copy()}
+        out = _counts_dict(res, edges)
         if ex.weighted:
             for name in ("dd_w", "dr_w", "rr_w"):
                 out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy()
@@ -426,10 +422,15 @@ def _w_theta_rr(s, d, r, edges, units, estimator, rr):
                                       ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
                                       counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.byref(res))
     _check(st, s.ctx)
-    out = {"theta_lo": edges[:-1].copy(), "theta_hi": edges[1:].copy(),
-           "omega": np.ctypeslib.as_array(res.omega, (n,)).copy(),
-           "dd": np.ctypeslib.as_array(res.dd, (n,)).copy(),
-           "dr": np.ctypeslib.as_array(res.dr, (n,)).copy(),
-           "rr": np.ctypeslib.as_array(res.rr, (n,)).copy()}
+    out = _counts_dict(res, edges)
     s.lib.pk_angcorr_result_free(ctypes.byref(res))
+    return out
+
+
+def _counts_dict(res, edges):
+    """The bins, omega and the three counts of a result, as copies."""
+    n = res.n_bins
+    out = {"theta_lo": edges[:-1].copy(), "theta_hi": edges[1:].copy()}
+    for name in ("omega", "dd", "dr", "rr"):
+        out[name] = np.ctypeslib.as_array(getattr(res, name), (n,)).copy()
     return out
