@@ -257,7 +257,7 @@ int main(void) {
         free(b_csv);
         free(c_csv);
         char *kept = cli_read(cli_path("kept_rr.txt"));
-        if (kept) { /* a damaged count on the fifth bin, and the file cut after it */
+        if (kept) { /* a damaged count on the fourth bin, the file cut after it, a count changed */
             char *line = kept;
             for (int k = 0; k < 7 && line; k++) line = strchr(line, '\n') + 1;
             char *end = strchr(line, '\n');
@@ -268,6 +268,12 @@ int main(void) {
             fp = fopen(cli_path("cut_rr.txt"), "w");
             fprintf(fp, "%.*s", (int)(end + 1 - kept), kept);
             fclose(fp);
+            char *count = end; /* the fourth bin's count, one less (the counts add up to all pairs) */
+            while (count[-1] != ' ') count--;
+            unsigned long long c = strtoull(count, NULL, 10);
+            fp = fopen(cli_path("edited_rr.txt"), "w");
+            fprintf(fp, "%.*s%llu%s", (int)(count - kept), kept, c ? c - 1 : 1, end);
+            fclose(fp);
         }
         free(kept);
         const struct {
@@ -276,9 +282,10 @@ int main(void) {
             {"d2.txt r2.txt --rr kept_rr.txt", "kept_rr.txt:2: these RR counts are of another random catalog"},
             {"d2.txt d.txt --rr kept_rr.txt", "kept_rr.txt:2: these RR counts are of a random catalog of 2100"},
             {"d2.txt r.txt --rr kept_rr.txt --nbins 720", "kept_rr.txt:3: 1440 bins in the file, 720"},
-            {"d2.txt r.txt --rr kept_rr.txt --bin-width 0.2", "kept_rr.txt:4: bin 0 is [0, 0.25) degrees"},
+            {"d2.txt r.txt --rr kept_rr.txt --bin-width 0.2", "kept_rr.txt:5: bin 0 is [0, 0.0043633231299858239) rad"},
             {"d2.txt r.txt --rr bad_rr.txt", "bad_rr.txt:8: expected 'LO HI RR'"},
-            {"d2.txt r.txt --rr cut_rr.txt", "cut_rr.txt:9: the file ends after 5 of its 1440 bins"},
+            {"d2.txt r.txt --rr cut_rr.txt", "cut_rr.txt:9: the file ends after 4 of its 1440 bins"},
+            {"d2.txt r.txt --rr edited_rr.txt", "edited_rr.txt:4: the counts do not match their checksum"},
             {"d2.txt r.txt --rr omega.csv", "omega.csv:1: not a pairkit RR file"},
             {"d2.txt r.txt --rr kept_rr.txt --jackknife 4", "--rr: kept RR counts are the plain counts"},
             {"d2.txt r.txt --save-rr x_rr.txt --weight-col w", "--save-rr: kept RR counts are the plain counts"},

@@ -402,6 +402,8 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
 
 def _w_theta_rr(s, d, r, edges, units, estimator, rr):
     """w_theta's DD and DR with RR given."""
+    if isinstance(rr, np.ma.MaskedArray):
+        raise PairkitError("rr: a masked array; give the counts of every bin")
     try:
         raw = np.asarray(rr)
     except Exception as e:
@@ -412,7 +414,7 @@ def _w_theta_rr(s, d, r, edges, units, estimator, rr):
     if raw.dtype.kind not in "iu" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw)) and
                                             np.all(raw == np.floor(raw))):
         raise PairkitError("rr must hold whole counts, got dtype %s" % (raw.dtype,))
-    if np.any(raw < 0) or float(np.sum(raw, dtype=np.float64)) > float(r.n) * float(r.n):
+    if np.any(raw < 0) or sum(int(v) for v in raw.tolist()) > r.n * r.n:  # exact, Python integers
         raise PairkitError("rr: counts must be >= 0 and add up to at most the %d^2 pairs of the random catalog"
                            % r.n)
     counts = np.ascontiguousarray(raw, dtype=np.uint64)

@@ -97,7 +97,10 @@ def test_w_theta_with_rr_given(cats):
     for name in ("omega", "dd", "dr", "rr"):
         np.testing.assert_array_equal(got[name], want[name])
     negative = full["rr"].astype(np.int64) - 10**9
-    for bad in (full["rr"][:-1], negative, full["rr"] * 1000, full["rr"] + 0.5, [[1, 2]]):
+    masked = np.ma.masked_array(full["rr"], mask=np.zeros(len(full["rr"]), dtype=bool))
+    over = full["rr"].copy()
+    over[0] += len(ra2) ** 2 - int(over.sum()) + 1  # one more than all pairs
+    for bad in (full["rr"][:-1], negative, full["rr"] * 1000, full["rr"] + 0.5, [[1, 2]], masked, over):
         with pytest.raises(pairkit.PairkitError, match="rr"):
             pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=bad)
     with pytest.raises(pairkit.PairkitError, match="rr: given RR counts"):
