@@ -134,16 +134,6 @@ __device__ __forceinline__ uint32_t chunk_of(const uint32_t *chunk_start, uint32
     return lo;
 }
 
-/* First j in [lo, hi) with sorted[j] >= value. */
-__device__ uint32_t lower_bound_values(const uint32_t *sorted, uint32_t lo, uint32_t hi, uint32_t value) {
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid] < value) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
-
 __global__ void compact_kernel(const uint32_t *__restrict__ trace, uint32_t len, uint32_t first_pos, dev_layout L,
                                uint32_t *__restrict__ key, uint32_t *__restrict__ val, uint32_t *bad) {
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x) {
