@@ -302,6 +302,51 @@ int main(void) {
         }
     }
 
+    /* An output named like an input (by the same name, another path to it,
+     * or a hard link) is refused before the count, and the input is kept;
+     * a default name made later (the PNG beside -o) is caught when staged. */
+    {
+        char *before = cli_read(cli_path("d.txt"));
+        char link_cmd[1400];
+        snprintf(link_cmd, sizeof link_cmd, "ln -f '%s' '%s' && mkdir -p '%s'", cli_path("r.txt"),
+                 cli_path("r_link.txt"), cli_path("sub"));
+        CHECK(system(link_cmd) == 0, "ln");
+        cli_write("edges_in.txt", "0\n0.5\n1\n");
+        snprintf(link_cmd, sizeof link_cmd, "cp '%s' '%s'", cli_path("r.txt"), cli_path("d_plot.png"));
+        CHECK(system(link_cmd) == 0, "cp"); /* a catalog under the name of the default plot */
+        char *plot_before = cli_read(cli_path("d_plot.png"));
+        const struct {
+            const char *args, *says;
+        } clash[] = {
+            {"d.txt r.txt -o d.txt --nbins 20", "d.txt: is an input of this run; give the output another name"},
+            {"d.txt r.txt -o ./sub/../d.txt --nbins 20", "./sub/../d.txt: is an input of this run (as d.txt)"},
+            {"d.txt r.txt -o x.out --csv r_link.txt --nbins 20", "r_link.txt: is an input of this run (as r.txt)"},
+            {"d.txt r.txt -o x.out --save-rr kept_rr.txt --rr kept_rr.txt --nbins 20",
+             "kept_rr.txt: is an input of this run"},
+            {"d.txt r.txt -o x.out --edges edges_in.txt --png edges_in.txt", "edges_in.txt: is an input of this run"},
+            {"d.txt d_plot.png -o d_plot.out --format native --nbins 20", "d_plot.png: is an input of this run"},
+        };
+        for (size_t b = 0; b < sizeof clash / sizeof clash[0]; b++) {
+            char args[256];
+            snprintf(args, sizeof args, "angcorr %s -q", clash[b].args);
+            rc = cli_run(args);
+            char *e = cli_stderr(), *after = cli_read(cli_path("d.txt"));
+            CHECK(rc != 0 && e && strstr(e, clash[b].says) && cli_count_files("x.out") == 0 &&
+                      cli_count_files("d_plot.out") == 0 && cli_count_files("pkstage") == 0,
+                  "%s: exit %d, %s", clash[b].args, rc, e ? e : "");
+            CHECK(before && after && strcmp(before, after) == 0, "%s: the data catalog changed", clash[b].args);
+            free(e);
+            free(after);
+        }
+        char *r = cli_read(cli_path("r.txt")), *plot_after = cli_read(cli_path("d_plot.png"));
+        CHECK(r && strstr(r, "\n") && plot_after && plot_before && strcmp(plot_after, plot_before) == 0,
+              "an input was replaced");
+        free(r);
+        free(plot_after);
+        free(plot_before);
+        free(before);
+    }
+
     /* Ctrl-C: the bundled problem with the scalar kernel runs for tens of
      * seconds; SIGINT after one second must end it within a second more,
      * exit 130, and leave no output. */

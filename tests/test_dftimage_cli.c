@@ -200,6 +200,13 @@ static void test_bad(void) {
     /* the image named like its default PNG: refused, nothing replaced */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.png --size 16", root);
     expect_failure(cmd, "named for two outputs", "image and PNG under one name");
+    /* an output that would replace the visibility file: refused */
+    snprintf(cmd, sizeof cmd, "cp '%s/data/vis/lesson_small.npz' '%s/vis_copy.npz'", root, dir);
+    CHECK(system(cmd) == 0, "copy");
+    expect_failure("vis_copy.npz -o vis_copy.npz --size 16", "vis_copy.npz: is an input of this run",
+                   "image over the input");
+    expect_failure("vis_copy.npz -o old.fits --png ./vis_copy.npz --size 16",
+                   "is an input of this run (as vis_copy.npz)", "PNG over the input");
     /* options that contradict each other or the file: refused, not ignored */
     snprintf(cmd, sizeof cmd,
              "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --kernel cpu-f64 --precision single", root);

@@ -220,11 +220,38 @@ static int same_file_name(const char *a, const char *b) {
     return real_folder(a, real_a) && real_folder(b, real_b) && strcmp(real_a, real_b) == 0;
 }
 
+/* The files this run reads (cli_input), so that no output replaces one. */
+#define CLI_MAX_INPUTS 8
+static const char *inputs[CLI_MAX_INPUTS];
+static int n_inputs;
+
+void cli_input(const char *path) {
+    if (path && n_inputs < CLI_MAX_INPUTS) inputs[n_inputs++] = path;
+}
+
+int cli_check_output(const char *cmd, const char *final_path) {
+    /* the output's own entry (a symbolic link is replaced, not followed),
+     * the input's file (followed, as the read did) */
+    struct stat out, in;
+    if (!final_path || lstat(final_path, &out) != 0) return 0;
+    for (int k = 0; k < n_inputs; k++) {
+        if (stat(inputs[k], &in) != 0 || in.st_dev != out.st_dev || in.st_ino != out.st_ino) continue;
+        if (strcmp(inputs[k], final_path) == 0)
+            fprintf(stderr, "pairkit %s: %s: is an input of this run; give the output another name\n", cmd, final_path);
+        else
+            fprintf(stderr, "pairkit %s: %s: is an input of this run (as %s); give the output another name\n", cmd,
+                    final_path, inputs[k]);
+        return 1;
+    }
+    return 0;
+}
+
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     if (!final_path) {
         fprintf(stderr, "pairkit %s: out of memory for an output's name\n", cmd);
         return NULL;
     }
+    if (cli_check_output(cmd, final_path)) return NULL;
     struct stat sb;
     if (stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "pairkit %s: %s: is a directory, not a file\n", cmd, final_path);

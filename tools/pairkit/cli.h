@@ -71,6 +71,13 @@ typedef struct cli_outputs {
     char *staged[CLI_MAX_OUTPUTS];
 } cli_outputs;
 
+/* Note a file the run reads (kept by pointer; up to 8): cli_stage refuses
+ * an output that would replace it. */
+void cli_input(const char *path);
+/* 1 after printing an error when final_path is an existing file that is
+ * one of the inputs (by device and inode, so another name for it counts). */
+int cli_check_output(const char *cmd, const char *final_path);
+
 /* The staged name to write final to, created empty at once, so that a
  * missing folder or a final name that is a folder is reported now, naming
  * final; NULL after printing such an error. */

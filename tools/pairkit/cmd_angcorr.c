@@ -226,6 +226,15 @@ int cmd_angcorr(int argc, char **argv) {
     if (features && n_ranks > 1)
         return cli_usage_error(cmd,
                                "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
+    /* no output may replace a file the run reads: refused before the count
+     * (and again when staged, for the default names made later) */
+    cli_input(paths[0]);
+    cli_input(paths[1]);
+    cli_input(edges_path);
+    cli_input(rr_path);
+    const char *named_outputs[] = {out_path, csv_path, png_path, cov_path, save_rr_path};
+    for (int k = 0; k < 5; k++)
+        if (named_outputs[k] && cli_check_output(cmd, named_outputs[k])) return 2;
     if (edges_path) st = pk_bins_read_edges(&ctx, edges_path, &bins);
     else if (has_log)
         st = pk_bins_log(&ctx, theta_min_deg * (M_PI / 180.0), log_max_deg * (M_PI / 180.0), n_bins, &bins);

@@ -116,6 +116,8 @@ int cmd_dftimage(int argc, char **argv) {
         }
     }
     if (!vis_path) return cli_usage_error(cmd, "expected a visibility file (.npz or UVFITS)");
+    cli_input(vis_path); /* no output may replace it */
+    if (cli_check_output(cmd, out_path) || (png_path && cli_check_output(cmd, png_path))) return 2;
     if (precision_given && opts.kernel && pk_dftimage_kernel_precision(opts.kernel) != opts.precision)
         return cli_usage_error(cmd, "--kernel %s computes in %s precision, --precision says %s: give one of the two",
                                pk_dftimage_kernel_name(opts.kernel),
