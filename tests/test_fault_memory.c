@@ -143,6 +143,18 @@ static void test_out_of_memory(void) {
     expect_clean_error("memsort-gen --awkward 40M, 250 MB", 250000, "memsort-gen aw --entries 40M --awkward -q",
                        "out of memory for an awkward trace");
     CHECK(cli_count_files("aw") == 0, "memsort-gen left a folder after running out of memory");
+    /* instances of one row and 4096 chunks: the rows per (instance,
+     * chunk), 2^20 x 4096 counts (16 GiB), do not fit in 2 GB; the message
+     * names that table, not the rows */
+    cli_write("one_row.txt",
+              "ROM 0x80000000 128M 1048576 1\nINPUT 0x90000000 128M 1048576 1\n"
+              "RAM 0xA0000000 512M 1048576 1\n");
+    CHECK(cli_run("memsort-gen onerow --entries 2^20 --chunk 256 --regions one_row.txt -q") == 0, "memsort-gen");
+    expect_clean_error(
+        "memsort, one-row instances, 2 GB", 2000000, "memsort onerow --regions one_row.txt -q -o out1 --backend cpu",
+        "rows per (owned instance, chunk): 4294967296 counts, 16.00 GiB (1048576 owned instances of 4096 "
+        "chunks each");
+    CHECK(cli_count_files("out1") == 0, "memsort wrote an output folder after running out of memory");
     /* an image of 3.2 GB under 1 GB */
     pk_context ctx;
     pk_context_init(&ctx);

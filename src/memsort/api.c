@@ -121,9 +121,20 @@ pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, 
         result->chunk_counts = host_alloc((n_counts + 1) * sizeof(uint32_t), pinned);
         result->cap_counts = result->chunk_counts ? n_counts : 0;
     }
-    if (!result->runs || !result->values || !result->chunk_counts)
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of %shost memory for %llu rows and %llu runs", pinned ? "pinned " : "",
-                       (unsigned long long)n_values, (unsigned long long)n_runs);
+    /* name the table that did not fit: the rows per (owned instance, chunk)
+     * grow with instances x chunks, large for instances of few rows */
+    const char *kind = pinned ? "pinned " : "";
+    if (!result->chunk_counts)
+        return pk_fail(ctx, PK_ERR_NOMEM,
+                       "out of %shost memory for the rows per (owned instance, chunk): %llu counts, %.2f GiB (%llu "
+                       "owned instances of %u chunks each; fewer, larger instances or more workers need less)",
+                       kind, (unsigned long long)n_counts, (double)(n_counts + 1) * 4 / (1u << 30),
+                       (unsigned long long)result->n_owned,
+                       result->n_owned ? (unsigned)(n_counts / result->n_owned) : 0u);
+    if (!result->runs || !result->values)
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of %shost memory for %llu rows and %llu runs (%.2f GiB)", kind,
+                       (unsigned long long)n_values, (unsigned long long)n_runs,
+                       ((double)(n_values + 1) * 4 + (double)(n_runs + 1) * 8) / (1u << 30));
     uint64_t bytes = (n_runs + 1) * sizeof(pk_memsort_run_entry) + (n_values + 1) * 4 + (n_counts + 1) * 4;
     if (bytes > result->stats.host_bytes) result->stats.host_bytes = bytes;
     return PK_OK;
