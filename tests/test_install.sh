@@ -74,8 +74,9 @@ else
 import sys, numpy as np, pairkit
 ra, dec = np.loadtxt(sys.argv[1], skiprows=1, unpack=True) / 60
 res = pairkit.DDtheta_mocks(0, 1, np.array([0.0, 1.0, 180.0]), ra, dec, RA2=ra[:1], DEC2=dec[:1])
-print(pairkit.library_path(), res["npairs"].sum())' "$dir/data.txt" > "$dir/python.out" 2>&1
-  check "[ $? -eq 0 ] && [ \"\$(dirname \"\$(cut -d' ' -f1 '$dir/python.out')\")\" -ef '$libdir' ] && grep -q ' 300$' '$dir/python.out'" \
+img = pairkit.dft_image([10.0, -20.0], [5.0, 0.0], [0.0, 1.0], [1.0, 2.0], npix=4, cell=1e-3)
+print(pairkit.library_path(), round(float(img[2, 2]), 9), res["npairs"].sum())' "$dir/data.txt" > "$dir/python.out" 2>&1
+  check "[ $? -eq 0 ] && [ \"\$(dirname \"\$(cut -d' ' -f1 '$dir/python.out')\")\" -ef '$libdir' ] && grep -q ' 3.0 300$' '$dir/python.out'" \
     "the installed Python module: $(cat "$dir/python.out")"
 fi
 

@@ -1,0 +1,342 @@
+"""Angular pair counts and w(theta): the angcorr binding."""
+import ctypes
+import os
+
+import numpy as np
+
+from ._core import PairkitError, _Context, _array, _check, _count, _ptr, backend_code, load, new_context
+
+
+# ---- the C structures (angcorr.h) --------------------------------------------
+
+class _Catalog(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_size_t), ("ra", ctypes.POINTER(ctypes.c_double)),
+                ("dec", ctypes.POINTER(ctypes.c_double))]
+
+
+class _Bins(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("n_bins", ctypes.c_size_t), ("theta_min", ctypes.c_double),
+                ("width", ctypes.c_double), ("edges", ctypes.POINTER(ctypes.c_double))]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("backend", ctypes.c_int), ("kernel", ctypes.c_int)]
+
+
+class _Features(ctypes.Structure):
+    _fields_ = [("weights_a", ctypes.POINTER(ctypes.c_double)), ("weights_b", ctypes.POINTER(ctypes.c_double)),
+                ("mean_theta", ctypes.c_int), ("prune", ctypes.c_int)]
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [("pairs_total", ctypes.c_uint64), ("pairs_in_range", ctypes.c_uint64),
+                ("pairs_visited", ctypes.c_uint64), ("pairs_fp64", ctypes.c_uint64), ("seconds", ctypes.c_double),
+                ("kernel_ms", ctypes.c_double), ("kernel", ctypes.c_int),
+                ("blocks_per_sm", ctypes.c_int)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("n_bins", ctypes.c_size_t), ("n_data", ctypes.c_uint64), ("n_random", ctypes.c_uint64),
+                ("dd", ctypes.POINTER(ctypes.c_uint64)), ("dr", ctypes.POINTER(ctypes.c_uint64)),
+                ("rr", ctypes.POINTER(ctypes.c_uint64)), ("omega", ctypes.POINTER(ctypes.c_double)),
+                ("estimator", ctypes.c_int), ("stats_dd", _Stats), ("stats_dr", _Stats), ("stats_rr", _Stats)]
+
+
+class _RunOptions(ctypes.Structure):
+    _fields_ = [("weights_data", ctypes.POINTER(ctypes.c_double)), ("weights_random", ctypes.POINTER(ctypes.c_double)),
+                ("mean_theta", ctypes.c_int), ("jackknife", ctypes.c_int), ("prune", ctypes.c_int)]
+
+
+class _Extras(ctypes.Structure):
+    _fields_ = [("n_bins", ctypes.c_size_t), ("weighted", ctypes.c_int), ("sum_w_data", ctypes.c_double),
+                ("sum_w_random", ctypes.c_double)] + \
+               [(name, ctypes.POINTER(ctypes.c_double)) for name in
+                ("dd_w", "dr_w", "rr_w", "theta_mean_dd", "theta_mean_dr", "theta_mean_rr")] + \
+               [("n_patches", ctypes.c_size_t)] + \
+               [(name, ctypes.POINTER(ctypes.c_double)) for name in ("omega_jk", "omega_cov", "omega_err")]
+
+
+_ESTIMATORS = {"ls": 0, "landy-szalay": 0, "natural": 1, "peebles-hauser": 1, "hamilton": 2, "dp": 3,
+               "davis-peebles": 3}
+_UNITS = {"arcmin": 0, "deg": 1, "rad": 2}
+_PRUNE = {"auto": 0, "off": 1, "on": 2}
+
+_declared = False
+
+
+def _load():
+    """The library with the angcorr functions declared."""
+    global _declared
+    lib = load()
+    if _declared:
+        return lib
+    P = ctypes.POINTER
+    lib.pk_catalog_from_arrays.argtypes = [P(_Context), ctypes.c_size_t, P(ctypes.c_double), P(ctypes.c_double),
+                                           ctypes.c_int, ctypes.c_char_p, P(_Catalog)]
+    lib.pk_catalog_free.argtypes = [P(_Catalog)]
+    lib.pk_bins_from_edges.argtypes = [P(_Context), P(ctypes.c_double), ctypes.c_size_t, P(_Bins)]
+    lib.pk_bins_free.argtypes = [P(_Bins)]
+    lib.pk_angcorr_count_ex.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), P(_Features),
+                                        P(ctypes.c_uint64), P(ctypes.c_double), P(ctypes.c_double), P(_Stats)]
+    lib.pk_angcorr_run_ex.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), ctypes.c_int,
+                                      P(_RunOptions), P(_Result), P(_Extras)]
+    lib.pk_angcorr_run_part_rr.argtypes = [P(_Context), P(_Options), ctypes.c_int, ctypes.c_int, P(_Catalog),
+                                           P(_Catalog), P(_Bins), ctypes.c_int, P(ctypes.c_uint64), P(_Result)]
+    lib.pk_angcorr_result_free.argtypes = [P(_Result)]
+    lib.pk_angcorr_extras_free.argtypes = [P(_Extras)]
+    for name in ("pk_catalog_from_arrays", "pk_bins_from_edges", "pk_angcorr_count_ex", "pk_angcorr_run_ex",
+                 "pk_angcorr_run_part_rr"):
+        getattr(lib, name).restype = ctypes.c_int
+    _declared = True
+    return lib
+
+
+# Corrfunc's tuning arguments, accepted and ignored (pairkit needs none);
+# any other unknown keyword is a TypeError, as a misspelt one would be.
+_CORRFUNC_TUNING = {"isa", "verbose", "c_api_timer", "fast_acos", "link_in_dec", "link_in_ra", "ra_refine_factor",
+                    "dec_refine_factor", "max_cells_per_dim", "copy_particles", "enable_min_sep_opt",
+                    "xbin_refine_factor", "ybin_refine_factor", "zbin_refine_factor"}
+
+
+
+def _edges_deg(binfile):
+    if isinstance(binfile, (str, bytes, os.PathLike)):
+        try:
+            rows = np.loadtxt(binfile, ndmin=2)
+        except (OSError, ValueError) as e:
+            raise PairkitError("binfile %s: %s" % (os.fsdecode(binfile), e)) from None
+        if rows.shape[1] >= 2:
+            # Corrfunc's rows "lo hi" of contiguous bins: each row starts where the last ended
+            gap = np.nonzero(rows[1:, 0] != rows[:-1, 1])[0]
+            if gap.size:
+                k = int(gap[0])
+                raise PairkitError("binfile %s: row %d starts at %r, row %d ended at %r: bins must be contiguous" %
+                                   (os.fsdecode(binfile), k + 2, rows[k + 1, 0], k + 1, rows[k, 1]))
+            edges = np.concatenate([rows[:, 0], rows[-1:, 1]])
+        else:
+            edges = rows[:, 0]
+    else:
+        edges = _array(binfile, "binfile")
+    if edges.size < 2:
+        raise PairkitError("binfile: at least 2 edges are needed")
+    return np.ascontiguousarray(edges, dtype=np.float64)
+
+
+class _Session:
+    """A context, catalogs and bins that are freed together."""
+
+    def __init__(self, nthreads, backend):
+        self.lib = _load()
+        self.ctx = new_context(nthreads)
+        self.opts = _Options(backend_code(backend), 0)
+        self.cats, self.bins = [], []
+
+    def catalog(self, ra, dec, units, field):
+        ra = _array(ra, field + " RA")
+        dec = _array(dec, field + " DEC", ra.size)
+        cat = _Catalog()
+        _check(self.lib.pk_catalog_from_arrays(ctypes.byref(self.ctx), ra.size, _ptr(ra), _ptr(dec), _UNITS[units],
+                                               field.encode(), ctypes.byref(cat)), self.ctx)
+        self.cats.append(cat)
+        return cat
+
+    def bins_from(self, edges_deg, units):
+        scale = {"deg": np.pi / 180.0, "arcmin": np.pi / 10800.0, "rad": 1.0}[units]
+        edges = np.ascontiguousarray(edges_deg * scale)
+        bins = _Bins()
+        _check(self.lib.pk_bins_from_edges(ctypes.byref(self.ctx), _ptr(edges), edges.size, ctypes.byref(bins)),
+               self.ctx)
+        self.bins.append(bins)
+        return bins
+
+    def close(self):
+        for c in self.cats:
+            self.lib.pk_catalog_free(ctypes.byref(c))
+        for b in self.bins:
+            self.lib.pk_bins_free(ctypes.byref(b))
+        self.cats, self.bins = [], []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _check_prune(prune):
+    if prune not in _PRUNE:
+        raise PairkitError("prune must be auto, on or off (got %r)" % (prune,))
+
+
+def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=None, DEC2=None, weights2=None,
+                  output_thetaavg=False, weight_type=None, units="deg", backend="auto", prune="auto", **ignored):
+    """Pair counts in bins of angular separation, shaped like Corrfunc's
+    DDtheta_mocks.
+
+    autocorr: 1 counts the pairs of (RA1, DEC1) with itself (every ordered
+    pair, both orders, self-pairs included where the bins reach 0); 0
+    counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of contiguous
+    rows "theta_lo theta_hi" (or one edge per row), or a 1-D array of edges.
+    Positions and bins are in `units`: "deg" (the default, as Corrfunc),
+    "arcmin" or "rad". weights1/weights2: per-object weights; a pair weighs
+    w1 * w2 (Corrfunc's weight_type="pair_product", the only type).
+    output_thetaavg: the mean separation of the pairs of each bin (weighted).
+    backend: "auto", "cpu" or "cuda"; prune: "auto", "on" or "off" (skip
+    cell pairs beyond the last edge). Corrfunc's tuning arguments (isa,
+    verbose, the refine factors, ...) are accepted and ignored; any other
+    keyword is a TypeError. Arrays must be one-dimensional real numbers.
+
+    Returns a numpy structured array with fields thetamin, thetamax,
+    thetaavg (in `units`, 0 unless asked), npairs (exact counts) and
+    weightavg (mean pair weight, 0 when unweighted).
+    """
+    unknown = sorted(set(ignored) - _CORRFUNC_TUNING)
+    if unknown:
+        raise TypeError("DDtheta_mocks() got unexpected keyword argument(s): %s" % ", ".join(unknown))
+    if weight_type not in (None, "pair_product"):
+        raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
+    if units not in _UNITS:
+        raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+    _check_prune(prune)
+    edges = _edges_deg(binfile)
+    with _Session(nthreads, backend) as s:
+        a = s.catalog(RA1, DEC1, units, "RA1/DEC1")
+        w1 = _array(weights1, "weights1", a.n) if weights1 is not None else None
+        b, w2 = None, None
+        if not autocorr:
+            if RA2 is None or DEC2 is None:
+                raise PairkitError("autocorr=0 needs RA2 and DEC2")
+            b = s.catalog(RA2, DEC2, units, "RA2/DEC2")
+            w2 = _array(weights2, "weights2", b.n) if weights2 is not None else None
+        if (w1 is None) != (w2 is None) and not autocorr:
+            # one side weighted: the other weighs 1
+            if w1 is None:
+                w1 = np.ones(a.n)
+            else:
+                w2 = np.ones(b.n)
+        bins = s.bins_from(edges, units)
+        n = bins.n_bins
+        counts = np.zeros(n, dtype=np.uint64)
+        wsum = np.zeros(n)
+        tsum = np.zeros(n)
+        feats = _Features(_ptr(w1), _ptr(w2), 1 if output_thetaavg else 0, _PRUNE[prune])
+        stats = _Stats()
+        st = s.lib.pk_angcorr_count_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(a),
+                                       ctypes.byref(b) if b is not None else None, ctypes.byref(bins),
+                                       ctypes.byref(feats), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                       _ptr(wsum), _ptr(tsum) if output_thetaavg else None, ctypes.byref(stats))
+        _check(st, s.ctx)
+    out = np.zeros(n, dtype=[("thetamin", "f8"), ("thetamax", "f8"), ("thetaavg", "f8"), ("npairs", "u8"),
+                             ("weightavg", "f8")])
+    out["thetamin"] = edges[:-1]
+    out["thetamax"] = edges[1:]
+    out["npairs"] = counts
+    nonzero = wsum != 0
+    if output_thetaavg:
+        scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+        out["thetaavg"][nonzero] = tsum[nonzero] / wsum[nonzero] * scale
+    if w1 is not None or w2 is not None:
+        has = counts > 0
+        out["weightavg"][has] = wsum[has] / counts[has]
+    return out
+
+
+def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, estimator="ls", jackknife=0,
+            mean_theta=False, nthreads=0, units="deg", backend="auto", prune="auto", rr=None):
+    """w(theta) of a data catalog against a random one: DD, DR, RR, the
+    estimator ("ls", "natural", "hamilton", "dp") on counts normalised by
+    their totals (weight totals when weighted), and with jackknife=K the
+    leave-one-patch-out errors over K sky patches made from the randoms.
+
+    rr: the "rr" of an earlier result for the same random catalog and bins,
+    used instead of counting RR again (unweighted, without jackknife,
+    mean_theta or prune; the caller vouches that catalog and bins match).
+
+    Returns a dict: theta_lo, theta_hi (degrees or `units`), omega, dd, dr,
+    rr (exact counts), and when asked dd_w, dr_w, rr_w (weighted counts),
+    theta_mean_dd (mean separations), omega_err, cov (K-patch covariance),
+    omega_jk (K leave-one-out values).
+    """
+    if estimator not in _ESTIMATORS:
+        raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
+    if units not in _UNITS:
+        raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+    _check_prune(prune)
+    edges = _edges_deg(bins)
+    if rr is not None and (weights is not None or rand_weights is not None or jackknife or mean_theta or
+                           prune != "auto"):
+        raise PairkitError("rr: given RR counts are the plain counts; with weights, jackknife, mean_theta or prune "
+                           "they are not what the run uses")
+    with _Session(nthreads, backend) as s:
+        d = s.catalog(ra, dec, units, "data")
+        r = s.catalog(rand_ra, rand_dec, units, "random")
+        if rr is not None:
+            return _w_theta_rr(s, d, r, edges, units, estimator, rr)
+        wd = _array(weights, "weights", d.n) if weights is not None else None
+        wr = _array(rand_weights, "rand_weights", r.n) if rand_weights is not None else None
+        if (wd is None) != (wr is None):
+            wd = wd if wd is not None else np.ones(d.n)
+            wr = wr if wr is not None else np.ones(r.n)
+        b = s.bins_from(edges, units)
+        ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, _count(jackknife, "jackknife", 0, 1 << 20),
+                         _PRUNE[prune])
+        res, ex = _Result(), _Extras()
+        st = s.lib.pk_angcorr_run_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d), ctypes.byref(r),
+                                     ctypes.byref(b), _ESTIMATORS[estimator], ctypes.byref(ro), ctypes.byref(res),
+                                     ctypes.byref(ex))
+        _check(st, s.ctx)
+        n = res.n_bins
+        out = _counts_dict(res, edges)
+        if ex.weighted:
+            for name in ("dd_w", "dr_w", "rr_w"):
+                out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy()
+        if mean_theta:
+            scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+            for name in ("theta_mean_dd", "theta_mean_dr", "theta_mean_rr"):
+                out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy() * scale
+        if ex.n_patches:
+            k = ex.n_patches
+            out["omega_err"] = np.ctypeslib.as_array(ex.omega_err, (n,)).copy()
+            out["cov"] = np.ctypeslib.as_array(ex.omega_cov, (n * n,)).copy().reshape(n, n)
+            out["omega_jk"] = np.ctypeslib.as_array(ex.omega_jk, (k * n,)).copy().reshape(k, n)
+        s.lib.pk_angcorr_result_free(ctypes.byref(res))
+        s.lib.pk_angcorr_extras_free(ctypes.byref(ex))
+    return out
+
+
+def _w_theta_rr(s, d, r, edges, units, estimator, rr):
+    """w_theta's DD and DR with RR given."""
+    if isinstance(rr, np.ma.MaskedArray):
+        raise PairkitError("rr: a masked array; give the counts of every bin")
+    try:
+        raw = np.asarray(rr)
+    except Exception as e:
+        raise PairkitError("rr: not an array of counts (%s)" % (e,)) from None
+    n = len(edges) - 1
+    if raw.ndim != 1 or raw.size != n:
+        raise PairkitError("rr must hold one count per bin (%d), got shape %s" % (n, raw.shape))
+    if raw.dtype.kind not in "iu" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw)) and
+                                            np.all(raw == np.floor(raw))):
+        raise PairkitError("rr must hold whole counts, got dtype %s" % (raw.dtype,))
+    if np.any(raw < 0) or sum(int(v) for v in raw.tolist()) > r.n * r.n:  # exact, Python integers
+        raise PairkitError("rr: counts must be >= 0 and add up to at most the %d^2 pairs of the random catalog"
+                           % r.n)
+    counts = np.ascontiguousarray(raw, dtype=np.uint64)
+    b = s.bins_from(edges, units)
+    res = _Result()
+    st = s.lib.pk_angcorr_run_part_rr(ctypes.byref(s.ctx), ctypes.byref(s.opts), 0, 1, ctypes.byref(d),
+                                      ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
+                                      counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.byref(res))
+    _check(st, s.ctx)
+    out = _counts_dict(res, edges)
+    s.lib.pk_angcorr_result_free(ctypes.byref(res))
+    return out
+
+
+def _counts_dict(res, edges):
+    """The bins, omega and the three counts of a result, as copies."""
+    n = res.n_bins
+    out = {"theta_lo": edges[:-1].copy(), "theta_hi": edges[1:].copy()}
+    for name in ("omega", "dd", "dr", "rr"):
+        out[name] = np.ctypeslib.as_array(getattr(res, name), (n,)).copy()
+    return out

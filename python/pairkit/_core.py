@@ -1,0 +1,111 @@
+"""Loading libpairkit.so, and what every workload's binding shares."""
+import ctypes
+import ctypes.util
+import os
+
+import numpy as np
+
+
+class PairkitError(ValueError):
+    """A pairkit call failed; the message names the argument or file."""
+
+
+class _Context(ctypes.Structure):  # pairkit.h
+    _fields_ = [("message", ctypes.c_char * 512), ("progress", ctypes.c_void_p), ("progress_user", ctypes.c_void_p),
+                ("n_threads", ctypes.c_int), ("cuda_device", ctypes.c_int)]
+
+
+_BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
+
+_lib = None
+
+
+def library_path():
+    """Where libpairkit.so is taken from."""
+    env = os.environ.get("PAIRKIT_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    cand = os.path.join(root, "build", "libpairkit.so")
+    if os.path.exists(cand):
+        return cand
+    try:
+        from . import _installed  # written by cmake --install only
+    except ImportError:
+        _installed = None
+    if _installed is not None:
+        cand = os.path.normpath(os.path.join(here, _installed.LIBDIR, "libpairkit.so"))
+        if os.path.exists(cand):
+            return cand
+    found = ctypes.util.find_library("pairkit")
+    if found:
+        return found
+    raise PairkitError("libpairkit.so not found: build the C library (cmake --build build) or set PAIRKIT_LIB")
+
+
+def load():
+    """The library (loaded once); each binding declares its own functions."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = library_path()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise PairkitError("%s cannot be loaded (%s): rebuild it, or set PAIRKIT_LIB" % (path, e)) from None
+    lib.pk_context_init.argtypes = [ctypes.POINTER(_Context)]
+    _lib = lib
+    return lib
+
+
+def new_context(nthreads):
+    ctx = _Context()
+    load().pk_context_init(ctypes.byref(ctx))
+    ctx.n_threads = _count(nthreads or 0, "nthreads", 0, 1024)
+    return ctx
+
+
+def backend_code(backend):
+    if backend not in _BACKENDS:
+        raise PairkitError("backend must be auto, cpu or cuda (got %r)" % (backend,))
+    return _BACKENDS[backend]
+
+
+def _ptr(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if a is not None else None
+
+
+def _array(x, name, n=None):
+    """A 1-D float64 copy-if-needed of x: real numbers only, one dimension
+    (a 2-D array is refused rather than flattened)."""
+    try:
+        raw = np.asarray(x)
+    except Exception as e:  # ragged lists and the like
+        raise PairkitError("%s: not an array of numbers (%s)" % (name, e)) from None
+    if raw.ndim != 1:
+        raise PairkitError("%s must be one-dimensional, got shape %s" % (name, raw.shape))
+    if raw.dtype.kind not in "biuf":
+        raise PairkitError("%s must hold real numbers, got dtype %s" % (name, raw.dtype))
+    a = np.ascontiguousarray(raw, dtype=np.float64)
+    if n is not None and a.size != n:
+        raise PairkitError("%s has %d values, expected %d" % (name, a.size, n))
+    return a
+
+
+def _count(x, name, lo, hi):
+    """A whole number in [lo, hi], refused rather than truncated or wrapped."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        if isinstance(x, (float, np.floating)) and float(x).is_integer():
+            x = int(x)
+        else:
+            raise PairkitError("%s must be a whole number, got %r" % (name, x))
+    if not lo <= int(x) <= hi:
+        raise PairkitError("%s must be in %d .. %d, got %d" % (name, lo, hi, int(x)))
+    return int(x)
+
+
+def _check(st, ctx):
+    if st != 0:
+        raise PairkitError(ctx.message.decode("utf-8", "replace") or "pairkit error %d" % st)
+
