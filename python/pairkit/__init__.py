@@ -1,5 +1,6 @@
-"""pairkit on numpy arrays: exact angular pair counts and w(theta), and the
-exact direct-Fourier image of radio visibilities.
+"""pairkit on numpy arrays: exact angular pair counts and w(theta), the
+exact direct-Fourier image of radio visibilities, and the plan and fill of
+zkVM memory traces.
 
 A thin ctypes layer over the C library (libpairkit.so). Every pair lands in
 the bin the float64 reference gives it, and every image is the exact
@@ -15,6 +16,10 @@ transform with the w term kept, on the CPU and on a CUDA GPU.
     d = pairkit.read_vis("obs.uvfits")                   # or a .npz
     img = pairkit.dft_image(d["u"], d["v"], d["w"], d["vis"], npix=512, cell=2e-5, sign=d["sign"])
 
+    addr, chunk_start = pairkit.memsort_generate(1 << 22, seed=7)     # or read_trace("trace/")
+    res = pairkit.memsort(addr, chunk_start=chunk_start, workers=16, worker=3)
+    addrs, values = pairkit.memsort_rows(res, 3)
+
 Angles are in degrees unless `units` says otherwise (angcorr); image cells
 and direction cosines in radians. The library is looked up in
 $PAIRKIT_LIB, then in the build/ folder of a source checkout (or, for a
@@ -24,5 +29,7 @@ library), then by the system's library search.
 from ._core import PairkitError, library_path
 from ._angcorr import DDtheta_mocks, w_theta
 from ._dftimage import dft_image, dft_points, read_vis
+from ._memsort import memsort, memsort_generate, memsort_rows, read_trace
 
-__all__ = ["DDtheta_mocks", "w_theta", "read_vis", "dft_image", "dft_points", "PairkitError", "library_path"]
+__all__ = ["DDtheta_mocks", "w_theta", "read_vis", "dft_image", "dft_points", "memsort", "memsort_generate",
+           "memsort_rows", "read_trace", "PairkitError", "library_path"]

@@ -1,0 +1,267 @@
+"""Plan and fill of zkVM memory traces: the memsort binding."""
+import ctypes
+import os
+
+import numpy as np
+
+from ._core import PairkitError, _Context, _check, _count, backend_code, load, new_context
+
+
+# ---- the C structures (memsort.h) --------------------------------------------
+
+_U32, _U64 = ctypes.c_uint32, ctypes.c_uint64
+
+
+class _Region(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 16), ("base", _U32), ("size", _U64), ("max_instances", _U32),
+                ("instance_entries", _U32)]
+
+
+class _Regions(ctypes.Structure):
+    _fields_ = [("n_regions", _U32), ("region", _Region * 8)]
+
+
+class _Trace(ctypes.Structure):
+    _fields_ = [("n_entries", _U64), ("addr", ctypes.POINTER(_U32)), ("n_chunks", _U32),
+                ("chunk_start", ctypes.POINTER(_U64)), ("pinned", ctypes.c_int)]
+
+
+class _GenOptions(ctypes.Structure):
+    _fields_ = [("n_entries", _U64), ("seed", _U64), ("chunk_entries", _U32), ("awkward", ctypes.c_int)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("backend", ctypes.c_int), ("kernel", ctypes.c_int), ("n_workers", _U32), ("worker", _U32)]
+
+
+class _Instance(ctypes.Structure):
+    _fields_ = [(name, _U32) for name in ("gid", "region", "index", "owned")] + [("first_row", _U64)] + \
+               [(name, _U32) for name in ("n_rows", "first_addr", "last_addr", "first_chunk", "first_skip",
+                                          "first_skip_total", "last_chunk", "last_include", "last_include_total",
+                                          "has_prev", "prev_addr", "prev_value", "n_runs")] + \
+               [(name, _U64) for name in ("runs_offset", "values_offset", "counts_offset")]
+
+
+class _Run(ctypes.Structure):
+    _fields_ = [("addr", _U32), ("count", _U32)]
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [("seconds", ctypes.c_double), ("device_ms", ctypes.c_double), ("upload_ms", ctypes.c_double),
+                ("device_bytes", _U64), ("host_bytes", _U64), ("pcie_bytes", _U64), ("kernel", ctypes.c_int)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("n_entries", _U64), ("n_chunks", _U32), ("n_workers", _U32), ("worker", _U32),
+                ("n_instances", _U32), ("instances", ctypes.POINTER(_Instance)), ("region_entries", _U64 * 8),
+                ("n_owned", _U32), ("n_runs", _U64), ("runs", ctypes.POINTER(_Run)), ("n_values", _U64),
+                ("values", ctypes.POINTER(_U32)), ("chunk_counts", ctypes.POINTER(_U32)), ("stats", _Stats),
+                ("cap_runs", _U64), ("cap_values", _U64), ("cap_counts", _U64), ("cap_instances", _U32),
+                ("host_pinned", ctypes.c_int), ("backend_state", ctypes.c_void_p)]
+
+
+def _dtype(structure):
+    """The numpy dtype of a ctypes structure, padding and all, by field offset."""
+    names, formats, offsets = [], [], []
+    for name, ctype in structure._fields_:
+        names.append(name)
+        formats.append({_U32: np.uint32, _U64: np.uint64}[ctype])
+        offsets.append(getattr(structure, name).offset)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": ctypes.sizeof(structure)})
+
+
+_INSTANCE = _dtype(_Instance)
+_RUN = _dtype(_Run)
+
+_declared = False
+
+
+def _load():
+    """The library with the memsort functions declared."""
+    global _declared
+    lib = load()
+    if _declared:
+        return lib
+    P = ctypes.POINTER
+    lib.pk_memsort_regions_get.argtypes = [P(_Context), ctypes.c_char_p, P(_Regions)]
+    lib.pk_memsort_generate.argtypes = [P(_Context), P(_Regions), P(_GenOptions), P(_Trace)]
+    lib.pk_memsort_trace_free.argtypes = [P(_Trace)]
+    lib.pk_memsort_trace_read.argtypes = [P(_Context), ctypes.c_char_p, P(_Regions), P(_Trace)]
+    lib.pk_memsort_result_init.argtypes = [P(_Result)]
+    lib.pk_memsort_result_free.argtypes = [P(_Result)]
+    lib.pk_memsort_run.argtypes = [P(_Context), P(_Options), P(_Regions), P(_Trace), P(_Result)]
+    lib.pk_memsort_kernel_from_name.argtypes = [ctypes.c_char_p]
+    lib.pk_memsort_kernel_name.argtypes = [ctypes.c_int]
+    lib.pk_memsort_kernel_name.restype = ctypes.c_char_p
+    for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_run",
+                 "pk_memsort_kernel_from_name"):
+        getattr(lib, name).restype = ctypes.c_int
+    _declared = True
+    return lib
+
+
+def _regions(lib, ctx, regions):
+    if not isinstance(regions, (str, bytes, os.PathLike)):
+        raise PairkitError("regions must be 'default', 'zisk' or a region table file, got %r" % (regions,))
+    table = _Regions()
+    _check(lib.pk_memsort_regions_get(ctypes.byref(ctx), os.fsencode(regions), ctypes.byref(table)), ctx)
+    return table
+
+
+def _take_trace(lib, trace):
+    """Copies of a library-owned trace's arrays; the trace is freed."""
+    try:
+        n, c = trace.n_entries, trace.n_chunks
+        addr = np.ctypeslib.as_array(trace.addr, (n,)).copy() if n else np.zeros(0, np.uint32)
+        starts = np.ctypeslib.as_array(trace.chunk_start, (c + 1,)).copy()
+    finally:
+        lib.pk_memsort_trace_free(ctypes.byref(trace))
+    return addr, starts
+
+
+def memsort_generate(n_entries, seed=1, chunk_entries=0, awkward=False, regions="default"):
+    """A synthetic trace as `pairkit memsort-gen` writes it, deterministic
+    from the seed: (addr, chunk_start), uint32 raw addresses and the uint64
+    start of each chunk plus the end (chunk_entries 0: 2^18 a chunk, the
+    prover's steps). awkward=True gives the cases that break planners."""
+    lib = _load()
+    ctx = new_context(0)
+    table = _regions(lib, ctx, regions)
+    opts = _GenOptions(_count(n_entries, "n_entries", 1, 1 << 29), _count(seed, "seed", 0, (1 << 64) - 1),
+                       _count(chunk_entries, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
+    trace = _Trace()
+    _check(lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts), ctypes.byref(trace)),
+           ctx)
+    return _take_trace(lib, trace)
+
+
+def read_trace(trace_dir, regions="default"):
+    """The chunk files TRACE_DIR/mem_addr_NNNN.bin, checked against the
+    table as the command line checks them: (addr, chunk_start)."""
+    lib = _load()
+    ctx = new_context(0)
+    table = _regions(lib, ctx, regions)
+    trace = _Trace()
+    _check(lib.pk_memsort_trace_read(ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(table),
+                                     ctypes.byref(trace)), ctx)
+    return _take_trace(lib, trace)
+
+
+def _addresses(addr):
+    try:
+        raw = np.asarray(addr)
+    except Exception as e:
+        raise PairkitError("addr: not an array of addresses (%s)" % (e,)) from None
+    if raw.ndim != 1:
+        raise PairkitError("addr must be one-dimensional, got shape %s" % (raw.shape,))
+    if raw.dtype.kind not in "iu":
+        raise PairkitError("addr must hold integers (raw u32 addresses), got dtype %s" % (raw.dtype,))
+    if raw.dtype != np.uint32 and raw.size:
+        out = np.flatnonzero((raw < 0) | (raw > 0xFFFFFFFF))
+        if out.size:
+            raise PairkitError("addr[%d] = %d is not a 32-bit address" % (out[0], raw[out[0]]))
+    if raw.size >= 1 << 32:
+        raise PairkitError("addr: %d entries, a trace holds fewer than 2^32" % raw.size)
+    return np.ascontiguousarray(raw, dtype=np.uint32)
+
+
+def _chunk_starts(n, chunk_entries, chunk_start):
+    if chunk_start is not None:
+        try:
+            raw = np.asarray(chunk_start)
+        except Exception as e:
+            raise PairkitError("chunk_start: not an array of entry indices (%s)" % (e,)) from None
+        if raw.ndim != 1 or raw.dtype.kind not in "iu":
+            raise PairkitError("chunk_start must be a one-dimensional array of entry indices")
+        if raw.size < 2 or raw.size > 4097 or raw[0] != 0 or raw[-1] != n or np.any(np.diff(raw) < 0):
+            raise PairkitError("chunk_start must run from 0 to len(addr) = %d without going back, with 1 to 4096 "
+                               "chunks" % n)
+        return np.ascontiguousarray(raw, dtype=np.uint64)
+    size = _count(chunk_entries, "chunk_entries", 1, 1 << 32)
+    k = max(1, -(-n // size))
+    if k > 4096:
+        raise PairkitError("chunk_entries %d cuts %d entries into %d chunks; at most 4096" % (size, n, k))
+    return np.minimum(np.arange(k + 1, dtype=np.uint64) * size, n).astype(np.uint64)
+
+
+def memsort(addr, chunk_entries=1 << 18, chunk_start=None, regions="default", workers=1, worker=0, backend="auto",
+            kernel=None, nthreads=0):
+    """Plan and fill for worker `worker` of `workers` (SPEC and
+    docs/memsort.md): addr is the trace (raw u32 addresses, entry i having
+    the value i), cut into chunks of chunk_entries or at chunk_start (the
+    start of each chunk plus the end). The trace is checked first: an
+    unaligned address, one in no region or a region over its capacity is an
+    error naming the chunk and entry.
+
+    Returns a dict: "instances", a structured array of every instance's plan
+    by gid (the fields of pk_memsort_instance: gid, region, index, owned,
+    first_row, n_rows, first_addr, last_addr, first_chunk, first_skip,
+    first_skip_total, last_chunk, last_include, last_include_total,
+    has_prev, prev_addr, prev_value, and for owned ones n_runs, runs_offset,
+    values_offset, counts_offset); "runs" (fields addr, count), "values"
+    (uint32 trace positions) and "chunk_counts" (n_owned x n_chunks) of the
+    owned instances in gid order; "region_entries", "kernel" and "seconds".
+    memsort_rows(result, gid) expands an owned instance into its rows."""
+    lib = _load()
+    a = _addresses(addr)
+    starts = _chunk_starts(a.size, chunk_entries, chunk_start)
+    n_workers = _count(workers, "workers", 1, (1 << 32) - 1)
+    w = _count(worker, "worker", 0, n_workers - 1)
+    code = 0
+    if kernel is not None:
+        code = lib.pk_memsort_kernel_from_name(str(kernel).encode())
+        if code < 0:
+            raise PairkitError("kernel: unknown kernel %r" % (kernel,))
+    ctx = new_context(nthreads)
+    table = _regions(lib, ctx, regions)
+    trace = _Trace(a.size, a.ctypes.data_as(ctypes.POINTER(_U32)), starts.size - 1,
+                   starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
+    opts = _Options(backend_code(backend), code, n_workers, w)
+    res = _Result()
+    lib.pk_memsort_result_init(ctypes.byref(res))
+    try:
+        _check(lib.pk_memsort_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(table), ctypes.byref(trace),
+                                  ctypes.byref(res)), ctx)
+
+        def take(ptr, n, dtype):
+            if not n:
+                return np.zeros(0, dtype)
+            data = (ctypes.c_char * (n * dtype.itemsize)).from_address(ctypes.addressof(ptr.contents))
+            return np.frombuffer(data, dtype=dtype).copy()
+
+        inst = take(res.instances, res.n_instances, _INSTANCE)
+        # the owned instances' values packed in gid order, as memsort.bin
+        # holds them (a kernel may keep every row, at global positions)
+        owned = inst[inst["owned"] != 0]
+        extent = int((owned["values_offset"] + owned["n_rows"]).max()) if owned.size else 0
+        every = take(res.values, extent, np.dtype(np.uint32))
+        values = np.concatenate([every[o:o + k] for o, k in zip(owned["values_offset"].tolist(),
+                                                                owned["n_rows"].tolist())] or [every[:0]])
+        packed = np.zeros(inst.size, np.uint64)
+        packed[inst["owned"] != 0] = np.cumsum(owned["n_rows"], dtype=np.uint64) - owned["n_rows"]
+        inst["values_offset"] = packed
+        out = {"instances": inst, "runs": take(res.runs, res.n_runs, _RUN), "values": values,
+               "chunk_counts": take(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32)).reshape(
+                   res.n_owned, res.n_chunks),
+               "region_entries": np.array(res.region_entries[:table.n_regions], dtype=np.uint64),
+               "kernel": lib.pk_memsort_kernel_name(res.stats.kernel).decode(), "seconds": res.stats.seconds,
+               "workers": n_workers, "worker": w}
+    finally:
+        lib.pk_memsort_result_free(ctypes.byref(res))
+    return out
+
+
+def memsort_rows(result, gid):
+    """An owned instance's rows: (addresses, values), two uint32 arrays in
+    stable address order, its runs expanded."""
+    inst = result["instances"]
+    if not 0 <= gid < inst.size:
+        raise PairkitError("gid %r: the trace has instances 0 .. %d" % (gid, inst.size - 1))
+    i = inst[gid]
+    if not i["owned"]:
+        raise PairkitError("instance %d is not owned by worker %d of %d" % (gid, result["worker"],
+                                                                           result["workers"]))
+    runs = result["runs"][i["runs_offset"]:i["runs_offset"] + i["n_runs"]]
+    values = result["values"][i["values_offset"]:i["values_offset"] + i["n_rows"]]
+    return np.repeat(runs["addr"], runs["count"]), values

@@ -1,0 +1,158 @@
+"""pairkit.memsort against numpy's stable argsort (rows, plans, chunk
+counts), the kernels against each other, the generator and the chunk-file
+reader against the command line, and clear errors for bad traces."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import pairkit
+
+# three regions, instances of 4096 rows (the defaults' bases)
+TABLE = """# name base size max_instances instance_entries
+ROM   0x80000000 128M 64  4096
+INPUT 0x90000000 128M 64  4096
+RAM   0xA0000000 512M 512 4096
+"""
+BASES = [(0x80000000, 0), (0x90000000, 16 << 20), (0xA0000000, 32 << 20)]
+
+
+@pytest.fixture
+def table(tmp_path):
+    path = tmp_path / "table.txt"
+    path.write_text(TABLE)
+    return str(path)
+
+
+def compact(addr):
+    out = np.zeros(addr.size, np.int64)
+    for base, first in BASES:
+        inside = (addr >= base) & (addr < base + (128 << 20 if first < 32 << 20 else 512 << 20))
+        out[inside] = (addr[inside].astype(np.int64) - base) // 8 + first
+    return out
+
+
+def expected_instances(addr, chunk_start, size=4096):
+    """Per instance (gid order): its rows as (addresses, values) from a
+    stable numpy sort, region by region."""
+    key = compact(addr)
+    region = np.searchsorted([b[1] for b in BASES], key, side="right") - 1
+    out = []
+    for r in range(3):
+        pos = np.flatnonzero(region == r)
+        order = pos[np.argsort(key[pos], kind="stable")]
+        for k in range(0, order.size, size):
+            rows = order[k:k + size]
+            prev = order[k - 1] if k else None
+            out.append((addr[rows], rows.astype(np.uint32), prev, order[:k]))
+    return out
+
+
+@pytest.mark.parametrize("workers,worker", [(1, 0), (3, 2), (16, 7)])
+def test_rows_and_plans_against_numpy(table, workers, worker):
+    addr, chunk_start = pairkit.memsort_generate(1 << 18, seed=5, chunk_entries=1 << 14, regions=table)
+    res = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=workers, worker=worker,
+                          backend="cpu")
+    want = expected_instances(addr, chunk_start)
+    inst = res["instances"]
+    assert inst.size == len(want) and np.array_equal(inst["gid"], np.arange(inst.size))
+    chunk_of = np.searchsorted(chunk_start, np.arange(addr.size), side="right") - 1
+    owned_rows = 0
+    for g, (a, v, prev, before) in enumerate(want):
+        i = inst[g]
+        assert i["owned"] == (g % workers == worker)
+        assert i["n_rows"] == a.size and i["first_addr"] == a[0] and i["last_addr"] == a[-1]
+        assert i["has_prev"] == (prev is not None)
+        if prev is not None:
+            assert i["prev_addr"] == addr[prev] and i["prev_value"] == prev
+        # the first address: its earlier occurrences, and those in the first row's chunk
+        skipped = before[addr[before] == a[0]]
+        assert i["first_skip_total"] == skipped.size
+        assert i["first_chunk"] == chunk_of[v[0]]
+        assert i["first_skip"] == np.count_nonzero(chunk_of[skipped] == i["first_chunk"])
+        last = v[a == a[-1]]
+        assert i["last_include_total"] == last.size and i["last_chunk"] == chunk_of[v[-1]]
+        assert i["last_include"] == np.count_nonzero(chunk_of[last] == i["last_chunk"])
+        if not i["owned"]:
+            continue
+        got_a, got_v = pairkit.memsort_rows(res, g)
+        assert np.array_equal(got_a, a) and np.array_equal(got_v, v)
+        o = owned_rows
+        counts = res["chunk_counts"][int(i["counts_offset"]) // (chunk_start.size - 1)]
+        assert np.array_equal(counts, np.bincount(chunk_of[v], minlength=chunk_start.size - 1))
+        owned_rows += 1
+    assert res["chunk_counts"].shape == (owned_rows, chunk_start.size - 1)
+
+
+def test_kernels_agree_on_awkward_traces(table):
+    addr, chunk_start = pairkit.memsort_generate(50000, seed=2, chunk_entries=777, awkward=True, regions=table)
+    for workers, worker in ((1, 0), (3, 1)):
+        ref = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=workers, worker=worker,
+                              kernel="ref")
+        for kernel in ("cpu", "cpu-portable"):
+            got = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=workers, worker=worker,
+                                  kernel=kernel)
+            for name in ("instances", "runs", "values", "chunk_counts", "region_entries"):
+                assert np.array_equal(got[name], ref[name]), (kernel, name)
+
+
+def test_cuda_or_a_clear_refusal(table):
+    addr, chunk_start = pairkit.memsort_generate(1 << 16, seed=9, regions=table)
+    cpu = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=3, worker=0, backend="cpu")
+    try:
+        gpu = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=3, worker=0, backend="cuda")
+    except pairkit.PairkitError as e:
+        assert "CUDA" in str(e)
+        return
+    for name in ("instances", "runs", "values", "chunk_counts"):
+        assert np.array_equal(gpu[name], cpu[name]), name
+
+
+def test_generator_and_reader_match_the_command_line(tmp_path):
+    binary = os.path.join(os.path.dirname(os.environ.get("PAIRKIT_LIB", "")), "pairkit")
+    addr, chunk_start = pairkit.memsort_generate(100000, seed=4, chunk_entries=30000)
+    assert addr.dtype == np.uint32 and list(chunk_start) == [0, 30000, 60000, 90000, 100000]
+    again, _ = pairkit.memsort_generate(100000, seed=4, chunk_entries=30000)
+    assert np.array_equal(addr, again)
+    if not os.path.exists(binary):
+        pytest.skip("no pairkit command beside the library")
+    out = tmp_path / "trace"
+    subprocess.run([binary, "memsort-gen", str(out), "--entries", "100000", "--seed", "4", "--chunk", "30000", "-q"],
+                   check=True)
+    read, starts = pairkit.read_trace(str(out))
+    assert np.array_equal(read, addr) and np.array_equal(starts, chunk_start)
+    # a plain sort of the same trace, and explicit chunk_entries, give the same instances
+    a = pairkit.memsort(read, chunk_entries=30000)
+    b = pairkit.memsort(addr, chunk_start=chunk_start)
+    assert np.array_equal(a["instances"], b["instances"]) and np.array_equal(a["values"], b["values"])
+
+
+def test_bad_traces_and_arguments(table, tmp_path):
+    addr, chunk_start = pairkit.memsort_generate(5000, seed=1, chunk_entries=1000, regions=table)
+    odd = addr.copy()
+    odd[1234] += 4
+    nowhere = addr.copy()
+    nowhere[17] = 0x1000
+    cases = [
+        (lambda: pairkit.memsort(odd, chunk_entries=1000, regions=table), "entry 234: address 0x.* is not 8-byte"),
+        (lambda: pairkit.memsort(nowhere, chunk_entries=1000, regions=table), "entry 17: address 0x00001000 lies in "
+                                                                              "no region"),
+        (lambda: pairkit.memsort(addr.astype(float), regions=table), "addr must hold integers"),
+        (lambda: pairkit.memsort(np.array([-8, 0]), regions=table), r"addr\[0\] = -8 is not a 32-bit address"),
+        (lambda: pairkit.memsort(addr.reshape(50, 100), regions=table), "addr must be one-dimensional"),
+        (lambda: pairkit.memsort(addr, chunk_start=[0, 10], regions=table), "chunk_start must run from 0 to"),
+        (lambda: pairkit.memsort(addr, chunk_entries=1, regions=table), "at most 4096"),
+        (lambda: pairkit.memsort(addr, workers=3, worker=3, regions=table), "worker must be in 0 .. 2"),
+        (lambda: pairkit.memsort(addr, regions="nowhere.txt"), "nowhere.txt"),
+        (lambda: pairkit.memsort(addr, regions=table, kernel="quick"), "unknown kernel"),
+        (lambda: pairkit.memsort(addr, regions=table, backend="tpu"), "backend must be"),
+        (lambda: pairkit.memsort_generate(0), "n_entries must be in"),
+        (lambda: pairkit.read_trace(str(tmp_path / "none")), "none"),
+    ]
+    for call, says in cases:
+        with pytest.raises(pairkit.PairkitError, match=says):
+            call()
+    res = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=2, worker=0)
+    with pytest.raises(pairkit.PairkitError, match="instance 1 is not owned by worker 0 of 2"):
+        pairkit.memsort_rows(res, 1)
