@@ -293,6 +293,24 @@ int main(void) {
         for (const char *p = cov; p && *p; p++) lines += *p == '\n';
         CHECK(lines == 9, "covariance CSV: %d lines, expected 9", lines);
         free(o), free(cov);
+        /* column names for one catalog: the same counts as the shared names */
+        char *dtext = cli_read(cli_path("d.csv"));
+        if (dtext) {
+            FILE *fp = fopen(cli_path("dj.csv"), "w");
+            fprintf(fp, "RA_J2000,DEC_J2000,w\n%s", strchr(dtext, '\n') + 1);
+            fclose(fp);
+        }
+        free(dtext);
+        int rc1 = cli_run(
+            "angcorr dj.csv r.csv --data-ra-col RA_J2000 --data-dec-col DEC_J2000 --nbins 40 -o p1.out "
+            "--png none -q");
+        int rc2 = cli_run("angcorr d.csv r.csv --nbins 40 -o p2.out --png none -q");
+        char *p1 = cli_read(cli_path("p1.out")), *p2 = cli_read(cli_path("p2.out"));
+        CHECK(rc1 == 0 && rc2 == 0 && p1 && p2 && strcmp(p1, p2) == 0, "per-catalog columns: exit %d, %d", rc1, rc2);
+        free(p1), free(p2);
+        cli_write("n.txt", "2\n60 60\n120 120\n");
+        rc = cli_run("angcorr n.txt r.csv --ra-col ra --nbins 40 -o p3.out --png none -q");
+        CHECK(rc == 0, "--ra-col with one CSV catalog and one native: exit %d", rc);
         rc = cli_run("angcorr d.csv r.csv --edges ../nonexistent_edges.txt -q --png none");
         CHECK(rc != 0, "a missing edge file accepted");
         cli_write("ed.txt", "0.1 0.5 2 8\n");
@@ -316,6 +334,15 @@ int main(void) {
             {"angcorr d.csv r.csv --edges ed.txt --theta-min 1", "--theta-min would be ignored"},
             {"angcorr d.csv r.csv --cov c.csv", "--cov: the covariance comes from --jackknife"},
             {"angcorr d.csv r.csv --mean-theta", "--mean-theta: the mean separations are written to the CSV"},
+            {"angcorr d.csv r.csv --theta-min 200", "theta_min 200 degrees is beyond 180 degrees"},
+            {"angcorr d.csv r.csv --log 200 --theta-min 1", "theta_max 200 degrees is beyond 180 degrees"},
+            {"angcorr n.txt r.csv --data-ra-col x", "--data-ra-col: n.txt is in the native format"},
+            {"angcorr d.csv n.txt --random-dec-col x", "--random-dec-col: n.txt is in the native format"},
+            {"angcorr n.txt n.txt --ra-col x", "--ra-col: both catalogs are in the native format"},
+            {"angcorr dj.csv r.csv --ra-col RA_J2000 --dec-col DEC_J2000", "r.csv:1: no RA column 'RA_J2000'"},
+            {"angcorr d.csv r.csv -o q.png", "q.png: named for two outputs, -o (default omega.out) and the PNG plot"},
+            {"angcorr d.csv r.csv -o q.out --jackknife 4 --csv q_cov.csv",
+             "q_cov.csv: named for two outputs, --csv and the covariance CSV"},
         };
         for (size_t k = 0; k < sizeof bad_cli / sizeof bad_cli[0]; k++) {
             rc = cli_run(bad_cli[k].args);

@@ -25,12 +25,22 @@ static pk_status bins_alloc(pk_context *ctx, pk_bins *out, size_t n_bins) {
     return PK_OK;
 }
 
+/* 180 degrees given in degrees and converted (180 * (pi / 180)) may come out
+ * an ulp above M_PI: a margin of a few ulps */
+#define PI_LIMIT (M_PI * (1.0 + 1e-15))
+
 pk_status pk_bins_linear(pk_context *ctx, double theta_min, double width, size_t n_bins, pk_bins *out) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     if (!isfinite(theta_min) || theta_min < 0)
         return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_min must be finite and >= 0");
     if (!isfinite(width) || width <= 0) return pk_fail(ctx, PK_ERR_INVALID, "bins: the bin width must be > 0");
+    /* bins past 180 degrees are kept (the course format's 1440 bins of 0.25
+     * degree reach 360), but bins that all lie there can hold no pair */
+    if (theta_min > PI_LIMIT)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "bins: theta_min %.10g degrees is beyond 180 degrees: no pair is that far apart",
+                       theta_min * (180.0 / M_PI));
     if (!isfinite(theta_min + (double)n_bins * width))
         return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins of %g rad from %g do not end at a finite angle", n_bins,
                        width, theta_min);
@@ -55,6 +65,9 @@ pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_
         return pk_fail(ctx, PK_ERR_INVALID, "bins: log bins need theta_min > 0");
     if (!(theta_max > theta_min) || !isfinite(theta_max))
         return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_max must be greater than theta_min");
+    if (theta_max > PI_LIMIT)
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_max %.10g degrees is beyond 180 degrees",
+                       theta_max * (180.0 / M_PI));
     pk_status st = bins_alloc(ctx, out, n_bins);
     if (st) return st;
     out->kind = PK_BINS_EDGES;

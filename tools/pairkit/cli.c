@@ -246,6 +246,20 @@ int cli_check_output(const char *cmd, const char *final_path) {
     return 0;
 }
 
+int cli_check_names(const char *cmd, const cli_named *outputs, int n) {
+    for (int k = 0; k < n; k++) {
+        if (!outputs[k].path) continue;
+        if (cli_check_output(cmd, outputs[k].path)) return 1;
+        for (int j = 0; j < k; j++) {
+            if (!outputs[j].path || !same_file_name(outputs[j].path, outputs[k].path)) continue;
+            fprintf(stderr, "pairkit %s: %s: named for two outputs, %s and %s; give one of them another name\n", cmd,
+                    outputs[k].path, outputs[j].what, outputs[k].what);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     if (!final_path) {
         fprintf(stderr, "pairkit %s: out of memory for an output's name\n", cmd);
@@ -345,17 +359,11 @@ int cli_png_complete(const char *path) {
     return ok;
 }
 
-/* out_path with its extension (if any) replaced by suffix; NULL when out of
- * memory (then the staging reports it). */
-char *cli_sibling_name(const char *out_path, const char *suffix) {
-    size_t len = strlen(out_path);
-    char *name = malloc(len + strlen(suffix) + 1);
-    if (!name) return NULL;
-    strcpy(name, out_path);
-    char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
-    if (dot && (!slash || dot > slash)) *dot = '\0';
-    strcat(name, suffix);
-    return name;
+const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf, size_t size) {
+    const char *dot = strrchr(out_path, '.'), *slash = strrchr(out_path, '/');
+    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out_path) : strlen(out_path);
+    int n = snprintf(buf, size, "%.*s%s", (int)stem, out_path, suffix);
+    return n >= 0 && (size_t)n < size ? buf : NULL;
 }
 
 int cli_want_png(const char *cmd, const char *png_path, int quiet) {

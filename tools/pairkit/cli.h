@@ -28,9 +28,9 @@ int cli_interrupted(void);
 /* Parse helpers: print a usage error and return non-zero on bad values. */
 int cli_parse_double(const char *cmd, const char *opt, const char *text, double *out);
 int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *out);
-/* out_path with its extension (if any) replaced by suffix (malloc'ed);
- * NULL when out of memory (then the staging reports it). */
-char *cli_sibling_name(const char *out_path, const char *suffix);
+/* out_path with its extension (if any) replaced by suffix, into buf; NULL
+ * when it does not fit (then the staging reports the missing name). */
+const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf, size_t size);
 /* Whether to draw the PNG: not for "--png none"; for a name given, always
  * (its failure is an error); for the default one, only where PLplot can
  * (else a warning, unless quiet). */
@@ -77,6 +77,16 @@ void cli_input(const char *path);
 /* 1 after printing an error when final_path is an existing file that is
  * one of the inputs (by device and inode, so another name for it counts). */
 int cli_check_output(const char *cmd, const char *final_path);
+
+/* An output's name and how the user gave it (an option, or the default it
+ * took from another output's name). */
+typedef struct cli_named {
+    const char *path; /* NULL: not written */
+    const char *what;
+} cli_named;
+/* 1 after printing an error when two outputs name one file, or an output
+ * names an input (cli_check_output): checked before any work. */
+int cli_check_names(const char *cmd, const cli_named *outputs, int n);
 
 /* The staged name to write final to, created empty at once, so that a
  * missing folder or a final name that is a folder is reported now, naming

@@ -24,6 +24,8 @@ static void usage(FILE *out) {
             "                       CSV and FITS) or rad\n"
             "  --format F           auto (by extension: .csv, .fits), native, csv or fits\n"
             "  --ra-col, --dec-col NAME   RA and Dec column names (CSV, FITS; default ra, dec)\n"
+            "  --data-ra-col, --data-dec-col, --random-ra-col, --random-dec-col NAME\n"
+            "                       the same for one catalog"
             "  --weight-col NAME    per-object weights from this column of both catalogs\n"
             "  --data-weight-col NAME, --random-weight-col NAME   the same for one catalog\n"
             "  --edges FILE         bin edges in degrees from a file (one per line or blank-separated)\n"
@@ -57,6 +59,10 @@ static const char *const value_options[] = {"-o",
                                             "--format",
                                             "--ra-col",
                                             "--dec-col",
+                                            "--data-ra-col",
+                                            "--data-dec-col",
+                                            "--random-ra-col",
+                                            "--random-dec-col",
                                             "--weight-col",
                                             "--data-weight-col",
                                             "--random-weight-col",
@@ -88,7 +94,9 @@ int cmd_angcorr(int argc, char **argv) {
     int units_given = 0, has_log = 0, mean_theta = 0, jackknife = 0;
     const char *linear_given = NULL, *theta_min_given = NULL, *nbins_given = NULL; /* the option, once given */
     pk_catalog_format format = PK_FORMAT_AUTO;
-    const char *ra_col = NULL, *dec_col = NULL, *weight_col[2] = {NULL, NULL}, *edges_path = NULL, *cov_path = NULL;
+    const char *ra_col[2] = {NULL, NULL}, *dec_col[2] = {NULL, NULL}, *weight_col[2] = {NULL, NULL};
+    const char *col_option[2] = {NULL, NULL}; /* a --data-* or --random-* column option given */
+    const char *edges_path = NULL, *cov_path = NULL;
     const char *rr_path = NULL, *save_rr_path = NULL;
     pk_prune prune = PK_PRUNE_AUTO;
     pk_estimator estimator = PK_ESTIMATOR_LANDY_SZALAY;
@@ -121,9 +129,15 @@ int cmd_angcorr(int argc, char **argv) {
                 if (pk_catalog_format_parse(v, &format))
                     return cli_usage_error(cmd, "--format: '%s' is not auto, native, csv or fits", v);
             } else if (strcmp(a, "--ra-col") == 0) {
-                ra_col = v;
+                ra_col[0] = ra_col[1] = v;
             } else if (strcmp(a, "--dec-col") == 0) {
-                dec_col = v;
+                dec_col[0] = dec_col[1] = v;
+            } else if (strcmp(a, "--data-ra-col") == 0 || strcmp(a, "--random-ra-col") == 0) {
+                ra_col[a[2] == 'r'] = v;
+                col_option[a[2] == 'r'] = a;
+            } else if (strcmp(a, "--data-dec-col") == 0 || strcmp(a, "--random-dec-col") == 0) {
+                dec_col[a[2] == 'r'] = v;
+                col_option[a[2] == 'r'] = a;
             } else if (strcmp(a, "--weight-col") == 0) {
                 weight_col[0] = weight_col[1] = v;
             } else if (strcmp(a, "--data-weight-col") == 0) {
@@ -232,19 +246,44 @@ int cmd_angcorr(int argc, char **argv) {
     cli_input(paths[1]);
     cli_input(edges_path);
     cli_input(rr_path);
-    const char *named_outputs[] = {out_path, csv_path, png_path, cov_path, save_rr_path};
-    for (int k = 0; k < 5; k++)
-        if (named_outputs[k] && cli_check_output(cmd, named_outputs[k])) return 2;
+    /* every output's final name, defaults included, checked before the
+     * count; rank 0 alone writes them */
+    char cov_buf[4200], png_buf[4200];
+    const char *cov_default = NULL, *png_default = NULL;
+    if (jackknife && !cov_path)
+        cov_path = cov_default = cli_sibling_into(out_path, "_cov.csv", cov_buf, sizeof cov_buf);
+    int want_png = rank == 0 && cli_want_png(cmd, png_path, quiet);
+    if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
+    const cli_named outputs[] = {
+        {out_path, "-o (default omega.out)"},
+        {csv_path, "--csv"},
+        {cov_path, cov_default ? "the covariance CSV (by default the -o name with _cov.csv; --cov names it)" : "--cov"},
+        {want_png ? png_path : NULL,
+         png_default ? "the PNG plot (by default the -o name with .png; --png names it, --png none leaves it out)"
+                     : "--png"},
+        {save_rr_path, "--save-rr"},
+    };
+    if (cli_check_names(cmd, outputs, 5)) return 2;
+    /* column names where a catalog has none are refused, not ignored */
+    pk_catalog_format read_as[2];
+    for (int c = 0; c < 2; c++) {
+        read_as[c] = format == PK_FORMAT_AUTO ? pk_catalog_format_of(paths[c]) : format;
+        if (read_as[c] == PK_FORMAT_NATIVE && col_option[c])
+            return cli_usage_error(cmd, "%s: %s is in the native format, which has no named columns", col_option[c],
+                                   paths[c]);
+    }
+    if (read_as[0] == PK_FORMAT_NATIVE && read_as[1] == PK_FORMAT_NATIVE && (ra_col[0] || dec_col[0]))
+        return cli_usage_error(cmd, "%s: both catalogs are in the native format, which has no named columns",
+                               ra_col[0] ? "--ra-col" : "--dec-col");
     if (edges_path) st = pk_bins_read_edges(&ctx, edges_path, &bins);
     else if (has_log)
         st = pk_bins_log(&ctx, theta_min_deg * (M_PI / 180.0), log_max_deg * (M_PI / 180.0), n_bins, &bins);
     else st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
     pk_catalog *cats[2] = {&data, &random};
     for (int c = 0; c < 2 && st == PK_OK; c++) {
-        pk_catalog_spec spec = {format, units, ra_col, dec_col, weight_col[c]};
+        pk_catalog_spec spec = {format, units, ra_col[c], dec_col[c], weight_col[c]};
         /* CSV and FITS catalogs are in degrees unless --units says otherwise */
-        pk_catalog_format read_as = format == PK_FORMAT_AUTO ? pk_catalog_format_of(paths[c]) : format;
-        if (!units_given && read_as != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
+        if (!units_given && read_as[c] != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
         st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
     }
     if (st == PK_OK && features) {
@@ -323,10 +362,6 @@ int cmd_angcorr(int argc, char **argv) {
     {
         /* the outputs' names, then all of them written under staged names
          * and moved into place together, or none */
-        char *cov_default = NULL, *png_default = NULL;
-        if (extras.omega_cov && !cov_path) cov_path = cov_default = cli_sibling_name(out_path, "_cov.csv");
-        int want_png = cli_want_png(cmd, png_path, quiet);
-        if (want_png && !png_path) png_path = png_default = cli_sibling_name(out_path, ".png");
         cli_outputs outs = {0};
         const char *s_out = cli_stage(cmd, &outs, out_path);
         const char *s_csv = s_out && csv_path ? cli_stage(cmd, &outs, csv_path) : NULL;
@@ -411,8 +446,6 @@ int cmd_angcorr(int argc, char **argv) {
                     png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
                     extras.omega_cov ? cov_path : "", save_rr_path ? ", " : "", save_rr_path ? save_rr_path : "");
         }
-        free(png_default);
-        free(cov_default);
         pk_angcorr_result_free(&result);
         pk_angcorr_extras_free(&extras);
         free(weights[0]);

@@ -116,8 +116,21 @@ int cmd_dftimage(int argc, char **argv) {
         }
     }
     if (!vis_path) return cli_usage_error(cmd, "expected a visibility file (.npz or UVFITS)");
-    cli_input(vis_path); /* no output may replace it */
-    if (cli_check_output(cmd, out_path) || (png_path && cli_check_output(cmd, png_path))) return 2;
+    /* the outputs' final names, the default PNG's included, checked before
+     * the work; no output may replace the visibility file */
+    cli_input(vis_path);
+    char png_buf[4200];
+    const char *png_default = NULL;
+    int want_png = cli_mpi_rank() == 0 && cli_want_png(cmd, png_path, quiet);
+    if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
+    if (!want_png) png_path = NULL;
+    const cli_named outputs[] = {
+        {out_path, "-o (the FITS image, default image.fits)"},
+        {png_path, png_default
+                       ? "the PNG preview (by default the -o name with .png; --png names it, --png none leaves it out)"
+                       : "--png"},
+    };
+    if (cli_check_names(cmd, outputs, 2)) return 2;
     if (precision_given && opts.kernel && pk_dftimage_kernel_precision(opts.kernel) != opts.precision)
         return cli_usage_error(cmd, "--kernel %s computes in %s precision, --precision says %s: give one of the two",
                                pk_dftimage_kernel_name(opts.kernel),
@@ -206,10 +219,6 @@ int cmd_dftimage(int argc, char **argv) {
     /* the image and its PNG (by default named after the image) under staged
      * names, moved into place together */
     int rc = 0;
-    char *png_default = NULL;
-    int want_png = cli_want_png(cmd, png_path, quiet);
-    if (want_png && !png_path) png_path = png_default = cli_sibling_name(out_path, ".png");
-    if (!want_png) png_path = NULL;
     cli_outputs outs = {0};
     const char *s_out = cli_stage(cmd, &outs, out_path);
     const char *s_png = s_out && want_png ? cli_stage(cmd, &outs, png_path) : NULL;
@@ -251,6 +260,5 @@ int cmd_dftimage(int argc, char **argv) {
     }
     pk_image_free(&image);
     pk_vis_free(&vis);
-    free(png_default);
     return rc;
 }
