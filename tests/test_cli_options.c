@@ -6,6 +6,7 @@
  * know, with or without something after it, gets "unknown option"; a
  * thread count outside 1 .. 1024 is refused. */
 #include "cli_util.h"
+#include "pairkit/pairkit.h"
 
 #define MAX_OPTIONS 64
 
@@ -109,6 +110,14 @@ int main(void) {
     const char *commands[] = {"angcorr",       "dftimage",       "memsort",      "memsort-gen",
                               "bench angcorr", "bench dftimage", "bench memsort"};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) check_command(commands[k]);
+    /* a CUDA kernel named on a build without CUDA: said so, not "unknown" */
+    if (!pk_cuda_built()) {
+        expect("angcorr", "a b --kernel cuda-naive", "'cuda-naive' is a CUDA kernel, and this build has no CUDA", 0);
+        expect("dftimage", "v.npz --kernel cuda-tile-f32", "is a CUDA kernel, and this build has no CUDA backend", 0);
+        expect("bench angcorr", "--kernels scalar,cuda-naive", "is a CUDA kernel", 0);
+    }
+    expect("angcorr", "a b --kernel no-such", "--kernel: unknown kernel 'no-such'", 0);
+    expect("bench angcorr", "only_data.txt", "give both catalogs, DATA RANDOM, or neither", 0);
     cli_scratch_remove();
     return check_finish("test_cli_options");
 }

@@ -106,18 +106,18 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
     char *p = text, *s;
     size_t line = 1;
     if (!(s = next_line(&p)) || strcmp(s, RR_MAGIC) != 0)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:1: not a pairkit RR file (it starts with '%s', written by --save-rr)",
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:1: not a pairkit RR file (--save-rr writes them; they start with '%s')",
                        path, RR_MAGIC);
     line++;
     uint64_t n_obj, hash, n_bins, sum;
     if (!(s = next_line(&p)) || !header_line(s, "random", 10, &n_obj, &hash))
         return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected 'random N HASH'", path, line);
     if (n_obj != random->n)
-        return pk_fail(ctx, PK_ERR_INVALID,
+        return pk_fail(ctx, PK_ERR_PARSE,
                        "%s:%zu: these RR counts are of a random catalog of %llu objects; this run's has %zu", path,
                        line, (unsigned long long)n_obj, random->n);
     if (hash != catalog_hash(random))
-        return pk_fail(ctx, PK_ERR_INVALID,
+        return pk_fail(ctx, PK_ERR_PARSE,
                        "%s:%zu: these RR counts are of another random catalog of %zu objects (other coordinates, "
                        "order or units)",
                        path, line, random->n);
@@ -125,7 +125,7 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
     if (!(s = next_line(&p)) || !header_line(s, "bins", 10, &n_bins, NULL))
         return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected 'bins B'", path, line);
     if (n_bins != bins->n_bins)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s:%zu: %llu bins in the file, %zu in this run", path, line,
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: %llu bins in the file, %zu in this run", path, line,
                        (unsigned long long)n_bins, bins->n_bins);
     line++;
     const size_t sum_line = line;
@@ -148,13 +148,13 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
         if (!ok || *at != '\0')
             return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected 'LO HI RR' (two edges and a count)", path, line);
         if (lo != bins->edges[k] || hi != bins->edges[k + 1])
-            return pk_fail(ctx, PK_ERR_INVALID,
+            return pk_fail(ctx, PK_ERR_PARSE,
                            "%s:%zu: bin %zu is [%.17g, %.17g) rad in the file, [%.17g, %.17g) rad in this run (%.10g "
                            "to %.10g degrees)",
                            path, line, k, lo, hi, bins->edges[k], bins->edges[k + 1], bins->edges[k] * (180.0 / M_PI),
                            bins->edges[k + 1] * (180.0 / M_PI));
         if (c > (uint64_t)random->n * random->n - total)
-            return pk_fail(ctx, PK_ERR_INVALID, "%s:%zu: the counts add up to more than the %zu^2 pairs there are",
+            return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the counts add up to more than the %zu^2 pairs there are",
                            path, line, random->n);
         total += c;
         rr[k] = c;
@@ -166,7 +166,7 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
         line++;
     }
     if (counts_sum(rr, bins->n_bins) != sum)
-        return pk_fail(ctx, PK_ERR_INVALID,
+        return pk_fail(ctx, PK_ERR_PARSE,
                        "%s:%zu: the counts do not match their checksum: the file was changed after it was written",
                        path, sum_line);
     return PK_OK;

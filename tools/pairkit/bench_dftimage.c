@@ -131,7 +131,7 @@ int bench_dftimage(int argc, char **argv) {
             if (id <= 0) {
                 free(kernel_list);
                 pk_vis_free(&vis);
-                return cli_usage_error(cmd, "unknown kernel '%s'", tok);
+                return cli_unknown_kernel(cmd, "--kernels", tok);
             }
             if (!pk_dftimage_kernel_available(id)) {
                 fprintf(stderr, "pairkit %s: kernel '%s' is not available here, skipped\n", cmd, tok);

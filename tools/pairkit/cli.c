@@ -42,6 +42,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return 2;
 }
 
+int cli_unknown_kernel(const char *cmd, const char *opt, const char *name) {
+    if (!pk_cuda_built() && strncmp(name, "cuda", 4) == 0)
+        return cli_usage_error(cmd, "%s: '%s' is a CUDA kernel, and this build has no CUDA backend", opt, name);
+    return cli_usage_error(cmd, "%s: unknown kernel '%s'", opt, name);
+}
+
 int cli_missing_value(const char *cmd, const char *a, const char *const *value_options) {
     for (const char *const *o = value_options; *o; o++)
         if (strcmp(a, *o) == 0) return cli_usage_error(cmd, "%s needs a value", a);

@@ -16,6 +16,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * when a is one of value_options (NULL-terminated), the command's options
  * that take one, else "unknown option 'a'". Returns 2. */
 int cli_missing_value(const char *cmd, const char *a, const char *const *value_options);
+/* A --kernel name the library does not know: a CUDA kernel's name on a
+ * build without CUDA says so; exit code 2. */
+int cli_unknown_kernel(const char *cmd, const char *opt, const char *name);
 
 /* Progress on stderr when it is a terminal (and not --quiet): a line
  * "label  37%  elapsed 2.1 s  left 3.5 s", shown once the work has run for

@@ -182,7 +182,7 @@ int cmd_angcorr(int argc, char **argv) {
                     return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
             } else if (strcmp(a, "--kernel") == 0) {
                 opts.kernel = pk_angcorr_kernel_from_name(v);
-                if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
+                if (opts.kernel < 0) return cli_unknown_kernel(cmd, "--kernel", v);
                 if (!pk_angcorr_kernel_exact(opts.kernel))
                     return cli_usage_error(cmd,
                                            "--kernel: '%s' is the approximate baseline of 'pairkit bench angcorr' "

@@ -85,11 +85,12 @@ static int bench_angcorr(int argc, char **argv) {
             paths[n_paths++] = a;
         }
     }
+    if (n_paths == 1) return cli_usage_error(cmd, "give both catalogs, DATA RANDOM, or neither (the bundled ones)");
     int kernels[64], n_kernels = 0;
     if (kernel_list) {
         for (char *tok = strtok(kernel_list, ","); tok && n_kernels < 64; tok = strtok(NULL, ",")) {
             int id = pk_angcorr_kernel_from_name(tok);
-            if (id <= 0) return cli_usage_error(cmd, "unknown kernel '%s'", tok);
+            if (id <= 0) return cli_unknown_kernel(cmd, "--kernels", tok);
             if (!pk_angcorr_kernel_available(id)) {
                 fprintf(stderr, "pairkit %s: kernel '%s' is not available here, skipped\n", cmd, tok);
                 continue;

@@ -93,7 +93,7 @@ int cmd_dftimage(int argc, char **argv) {
                 else return cli_usage_error(cmd, "--precision: '%s' is not single or double", v);
             } else if (strcmp(a, "--kernel") == 0) {
                 opts.kernel = pk_dftimage_kernel_from_name(v);
-                if (opts.kernel < 0) return cli_usage_error(cmd, "--kernel: unknown kernel '%s'", v);
+                if (opts.kernel < 0) return cli_unknown_kernel(cmd, "--kernel", v);
             } else if (strcmp(a, "--sign") == 0) {
                 if (cli_parse_double(cmd, a, v, &sign_value)) return 2;
                 if (sign_value != 1 && sign_value != -1)
