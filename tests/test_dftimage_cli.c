@@ -200,6 +200,11 @@ static void test_bad(void) {
     /* the image named like its default PNG: refused, nothing replaced */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.png --size 16", root);
     expect_failure(cmd, "named for two outputs", "image and PNG under one name");
+    /* a compressed name for a plain FITS file, and --check-pixels without --check: refused */
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o img.fits.gz --size 16", root);
+    expect_failure(cmd, "the image is written as plain FITS", "-o NAME.gz");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --check-pixels 9", root);
+    expect_failure(cmd, "--check-pixels sets how many pixels --check compares", "--check-pixels alone");
     /* an output that would replace the visibility file: refused */
     snprintf(cmd, sizeof cmd, "cp '%s/data/vis/lesson_small.npz' '%s/vis_copy.npz'", root, dir);
     CHECK(system(cmd) == 0, "copy");

@@ -156,6 +156,11 @@ int main(void) {
     snprintf(path, sizeof path, "%s/nan.npz", dir);
     write_zip(path, nan_data, 4);
     expect_error(path, "data[2] is not finite", "NaN visibility");
+    double vnan[5] = {1, 2, 3, (double)INFINITY, 5};
+    member inf_v[4] = {good[0], {"v.npy", "<f8", 5, 8, vnan}, good[2], good[3]};
+    snprintf(path, sizeof path, "%s/inf_v.npz", dir);
+    write_zip(path, inf_v, 4);
+    expect_error(path, "v[3] is not finite (inf)", "infinite v");
 
     member big_endian[4] = {{"u.npy", ">f8", 5, 8, d5}, good[1], good[2], good[3]};
     snprintf(path, sizeof path, "%s/bigendian.npz", dir);

@@ -142,7 +142,10 @@ static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
     if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
     for (size_t k = 0; k < vis->n; k++) {
         if (!isfinite(vis->u[k]) || !isfinite(vis->v[k]) || !isfinite(vis->w[k]))
-            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v or w is not finite", k);
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: %s is not finite", k,
+                           !isfinite(vis->u[k])   ? "u"
+                           : !isfinite(vis->v[k]) ? "v"
+                                                  : "w");
         if (fabs(vis->u[k]) > PK_DFT_MAX_UVW || fabs(vis->v[k]) > PK_DFT_MAX_UVW || fabs(vis->w[k]) > PK_DFT_MAX_UVW)
             return pk_fail(ctx, PK_ERR_INVALID,
                            "visibility %zu: u, v, w = (%g, %g, %g) wavelengths; at most 2^38 (%.3g) can be imaged", k,

@@ -222,9 +222,11 @@ pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
             out->im[k] = arr[3].is_complex ? read_le(p + part, part) : 0.0;
         }
         for (size_t k = 0; k < n && st == PK_OK; k++) {
-            if (!isfinite(out->u[k]) || !isfinite(out->v[k]) || !isfinite(out->w[k]))
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s: u, v or w at index %zu is not finite", path, k);
-            else if (!isfinite(out->re[k]) || !isfinite(out->im[k]))
+            if (!isfinite(out->u[k]) || !isfinite(out->v[k]) || !isfinite(out->w[k])) {
+                const char *name = !isfinite(out->u[k]) ? "u" : !isfinite(out->v[k]) ? "v" : "w";
+                double value = !isfinite(out->u[k]) ? out->u[k] : !isfinite(out->v[k]) ? out->v[k] : out->w[k];
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s[%zu] is not finite (%g)", path, name, k, value);
+            } else if (!isfinite(out->re[k]) || !isfinite(out->im[k]))
                 st = pk_fail(ctx, PK_ERR_PARSE, "%s: data[%zu] is not finite (NaN or inf)", path, k);
         }
         out->sign = 1;

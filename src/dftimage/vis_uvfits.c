@@ -330,7 +330,9 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         for (long p = 0; p < pcount; p++) params[p] = params[p] * pscal[p] + pzero[p];
         double u_s = params[iu], v_s = params[iv], w_s = params[iw];
         if (!isfinite(u_s) || !isfinite(v_s) || !isfinite(w_s)) {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: group %ld: u, v or w is not finite", path, g);
+            const char *name = !isfinite(u_s) ? "u" : !isfinite(v_s) ? "v" : "w";
+            double value = !isfinite(u_s) ? u_s : !isfinite(v_s) ? v_s : w_s;
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: group %ld: %s is not finite (%g)", path, g, name, value);
             goto done;
         }
         if (g == 1 && n_date > 0) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "mpi.h"
@@ -29,7 +30,7 @@ static void usage(FILE *out) {
             "  --imag               also compute and write the imaginary part (extension IMAG)\n"
             "  --check              report the relative L2 error against the float64 reference\n"
             "                       (on a subset of pixels when the job is large)\n"
-            "  --check-pixels N     pixels in that subset (default 4096)\n"
+            "  --check-pixels N     pixels in that subset (default 4096; 0: every pixel)\n"
             "  --threads N          CPU threads (default: all)\n"
             "  -q, --quiet          no progress line, no summary\n");
 }
@@ -53,6 +54,7 @@ int cmd_dftimage(int argc, char **argv) {
     const char *cmd = "dftimage";
     const char *vis_path = NULL, *out_path = "image.fits", *png_path = NULL;
     size_t size = 700, check_pixels = 4096;
+    int check_pixels_given = 0;
     double cell = 0.0005, sign_value = 0;
     int quiet = 0, do_check = 0;
     pk_weights weights = PK_WEIGHTS_DATA;
@@ -105,6 +107,7 @@ int cmd_dftimage(int argc, char **argv) {
                     return cli_usage_error(cmd, "--weights: '%s' is not data, abs or unit", v);
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;
+                check_pixels_given = 1;
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
@@ -116,6 +119,14 @@ int cmd_dftimage(int argc, char **argv) {
         }
     }
     if (!vis_path) return cli_usage_error(cmd, "expected a visibility file (.npz or UVFITS)");
+    if (check_pixels_given && !do_check)
+        return cli_usage_error(cmd, "--check-pixels sets how many pixels --check compares; add --check");
+    size_t out_len = strlen(out_path);
+    if (out_len >= 3 && strcasecmp(out_path + out_len - 3, ".gz") == 0)
+        return cli_usage_error(cmd,
+                               "-o %s: the image is written as plain FITS; give a name without .gz (and gzip "
+                               "the file afterwards if it should be compressed)",
+                               out_path);
     /* the outputs' final names, the default PNG's included, checked before
      * the work; no output may replace the visibility file */
     cli_input(vis_path);
