@@ -73,7 +73,21 @@ int main(void) {
               ctx.message);
     }
 
-    /* Valid: CRLF, tabs, blank lines, trailing spaces, exponents. */
+    expect_bad("gz.txt.gz", "\x1f\x8b\x08\x00 not really gzip", PK_ERR_PARSE, "gzip-compressed", "gunzip it first");
+
+    /* Valid: CRLF, tabs, blank lines, trailing spaces, exponents, a UTF-8
+     * byte-order mark. */
+    {
+        cli_write("bom.txt",
+                  "\xEF\xBB\xBF"
+                  "3\n60 60\n61.5 60\n62 61\n");
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_catalog c;
+        CHECK(pk_catalog_read(&ctx, cli_path("bom.txt"), PK_UNITS_ARCMIN, &c) == PK_OK && c.n == 3,
+              "a byte-order mark before the count: %s", ctx.message);
+        pk_catalog_free(&c);
+    }
     {
         cli_write("crlf.txt", "3\r\n60\t60\r\n\r\n61.5 \t 60 \r\n6.2e1\t61\r\n");
         pk_context ctx;

@@ -49,9 +49,10 @@ static pk_status store_object(pk_context *ctx, const char *where, double ra, dou
     if (!isfinite(ra)) return pk_fail(ctx, PK_ERR_PARSE, "%s: ra is not a finite number", where);
     if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
     double lim = units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
+    char num[32];
     if (dec < -lim || dec > lim)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %.17g %s is outside [-90, 90] degrees", where, dec,
-                       units_word(units));
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %s %s is outside [-90, 90] degrees", where,
+                       pk_format_exact(dec, num), units_word(units));
     out->ra[i] = pk_units_to_rad(ra, units);
     out->dec[i] = pk_units_to_rad(dec, units);
     return PK_OK;
@@ -280,8 +281,9 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         if (!fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &s) && file_size >= 0 &&
             file_size < (long long)data_end)
             st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: truncated: the header announces %ld rows (%lld bytes), the file holds %lld", path, n_rows,
-                         (long long)(data_end - data_start), file_size - (long long)data_start);
+                         "%s: truncated: the header announces %ld rows (%lld bytes of data, padded to 2880-byte "
+                         "blocks), the file holds %lld after the header",
+                         path, n_rows, (long long)(data_end - data_start), file_size - (long long)data_start);
     }
     if (st == PK_OK) st = alloc_catalog(ctx, path, (size_t)n_rows, want[2] != NULL, out, weights);
     if (st) {

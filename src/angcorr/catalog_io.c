@@ -62,9 +62,10 @@ static pk_status check_position(pk_context *ctx, double ra, double dec, pk_units
     if (!isfinite(ra)) return pk_fail(ctx, PK_ERR_PARSE, "%s: ra is not a finite number", where);
     if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
     double lim = dec_limit(units);
+    char num[32];
     if (dec < -lim || dec > lim)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %.17g %s is outside [-90, 90] degrees", where, dec,
-                       units_name(units));
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %s %s is outside [-90, 90] degrees", where,
+                       pk_format_exact(dec, num), units_name(units));
     return PK_OK;
 }
 
@@ -201,11 +202,21 @@ pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_
     size_t size;
     pk_status st = pk_read_file(ctx, path, &text, &size);
     if (st) return st;
+    if (size >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
+        free(text);
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: gzip-compressed; text catalogs are read uncompressed (gunzip it first; FITS may stay "
+                       "compressed)",
+                       path);
+    }
     if (memchr(text, '\0', size)) {
         free(text);
         return pk_fail(ctx, PK_ERR_PARSE, "%s: not a text catalog (it contains NUL bytes)", path);
     }
-    st = read_native(ctx, path, text, size, units, out);
+    /* a UTF-8 byte-order mark (editors on some systems write one) is not
+     * part of the count */
+    size_t bom = size >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    st = read_native(ctx, path, text + bom, size - bom, units, out);
     free(text);
     return st;
 }

@@ -25,6 +25,10 @@ pk_status pk_fail(pk_context *ctx, pk_status status, const char *fmt, ...) PK_PR
 /* Clear ctx->message at the start of a public call. */
 void pk_clear(pk_context *ctx);
 
+/* x in the fewest significant digits (15 to 17) that read back as x, for
+ * messages: "3749.51", not "3749.5100000000002"; returns buf. */
+const char *pk_format_exact(double x, char buf[32]);
+
 /* The CPU threads a call runs: ctx->n_threads, OpenMP's default when 0,
  * at most PK_MAX_THREADS (OpenMP's runtime crashes when it cannot create
  * the threads asked for: 100000 did). */

@@ -1,6 +1,7 @@
 /* status.c - status names, the caller's context, backend selection. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
@@ -77,4 +78,12 @@ pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *res
     }
     *resolved = devices > 0 ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
     return PK_OK;
+}
+
+const char *pk_format_exact(double x, char buf[32]) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, 32, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    return buf;
 }
