@@ -242,8 +242,8 @@ int cmd_dftimage(int argc, char **argv) {
         double per_rad;
         angle_unit(extent, &unit, &per_rad);
         char title[160], xlabel[64], ylabel[64];
-        snprintf(title, sizeof title, "%s%sdirty image, %zu visibilities, s = %+d", vis.object,
-                 vis.object[0] ? ": " : "", vis.n, image.sign);
+        snprintf(title, sizeof title, "%s%sdirty image, %zu visibilit%s, s = %+d", vis.object,
+                 vis.object[0] ? ": " : "", vis.n, vis.n == 1 ? "y" : "ies", image.sign);
         snprintf(xlabel, sizeof xlabel, "l (east) [%s]", unit);
         snprintf(ylabel, sizeof ylabel, "m (north) [%s]", unit);
         double c = (double)(size / 2);

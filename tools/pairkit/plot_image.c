@@ -81,17 +81,23 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
         fprintf(stderr, "pairkit %s: %s: nothing to plot (no finite values)\n", cmd, name);
         return 1;
     }
-    if (zmax == zmin) zmax = zmin + 1;
-    PLFLT **columns = malloc(n * sizeof(PLFLT *));
-    PLFLT *cells = malloc(n * n * sizeof(PLFLT));
+    if (zmax == zmin) { /* one value everywhere: in the middle of a range about it */
+        double half_range = 0.5 * (fabs(zmin) > 1 ? fabs(zmin) : 1);
+        zmin -= half_range;
+        zmax += half_range;
+    }
+    /* PLplot draws nothing of a 1 x 1 image: its one pixel as 2 x 2 */
+    size_t m = n == 1 ? 2 : n;
+    PLFLT **columns = malloc(m * sizeof(PLFLT *));
+    PLFLT *cells = malloc(m * m * sizeof(PLFLT));
     if (!columns || !cells) {
         free(columns), free(cells);
         fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, name);
         return 1;
     }
-    for (size_t a = 0; a < n; a++) {
-        columns[a] = cells + a * n;
-        for (size_t b = 0; b < n; b++) columns[a][b] = img->values[b * n + a];
+    for (size_t a = 0; a < m; a++) {
+        columns[a] = cells + a * m;
+        for (size_t b = 0; b < m; b++) columns[a][b] = img->values[(b % n) * n + a % n];
     }
     double half = 0.5 * img->dx;
     double xlo = img->x0 - half, xhi = img->x0 + (double)(n - 1) * img->dx + half;
@@ -109,7 +115,7 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
     size_t len = strlen(path);
     char *tmp = malloc(len + 32);
     snprintf(tmp, len + 32, "%s.tmp%ld.png", path, (long)getpid());
-    image_draw d = {tmp, img, columns, n, xlo, xhi, ylo, yhi, zmin, zmax};
+    image_draw d = {tmp, img, columns, m, xlo, xhi, ylo, yhi, zmin, zmax};
     if (draw_image(&d)) {
         free(columns), free(cells);
         unlink(tmp);
