@@ -308,6 +308,12 @@ int main(void) {
         char *p1 = cli_read(cli_path("p1.out")), *p2 = cli_read(cli_path("p2.out"));
         CHECK(rc1 == 0 && rc2 == 0 && p1 && p2 && strcmp(p1, p2) == 0, "per-catalog columns: exit %d, %d", rc1, rc2);
         free(p1), free(p2);
+        /* bins narrower than omega.out's 0.001 degree: a note, not silence */
+        rc = cli_run("angcorr d.csv r.csv --theta-min 0.0005 --log 0.01 --nbins 10 -o lg.out --png none -q");
+        char *note = cli_stderr();
+        CHECK(rc == 0 && note && strstr(note, "does not tell bins 0 and 1 apart (both 0.001); --csv FILE"),
+              "narrow bins: exit %d, %s", rc, note ? note : "");
+        free(note);
         cli_write("n.txt", "2\n60 60\n120 120\n");
         rc = cli_run("angcorr n.txt r.csv --ra-col ra --nbins 40 -o p3.out --png none -q");
         CHECK(rc == 0, "--ra-col with one CSV catalog and one native: exit %d", rc);

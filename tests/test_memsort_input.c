@@ -283,6 +283,11 @@ int main(void) {
         /* writing into a path that is a file fails and leaves nothing */
         CHECK(pk_memsort_write(&ctx, path, &def, &res) != PK_OK && strstr(ctx.message, "memsort.bin: not a directory"),
               "writing into a file path: %s", ctx.message);
+        pk_memsort_trace one_chunk = {4, (uint32_t[]){0x80000000u, 0x80000008u, 0x80000000u, 0x90000000u}, 1,
+                                      (uint64_t[]){0, 4}, 0};
+        CHECK(pk_memsort_trace_write(&ctx, path, &one_chunk) != PK_OK &&
+                  strstr(ctx.message, "memsort.bin: not a directory (the folder for the chunk files"),
+              "chunk files into a file path: %s", ctx.message);
         /* when the second file cannot be moved into place (summary.txt is a
          * folder), the first is put back: the older memsort.bin stays */
         {

@@ -323,6 +323,9 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
                        (unsigned long long)trace->chunk_start[trace->n_chunks], (unsigned long long)trace->n_entries);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return pk_fail(ctx, PK_ERR_IO, "%s: not a directory (the folder for the chunk files mem_addr_NNNN.bin)", dir);
     int le = host_is_little_endian();
     char **tmp = calloc(trace->n_chunks, sizeof *tmp);
     if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");

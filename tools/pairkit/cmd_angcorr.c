@@ -362,6 +362,21 @@ int cmd_angcorr(int argc, char **argv) {
     {
         /* the outputs' names, then all of them written under staged names
          * and moved into place together, or none */
+        /* the course format prints bin starts to 0.001 degree: say when
+         * that cannot tell two bins apart and the CSV was not asked for */
+        if (!csv_path) {
+            for (size_t k = 1; k < bins.n_bins; k++) {
+                char a[32], b[32];
+                snprintf(a, sizeof a, "%6.3f", bins.edges[k - 1] * (180.0 / M_PI));
+                snprintf(b, sizeof b, "%6.3f", bins.edges[k] * (180.0 / M_PI));
+                if (strcmp(a, b) != 0) continue;
+                fprintf(stderr,
+                        "pairkit %s: note: %s gives bin starts to 0.001 degree, which does not tell bins %zu and %zu "
+                        "apart (both %s); --csv FILE has every edge in full\n",
+                        cmd, out_path, k - 1, k, a + strspn(a, " "));
+                break;
+            }
+        }
         cli_outputs outs = {0};
         const char *s_out = cli_stage(cmd, &outs, out_path);
         const char *s_csv = s_out && csv_path ? cli_stage(cmd, &outs, csv_path) : NULL;

@@ -21,7 +21,7 @@ static void usage(FILE *out) {
             "  to OUT_DIR/memsort.bin and OUT_DIR/summary.txt (docs/memsort.md).\n"
             "  TRACE_DIR holds mem_addr_0000.bin, mem_addr_0001.bin, ... (u32 addresses).\n\n"
             "  --workers W          number of workers (default 1)\n"
-            "  --worker w           this worker, 0 <= w < W (default 0)\n"
+            "  --worker w           this worker, 0 <= w < W (needed when W > 1)\n"
             "  -o, --output DIR     output directory (created if missing)\n"
             "  --regions R          default (default), zisk, or a region table file\n"
             "  --verify             compare every owned instance with the reference sort\n"
