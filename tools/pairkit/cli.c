@@ -372,12 +372,11 @@ const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf
     return n >= 0 && (size_t)n < size ? buf : NULL;
 }
 
-int cli_want_png(const char *cmd, const char *png_path, int quiet) {
+int cli_want_png(const char *cmd, const char *png_path) {
     if (png_path && strcmp(png_path, "none") == 0) return 0;
     if (png_path || cli_png_available()) return 1;
     /* the plot nobody asked for by name: the results without it, said even
      * with -q (a missing output, not progress) */
-    (void)quiet;
 #ifdef PK_HAVE_PLPLOT
     fprintf(stderr,
             "pairkit %s: no PNG plot: PLplot's cairo driver is missing here (apt-get install "

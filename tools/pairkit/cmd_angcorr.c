@@ -252,7 +252,7 @@ int cmd_angcorr(int argc, char **argv) {
     const char *cov_default = NULL, *png_default = NULL;
     if (jackknife && !cov_path)
         cov_path = cov_default = cli_sibling_into(out_path, "_cov.csv", cov_buf, sizeof cov_buf);
-    int want_png = rank == 0 && cli_want_png(cmd, png_path, quiet);
+    int want_png = rank == 0 && cli_want_png(cmd, png_path);
     if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
     const cli_named outputs[] = {
         {out_path, "-o (default omega.out)"},

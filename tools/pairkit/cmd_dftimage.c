@@ -132,7 +132,7 @@ int cmd_dftimage(int argc, char **argv) {
     cli_input(vis_path);
     char png_buf[4200];
     const char *png_default = NULL;
-    int want_png = cli_mpi_rank() == 0 && cli_want_png(cmd, png_path, quiet);
+    int want_png = cli_mpi_rank() == 0 && cli_want_png(cmd, png_path);
     if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
     if (!want_png) png_path = NULL;
     const cli_named outputs[] = {
