@@ -154,8 +154,8 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
                            path, line, k, lo, hi, bins->edges[k], bins->edges[k + 1], bins->edges[k] * (180.0 / M_PI),
                            bins->edges[k + 1] * (180.0 / M_PI));
         if (c > (uint64_t)random->n * random->n - total)
-            return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the counts add up to more than the %zu^2 pairs there are",
-                           path, line, random->n);
+            return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the counts add up to more than the %zu^2 pairs there are", path,
+                           line, random->n);
         total += c;
         rr[k] = c;
     }

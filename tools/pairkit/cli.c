@@ -375,7 +375,7 @@ const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf
 int cli_want_png(const char *cmd, const char *png_path) {
     if (png_path && strcmp(png_path, "none") == 0) return 0;
     if (png_path || cli_png_available()) return 1;
-    /* the plot nobody asked for by name: the results without it, said even
+        /* the plot nobody asked for by name: the results without it, said even
      * with -q (a missing output, not progress) */
 #ifdef PK_HAVE_PLPLOT
     fprintf(stderr,
