@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from ._core import PairkitError, _Context, _array, _check, _count, _ptr, backend_code, load, new_context
+from ._core import PairkitError, _Context, _array, _check, _count, _plain, _ptr, backend_code, load, new_context
 
 
 # ---- the C structures (angcorr.h) --------------------------------------------
@@ -111,7 +111,7 @@ def _edges_deg(binfile):
             if gap.size:
                 k = int(gap[0])
                 raise PairkitError("binfile %s: row %d starts at %r, row %d ended at %r: bins must be contiguous" %
-                                   (os.fsdecode(binfile), k + 2, rows[k + 1, 0], k + 1, rows[k, 1]))
+                                   (os.fsdecode(binfile), k + 2, _plain(rows[k + 1, 0]), k + 1, _plain(rows[k, 1])))
             edges = np.concatenate([rows[:, 0], rows[-1:, 1]])
         else:
             edges = rows[:, 0]

@@ -93,13 +93,19 @@ def _array(x, name, n=None):
     return a
 
 
+def _plain(x):
+    """x for a message: a numpy scalar as the Python number it holds (numpy 2
+    writes repr(np.float64(2.0)) as 'np.float64(2.0)')."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def _count(x, name, lo, hi):
     """A whole number in [lo, hi], refused rather than truncated or wrapped."""
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         if isinstance(x, (float, np.floating)) and float(x).is_integer():
             x = int(x)
         else:
-            raise PairkitError("%s must be a whole number, got %r" % (name, x))
+            raise PairkitError("%s must be a whole number, got %r" % (name, _plain(x)))
     if not lo <= int(x) <= hi:
         raise PairkitError("%s must be in %d .. %d, got %d" % (name, lo, hi, int(x)))
     return int(x)

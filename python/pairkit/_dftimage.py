@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from ._core import PairkitError, _Context, _array, _check, _count, _ptr, backend_code, load, new_context
+from ._core import PairkitError, _Context, _array, _check, _count, _plain, _ptr, backend_code, load, new_context
 
 
 # ---- the C structures (dftimage.h) -------------------------------------------
@@ -80,7 +80,7 @@ def _check_dft(st, ctx):
 def _finite(a, name):
     bad = np.flatnonzero(~np.isfinite(a))
     if bad.size:
-        raise PairkitError("%s[%d] is %r: every value must be finite" % (name, bad[0], a[bad[0]]))
+        raise PairkitError("%s[%d] is %r: every value must be finite" % (name, bad[0], _plain(a[bad[0]])))
     return a
 
 
@@ -184,7 +184,7 @@ def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision="single", i
     try:
         cell = float(cell)
     except (TypeError, ValueError):
-        raise PairkitError("cell must be a number of radians, got %r" % (cell,)) from None
+        raise PairkitError("cell must be a number of radians, got %r" % (_plain(cell),)) from None
     code = 0
     if kernel is not None:
         code = lib.pk_dftimage_kernel_from_name(str(kernel).encode())
@@ -215,7 +215,8 @@ def dft_points(u, v, w, vis, l, m, sign=1):
     far = np.flatnonzero(lv * lv + mv * mv >= 1)
     if far.size:
         k = far[0]
-        raise PairkitError("point %d (l, m = %r, %r) is beyond the sky: l^2 + m^2 must be < 1" % (k, lv[k], mv[k]))
+        raise PairkitError("point %d (l, m = %r, %r) is beyond the sky: l^2 + m^2 must be < 1"
+                           % (k, _plain(lv[k]), _plain(mv[k])))
     re, im = np.zeros(lv.size), np.zeros(lv.size)
     ctx = new_context(0)
     _check_dft(lib.pk_dftimage_ref_points(ctypes.byref(ctx), ctypes.byref(data.c), data.c.sign, lv.size, _ptr(lv),

@@ -1,10 +1,11 @@
 """Plan and fill of zkVM memory traces: the memsort binding."""
+import contextlib
 import ctypes
 import os
 
 import numpy as np
 
-from ._core import PairkitError, _Context, _check, _count, backend_code, load, new_context
+from ._core import PairkitError, _Context, _check, _count, _plain, backend_code, load, new_context
 
 
 # ---- the C structures (memsort.h) --------------------------------------------
@@ -91,11 +92,13 @@ def _load():
     lib.pk_memsort_result_init.argtypes = [P(_Result)]
     lib.pk_memsort_result_free.argtypes = [P(_Result)]
     lib.pk_memsort_run.argtypes = [P(_Context), P(_Options), P(_Regions), P(_Trace), P(_Result)]
+    lib.pk_memsort_trace_pin.argtypes = [P(_Context), P(_Trace)]
+    lib.pk_memsort_trace_unpin.argtypes = [P(_Trace)]
     lib.pk_memsort_kernel_from_name.argtypes = [ctypes.c_char_p]
     lib.pk_memsort_kernel_name.argtypes = [ctypes.c_int]
     lib.pk_memsort_kernel_name.restype = ctypes.c_char_p
     for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_run",
-                 "pk_memsort_kernel_from_name"):
+                 "pk_memsort_kernel_from_name", "pk_memsort_trace_pin"):
         getattr(lib, name).restype = ctypes.c_int
     _declared = True
     return lib
@@ -185,6 +188,128 @@ def _chunk_starts(n, chunk_entries, chunk_start):
     return np.minimum(np.arange(k + 1, dtype=np.uint64) * size, n).astype(np.uint64)
 
 
+def _view(ptr, n, dtype):
+    """The library's buffer as a numpy array, not copied (valid until the
+    next run or close)."""
+    if not n:
+        return np.zeros(0, dtype)
+    data = (ctypes.c_char * (n * dtype.itemsize)).from_address(ctypes.addressof(ptr.contents))
+    return np.frombuffer(data, dtype=dtype)
+
+
+class Memsort:
+    """Runs of plan and fill that keep their buffers between calls, as a
+    prover keeps them: pinned host memory and GPU memory on CUDA, the
+    histograms on the CPU (the first run allocates, later runs of traces no
+    larger reuse). close() (or leaving a `with` block) frees them. One run
+    at a time per object; make one object per thread.
+
+        with pairkit.Memsort() as m:
+            for addr in traces:
+                res = m.run(addr, workers=16, worker=3, backend="cuda")
+    """
+
+    def __init__(self):
+        self._lib = _load()
+        self._res = _Result()
+        self._lib.pk_memsort_result_init(ctypes.byref(self._res))
+        self._open = True
+
+    def close(self):
+        if self._open:
+            self._lib.pk_memsort_result_free(ctypes.byref(self._res))
+            self._open = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def run(self, addr, chunk_entries=1 << 18, chunk_start=None, regions="default", workers=1, worker=0,
+            backend="auto", kernel=None, nthreads=0, copy=True):
+        """As memsort(): the same arguments and the same dict. With
+        copy=False "runs", "values" and "chunk_counts" are views of this
+        object's buffers where they can be (no copy of a trace's worth of
+        rows), valid until the next run or close(); by default copies."""
+        if not self._open:
+            raise PairkitError("this Memsort is closed")
+        lib = self._lib
+        a = _addresses(addr)
+        starts = _chunk_starts(a.size, chunk_entries, chunk_start)
+        n_workers = _count(workers, "workers", 1, (1 << 32) - 1)
+        w = _count(worker, "worker", 0, n_workers - 1)
+        code = 0
+        if kernel is not None:
+            code = lib.pk_memsort_kernel_from_name(str(kernel).encode())
+            if code < 0:
+                raise PairkitError("kernel: unknown kernel %r" % (kernel,))
+        ctx = new_context(nthreads)
+        table = _regions(lib, ctx, regions)
+        trace = _Trace(a.size, a.ctypes.data_as(ctypes.POINTER(_U32)), starts.size - 1,
+                       starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
+        opts = _Options(backend_code(backend), code, n_workers, w)
+        res = self._res
+        _check(lib.pk_memsort_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(table), ctypes.byref(trace),
+                                  ctypes.byref(res)), ctx)
+        inst = _view(res.instances, res.n_instances, _INSTANCE).copy()
+        # the owned instances' values packed in gid order, as memsort.bin
+        # holds them (a kernel may keep every row, at global positions):
+        # one copy from the library's buffer
+        owned = inst[inst["owned"] != 0]
+        extent = int((owned["values_offset"] + owned["n_rows"]).max()) if owned.size else 0
+        every = _view(res.values, extent, np.dtype(np.uint32))
+        packed = np.zeros(inst.size, np.uint64)
+        packed[inst["owned"] != 0] = np.cumsum(owned["n_rows"], dtype=np.uint64) - owned["n_rows"]
+        first = int(owned["values_offset"][0]) if owned.size else 0
+        if not copy and np.array_equal(owned["values_offset"], packed[inst["owned"] != 0] + first):
+            values = every[first:]  # already packed: a view
+        else:
+            values = np.concatenate([every[o:o + k] for o, k in zip(owned["values_offset"].tolist(),
+                                                                    owned["n_rows"].tolist())] or [every[:0]])
+        inst["values_offset"] = packed
+
+        def out(a):
+            return a.copy() if copy else a
+
+        counts = out(_view(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32)))
+        return {"instances": inst, "runs": out(_view(res.runs, res.n_runs, _RUN)), "values": values,
+                "chunk_counts": counts.reshape(res.n_owned, res.n_chunks),
+                "region_entries": np.array(res.region_entries[:table.n_regions], dtype=np.uint64),
+                "kernel": lib.pk_memsort_kernel_name(res.stats.kernel).decode(), "seconds": res.stats.seconds,
+                "workers": n_workers, "worker": w}
+
+
+@contextlib.contextmanager
+def memsort_pin(addr):
+    """Page-lock a trace's memory while the block runs, so that the GPU
+    copies it at full speed (a prover keeps its trace pinned); runs given
+    this very array inside the block use it. addr must be a contiguous
+    uint32 array (any other would be converted, and the copy pinned for
+    nothing). No effect without a CUDA device.
+
+        with pairkit.memsort_pin(addr), pairkit.Memsort() as m:
+            res = [m.run(addr, workers=16, worker=w, backend="cuda") for w in range(16)]
+    """
+    if not (isinstance(addr, np.ndarray) and addr.dtype == np.uint32 and addr.ndim == 1 and
+            addr.flags["C_CONTIGUOUS"]):
+        raise PairkitError("memsort_pin: addr must be a contiguous one-dimensional uint32 array")
+    lib = _load()
+    ctx = new_context(0)
+    trace = _Trace(addr.size, addr.ctypes.data_as(ctypes.POINTER(_U32)), 0, None, 0)
+    _check(lib.pk_memsort_trace_pin(ctypes.byref(ctx), ctypes.byref(trace)), ctx)
+    try:
+        yield addr
+    finally:
+        lib.pk_memsort_trace_unpin(ctypes.byref(trace))
+
+
 def memsort(addr, chunk_entries=1 << 18, chunk_start=None, regions="default", workers=1, worker=0, backend="auto",
             kernel=None, nthreads=0):
     """Plan and fill for worker `worker` of `workers` (SPEC and
@@ -201,55 +326,12 @@ def memsort(addr, chunk_entries=1 << 18, chunk_start=None, regions="default", wo
     has_prev, prev_addr, prev_value, and for owned ones n_runs, runs_offset,
     values_offset, counts_offset); "runs" (fields addr, count), "values"
     (uint32 trace positions) and "chunk_counts" (n_owned x n_chunks) of the
-    owned instances in gid order; "region_entries", "kernel" and "seconds".
-    memsort_rows(result, gid) expands an owned instance into its rows."""
-    lib = _load()
-    a = _addresses(addr)
-    starts = _chunk_starts(a.size, chunk_entries, chunk_start)
-    n_workers = _count(workers, "workers", 1, (1 << 32) - 1)
-    w = _count(worker, "worker", 0, n_workers - 1)
-    code = 0
-    if kernel is not None:
-        code = lib.pk_memsort_kernel_from_name(str(kernel).encode())
-        if code < 0:
-            raise PairkitError("kernel: unknown kernel %r" % (kernel,))
-    ctx = new_context(nthreads)
-    table = _regions(lib, ctx, regions)
-    trace = _Trace(a.size, a.ctypes.data_as(ctypes.POINTER(_U32)), starts.size - 1,
-                   starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
-    opts = _Options(backend_code(backend), code, n_workers, w)
-    res = _Result()
-    lib.pk_memsort_result_init(ctypes.byref(res))
-    try:
-        _check(lib.pk_memsort_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(table), ctypes.byref(trace),
-                                  ctypes.byref(res)), ctx)
-
-        def take(ptr, n, dtype):
-            if not n:
-                return np.zeros(0, dtype)
-            data = (ctypes.c_char * (n * dtype.itemsize)).from_address(ctypes.addressof(ptr.contents))
-            return np.frombuffer(data, dtype=dtype).copy()
-
-        inst = take(res.instances, res.n_instances, _INSTANCE)
-        # the owned instances' values packed in gid order, as memsort.bin
-        # holds them (a kernel may keep every row, at global positions)
-        owned = inst[inst["owned"] != 0]
-        extent = int((owned["values_offset"] + owned["n_rows"]).max()) if owned.size else 0
-        every = take(res.values, extent, np.dtype(np.uint32))
-        values = np.concatenate([every[o:o + k] for o, k in zip(owned["values_offset"].tolist(),
-                                                                owned["n_rows"].tolist())] or [every[:0]])
-        packed = np.zeros(inst.size, np.uint64)
-        packed[inst["owned"] != 0] = np.cumsum(owned["n_rows"], dtype=np.uint64) - owned["n_rows"]
-        inst["values_offset"] = packed
-        out = {"instances": inst, "runs": take(res.runs, res.n_runs, _RUN), "values": values,
-               "chunk_counts": take(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32)).reshape(
-                   res.n_owned, res.n_chunks),
-               "region_entries": np.array(res.region_entries[:table.n_regions], dtype=np.uint64),
-               "kernel": lib.pk_memsort_kernel_name(res.stats.kernel).decode(), "seconds": res.stats.seconds,
-               "workers": n_workers, "worker": w}
-    finally:
-        lib.pk_memsort_result_free(ctypes.byref(res))
-    return out
+    owned instances in gid order; "region_entries", "kernel" and "seconds"
+    (the library's own time). memsort_rows(result, gid) expands an owned
+    instance into its rows. For many traces, Memsort keeps the buffers
+    between runs."""
+    with Memsort() as m:
+        return m.run(addr, chunk_entries, chunk_start, regions, workers, worker, backend, kernel, nthreads)
 
 
 def memsort_rows(result, gid):
@@ -257,7 +339,7 @@ def memsort_rows(result, gid):
     stable address order, its runs expanded."""
     inst = result["instances"]
     if not 0 <= gid < inst.size:
-        raise PairkitError("gid %r: the trace has instances 0 .. %d" % (gid, inst.size - 1))
+        raise PairkitError("gid %r: the trace has instances 0 .. %d" % (_plain(gid), inst.size - 1))
     i = inst[gid]
     if not i["owned"]:
         raise PairkitError("instance %d is not owned by worker %d of %d" % (gid, result["worker"],

@@ -156,3 +156,46 @@ def test_bad_traces_and_arguments(table, tmp_path):
     res = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=2, worker=0)
     with pytest.raises(pairkit.PairkitError, match="instance 1 is not owned by worker 0 of 2"):
         pairkit.memsort_rows(res, 1)
+
+
+def test_memsort_object_reuses_its_buffers(table):
+    small, small_cs = pairkit.memsort_generate(20000, seed=3, chunk_entries=3000, regions=table)
+    big, big_cs = pairkit.memsort_generate(90000, seed=8, chunk_entries=7000, regions=table)
+    with pairkit.Memsort() as m:
+        runs = [(big, big_cs, 1, 0), (small, small_cs, 3, 2), (big, big_cs, 16, 9), (small, small_cs, 1, 0)]
+        kept = [m.run(a, chunk_start=cs, regions=table, workers=W, worker=w) for a, cs, W, w in runs]
+        for (a, cs, W, w), got in zip(runs, kept):  # earlier results are copies: later runs left them alone
+            want = pairkit.memsort(a, chunk_start=cs, regions=table, workers=W, worker=w, kernel="ref")
+            for name in ("instances", "runs", "values", "chunk_counts"):
+                assert np.array_equal(got[name], want[name]), (W, w, name)
+    with pytest.raises(pairkit.PairkitError, match="closed"):
+        m.run(small, regions=table)
+    # views of the buffers (copy=False): the same contents, for every worker layout
+    with pairkit.Memsort() as m:
+        for a, cs, W, w in runs:
+            want = pairkit.memsort(a, chunk_start=cs, regions=table, workers=W, worker=w, kernel="ref")
+            for kernel in ("cpu", "ref"):
+                got = m.run(a, chunk_start=cs, regions=table, workers=W, worker=w, kernel=kernel, copy=False)
+                for name in ("instances", "runs", "values", "chunk_counts"):
+                    assert np.array_equal(got[name], want[name]), (kernel, W, w, name)
+
+
+def test_pinned_trace_gives_the_same_results(table):
+    addr, cs = pairkit.memsort_generate(40000, seed=6, chunk_entries=5000, regions=table)
+    want = pairkit.memsort(addr, chunk_start=cs, regions=table, workers=3, worker=1, backend="cpu")
+    backend = "cuda" if _has_cuda() else "cpu"
+    with pairkit.memsort_pin(addr), pairkit.Memsort() as m:
+        got = m.run(addr, chunk_start=cs, regions=table, workers=3, worker=1, backend=backend)
+    for name in ("instances", "runs", "values", "chunk_counts"):
+        assert np.array_equal(got[name], want[name]), name
+    with pytest.raises(pairkit.PairkitError, match="contiguous one-dimensional uint32"):
+        with pairkit.memsort_pin(addr.astype(np.int64)):
+            pass
+
+
+def _has_cuda():
+    try:
+        pairkit.memsort(np.array([0x80000000], np.uint32), backend="cuda")
+        return True
+    except pairkit.PairkitError:
+        return False

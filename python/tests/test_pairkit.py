@@ -64,7 +64,7 @@ def test_auto_counts_every_ordered_pair(cats):
 def test_binfile_and_cpu_backend(tmp_path, cats):
     ra1, dec1, ra2, dec2 = cats[:4]
     f = tmp_path / "bins.txt"
-    f.write_text("".join("%r %r\n" % (lo, hi) for lo, hi in zip(EDGES[:-1], EDGES[1:])))
+    f.write_text("".join("%r %r\n" % (float(lo), float(hi)) for lo, hi in zip(EDGES[:-1], EDGES[1:])))
     a = pairkit.DDtheta_mocks(0, 2, str(f), ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu")
     b = pairkit.DDtheta_mocks(0, 2, EDGES, ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu", prune="off")
     np.testing.assert_array_equal(a["npairs"], b["npairs"])
