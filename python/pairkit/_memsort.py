@@ -2,6 +2,7 @@
 import contextlib
 import ctypes
 import os
+import threading
 
 import numpy as np
 
@@ -202,7 +203,8 @@ class Memsort:
     prover keeps them: pinned host memory and GPU memory on CUDA, the
     histograms on the CPU (the first run allocates, later runs of traces no
     larger reuse). close() (or leaving a `with` block) frees them. One run
-    at a time per object; make one object per thread.
+    at a time per object (a second thread gets an error); make one object
+    per thread.
 
         with pairkit.Memsort() as m:
             for addr in traces:
@@ -214,11 +216,13 @@ class Memsort:
         self._res = _Result()
         self._lib.pk_memsort_result_init(ctypes.byref(self._res))
         self._open = True
+        self._busy = threading.Lock()
 
     def close(self):
-        if self._open:
-            self._lib.pk_memsort_result_free(ctypes.byref(self._res))
-            self._open = False
+        with self._busy:
+            if self._open:
+                self._lib.pk_memsort_result_free(ctypes.byref(self._res))
+                self._open = False
 
     def __enter__(self):
         return self
@@ -229,7 +233,7 @@ class Memsort:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except Exception:  # a half-made object, or the interpreter shutting down
             pass
 
     def run(self, addr, chunk_entries=1 << 18, chunk_start=None, regions="default", workers=1, worker=0,
@@ -238,6 +242,15 @@ class Memsort:
         copy=False "runs", "values" and "chunk_counts" are views of this
         object's buffers where they can be (no copy of a trace's worth of
         rows), valid until the next run or close(); by default copies."""
+        if not self._busy.acquire(blocking=False):
+            raise PairkitError("this Memsort is running in another thread; make one Memsort per thread")
+        try:
+            return self._run(addr, chunk_entries, chunk_start, regions, workers, worker, backend, kernel, nthreads,
+                             copy)
+        finally:
+            self._busy.release()
+
+    def _run(self, addr, chunk_entries, chunk_start, regions, workers, worker, backend, kernel, nthreads, copy):
         if not self._open:
             raise PairkitError("this Memsort is closed")
         lib = self._lib

@@ -3,6 +3,7 @@ counts), the kernels against each other, the generator and the chunk-file
 reader against the command line, and clear errors for bad traces."""
 import os
 import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -199,3 +200,26 @@ def _has_cuda():
         return True
     except pairkit.PairkitError:
         return False
+
+
+def test_one_memsort_object_refuses_a_second_thread(table):
+    addr, cs = pairkit.memsort_generate(1 << 16, seed=2, regions=table)
+    with pairkit.Memsort() as m:
+        inside, leave = threading.Event(), threading.Event()
+        real = m._run
+
+        def slow_run(*args):  # a run that waits inside until told to leave
+            inside.set()
+            leave.wait()
+            return real(*args)
+
+        m._run = slow_run
+        first = threading.Thread(target=lambda: m.run(addr, chunk_start=cs, regions=table))
+        first.start()
+        inside.wait()
+        with pytest.raises(pairkit.PairkitError, match="running in another thread"):
+            m.run(addr, chunk_start=cs, regions=table)
+        leave.set()
+        first.join()
+        m._run = real
+        assert m.run(addr, chunk_start=cs, regions=table)["values"].size == addr.size
