@@ -16,7 +16,7 @@ transform with the w term kept, on the CPU and on a CUDA GPU.
     d = pairkit.read_vis("obs.uvfits")                   # or a .npz
     img = pairkit.dft_image(d["u"], d["v"], d["w"], d["vis"], npix=512, cell=2e-5, sign=d["sign"])
 
-    addr, chunk_start = pairkit.memsort_generate(1 << 22, seed=7)     # or read_trace("trace/")
+    addr, chunk_start = pairkit.memsort_generate(1 << 25, seed=7)     # or read_trace("trace/")
     res = pairkit.memsort(addr, chunk_start=chunk_start, workers=16, worker=3)
     addrs, values = pairkit.memsort_rows(res, 3)
 

@@ -4,7 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import PairkitError, _Context, _array, _check, _count, _plain, _ptr, backend_code, load, new_context
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _plain, _ptr, backend_code, interruptible,
+                    load, new_context)
 
 
 # ---- the C structures (angcorr.h) --------------------------------------------
@@ -105,7 +106,13 @@ def _edges_deg(binfile):
             rows = np.loadtxt(binfile, ndmin=2)
         except (OSError, ValueError) as e:
             raise PairkitError("binfile %s: %s" % (os.fsdecode(binfile), e)) from None
-        if rows.shape[1] >= 2:
+        if rows.shape[0] == 1 or rows.shape[1] == 1:
+            rows = rows.reshape(-1, 1)  # edges on one line, or one a line (as the command line's --edges)
+        elif rows.shape[1] > 2:
+            raise PairkitError("binfile %s: %d columns on %d lines: expected rows 'theta_lo theta_hi' (Corrfunc's), "
+                               "or the edges one a line or all on one line" % (os.fsdecode(binfile), rows.shape[1],
+                                                                               rows.shape[0]))
+        if rows.shape[1] == 2:
             # Corrfunc's rows "lo hi" of contiguous bins: each row starts where the last ended
             gap = np.nonzero(rows[1:, 0] != rows[:-1, 1])[0]
             if gap.size:
@@ -193,6 +200,9 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     unknown = sorted(set(ignored) - _CORRFUNC_TUNING)
     if unknown:
         raise TypeError("DDtheta_mocks() got unexpected keyword argument(s): %s" % ", ".join(unknown))
+    if isinstance(autocorr, str) or autocorr not in (0, 1):
+        raise PairkitError("autocorr must be 1 (a catalog with itself) or 0 (RA1/DEC1 against RA2/DEC2), got %r"
+                           % (_plain(autocorr),))
     if weight_type not in (None, "pair_product"):
         raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
     if units not in _UNITS:
@@ -201,13 +211,13 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     edges = _edges_deg(binfile)
     with _Session(nthreads, backend) as s:
         a = s.catalog(RA1, DEC1, units, "RA1/DEC1")
-        w1 = _array(weights1, "weights1", a.n) if weights1 is not None else None
+        w1 = _finite(_array(weights1, "weights1", a.n), "weights1") if weights1 is not None else None
         b, w2 = None, None
         if not autocorr:
             if RA2 is None or DEC2 is None:
                 raise PairkitError("autocorr=0 needs RA2 and DEC2")
             b = s.catalog(RA2, DEC2, units, "RA2/DEC2")
-            w2 = _array(weights2, "weights2", b.n) if weights2 is not None else None
+            w2 = _finite(_array(weights2, "weights2", b.n), "weights2") if weights2 is not None else None
         if (w1 is None) != (w2 is None) and not autocorr:
             # one side weighted: the other weighs 1
             if w1 is None:
@@ -221,10 +231,11 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
         tsum = np.zeros(n)
         feats = _Features(_ptr(w1), _ptr(w2), 1 if output_thetaavg else 0, _PRUNE[prune])
         stats = _Stats()
-        st = s.lib.pk_angcorr_count_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(a),
-                                       ctypes.byref(b) if b is not None else None, ctypes.byref(bins),
-                                       ctypes.byref(feats), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
-                                       _ptr(wsum), _ptr(tsum) if output_thetaavg else None, ctypes.byref(stats))
+        with interruptible(s.ctx):
+            st = s.lib.pk_angcorr_count_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(a),
+                                           ctypes.byref(b) if b is not None else None, ctypes.byref(bins),
+                                           ctypes.byref(feats), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                           _ptr(wsum), _ptr(tsum) if output_thetaavg else None, ctypes.byref(stats))
         _check(st, s.ctx)
     out = np.zeros(n, dtype=[("thetamin", "f8"), ("thetamax", "f8"), ("thetaavg", "f8"), ("npairs", "u8"),
                              ("weightavg", "f8")])
@@ -272,8 +283,8 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         r = s.catalog(rand_ra, rand_dec, units, "random")
         if rr is not None:
             return _w_theta_rr(s, d, r, edges, units, estimator, rr)
-        wd = _array(weights, "weights", d.n) if weights is not None else None
-        wr = _array(rand_weights, "rand_weights", r.n) if rand_weights is not None else None
+        wd = _finite(_array(weights, "weights", d.n), "weights") if weights is not None else None
+        wr = _finite(_array(rand_weights, "rand_weights", r.n), "rand_weights") if rand_weights is not None else None
         if (wd is None) != (wr is None):
             wd = wd if wd is not None else np.ones(d.n)
             wr = wr if wr is not None else np.ones(r.n)
@@ -281,26 +292,29 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, _count(jackknife, "jackknife", 0, 1 << 20),
                          _PRUNE[prune])
         res, ex = _Result(), _Extras()
-        st = s.lib.pk_angcorr_run_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d), ctypes.byref(r),
-                                     ctypes.byref(b), _ESTIMATORS[estimator], ctypes.byref(ro), ctypes.byref(res),
-                                     ctypes.byref(ex))
-        _check(st, s.ctx)
-        n = res.n_bins
-        out = _counts_dict(res, edges)
-        if ex.weighted:
-            for name in ("dd_w", "dr_w", "rr_w"):
-                out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy()
-        if mean_theta:
-            scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
-            for name in ("theta_mean_dd", "theta_mean_dr", "theta_mean_rr"):
-                out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy() * scale
-        if ex.n_patches:
-            k = ex.n_patches
-            out["omega_err"] = np.ctypeslib.as_array(ex.omega_err, (n,)).copy()
-            out["cov"] = np.ctypeslib.as_array(ex.omega_cov, (n * n,)).copy().reshape(n, n)
-            out["omega_jk"] = np.ctypeslib.as_array(ex.omega_jk, (k * n,)).copy().reshape(k, n)
-        s.lib.pk_angcorr_result_free(ctypes.byref(res))
-        s.lib.pk_angcorr_extras_free(ctypes.byref(ex))
+        try:  # freed however the call ends (Ctrl-C included)
+            with interruptible(s.ctx):
+                st = s.lib.pk_angcorr_run_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d),
+                                             ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
+                                             ctypes.byref(ro), ctypes.byref(res), ctypes.byref(ex))
+            _check(st, s.ctx)
+            n = res.n_bins
+            out = _counts_dict(res, edges)
+            if ex.weighted:
+                for name in ("dd_w", "dr_w", "rr_w"):
+                    out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy()
+            if mean_theta:
+                scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+                for name in ("theta_mean_dd", "theta_mean_dr", "theta_mean_rr"):
+                    out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy() * scale
+            if ex.n_patches:
+                k = ex.n_patches
+                out["omega_err"] = np.ctypeslib.as_array(ex.omega_err, (n,)).copy()
+                out["cov"] = np.ctypeslib.as_array(ex.omega_cov, (n * n,)).copy().reshape(n, n)
+                out["omega_jk"] = np.ctypeslib.as_array(ex.omega_jk, (k * n,)).copy().reshape(k, n)
+        finally:
+            s.lib.pk_angcorr_result_free(ctypes.byref(res))
+            s.lib.pk_angcorr_extras_free(ctypes.byref(ex))
     return out
 
 
@@ -315,22 +329,28 @@ def _w_theta_rr(s, d, r, edges, units, estimator, rr):
     n = len(edges) - 1
     if raw.ndim != 1 or raw.size != n:
         raise PairkitError("rr must hold one count per bin (%d), got shape %s" % (n, raw.shape))
-    if raw.dtype.kind not in "iu" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw)) and
-                                            np.all(raw == np.floor(raw))):
+    if raw.dtype.kind not in "iuf":
         raise PairkitError("rr must hold whole counts, got dtype %s" % (raw.dtype,))
+    if raw.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.floor(raw)))
+        if bad.size:
+            raise PairkitError("rr must hold whole counts; rr[%d] is %r" % (bad[0], _plain(raw[bad[0]])))
     if np.any(raw < 0) or sum(int(v) for v in raw.tolist()) > r.n * r.n:  # exact, Python integers
         raise PairkitError("rr: counts must be >= 0 and add up to at most the %d^2 pairs of the random catalog"
                            % r.n)
     counts = np.ascontiguousarray(raw, dtype=np.uint64)
     b = s.bins_from(edges, units)
     res = _Result()
-    st = s.lib.pk_angcorr_run_part_rr(ctypes.byref(s.ctx), ctypes.byref(s.opts), 0, 1, ctypes.byref(d),
-                                      ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
-                                      counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)), ctypes.byref(res))
-    _check(st, s.ctx)
-    out = _counts_dict(res, edges)
-    s.lib.pk_angcorr_result_free(ctypes.byref(res))
-    return out
+    try:
+        with interruptible(s.ctx):
+            st = s.lib.pk_angcorr_run_part_rr(ctypes.byref(s.ctx), ctypes.byref(s.opts), 0, 1, ctypes.byref(d),
+                                              ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
+                                              counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                                              ctypes.byref(res))
+        _check(st, s.ctx)
+        return _counts_dict(res, edges)
+    finally:
+        s.lib.pk_angcorr_result_free(ctypes.byref(res))
 
 
 def _counts_dict(res, edges):

@@ -1,7 +1,10 @@
 """Loading libpairkit.so, and what every workload's binding shares."""
+import contextlib
 import ctypes
 import ctypes.util
 import os
+import signal
+import threading
 
 import numpy as np
 
@@ -72,6 +75,53 @@ def backend_code(backend):
     return _BACKENDS[backend]
 
 
+_CANCELLED = 7  # PK_ERR_CANCELLED
+_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_double)
+
+
+@contextlib.contextmanager
+def interruptible(ctx):
+    """Ctrl-C stops a long call within a fraction of a second, as on the
+    command line: while the block runs, SIGINT only marks a flag, which
+    the library's progress callback (called on this thread every 50 ms)
+    turns into a cancellation; the block then ends in KeyboardInterrupt.
+    Only on the main thread with Python's own SIGINT handler in place;
+    elsewhere the block runs as it is."""
+    old = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(old):
+        yield
+        return
+    hit = []
+
+    def on_sigint(signum, frame):
+        hit.append(signum)
+
+    callback = _PROGRESS_FN(lambda user, fraction: 1 if hit else 0)
+    ctx.progress = ctypes.cast(callback, ctypes.c_void_p).value
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        ctx.progress = None
+    if hit:  # pressed after the last look: the result is dropped all the same
+        raise KeyboardInterrupt
+
+
+def _finite(a, name):
+    """a, when every value is finite; else an error naming the first that is not."""
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise PairkitError("%s[%d] is %r: every value must be finite" % (name, bad[0], _plain(a[bad[0]])))
+    return a
+
+
+def _not_masked(raw, name):
+    if isinstance(raw, np.ma.MaskedArray):
+        raise PairkitError("%s is a masked array: pass the entries to use (a[~a.mask]) or fill the masked ones"
+                           % name)
+
+
 def _ptr(a):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if a is not None else None
 
@@ -79,6 +129,7 @@ def _ptr(a):
 def _array(x, name, n=None):
     """A 1-D float64 copy-if-needed of x: real numbers only, one dimension
     (a 2-D array is refused rather than flattened)."""
+    _not_masked(x, name)
     try:
         raw = np.asarray(x)
     except Exception as e:  # ragged lists and the like
@@ -112,6 +163,8 @@ def _count(x, name, lo, hi):
 
 
 def _check(st, ctx):
+    if st == _CANCELLED:
+        raise KeyboardInterrupt
     if st != 0:
         raise PairkitError(ctx.message.decode("utf-8", "replace") or "pairkit error %d" % st)
 

@@ -4,7 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import PairkitError, _Context, _array, _check, _count, _plain, _ptr, backend_code, load, new_context
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _not_masked, _plain, _ptr, backend_code,
+                    interruptible, load, new_context)
 
 
 # ---- the C structures (dftimage.h) -------------------------------------------
@@ -57,7 +58,10 @@ def _load():
     lib.pk_dftimage_kernel_from_name.argtypes = [ctypes.c_char_p]
     lib.pk_dftimage_kernel_name.argtypes = [ctypes.c_int]
     lib.pk_dftimage_kernel_name.restype = ctypes.c_char_p
-    for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_ref_points", "pk_dftimage_kernel_from_name"):
+    lib.pk_dftimage_kernel_precision.argtypes = [ctypes.c_int]
+    lib.pk_cuda_built.argtypes = []
+    for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_ref_points", "pk_dftimage_kernel_from_name",
+                 "pk_dftimage_kernel_precision", "pk_cuda_built"):
         getattr(lib, name).restype = ctypes.c_int
     _declared = True
     return lib
@@ -66,22 +70,18 @@ def _load():
 # The library's messages name the command line's options; here they are
 # arguments.
 _OPTION_NAMES = (("--precision double", "precision='double'"), ("--cell", "cell"), ("--size", "npix"),
-                 ("--sign", "sign"))
+                 ("--sign", "sign"), ("--weights data", "weights='data'"),
+                 ("--weights abs or unit", "weights='abs' or 'unit'"), ("--weights", "weights"))
 
 
 def _check_dft(st, ctx):
-    if st != 0:
-        message = ctx.message.decode("utf-8", "replace") or "pairkit error %d" % st
+    try:
+        _check(st, ctx)
+    except PairkitError as e:
+        message = str(e)
         for option, argument in _OPTION_NAMES:
             message = message.replace(option, argument)
-        raise PairkitError(message)
-
-
-def _finite(a, name):
-    bad = np.flatnonzero(~np.isfinite(a))
-    if bad.size:
-        raise PairkitError("%s[%d] is %r: every value must be finite" % (name, bad[0], _plain(a[bad[0]])))
-    return a
+        raise PairkitError(message) from None
 
 
 def _sign(sign):
@@ -97,6 +97,7 @@ class _VisArrays:
         self.u = _finite(_array(u, "u"), "u")
         self.v = _finite(_array(v, "v", self.u.size), "v")
         self.w = _finite(_array(w, "w", self.u.size), "w")
+        _not_masked(vis, "vis")
         try:
             raw = np.asarray(vis)
         except Exception as e:
@@ -137,8 +138,17 @@ def read_vis(path, weights="data"):
         raise PairkitError("weights must be data, abs or unit (got %r)" % (weights,))
     lib = _load()
     ctx = new_context(0)
+    if weights != "data":
+        try:
+            with open(path, "rb") as f:
+                is_zip = f.read(4) == b"PK\x03\x04"
+        except OSError:
+            is_zip = False  # the reader says why
+        if is_zip:
+            raise PairkitError("weights=%r: %s is a .npz, which has no weights (the option is for UVFITS)"
+                               % (weights, os.fsdecode(path)))
     vis = _Vis()
-    _check(lib.pk_vis_read(ctypes.byref(ctx), os.fsencode(path), _WEIGHTS[weights], ctypes.byref(vis)), ctx)
+    _check_dft(lib.pk_vis_read(ctypes.byref(ctx), os.fsencode(path), _WEIGHTS[weights], ctypes.byref(vis)), ctx)
     try:
         n = vis.n
 
@@ -158,7 +168,7 @@ def read_vis(path, weights="data"):
     return out
 
 
-def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision="single", imag=False, backend="auto",
+def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=False, backend="auto",
               kernel=None, nthreads=0):
     """The exact dirty image, w term kept:
 
@@ -171,31 +181,41 @@ def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision="single", i
     north up): imshow(img[:, ::-1], origin="lower").
 
     sign: +1 (the convention of .npz files from the GPU imaging lesson) or
-    -1 (UVFITS); read_vis returns the file's. precision: "single" (float32
+    -1 (UVFITS); read_vis returns the file's. precision: "single" (the
+    default, float32
     with fast sincos; relative L2 error below 3e-6 at cells near the
     Nyquist cell) or "double" (near 1e-14). backend:
     "auto" (a CUDA GPU when there is one), "cpu" or "cuda"; kernel: a name
-    from `pairkit bench dftimage` to force one."""
+    from `pairkit bench dftimage` to force one (its precision, unless
+    precision says otherwise, which is an error). Ctrl-C stops the call."""
     lib = _load()
-    if precision not in _PRECISION:
+    if precision is not None and precision not in _PRECISION:
         raise PairkitError("precision must be single or double (got %r)" % (precision,))
     data = _VisArrays(u, v, w, vis, sign)
     npix = _count(npix, "npix", 1, 1 << 20)
-    try:
-        cell = float(cell)
-    except (TypeError, ValueError):
-        raise PairkitError("cell must be a number of radians, got %r" % (_plain(cell),)) from None
+    if isinstance(cell, (bool, str, bytes)) or not isinstance(cell, (int, float, np.integer, np.floating)):
+        raise PairkitError("cell must be a number of radians, got %r" % (_plain(cell),))
+    cell = float(cell)
     code = 0
     if kernel is not None:
         code = lib.pk_dftimage_kernel_from_name(str(kernel).encode())
+        if code < 0 and str(kernel).startswith("cuda") and not lib.pk_cuda_built():
+            raise PairkitError("kernel %r is a CUDA kernel, and this build has no CUDA backend" % (kernel,))
         if code < 0:
             raise PairkitError("kernel: unknown kernel %r" % (kernel,))
+        own = "double" if lib.pk_dftimage_kernel_precision(code) == _PRECISION["double"] else "single"
+        if precision is not None and precision != own:
+            raise PairkitError("kernel %r computes in %s precision, precision=%r says otherwise: give one of the two"
+                               % (kernel, own, precision))
+        precision = own
     ctx = new_context(nthreads)
-    opts = _Options(backend_code(backend), code, _PRECISION[precision], data.c.sign, 1 if imag else 0)
+    opts = _Options(backend_code(backend), code, _PRECISION[precision or "single"], data.c.sign, 1 if imag else 0)
     image, stats = _Image(), _Stats()
-    _check_dft(lib.pk_dftimage_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(data.c), npix, cell,
-                                   ctypes.byref(image), ctypes.byref(stats)), ctx)
-    try:
+    try:  # the image is freed however the call ends (Ctrl-C included)
+        with interruptible(ctx):
+            st = lib.pk_dftimage_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(data.c), npix, cell,
+                                     ctypes.byref(image), ctypes.byref(stats))
+        _check_dft(st, ctx)
         out = np.ctypeslib.as_array(image.re, (npix, npix)).copy()
         if imag:
             out = out + 1j * np.ctypeslib.as_array(image.im, (npix, npix))
@@ -219,6 +239,8 @@ def dft_points(u, v, w, vis, l, m, sign=1):
                            % (k, _plain(lv[k]), _plain(mv[k])))
     re, im = np.zeros(lv.size), np.zeros(lv.size)
     ctx = new_context(0)
-    _check_dft(lib.pk_dftimage_ref_points(ctypes.byref(ctx), ctypes.byref(data.c), data.c.sign, lv.size, _ptr(lv),
-                                          _ptr(mv), _ptr(re), _ptr(im)), ctx)
+    with interruptible(ctx):
+        st = lib.pk_dftimage_ref_points(ctypes.byref(ctx), ctypes.byref(data.c), data.c.sign, lv.size, _ptr(lv),
+                                        _ptr(mv), _ptr(re), _ptr(im))
+    _check_dft(st, ctx)
     return re + 1j * im

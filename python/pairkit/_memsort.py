@@ -2,11 +2,13 @@
 import contextlib
 import ctypes
 import os
+import re
 import threading
 
 import numpy as np
 
-from ._core import PairkitError, _Context, _check, _count, _plain, backend_code, load, new_context
+from ._core import (PairkitError, _Context, _check, _count, _not_masked, _plain, backend_code, interruptible, load,
+                    new_context)
 
 
 # ---- the C structures (memsort.h) --------------------------------------------
@@ -124,19 +126,23 @@ def _take_trace(lib, trace):
     return addr, starts
 
 
-def memsort_generate(n_entries, seed=1, chunk_entries=0, awkward=False, regions="default"):
+def memsort_generate(n_entries, seed=1, chunk_entries=None, awkward=False, regions="default"):
     """A synthetic trace as `pairkit memsort-gen` writes it, deterministic
     from the seed: (addr, chunk_start), uint32 raw addresses and the uint64
-    start of each chunk plus the end (chunk_entries 0: 2^18 a chunk, the
-    prover's steps). awkward=True gives the cases that break planners."""
+    start of each chunk plus the end (chunk_entries None or 0: 2^18 a
+    chunk, the prover's steps). awkward=True gives the cases that break planners."""
     lib = _load()
     ctx = new_context(0)
     table = _regions(lib, ctx, regions)
     opts = _GenOptions(_count(n_entries, "n_entries", 1, 1 << 29), _count(seed, "seed", 0, (1 << 64) - 1),
-                       _count(chunk_entries, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
+                       _count(chunk_entries or 0, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
     trace = _Trace()
-    _check(lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts), ctypes.byref(trace)),
-           ctx)
+    with interruptible(ctx):
+        st = lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts), ctypes.byref(trace))
+    try:
+        _check(st, ctx)
+    except PairkitError as e:
+        raise PairkitError(str(e).replace(" chunk files,", " chunks,")) from None
     return _take_trace(lib, trace)
 
 
@@ -153,12 +159,15 @@ def read_trace(trace_dir, regions="default"):
 
 
 def _addresses(addr):
+    _not_masked(addr, "addr")
     try:
         raw = np.asarray(addr)
     except Exception as e:
         raise PairkitError("addr: not an array of addresses (%s)" % (e,)) from None
     if raw.ndim != 1:
         raise PairkitError("addr must be one-dimensional, got shape %s" % (raw.shape,))
+    if raw.size == 0:
+        return np.zeros(0, np.uint32)  # an empty list is an empty trace, whatever its dtype
     if raw.dtype.kind not in "iu":
         raise PairkitError("addr must hold integers (raw u32 addresses), got dtype %s" % (raw.dtype,))
     if raw.dtype != np.uint32 and raw.size:
@@ -171,6 +180,8 @@ def _addresses(addr):
 
 
 def _chunk_starts(n, chunk_entries, chunk_start):
+    if chunk_start is not None and chunk_entries is not None:
+        raise PairkitError("give chunk_entries or chunk_start, not both")
     if chunk_start is not None:
         try:
             raw = np.asarray(chunk_start)
@@ -182,20 +193,38 @@ def _chunk_starts(n, chunk_entries, chunk_start):
             raise PairkitError("chunk_start must run from 0 to len(addr) = %d without going back, with 1 to 4096 "
                                "chunks" % n)
         return np.ascontiguousarray(raw, dtype=np.uint64)
-    size = _count(chunk_entries, "chunk_entries", 1, 1 << 32)
+    size = _count(chunk_entries or 0, "chunk_entries", 0, 1 << 32) or 1 << 18  # 0 or None: the prover's 2^18
     k = max(1, -(-n // size))
     if k > 4096:
         raise PairkitError("chunk_entries %d cuts %d entries into %d chunks; at most 4096" % (size, n, k))
     return np.minimum(np.arange(k + 1, dtype=np.uint64) * size, n).astype(np.uint64)
 
 
-def _view(ptr, n, dtype):
-    """The library's buffer as a numpy array, not copied (valid until the
-    next run or close)."""
+def _view(ptr, n, dtype, owner):
+    """The library's buffer as a numpy array, not copied: valid until the
+    owner's next run or close, and keeping the owner alive as long as it is
+    referenced (a view must not outlive a Memsort that was never closed)."""
     if not n:
         return np.zeros(0, dtype)
     data = (ctypes.c_char * (n * dtype.itemsize)).from_address(ctypes.addressof(ptr.contents))
+    data._owner = owner
     return np.frombuffer(data, dtype=dtype)
+
+
+_CHUNK_ENTRY = re.compile(r"mem_addr_(\d{4})\.bin entry (\d+)")
+
+
+def _check_trace(st, ctx, starts):
+    """_check for a trace held in an array: the library names a chunk file
+    and an entry in it; here they are an index into addr."""
+    try:
+        _check(st, ctx)
+    except PairkitError as e:
+        def index(m):
+            c, k = int(m.group(1)), int(m.group(2))
+            return "addr[%d] (chunk %d, entry %d)" % (int(starts[c]) + k, c, k) if c < starts.size else m.group(0)
+
+        raise PairkitError(_CHUNK_ENTRY.sub(index, str(e))) from None
 
 
 class Memsort:
@@ -236,7 +265,7 @@ class Memsort:
         except Exception:  # a half-made object, or the interpreter shutting down
             pass
 
-    def run(self, addr, chunk_entries=1 << 18, chunk_start=None, regions="default", workers=1, worker=0,
+    def run(self, addr, chunk_entries=None, chunk_start=None, regions="default", workers=1, worker=0,
             backend="auto", kernel=None, nthreads=0, copy=True):
         """As memsort(): the same arguments and the same dict. With
         copy=False "runs", "values" and "chunk_counts" are views of this
@@ -269,15 +298,17 @@ class Memsort:
                        starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
         opts = _Options(backend_code(backend), code, n_workers, w)
         res = self._res
-        _check(lib.pk_memsort_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(table), ctypes.byref(trace),
-                                  ctypes.byref(res)), ctx)
-        inst = _view(res.instances, res.n_instances, _INSTANCE).copy()
+        with interruptible(ctx):
+            st = lib.pk_memsort_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(table), ctypes.byref(trace),
+                                    ctypes.byref(res))
+        _check_trace(st, ctx, starts)
+        inst = _view(res.instances, res.n_instances, _INSTANCE, self).copy()
         # the owned instances' values packed in gid order, as memsort.bin
         # holds them (a kernel may keep every row, at global positions):
         # one copy from the library's buffer
         owned = inst[inst["owned"] != 0]
         extent = int((owned["values_offset"] + owned["n_rows"]).max()) if owned.size else 0
-        every = _view(res.values, extent, np.dtype(np.uint32))
+        every = _view(res.values, extent, np.dtype(np.uint32), self)
         packed = np.zeros(inst.size, np.uint64)
         packed[inst["owned"] != 0] = np.cumsum(owned["n_rows"], dtype=np.uint64) - owned["n_rows"]
         first = int(owned["values_offset"][0]) if owned.size else 0
@@ -287,12 +318,15 @@ class Memsort:
             values = np.concatenate([every[o:o + k] for o, k in zip(owned["values_offset"].tolist(),
                                                                     owned["n_rows"].tolist())] or [every[:0]])
         inst["values_offset"] = packed
+        owned_row = np.zeros(inst.size, np.uint64)  # counts_offset: the instance's row of chunk_counts
+        owned_row[inst["owned"] != 0] = np.arange(owned.size, dtype=np.uint64)
+        inst["counts_offset"] = owned_row
 
         def out(a):
             return a.copy() if copy else a
 
-        counts = out(_view(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32)))
-        return {"instances": inst, "runs": out(_view(res.runs, res.n_runs, _RUN)), "values": values,
+        counts = out(_view(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32), self))
+        return {"instances": inst, "runs": out(_view(res.runs, res.n_runs, _RUN, self)), "values": values,
                 "chunk_counts": counts.reshape(res.n_owned, res.n_chunks),
                 "region_entries": np.array(res.region_entries[:table.n_regions], dtype=np.uint64),
                 "kernel": lib.pk_memsort_kernel_name(res.stats.kernel).decode(), "seconds": res.stats.seconds,
@@ -323,21 +357,23 @@ def memsort_pin(addr):
         lib.pk_memsort_trace_unpin(ctypes.byref(trace))
 
 
-def memsort(addr, chunk_entries=1 << 18, chunk_start=None, regions="default", workers=1, worker=0, backend="auto",
+def memsort(addr, chunk_entries=None, chunk_start=None, regions="default", workers=1, worker=0, backend="auto",
             kernel=None, nthreads=0):
     """Plan and fill for worker `worker` of `workers` (SPEC and
     docs/memsort.md): addr is the trace (raw u32 addresses, entry i having
-    the value i), cut into chunks of chunk_entries or at chunk_start (the
-    start of each chunk plus the end). The trace is checked first: an
-    unaligned address, one in no region or a region over its capacity is an
-    error naming the chunk and entry.
+    the value i), cut into chunks of chunk_entries (None: 2^18, the
+    prover's steps) or at chunk_start (the start of each chunk plus the
+    end; not both). The trace is checked first: an unaligned address, one
+    in no region or a region over its capacity is an error naming the index
+    in addr (and the chunk and entry). Ctrl-C stops the call.
 
     Returns a dict: "instances", a structured array of every instance's plan
     by gid (the fields of pk_memsort_instance: gid, region, index, owned,
     first_row, n_rows, first_addr, last_addr, first_chunk, first_skip,
     first_skip_total, last_chunk, last_include, last_include_total,
-    has_prev, prev_addr, prev_value, and for owned ones n_runs, runs_offset,
-    values_offset, counts_offset); "runs" (fields addr, count), "values"
+    has_prev, prev_addr, prev_value, and for owned ones n_runs, runs_offset
+    and values_offset into "runs" and "values", and counts_offset, the
+    instance's row of "chunk_counts"); "runs" (fields addr, count), "values"
     (uint32 trace positions) and "chunk_counts" (n_owned x n_chunks) of the
     owned instances in gid order; "region_entries", "kernel" and "seconds"
     (the library's own time). memsort_rows(result, gid) expands an owned
@@ -351,8 +387,9 @@ def memsort_rows(result, gid):
     """An owned instance's rows: (addresses, values), two uint32 arrays in
     stable address order, its runs expanded."""
     inst = result["instances"]
-    if not 0 <= gid < inst.size:
-        raise PairkitError("gid %r: the trace has instances 0 .. %d" % (_plain(gid), inst.size - 1))
+    if inst.size == 0:
+        raise PairkitError("gid %r: the trace has no instances" % (_plain(gid),))
+    gid = _count(gid, "gid", 0, inst.size - 1)
     i = inst[gid]
     if not i["owned"]:
         raise PairkitError("instance %d is not owned by worker %d of %d" % (gid, result["worker"],

@@ -136,6 +136,11 @@ def test_bad_values(random_vis, tmp_path):
         (lambda: pairkit.dft_points(u, v, w, vis, [0.0, 0.9], [0.0, 0.9]), "point 1 .* beyond the sky"),
         (lambda: pairkit.read_vis(str(tmp_path / "missing.uvfits")), "missing.uvfits"),
         (lambda: pairkit.read_vis(LESSON, weights="none"), "weights must be"),
+        (lambda: pairkit.read_vis(LESSON, weights="abs"), "is a .npz, which has no weights"),
+        (lambda: pairkit.dft_image(u, v, w, np.ma.masked_array(vis), npix=8), "vis is a masked array"),
+        (lambda: pairkit.dft_image(u, v, w, vis, npix=8, cell="0.0005"), "cell must be a number"),
+        (lambda: pairkit.dft_image(u, v, w, vis, npix=8, kernel="cpu-f64", precision="single"),
+         "computes in double precision, precision='single' says otherwise"),
     ]
     for call, says in cases:
         with pytest.raises(pairkit.PairkitError, match=says):
@@ -144,3 +149,40 @@ def test_bad_values(random_vis, tmp_path):
     notes.write_text("not visibilities")
     with pytest.raises(pairkit.PairkitError, match="notes.npz"):
         pairkit.read_vis(notes)
+
+
+def test_kernel_sets_the_precision(random_vis):
+    u, v, w, vis = random_vis
+    l, m = grid(16, 5e-4)
+    ref = pairkit.dft_points(u, v, w, vis, l, m).real
+    # a double-precision kernel with precision left out runs in double
+    img = pairkit.dft_image(u, v, w, vis, npix=16, cell=5e-4, kernel="ref")
+    assert rel(img.ravel(), ref) < 1e-12
+
+
+def test_uvfits_weights_message_names_the_argument():
+    with pytest.raises(pairkit.PairkitError, match="weights='abs' or 'unit'"):
+        pairkit.read_vis(os.path.join(ROOT, "data", "vis", "1133866760.uvfits"))
+
+
+def test_ctrl_c_stops_a_long_image(random_vis):
+    """SIGINT during a long call ends it within a fraction of a second in
+    KeyboardInterrupt (the library's progress callback sees it)."""
+    import signal
+    import threading
+    import time
+    rng = np.random.default_rng(5)
+    n = 60000
+    u, v, w = rng.normal(0, 300, n), rng.normal(0, 300, n), rng.normal(0, 30, n)
+    vis = np.ones(n, complex)
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        pairkit.dft_image(u, v, w, vis, npix=512, cell=1e-4, precision="double", backend="cpu")  # ~10 s
+    took = time.perf_counter() - t0
+    timer.cancel()
+    assert took < 2.0, took
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # and the next call runs as usual
+    assert pairkit.dft_image(u[:10], v[:10], w[:10], vis[:10], npix=4, cell=1e-3).shape == (4, 4)

@@ -80,7 +80,7 @@ def test_rows_and_plans_against_numpy(table, workers, worker):
         got_a, got_v = pairkit.memsort_rows(res, g)
         assert np.array_equal(got_a, a) and np.array_equal(got_v, v)
         o = owned_rows
-        counts = res["chunk_counts"][int(i["counts_offset"]) // (chunk_start.size - 1)]
+        counts = res["chunk_counts"][int(i["counts_offset"])]
         assert np.array_equal(counts, np.bincount(chunk_of[v], minlength=chunk_start.size - 1))
         owned_rows += 1
     assert res["chunk_counts"].shape == (owned_rows, chunk_start.size - 1)
@@ -136,9 +136,14 @@ def test_bad_traces_and_arguments(table, tmp_path):
     nowhere = addr.copy()
     nowhere[17] = 0x1000
     cases = [
-        (lambda: pairkit.memsort(odd, chunk_entries=1000, regions=table), "entry 234: address 0x.* is not 8-byte"),
-        (lambda: pairkit.memsort(nowhere, chunk_entries=1000, regions=table), "entry 17: address 0x00001000 lies in "
-                                                                              "no region"),
+        (lambda: pairkit.memsort(odd, chunk_entries=1000, regions=table),
+         r"addr\[1234\] \(chunk 1, entry 234\): address 0x.* is not 8-byte"),
+        (lambda: pairkit.memsort(nowhere, chunk_entries=1000, regions=table),
+         r"addr\[17\] \(chunk 0, entry 17\): address 0x00001000 lies in no region"),
+        (lambda: pairkit.memsort(addr, chunk_entries=1000, chunk_start=chunk_start, regions=table),
+         "chunk_entries or chunk_start, not both"),
+        (lambda: pairkit.memsort(np.ma.masked_array(addr), regions=table), "addr is a masked array"),
+        (lambda: pairkit.memsort_generate(10000, chunk_entries=1), "make 10000 chunks, more than 4096"),
         (lambda: pairkit.memsort(addr.astype(float), regions=table), "addr must hold integers"),
         (lambda: pairkit.memsort(np.array([-8, 0]), regions=table), r"addr\[0\] = -8 is not a 32-bit address"),
         (lambda: pairkit.memsort(addr.reshape(50, 100), regions=table), "addr must be one-dimensional"),
@@ -157,6 +162,24 @@ def test_bad_traces_and_arguments(table, tmp_path):
     res = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=2, worker=0)
     with pytest.raises(pairkit.PairkitError, match="instance 1 is not owned by worker 0 of 2"):
         pairkit.memsort_rows(res, 1)
+    for bad in (2.5, True, "2", 10**6):
+        with pytest.raises(pairkit.PairkitError, match="gid must be"):
+            pairkit.memsort_rows(res, bad)
+    # an empty trace, as a list or an array, is a trace of no instances
+    for empty in ([], np.zeros(0, np.uint32)):
+        assert pairkit.memsort(empty, regions=table)["instances"].size == 0
+
+
+def test_views_keep_their_memsort_alive(table):
+    import gc
+    addr, cs = pairkit.memsort_generate(1 << 18, seed=7, regions=table)
+    want = pairkit.memsort(addr, chunk_start=cs, regions=table)
+    res = pairkit.Memsort().run(addr, chunk_start=cs, regions=table, copy=False)  # the object is never kept
+    gc.collect()
+    junk = [np.ones(1 << 16) for _ in range(64)]  # memory freed too early would be reused here
+    for name in ("runs", "values", "chunk_counts"):
+        assert np.array_equal(res[name], want[name]), name
+    del junk
 
 
 def test_memsort_object_reuses_its_buffers(table):

@@ -111,7 +111,7 @@ def test_bad_values(cats):
     ra1, dec1 = cats[0], cats[1]
     w = np.ones(len(ra1))
     w[5] = np.nan
-    with pytest.raises(pairkit.PairkitError, match=r"weights_a\[5\] is NaN"):
+    with pytest.raises(pairkit.PairkitError, match=r"weights1\[5\] is nan"):
         pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w)
     with pytest.raises(pairkit.PairkitError, match="edges must increase"):
         pairkit.DDtheta_mocks(1, 1, [1.0, 1.0, 2.0], ra1, dec1)
@@ -154,3 +154,32 @@ def test_strict_arguments(tmp_path, cats):
         pairkit.DDtheta_mocks(1, 1, str(gapped), ra1, dec1)
     with pytest.raises(pairkit.PairkitError, match="no_such_file"):
         pairkit.DDtheta_mocks(1, 1, str(tmp_path / "no_such_file.txt"), ra1, dec1)
+
+
+def test_bin_files_masks_and_flags(tmp_path, cats):
+    ra1, dec1 = cats[0], cats[1]
+    want = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1)
+    # edges all on one line (as the command line's --edges files may be), or one a line
+    row = tmp_path / "row.txt"
+    row.write_text(" ".join(repr(float(e)) for e in EDGES) + "\n")
+    col = tmp_path / "col.txt"
+    col.write_text("".join("%r\n" % float(e) for e in EDGES))
+    for f in (row, col):
+        got = pairkit.DDtheta_mocks(1, 1, str(f), ra1, dec1)
+        assert np.array_equal(got["npairs"], want["npairs"]) and np.allclose(got["thetamax"], want["thetamax"])
+    wide = tmp_path / "wide.txt"
+    wide.write_text("0.1 0.2 0.3\n0.3 0.4 0.5\n")
+    with pytest.raises(pairkit.PairkitError, match="3 columns on 2 lines"):
+        pairkit.DDtheta_mocks(1, 1, str(wide), ra1, dec1)
+    with pytest.raises(pairkit.PairkitError, match="edge 2 is 200 degrees, beyond 180 degrees"):
+        pairkit.DDtheta_mocks(1, 1, [0.1, 200.0], ra1, dec1)
+    # a masked array is refused, not silently unmasked
+    masked = np.ma.masked_array(ra1, mask=np.arange(ra1.size) >= 50)
+    with pytest.raises(pairkit.PairkitError, match="RA1/DEC1 RA is a masked array"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, masked, dec1)
+    # autocorr is 1 or 0
+    for bad in ("no", 2):
+        with pytest.raises(pairkit.PairkitError, match="autocorr must be 1"):
+            pairkit.DDtheta_mocks(bad, 1, EDGES, ra1, dec1)
+    with pytest.raises(pairkit.PairkitError, match=r"rr\[1\] is 2.5"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, rr=np.array([1.0, 2.5] + [0.0] * (len(EDGES) - 3)))

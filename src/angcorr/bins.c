@@ -93,6 +93,9 @@ pk_status pk_bins_from_edges(pk_context *ctx, const double *edges, size_t n_edge
     for (size_t k = 0; k < n_edges; k++) {
         if (!isfinite(edges[k]) || edges[k] < 0)
             return pk_fail(ctx, PK_ERR_INVALID, "bins: edge %zu is not a finite angle >= 0", k + 1);
+        if (edges[k] > PI_LIMIT)
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: edge %zu is %.10g degrees, beyond 180 degrees", k + 1,
+                           edges[k] * (180.0 / M_PI));
         if (k > 0 && !(edges[k] > edges[k - 1]))
             return pk_fail(ctx, PK_ERR_INVALID, "bins: edges must increase (edge %zu <= edge %zu)", k + 1, k);
     }
