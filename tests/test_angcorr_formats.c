@@ -305,9 +305,14 @@ int main(void) {
             "angcorr dj.csv r.csv --data-ra-col RA_J2000 --data-dec-col DEC_J2000 --nbins 40 -o p1.out "
             "--png none -q");
         int rc2 = cli_run("angcorr d.csv r.csv --nbins 40 -o p2.out --png none -q");
-        char *p1 = cli_read(cli_path("p1.out")), *p2 = cli_read(cli_path("p2.out"));
-        CHECK(rc1 == 0 && rc2 == 0 && p1 && p2 && strcmp(p1, p2) == 0, "per-catalog columns: exit %d, %d", rc1, rc2);
-        free(p1), free(p2);
+        /* a catalog's own names win over the shared ones, given before or after */
+        int rc3 = cli_run(
+            "angcorr dj.csv r.csv --data-ra-col RA_J2000 --data-dec-col DEC_J2000 --ra-col ra --dec-col "
+            "dec --nbins 40 -o p4.out --png none -q");
+        char *p1 = cli_read(cli_path("p1.out")), *p2 = cli_read(cli_path("p2.out")), *p4 = cli_read(cli_path("p4.out"));
+        CHECK(rc1 == 0 && rc2 == 0 && rc3 == 0 && p1 && p2 && p4 && strcmp(p1, p2) == 0 && strcmp(p4, p2) == 0,
+              "per-catalog columns: exit %d, %d, %d", rc1, rc2, rc3);
+        free(p1), free(p2), free(p4);
         /* bins narrower than omega.out's 0.001 degree: a note, not silence */
         rc = cli_run("angcorr d.csv r.csv --theta-min 0.0005 --log 0.01 --nbins 10 -o lg.out --png none -q");
         char *note = cli_stderr();

@@ -50,5 +50,17 @@ check "grep -q 'rank 1.*bad.txt:3' '$dir/bad.log'" "the failing rank names file 
 check "[ ! -e '$dir/failed.out' ]" "no output after a failed rank"
 check "[ -z \"\$(ls '$dir' | grep tmp)\" ]" "no temporary files left"
 
-echo "test_angcorr_mpi: $((11 - fail)) passed, $fail failed"
+# An output name that clashes with the default plot, or names an input:
+# every rank stops before the count (a rank waiting on the others hung
+# there once), exit 2, one message.
+for args in "--csv $dir/clash.png" "--png $dir/d.txt"; do
+  timeout 120 "${mpirun[@]}" -np 2 "$cli" angcorr "$dir/d.txt" "$dir/r.txt" -o "$dir/clash.out" $args \
+    --threads 1 > "$dir/clash.log" 2>&1
+  rc=$?
+  check "[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ \$(grep -c 'pairkit angcorr:' '$dir/clash.log') -eq 1 ]" \
+    "$args under mpirun: exit $rc, $(cat "$dir/clash.log")"
+  check "[ ! -e '$dir/clash.out' ]" "$args under mpirun: an output was written"
+done
+
+echo "test_angcorr_mpi: $((15 - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

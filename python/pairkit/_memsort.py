@@ -333,13 +333,19 @@ class Memsort:
                 "workers": n_workers, "worker": w}
 
 
+_pins = {}  # (address, bytes) -> [blocks holding it, the pinned _Trace]
+_pins_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def memsort_pin(addr):
     """Page-lock a trace's memory while the block runs, so that the GPU
     copies it at full speed (a prover keeps its trace pinned); runs given
     this very array inside the block use it. addr must be a contiguous
     uint32 array (any other would be converted, and the copy pinned for
-    nothing). No effect without a CUDA device.
+    nothing). Blocks may nest and threads may pin one array at once: it is
+    pinned by the first and unpinned by the last. No effect without a CUDA
+    device.
 
         with pairkit.memsort_pin(addr), pairkit.Memsort() as m:
             res = [m.run(addr, workers=16, worker=w, backend="cuda") for w in range(16)]
@@ -348,13 +354,22 @@ def memsort_pin(addr):
             addr.flags["C_CONTIGUOUS"]):
         raise PairkitError("memsort_pin: addr must be a contiguous one-dimensional uint32 array")
     lib = _load()
-    ctx = new_context(0)
-    trace = _Trace(addr.size, addr.ctypes.data_as(ctypes.POINTER(_U32)), 0, None, 0)
-    _check(lib.pk_memsort_trace_pin(ctypes.byref(ctx), ctypes.byref(trace)), ctx)
+    key = (addr.ctypes.data, addr.nbytes)
+    with _pins_lock:  # pinned once however many blocks (threads, nesting) pin it
+        if key in _pins:
+            _pins[key][0] += 1
+        else:
+            ctx = new_context(0)
+            trace = _Trace(addr.size, addr.ctypes.data_as(ctypes.POINTER(_U32)), 0, None, 0)
+            _check(lib.pk_memsort_trace_pin(ctypes.byref(ctx), ctypes.byref(trace)), ctx)
+            _pins[key] = [1, trace]
     try:
         yield addr
     finally:
-        lib.pk_memsort_trace_unpin(ctypes.byref(trace))
+        with _pins_lock:
+            _pins[key][0] -= 1
+            if _pins[key][0] == 0:
+                lib.pk_memsort_trace_unpin(ctypes.byref(_pins.pop(key)[1]))
 
 
 def memsort(addr, chunk_entries=None, chunk_start=None, regions="default", workers=1, worker=0, backend="auto",

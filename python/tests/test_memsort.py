@@ -200,6 +200,9 @@ def test_memsort_object_reuses_its_buffers(table):
             want = pairkit.memsort(a, chunk_start=cs, regions=table, workers=W, worker=w, kernel="ref")
             for kernel in ("cpu", "ref"):
                 got = m.run(a, chunk_start=cs, regions=table, workers=W, worker=w, kernel=kernel, copy=False)
+                assert got["runs"].base is not None  # a view, not a copy
+                if W == 1 or kernel == "ref":  # rows already packed: a view too
+                    assert got["values"].base is not None
                 for name in ("instances", "runs", "values", "chunk_counts"):
                     assert np.array_equal(got[name], want[name]), (kernel, W, w, name)
 
@@ -215,6 +218,22 @@ def test_pinned_trace_gives_the_same_results(table):
     with pytest.raises(pairkit.PairkitError, match="contiguous one-dimensional uint32"):
         with pairkit.memsort_pin(addr.astype(np.int64)):
             pass
+    # nested and concurrent pins of one array: pinned once, released by the last
+    failures = []
+    with pairkit.memsort_pin(addr), pairkit.memsort_pin(addr):
+        def run():
+            try:
+                with pairkit.memsort_pin(addr), pairkit.Memsort() as m:
+                    res = m.run(addr, chunk_start=cs, regions=table, workers=3, worker=1, backend=backend)
+                    assert np.array_equal(res["values"], want["values"])
+            except Exception as e:  # a thread's failure, reported by the test
+                failures.append(repr(e))
+        threads = [threading.Thread(target=run) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not failures and not pairkit._memsort._pins, failures
 
 
 def _has_cuda():

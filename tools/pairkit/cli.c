@@ -242,6 +242,7 @@ int cli_check_output(const char *cmd, const char *final_path) {
     if (!final_path || lstat(final_path, &out) != 0) return 0;
     for (int k = 0; k < n_inputs; k++) {
         if (stat(inputs[k], &in) != 0 || in.st_dev != out.st_dev || in.st_ino != out.st_ino) continue;
+        if (cli_mpi_rank() != 0) return 1; /* rank 0 says it */
         if (strcmp(inputs[k], final_path) == 0)
             fprintf(stderr, "pairkit %s: %s: is an input of this run; give the output another name\n", cmd, final_path);
         else
@@ -258,6 +259,7 @@ int cli_check_names(const char *cmd, const cli_named *outputs, int n) {
         if (cli_check_output(cmd, outputs[k].path)) return 1;
         for (int j = 0; j < k; j++) {
             if (!outputs[j].path || !same_file_name(outputs[j].path, outputs[k].path)) continue;
+            if (cli_mpi_rank() != 0) return 1; /* rank 0 says it */
             fprintf(stderr, "pairkit %s: %s: named for two outputs, %s and %s; give one of them another name\n", cmd,
                     outputs[k].path, outputs[j].what, outputs[k].what);
             return 1;
@@ -372,11 +374,12 @@ const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf
     return n >= 0 && (size_t)n < size ? buf : NULL;
 }
 
-int cli_want_png(const char *cmd, const char *png_path) {
+int cli_want_png(const char *cmd, const char *png_path, int warn) {
     if (png_path && strcmp(png_path, "none") == 0) return 0;
     if (png_path || cli_png_available()) return 1;
-        /* the plot nobody asked for by name: the results without it, said even
+    /* the plot nobody asked for by name: the results without it, said even
      * with -q (a missing output, not progress) */
+    if (!warn) return 0;
 #ifdef PK_HAVE_PLPLOT
     fprintf(stderr,
             "pairkit %s: no PNG plot: PLplot's cairo driver is missing here (apt-get install "

@@ -36,8 +36,8 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *o
 const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf, size_t size);
 /* Whether to draw the PNG: not for "--png none"; for a name given, always
  * (its failure is an error); for the default one, only where PLplot can
- * (else a warning, -q or not). */
-int cli_want_png(const char *cmd, const char *png_path);
+ * (else a warning when warn, -q or not). */
+int cli_want_png(const char *cmd, const char *png_path, int warn);
 /* A count: N, 2^k, or N with a K, M or G suffix (x 2^10, 2^20, 2^30); a
  * usage error (returns 1) for anything else or a value of 2^64 or more. */
 int cli_parse_count(const char *cmd, const char *opt, const char *text, uint64_t *out);

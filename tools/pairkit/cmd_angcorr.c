@@ -25,7 +25,7 @@ static void usage(FILE *out) {
             "  --format F           auto (by extension: .csv, .fits), native, csv or fits\n"
             "  --ra-col, --dec-col NAME   RA and Dec column names (CSV, FITS; default ra, dec)\n"
             "  --data-ra-col, --data-dec-col, --random-ra-col, --random-dec-col NAME\n"
-            "                       the same for one catalog"
+            "                       the same for one catalog (over --ra-col, --dec-col)\n"
             "  --weight-col NAME    per-object weights from this column of both catalogs\n"
             "  --data-weight-col NAME, --random-weight-col NAME   the same for one catalog\n"
             "  --edges FILE         bin edges in degrees from a file (one per line or blank-separated)\n"
@@ -95,7 +95,8 @@ int cmd_angcorr(int argc, char **argv) {
     const char *linear_given = NULL, *theta_min_given = NULL, *nbins_given = NULL; /* the option, once given */
     pk_catalog_format format = PK_FORMAT_AUTO;
     const char *ra_col[2] = {NULL, NULL}, *dec_col[2] = {NULL, NULL}, *weight_col[2] = {NULL, NULL};
-    const char *col_option[2] = {NULL, NULL}; /* a --data-* or --random-* column option given */
+    const char *col_option[2] = {NULL, NULL};         /* a --data-* or --random-* column option given */
+    const char *shared_ra = NULL, *shared_dec = NULL; /* --ra-col, --dec-col: for a catalog without its own */
     const char *edges_path = NULL, *cov_path = NULL;
     const char *rr_path = NULL, *save_rr_path = NULL;
     pk_prune prune = PK_PRUNE_AUTO;
@@ -129,9 +130,9 @@ int cmd_angcorr(int argc, char **argv) {
                 if (pk_catalog_format_parse(v, &format))
                     return cli_usage_error(cmd, "--format: '%s' is not auto, native, csv or fits", v);
             } else if (strcmp(a, "--ra-col") == 0) {
-                ra_col[0] = ra_col[1] = v;
+                shared_ra = v;
             } else if (strcmp(a, "--dec-col") == 0) {
-                dec_col[0] = dec_col[1] = v;
+                shared_dec = v;
             } else if (strcmp(a, "--data-ra-col") == 0 || strcmp(a, "--random-ra-col") == 0) {
                 ra_col[a[2] == 'r'] = v;
                 col_option[a[2] == 'r'] = a;
@@ -252,7 +253,7 @@ int cmd_angcorr(int argc, char **argv) {
     const char *cov_default = NULL, *png_default = NULL;
     if (jackknife && !cov_path)
         cov_path = cov_default = cli_sibling_into(out_path, "_cov.csv", cov_buf, sizeof cov_buf);
-    int want_png = rank == 0 && cli_want_png(cmd, png_path);
+    int want_png = cli_want_png(cmd, png_path, rank == 0); /* the same on every rank, said by rank 0 */
     if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
     const cli_named outputs[] = {
         {out_path, "-o (default omega.out)"},
@@ -263,8 +264,13 @@ int cmd_angcorr(int argc, char **argv) {
                      : "--png"},
         {save_rr_path, "--save-rr"},
     };
-    if (cli_check_names(cmd, outputs, 5)) return 2;
-    /* column names where a catalog has none are refused, not ignored */
+    if (!cli_mpi_all_ok(!cli_check_names(cmd, outputs, 5))) return 2; /* every rank stops, or none */
+    /* column names where a catalog has none are refused, not ignored; a
+     * catalog's own names come before the shared ones */
+    for (int c = 0; c < 2; c++) {
+        if (!ra_col[c]) ra_col[c] = shared_ra;
+        if (!dec_col[c]) dec_col[c] = shared_dec;
+    }
     pk_catalog_format read_as[2];
     for (int c = 0; c < 2; c++) {
         read_as[c] = format == PK_FORMAT_AUTO ? pk_catalog_format_of(paths[c]) : format;

@@ -132,7 +132,7 @@ int cmd_dftimage(int argc, char **argv) {
     cli_input(vis_path);
     char png_buf[4200];
     const char *png_default = NULL;
-    int want_png = cli_mpi_rank() == 0 && cli_want_png(cmd, png_path);
+    int want_png = cli_want_png(cmd, png_path, cli_mpi_rank() == 0); /* the same on every rank */
     if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
     if (!want_png) png_path = NULL;
     const cli_named outputs[] = {
@@ -141,7 +141,7 @@ int cmd_dftimage(int argc, char **argv) {
                        ? "the PNG preview (by default the -o name with .png; --png names it, --png none leaves it out)"
                        : "--png"},
     };
-    if (cli_check_names(cmd, outputs, 2)) return 2;
+    if (!cli_mpi_all_ok(!cli_check_names(cmd, outputs, 2))) return 2; /* every rank stops, or none */
     if (precision_given && opts.kernel && pk_dftimage_kernel_precision(opts.kernel) != opts.precision)
         return cli_usage_error(cmd, "--kernel %s computes in %s precision, --precision says %s: give one of the two",
                                pk_dftimage_kernel_name(opts.kernel),
