@@ -398,6 +398,75 @@ def memsort(addr, chunk_entries=None, chunk_start=None, regions="default", worke
         return m.run(addr, chunk_entries, chunk_start, regions, workers, worker, backend, kernel, nthreads)
 
 
+_FILE_HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4"), ("n_entries", "<u8"),
+                         ("n_chunks", "<u4"), ("n_regions", "<u4"), ("n_instances", "<u4"), ("n_owned", "<u4"),
+                         ("n_workers", "<u4"), ("worker", "<u4"), ("n_runs", "<u8"), ("n_values", "<u8"),
+                         ("region_bytes", "<u4"), ("instance_bytes", "<u4")])
+_FILE_REGION = np.dtype([("name", "S16"), ("base", "<u4"), ("max_instances", "<u4"), ("size", "<u8"),
+                         ("entries", "<u8"), ("instance_entries", "<u4"), ("reserved", "<u4")])
+_FILE_INSTANCE = np.dtype([(n, "<u4") for n in ("gid", "region", "index", "owned")] + [("first_row", "<u8")] +
+                          [(n, "<u4") for n in ("n_rows", "first_addr", "last_addr", "first_chunk", "first_skip",
+                                                "first_skip_total", "last_chunk", "last_include",
+                                                "last_include_total", "has_prev", "prev_addr", "prev_value",
+                                                "n_runs", "reserved")] +
+                          [("runs_offset", "<u8"), ("values_offset", "<u8")])
+
+
+def read_memsort(path):
+    """A memsort.bin written by `pairkit memsort` (path: the file or its
+    folder), checked against its documented layout (docs/memsort.md), as
+    the dict memsort() returns: "instances", "runs", "values",
+    "chunk_counts", "region_entries", "workers", "worker", plus
+    "n_entries" and "regions" (name, base, size, max_instances,
+    instance_entries per region). The arrays are read-only views of the
+    file's bytes, read once."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "memsort.bin")
+    try:
+        data = np.fromfile(path, dtype=np.uint8)
+    except OSError as e:
+        raise PairkitError("%s: %s" % (path, e.strerror or e)) from None
+    data.flags.writeable = False
+
+    def section(offset, count, dtype, what):
+        end = offset + count * dtype.itemsize
+        if end > data.size:
+            raise PairkitError("%s: cut short: the %s need bytes %d .. %d, the file has %d" % (path, what, offset,
+                                                                                          end, data.size))
+        return data[offset:end].view(dtype), (end + 7) // 8 * 8
+
+    head, at = section(0, 1, _FILE_HEADER, "header")
+    h = head[0]
+    if h["magic"] != b"PKMSORT1" or h["version"] != 1:
+        raise PairkitError("%s: not a memsort.bin of version 1 (it starts with %r)" % (path, bytes(h["magic"])))
+    for field, want in (("header_bytes", 72), ("region_bytes", 48), ("instance_bytes", 96)):
+        if h[field] != want:
+            raise PairkitError("%s: header field %s is %d, expected %d" % (path, field, h[field], want))
+    n_owned, n_chunks = int(h["n_owned"]), int(h["n_chunks"])
+    regions, at = section(72, int(h["n_regions"]), _FILE_REGION, "regions")
+    inst, at = section(at, int(h["n_instances"]), _FILE_INSTANCE, "instances")
+    counts, at = section(at, n_owned * n_chunks, np.dtype("<u4"), "chunk counts")
+    runs, at = section(at, int(h["n_runs"]), np.dtype([("addr", "<u4"), ("count", "<u4")]), "runs")
+    values, at = section(at, int(h["n_values"]), np.dtype("<u4"), "values")
+    if at != data.size:
+        raise PairkitError("%s: %d bytes, the header's sections take %d" % (path, data.size, at))
+    instances = np.zeros(inst.size, _INSTANCE)  # the fields memsort() gives, counts_offset the row of chunk_counts
+    for name in _INSTANCE.names:
+        if name != "counts_offset":
+            instances[name] = inst[name]
+    owned = instances["owned"] != 0
+    if int(owned.sum()) != n_owned:
+        raise PairkitError("%s: %d instances marked owned, the header says %d" % (path, int(owned.sum()), n_owned))
+    instances["counts_offset"][owned] = np.arange(n_owned, dtype=np.uint64)
+    return {"instances": instances, "runs": runs, "values": values, "chunk_counts": counts.reshape(n_owned, n_chunks),
+            "region_entries": regions["entries"].astype(np.uint64), "workers": int(h["n_workers"]),
+            "worker": int(h["worker"]), "n_entries": int(h["n_entries"]),
+            "regions": [{"name": r["name"].rstrip(b"\0").decode("ascii", "replace"), "base": int(r["base"]),
+                         "size": int(r["size"]), "max_instances": int(r["max_instances"]),
+                         "instance_entries": int(r["instance_entries"])} for r in regions]}
+
+
 def memsort_rows(result, gid):
     """An owned instance's rows: (addresses, values), two uint32 arrays in
     stable address order, its runs expanded."""

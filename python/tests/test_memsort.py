@@ -129,6 +129,35 @@ def test_generator_and_reader_match_the_command_line(tmp_path):
     assert np.array_equal(a["instances"], b["instances"]) and np.array_equal(a["values"], b["values"])
 
 
+def test_read_memsort_matches_the_run(table, tmp_path):
+    binary = os.path.join(os.path.dirname(os.environ.get("PAIRKIT_LIB", "")), "pairkit")
+    if not os.path.exists(binary):
+        pytest.skip("no pairkit command beside the library")
+    trace = tmp_path / "trace"
+    subprocess.run([binary, "memsort-gen", str(trace), "--entries", "60000", "--chunk", "7000", "--regions", table,
+                    "-q"], check=True)
+    addr, cs = pairkit.read_trace(str(trace), regions=table)
+    for workers, worker in ((1, 0), (3, 2)):
+        out = tmp_path / ("out%d" % workers)
+        subprocess.run([binary, "memsort", str(trace), "-o", str(out), "--regions", table, "--workers", str(workers),
+                        "--worker", str(worker), "-q"], check=True)
+        got = pairkit.read_memsort(out)
+        want = pairkit.memsort(addr, chunk_start=cs, regions=table, workers=workers, worker=worker)
+        for name in ("instances", "runs", "values", "chunk_counts", "region_entries"):
+            assert np.array_equal(got[name], want[name]), name
+        assert (got["workers"], got["worker"], got["n_entries"]) == (workers, worker, addr.size)
+        assert [r["name"] for r in got["regions"]] == ["ROM", "INPUT", "RAM"]
+    raw = (tmp_path / "out3" / "memsort.bin").read_bytes()
+    (tmp_path / "cut.bin").write_bytes(raw[:-12])
+    with pytest.raises(pairkit.PairkitError, match="cut.bin: cut short: the values need|cut.bin: .* bytes, the"):
+        pairkit.read_memsort(tmp_path / "cut.bin")
+    (tmp_path / "other.bin").write_bytes(b"NOTMSORT" + raw[8:])
+    with pytest.raises(pairkit.PairkitError, match="other.bin: not a memsort.bin of version 1"):
+        pairkit.read_memsort(tmp_path / "other.bin")
+    with pytest.raises(pairkit.PairkitError, match="nothing.bin"):
+        pairkit.read_memsort(tmp_path / "nothing.bin")
+
+
 def test_bad_traces_and_arguments(table, tmp_path):
     addr, chunk_start = pairkit.memsort_generate(5000, seed=1, chunk_entries=1000, regions=table)
     odd = addr.copy()
