@@ -32,4 +32,5 @@ from ._dftimage import dft_image, dft_points, read_vis
 from ._memsort import Memsort, memsort, memsort_generate, memsort_pin, memsort_rows, read_memsort, read_trace
 
 __all__ = ["DDtheta_mocks", "w_theta", "read_vis", "dft_image", "dft_points", "memsort", "Memsort",
-           "memsort_generate", "memsort_pin", "memsort_rows", "read_memsort", "read_trace", "PairkitError", "library_path"]
+           "memsort_generate", "memsort_pin", "memsort_rows", "read_memsort", "read_trace", "PairkitError",
+           "library_path"]

@@ -62,15 +62,9 @@ _ESTIMATORS = {"ls": 0, "landy-szalay": 0, "natural": 1, "peebles-hauser": 1, "h
 _UNITS = {"arcmin": 0, "deg": 1, "rad": 2}
 _PRUNE = {"auto": 0, "off": 1, "on": 2}
 
-_declared = False
 
-
-def _load():
-    """The library with the angcorr functions declared."""
-    global _declared
-    lib = load()
-    if _declared:
-        return lib
+def _declare(lib):
+    """The angcorr functions' argument and result types."""
     P = ctypes.POINTER
     lib.pk_catalog_from_arrays.argtypes = [P(_Context), ctypes.c_size_t, P(ctypes.c_double), P(ctypes.c_double),
                                            ctypes.c_int, ctypes.c_char_p, P(_Catalog)]
@@ -88,8 +82,10 @@ def _load():
     for name in ("pk_catalog_from_arrays", "pk_bins_from_edges", "pk_angcorr_count_ex", "pk_angcorr_run_ex",
                  "pk_angcorr_run_part_rr"):
         getattr(lib, name).restype = ctypes.c_int
-    _declared = True
-    return lib
+
+
+def _load():
+    return load(_declare)
 
 
 # Corrfunc's tuning arguments, accepted and ignored (pairkit needs none);

@@ -47,18 +47,28 @@ def library_path():
     raise PairkitError("libpairkit.so not found: build the C library (cmake --build build) or set PAIRKIT_LIB")
 
 
-def load():
-    """The library (loaded once); each binding declares its own functions."""
+_declared = set()
+
+
+def load(declare=None):
+    """The library (loaded once), with declare(lib) run once to give a
+    binding's functions their argument and result types."""
     global _lib
-    if _lib is not None:
-        return _lib
+    if _lib is None:
+        _lib = _open_library()
+    if declare is not None and declare not in _declared:
+        declare(_lib)
+        _declared.add(declare)
+    return _lib
+
+
+def _open_library():
     path = library_path()
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
         raise PairkitError("%s cannot be loaded (%s): rebuild it, or set PAIRKIT_LIB" % (path, e)) from None
     lib.pk_context_init.argtypes = [ctypes.POINTER(_Context)]
-    _lib = lib
     return lib
 
 

@@ -39,15 +39,9 @@ class _Stats(ctypes.Structure):
 _WEIGHTS = {"data": 0, "abs": 1, "unit": 2}
 _PRECISION = {"single": 0, "double": 1}
 
-_declared = False
 
-
-def _load():
-    """The library with the dftimage functions declared."""
-    global _declared
-    lib = load()
-    if _declared:
-        return lib
+def _declare(lib):
+    """The dftimage functions' argument and result types."""
     P = ctypes.POINTER
     lib.pk_vis_read.argtypes = [P(_Context), ctypes.c_char_p, ctypes.c_int, P(_Vis)]
     lib.pk_vis_free.argtypes = [P(_Vis)]
@@ -63,8 +57,10 @@ def _load():
     for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_ref_points", "pk_dftimage_kernel_from_name",
                  "pk_dftimage_kernel_precision", "pk_cuda_built"):
         getattr(lib, name).restype = ctypes.c_int
-    _declared = True
-    return lib
+
+
+def _load():
+    return load(_declare)
 
 
 # The library's messages name the command line's options; here they are

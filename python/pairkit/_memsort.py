@@ -78,15 +78,9 @@ def _dtype(structure):
 _INSTANCE = _dtype(_Instance)
 _RUN = _dtype(_Run)
 
-_declared = False
 
-
-def _load():
-    """The library with the memsort functions declared."""
-    global _declared
-    lib = load()
-    if _declared:
-        return lib
+def _declare(lib):
+    """The memsort functions' argument and result types."""
     P = ctypes.POINTER
     lib.pk_memsort_regions_get.argtypes = [P(_Context), ctypes.c_char_p, P(_Regions)]
     lib.pk_memsort_generate.argtypes = [P(_Context), P(_Regions), P(_GenOptions), P(_Trace)]
@@ -103,8 +97,10 @@ def _load():
     for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_run",
                  "pk_memsort_kernel_from_name", "pk_memsort_trace_pin"):
         getattr(lib, name).restype = ctypes.c_int
-    _declared = True
-    return lib
+
+
+def _load():
+    return load(_declare)
 
 
 def _regions(lib, ctx, regions):
