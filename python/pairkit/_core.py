@@ -136,16 +136,22 @@ def _ptr(a):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if a is not None else None
 
 
-def _array(x, name, n=None):
-    """A 1-D float64 copy-if-needed of x: real numbers only, one dimension
+def _one_dimensional(x, name, what="numbers"):
+    """x as a numpy array, refused when masked, ragged or not one-dimensional
     (a 2-D array is refused rather than flattened)."""
     _not_masked(x, name)
     try:
         raw = np.asarray(x)
     except Exception as e:  # ragged lists and the like
-        raise PairkitError("%s: not an array of numbers (%s)" % (name, e)) from None
+        raise PairkitError("%s: not an array of %s (%s)" % (name, what, e)) from None
     if raw.ndim != 1:
         raise PairkitError("%s must be one-dimensional, got shape %s" % (name, raw.shape))
+    return raw
+
+
+def _array(x, name, n=None):
+    """A 1-D float64 copy-if-needed of x: real numbers only."""
+    raw = _one_dimensional(x, name)
     if raw.dtype.kind not in "biuf":
         raise PairkitError("%s must hold real numbers, got dtype %s" % (name, raw.dtype))
     a = np.ascontiguousarray(raw, dtype=np.float64)

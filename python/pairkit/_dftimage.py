@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _not_masked, _plain, _ptr, backend_code,
-                    interruptible, load, new_context)
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _one_dimensional, _plain, _ptr,
+                    backend_code, interruptible, load, new_context)
 
 
 # ---- the C structures (dftimage.h) -------------------------------------------
@@ -93,13 +93,7 @@ class _VisArrays:
         self.u = _finite(_array(u, "u"), "u")
         self.v = _finite(_array(v, "v", self.u.size), "v")
         self.w = _finite(_array(w, "w", self.u.size), "w")
-        _not_masked(vis, "vis")
-        try:
-            raw = np.asarray(vis)
-        except Exception as e:
-            raise PairkitError("vis: not an array of numbers (%s)" % (e,)) from None
-        if raw.ndim != 1:
-            raise PairkitError("vis must be one-dimensional, got shape %s" % (raw.shape,))
+        raw = _one_dimensional(vis, "vis")
         if raw.dtype.kind not in "biufc":
             raise PairkitError("vis must hold complex or real numbers, got dtype %s" % (raw.dtype,))
         if raw.size != self.u.size:

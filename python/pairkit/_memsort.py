@@ -7,8 +7,8 @@ import threading
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _check, _count, _not_masked, _plain, backend_code, interruptible, load,
-                    new_context)
+from ._core import (PairkitError, _Context, _check, _count, _one_dimensional, _plain, backend_code, interruptible,
+                    load, new_context)
 
 
 # ---- the C structures (memsort.h) --------------------------------------------
@@ -155,13 +155,7 @@ def read_trace(trace_dir, regions="default"):
 
 
 def _addresses(addr):
-    _not_masked(addr, "addr")
-    try:
-        raw = np.asarray(addr)
-    except Exception as e:
-        raise PairkitError("addr: not an array of addresses (%s)" % (e,)) from None
-    if raw.ndim != 1:
-        raise PairkitError("addr must be one-dimensional, got shape %s" % (raw.shape,))
+    raw = _one_dimensional(addr, "addr", "addresses")
     if raw.size == 0:
         return np.zeros(0, np.uint32)  # an empty list is an empty trace, whatever its dtype
     if raw.dtype.kind not in "iu":
