@@ -37,6 +37,10 @@ typedef struct pk_unit_vectors {
 } pk_unit_vectors;
 
 pk_status pk_unit_vectors_make(pk_context *ctx, const pk_catalog *cat, pk_unit_vectors *out);
+
+/* A text catalog's bytes (NUL-terminated), refused when gzip-compressed or
+ * holding NUL bytes, the message naming the path and kind ("text", "CSV"). */
+pk_status pk_catalog_read_text(pk_context *ctx, const char *path, const char *kind, char **text, size_t *size);
 void pk_unit_vectors_free(pk_unit_vectors *v);
 
 /* The reference slot of a dot product: acos of the clamped dot, then the

@@ -344,19 +344,8 @@ pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catal
     if (fmt == PK_FORMAT_FITS) return read_fits(ctx, path, &sp, out, weights);
     char *text;
     size_t size;
-    pk_status st = pk_read_file(ctx, path, &text, &size);
+    pk_status st = pk_catalog_read_text(ctx, path, "CSV", &text, &size);
     if (st) return st;
-    if (size >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
-        free(text);
-        return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s: gzip-compressed; CSV catalogs are read uncompressed (gunzip it first; FITS may stay "
-                       "compressed)",
-                       path);
-    }
-    if (memchr(text, '\0', size)) {
-        free(text);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: not a CSV file (it contains NUL bytes)", path);
-    }
     st = read_csv(ctx, path, text, size, &sp, out, weights);
     free(text);
     return st;

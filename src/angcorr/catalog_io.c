@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,24 +196,28 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
     return PK_OK;
 }
 
+pk_status pk_catalog_read_text(pk_context *ctx, const char *path, const char *kind, char **text, size_t *size) {
+    pk_status st = pk_read_file(ctx, path, text, size);
+    if (st) return st;
+    const char *refused = NULL;
+    if (*size >= 2 && (unsigned char)(*text)[0] == 0x1f && (unsigned char)(*text)[1] == 0x8b)
+        refused = "gzip-compressed; %s catalogs are read uncompressed (gunzip it first; FITS may stay compressed)";
+    else if (memchr(*text, '\0', *size)) refused = "not a %s catalog (it contains NUL bytes)";
+    if (!refused) return PK_OK;
+    free(*text);
+    *text = NULL;
+    char what[128];
+    snprintf(what, sizeof what, refused, kind);
+    return pk_fail(ctx, PK_ERR_PARSE, "%s: %s", path, what);
+}
+
 pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_catalog *out) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     char *text;
     size_t size;
-    pk_status st = pk_read_file(ctx, path, &text, &size);
+    pk_status st = pk_catalog_read_text(ctx, path, "text", &text, &size);
     if (st) return st;
-    if (size >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
-        free(text);
-        return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s: gzip-compressed; text catalogs are read uncompressed (gunzip it first; FITS may stay "
-                       "compressed)",
-                       path);
-    }
-    if (memchr(text, '\0', size)) {
-        free(text);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: not a text catalog (it contains NUL bytes)", path);
-    }
     /* a UTF-8 byte-order mark (editors on some systems write one) is not
      * part of the count */
     size_t bom = size >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
