@@ -12,6 +12,8 @@
  *   patch's objects (bit for bit unweighted, to rounding weighted);
  * - the N_D != N_R and weighted normalisations against the formulas.
  */
+#include <unistd.h>
+
 #include "angcorr/angcorr_internal.h"
 #include "angcorr_util.h"
 
@@ -253,6 +255,95 @@ static void jackknife_case(check_rng *rng, const pk_bins *bins, int k, int weigh
     pk_catalog_free(&r);
 }
 
+/* ---- RR cells kept and given again ------------------------------------------- */
+
+static int same_doubles(const double *a, const double *b, size_t n) {
+    return (!a && !b) || (a && b && memcmp(a, b, n * sizeof(double)) == 0);
+}
+
+/* A run given the RR cells of another data catalog's run (through a file
+ * and straight) has every output bit for bit as the run that counts RR,
+ * on every kernel; it counts no RR pairs. */
+static void rr_cells_case(check_rng *rng, const pk_bins *bins, int k, int weighted, int mean_theta) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_catalog d1 = test_catalog(rng, 900, 0.1, 0.9, 0.1, 0.8), d2 = test_catalog(rng, 700, 0.1, 0.9, 0.1, 0.8);
+    pk_catalog r = test_catalog(rng, 1300, 0.1, 0.9, 0.1, 0.8);
+    double *w1 = weighted ? test_weights(rng, d1.n) : NULL, *w2 = weighted ? test_weights(rng, d2.n) : NULL;
+    double *wr = weighted ? test_weights(rng, r.n) : NULL;
+    const int jk = k > 1 ? k : 0; /* K = 1: no patches */
+    pk_angcorr_run_options ro1 = {w1, wr, mean_theta, jk, PK_PRUNE_AUTO}, ro2 = {w2, wr, mean_theta, jk, PK_PRUNE_AUTO};
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/pairkit_rr_cells_%ld.txt", (long)getpid());
+    int ids[16];
+    int n_ids = kernels_to_test(ids);
+    for (int x = 0; x < n_ids; x++) {
+        pk_angcorr_options opts = {PK_BACKEND_AUTO, ids[x]};
+        pk_angcorr_result r1, counted, given;
+        pk_angcorr_extras e1, ec, eg;
+        pk_angcorr_rr_cells kept, read_back;
+        pk_status st =
+            pk_angcorr_run_ex_rr(&ctx, &opts, &d1, &r, bins, PK_ESTIMATOR_LANDY_SZALAY, &ro1, NULL, &kept, &r1, &e1);
+        CHECK_OK(st, &ctx);
+        if (st) break;
+        st = pk_angcorr_write_rr_cells(&ctx, path, &r, &ro1, bins, &kept);
+        CHECK_OK(st, &ctx);
+        if (st == PK_OK) {
+            st = pk_angcorr_read_rr_cells(&ctx, path, &r, &ro2, bins, &read_back);
+            CHECK_OK(st, &ctx);
+        }
+        if (st) {
+            pk_angcorr_rr_cells_free(&kept), pk_angcorr_result_free(&r1), pk_angcorr_extras_free(&e1);
+            break;
+        }
+        size_t cells = (size_t)(k > 1 ? k : 1) * (size_t)(k > 1 ? k : 1) * bins->n_bins;
+        CHECK(read_back.n_patches == kept.n_patches && read_back.n_bins == kept.n_bins &&
+                  memcmp(read_back.counts, kept.counts, cells * sizeof(uint64_t)) == 0 &&
+                  same_doubles(read_back.weighted, kept.weighted, cells) &&
+                  same_doubles(read_back.theta_sum, kept.theta_sum, cells),
+              "RR cells (K=%d weighted=%d mean_theta=%d, %s): read back differ from those written", k, weighted,
+              mean_theta, pk_angcorr_kernel_name(ids[x]));
+        st = pk_angcorr_run_ex(&ctx, &opts, &d2, &r, bins, PK_ESTIMATOR_LANDY_SZALAY, &ro2, &counted, &ec);
+        CHECK_OK(st, &ctx);
+        pk_status st2 = pk_angcorr_run_ex_rr(&ctx, &opts, &d2, &r, bins, PK_ESTIMATOR_LANDY_SZALAY, &ro2, &read_back,
+                                             NULL, &given, &eg);
+        CHECK_OK(st2, &ctx);
+        if (st || st2) {
+            pk_angcorr_rr_cells_free(&kept), pk_angcorr_rr_cells_free(&read_back);
+            pk_angcorr_result_free(&r1), pk_angcorr_result_free(&counted), pk_angcorr_result_free(&given);
+            pk_angcorr_extras_free(&e1), pk_angcorr_extras_free(&ec), pk_angcorr_extras_free(&eg);
+            break;
+        }
+        size_t n = bins->n_bins, kk = eg.n_patches;
+        int same = memcmp(counted.dd, given.dd, n * 8) == 0 && memcmp(counted.dr, given.dr, n * 8) == 0 &&
+                   memcmp(counted.rr, given.rr, n * 8) == 0 && same_doubles(counted.omega, given.omega, n) &&
+                   same_doubles(ec.rr_w, eg.rr_w, n) && same_doubles(ec.theta_mean_rr, eg.theta_mean_rr, n) &&
+                   same_doubles(ec.theta_mean_dd, eg.theta_mean_dd, n) && ec.n_patches == kk &&
+                   same_doubles(ec.omega_jk, eg.omega_jk, kk * n) &&
+                   same_doubles(ec.omega_cov, eg.omega_cov, kk ? n * n : 0);
+        CHECK(same, "RR cells (K=%d weighted=%d mean_theta=%d, %s): the run given RR differs from the one counting it",
+              k, weighted, mean_theta, pk_angcorr_kernel_name(ids[x]));
+        CHECK(given.stats_rr.pairs_total == 0 && counted.stats_rr.pairs_total == (uint64_t)r.n * r.n,
+              "RR cells: %llu RR pairs counted with RR given", (unsigned long long)given.stats_rr.pairs_total);
+        /* cells of another patch count or without the separation sums are refused */
+        pk_angcorr_run_options other = ro2;
+        other.jackknife = jk ? jk + 1 : 3;
+        pk_angcorr_result bad;
+        pk_angcorr_extras ebad;
+        CHECK(pk_angcorr_run_ex_rr(&ctx, &opts, &d2, &r, bins, PK_ESTIMATOR_LANDY_SZALAY, &other, &read_back, NULL,
+                                   &bad, &ebad) == PK_ERR_INVALID &&
+                  strstr(ctx.message, "this run has"),
+              "RR cells of other patches taken: %s", ctx.message);
+        pk_angcorr_rr_cells_free(&kept);
+        pk_angcorr_rr_cells_free(&read_back);
+        pk_angcorr_result_free(&r1), pk_angcorr_result_free(&counted), pk_angcorr_result_free(&given);
+        pk_angcorr_extras_free(&e1), pk_angcorr_extras_free(&ec), pk_angcorr_extras_free(&eg);
+    }
+    remove(path);
+    free(w1), free(w2), free(wr);
+    pk_catalog_free(&d1), pk_catalog_free(&d2), pk_catalog_free(&r);
+}
+
 /* ---- normalisation ------------------------------------------------------------ */
 
 static void normalisation(void) {
@@ -307,6 +398,10 @@ int main(void) {
     jackknife_case(&rng, &logb, 4, 0, PK_ESTIMATOR_LANDY_SZALAY);
     jackknife_case(&rng, &lin, 6, 0, PK_ESTIMATOR_NATURAL);
     jackknife_case(&rng, &logb, 5, 1, PK_ESTIMATOR_LANDY_SZALAY);
+    rr_cells_case(&rng, &logb, 4, 1, 1);
+    rr_cells_case(&rng, &lin, 5, 0, 0);
+    rr_cells_case(&rng, &list, 1, 1, 1);
+    rr_cells_case(&rng, &logb, 1, 0, 0); /* plain RR: a plain file */
     normalisation();
 
     /* bad values */

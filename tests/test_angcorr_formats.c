@@ -293,6 +293,90 @@ int main(void) {
         for (const char *p = cov; p && *p; p++) lines += *p == '\n';
         CHECK(lines == 9, "covariance CSV: %d lines, expected 9", lines);
         free(o), free(cov);
+        /* RR per patch pair kept with --save-rr and taken again with --rr
+         * for another data catalog: outputs byte for byte those of a run
+         * that counts RR; a file of other patches, weights or settings, and
+         * a changed one, refused with nothing written */
+        {
+            FILE *d2 = fopen(cli_path("d2.csv"), "w");
+            fprintf(d2, "ra,dec,w\n");
+            for (int i = 0; i < 300; i++)
+                fprintf(d2, "%.9f,%.9f,%.6f\n", 20 * check_uniform(&rng), 20 * check_uniform(&rng),
+                        0.5 + check_uniform(&rng));
+            fclose(d2);
+            const char *opt =
+                "--weight-col w --theta-min 0.1 --log 10 --nbins 8 --jackknife 4 --mean-theta --png none -q";
+            char cmd[512];
+            snprintf(cmd, sizeof cmd, "angcorr d.csv r.csv %s --csv k0.csv -o k0.out --save-rr cells_rr.txt", opt);
+            int rk0 = cli_run(cmd);
+            snprintf(cmd, sizeof cmd, "angcorr d2.csv r.csv %s --csv k1.csv -o k1.out", opt);
+            int rk1 = cli_run(cmd);
+            snprintf(cmd, sizeof cmd, "angcorr d2.csv r.csv %s --csv k2.csv -o k2.out --rr cells_rr.txt", opt);
+            int rk2 = cli_run(cmd);
+            const char *same[] = {"k1.out", "k2.out", "k1.csv", "k2.csv", "k1_cov.csv", "k2_cov.csv"};
+            int identical = rk0 == 0 && rk1 == 0 && rk2 == 0;
+            for (int f = 0; f < 6; f += 2) {
+                char *x = cli_read(cli_path(same[f])), *y = cli_read(cli_path(same[f + 1]));
+                identical = identical && x && y && strcmp(x, y) == 0;
+                free(x), free(y);
+            }
+            CHECK(identical, "--rr with weights, jackknife, mean-theta: outputs differ (exit %d, %d, %d)", rk0, rk1,
+                  rk2);
+            char *kept = cli_read(cli_path("cells_rr.txt"));
+            CHECK(kept && strncmp(kept, "pairkit-rr 2\nrandom 600 ", 24) == 0 && strstr(kept, "\npatches 4 ") &&
+                      strstr(kept, "\nmean-theta 1\nbins 8\n"),
+                  "the kept RR cells: %.200s", kept ? kept : "(none)");
+            if (kept) { /* a weighted sum changed in its last digit; the file cut after the header and edges */
+                char *cell = strstr(kept, "\n0 0 3 ");
+                char *w_end = cell ? strchr(cell + 8, ' ') : NULL;
+                w_end = w_end ? strchr(w_end + 1, ' ') : NULL; /* after the weighted sum */
+                if (w_end) {
+                    FILE *fp = fopen(cli_path("edited_cells.txt"), "w");
+                    char last = w_end[-1] == '1' ? '2' : '1';
+                    fprintf(fp, "%.*s%c%s", (int)(w_end - 1 - kept), kept, last, w_end);
+                    fclose(fp);
+                }
+                char *first_cell = strstr(kept, "\n0 0 0 ");
+                if (first_cell) {
+                    FILE *fp = fopen(cli_path("cut_cells.txt"), "w");
+                    fprintf(fp, "%.*s", (int)(first_cell + 1 - kept), kept);
+                    fclose(fp);
+                }
+            }
+            free(kept);
+            const struct {
+                const char *args, *says;
+            } wrong[] = {
+                {"--weight-col w --nbins 8 --theta-min 0.1 --log 10 --jackknife 9 --mean-theta --csv x.csv --rr "
+                 "cells_rr.txt",
+                 "cells_rr.txt:4: the RR in the file is of --jackknife 4; this run has --jackknife 9"},
+                {"--data-weight-col w --nbins 8 --theta-min 0.1 --log 10 --jackknife 4 --mean-theta --csv x.csv --rr "
+                 "cells_rr.txt",
+                 "cells_rr.txt:3: the RR in the file was counted with random weights; this run has no random weights"},
+                {"--weight-col w --nbins 8 --theta-min 0.1 --log 10 --jackknife 4 --rr cells_rr.txt",
+                 "cells_rr.txt:5: the RR in the file was counted with --mean-theta; this run does not ask for it"},
+                {"--weight-col w --nbins 7 --theta-min 0.1 --log 10 --jackknife 4 --mean-theta --csv x.csv --rr "
+                 "cells_rr.txt",
+                 "cells_rr.txt:6: 8 bins in the file, 7 in this run"},
+                {"--nbins 8 --theta-min 0.1 --log 10 --rr cells_rr.txt",
+                 "cells_rr.txt:1: these are the RR counts of a run with random weights, --mean-theta or --jackknife"},
+                {"--weight-col w --nbins 8 --theta-min 0.1 --log 10 --jackknife 4 --mean-theta --csv x.csv --rr "
+                 "edited_cells.txt",
+                 "edited_cells.txt:7: the counts do not match their checksum"},
+                {"--weight-col w --nbins 8 --theta-min 0.1 --log 10 --jackknife 4 --mean-theta --csv x.csv --rr "
+                 "cut_cells.txt",
+                 "cut_cells.txt:16: the file ends before cell (0, 0) bin 0"},
+            };
+            for (size_t b = 0; b < sizeof wrong / sizeof wrong[0]; b++) {
+                snprintf(cmd, sizeof cmd, "angcorr d2.csv r.csv %s -o x.out --png none -q", wrong[b].args);
+                int rc_b = cli_run(cmd);
+                char *e = cli_stderr();
+                CHECK(rc_b == 1 && e && strstr(e, wrong[b].says) && cli_count_files("x.out") == 0 &&
+                          cli_count_files("x.csv") == 0,
+                      "%s: exit %d, %s", wrong[b].args, rc_b, e ? e : "");
+                free(e);
+            }
+        }
         /* column names for one catalog: the same counts as the shared names */
         char *dtext = cli_read(cli_path("d.csv"));
         if (dtext) {

@@ -324,6 +324,43 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
                             const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras);
 void pk_angcorr_extras_free(pk_angcorr_extras *extras);
 
+/* RR of pk_angcorr_run_ex, patch pair by patch pair, as a later run of
+ * another data catalog against the same random catalog, random weights,
+ * bins, patches and mean-separation setting can take it instead of
+ * counting it again. Cell (p, q) of K patches is at ((p K) + q) n_bins;
+ * (q, p) holds the same counts. */
+typedef struct pk_angcorr_rr_cells {
+    int n_patches; /* K (1 without jackknife) */
+    size_t n_bins;
+    uint64_t *counts;  /* [K][K][n_bins] */
+    double *weighted;  /* [K][K][n_bins]: sums of w_i w_j (the counts when the randoms have no weights) */
+    double *theta_sum; /* [K][K][n_bins]: sums of w_i w_j theta_ij in radians; NULL unless mean_theta */
+} pk_angcorr_rr_cells;
+
+/* pk_angcorr_run_ex with RR given or kept: rr_in (NULL: counted) must be
+ * cells of this run's patches, bins and mean-separation setting (they are
+ * used as given: pk_angcorr_read_rr_cells checks them against the random
+ * catalog); stats_rr then stays zero. rr_out (NULL: not kept) receives the
+ * run's RR cells, counted or given; free with pk_angcorr_rr_cells_free. */
+pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                               const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                               const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                               pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras);
+void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells);
+
+/* The RR cells in a text file (docs/angcorr.md, "pairkit-rr 2"): keyed by
+ * the random catalog's coordinates and weights (run->weights_random), the
+ * patches made from it, the bins and run->mean_theta, with a checksum over
+ * the numbers. Reading refuses a file of another random catalog, other
+ * weights, patches, bins or setting, a plain RR file (pk_angcorr_write_rr),
+ * and a changed or cut file, naming the file, line and what differs. Both
+ * atomic / all-or-nothing. */
+pk_status pk_angcorr_write_rr_cells(pk_context *ctx, const char *path, const pk_catalog *random,
+                                    const pk_angcorr_run_options *run, const pk_bins *bins,
+                                    const pk_angcorr_rr_cells *cells);
+pk_status pk_angcorr_read_rr_cells(pk_context *ctx, const char *path, const pk_catalog *random,
+                                   const pk_angcorr_run_options *run, const pk_bins *bins, pk_angcorr_rr_cells *out);
+
 /* The jackknife patch (0..k-1) of every object of `objects`, patches made
  * from `random` as pk_angcorr_run_ex does. patch[objects->n]. */
 pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,

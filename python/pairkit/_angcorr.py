@@ -57,6 +57,12 @@ class _Extras(ctypes.Structure):
                [(name, ctypes.POINTER(ctypes.c_double)) for name in ("omega_jk", "omega_cov", "omega_err")]
 
 
+class _RRCells(ctypes.Structure):
+    _fields_ = [("n_patches", ctypes.c_int), ("n_bins", ctypes.c_size_t),
+                ("counts", ctypes.POINTER(ctypes.c_uint64)), ("weighted", ctypes.POINTER(ctypes.c_double)),
+                ("theta_sum", ctypes.POINTER(ctypes.c_double))]
+
+
 _ESTIMATORS = {"ls": 0, "landy-szalay": 0, "natural": 1, "peebles-hauser": 1, "hamilton": 2, "dp": 3,
                "davis-peebles": 3}
 _UNITS = {"arcmin": 0, "deg": 1, "rad": 2}
@@ -75,12 +81,15 @@ def _declare(lib):
                                         P(ctypes.c_uint64), P(ctypes.c_double), P(ctypes.c_double), P(_Stats)]
     lib.pk_angcorr_run_ex.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), ctypes.c_int,
                                       P(_RunOptions), P(_Result), P(_Extras)]
+    lib.pk_angcorr_run_ex_rr.argtypes = [P(_Context), P(_Options), P(_Catalog), P(_Catalog), P(_Bins), ctypes.c_int,
+                                         P(_RunOptions), P(_RRCells), P(_RRCells), P(_Result), P(_Extras)]
+    lib.pk_angcorr_rr_cells_free.argtypes = [P(_RRCells)]
     lib.pk_angcorr_run_part_rr.argtypes = [P(_Context), P(_Options), ctypes.c_int, ctypes.c_int, P(_Catalog),
                                            P(_Catalog), P(_Bins), ctypes.c_int, P(ctypes.c_uint64), P(_Result)]
     lib.pk_angcorr_result_free.argtypes = [P(_Result)]
     lib.pk_angcorr_extras_free.argtypes = [P(_Extras)]
     for name in ("pk_catalog_from_arrays", "pk_bins_from_edges", "pk_angcorr_count_ex", "pk_angcorr_run_ex",
-                 "pk_angcorr_run_part_rr"):
+                 "pk_angcorr_run_ex_rr", "pk_angcorr_run_part_rr"):
         getattr(lib, name).restype = ctypes.c_int
 
 
@@ -255,14 +264,20 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     their totals (weight totals when weighted), and with jackknife=K the
     leave-one-patch-out errors over K sky patches made from the randoms.
 
-    rr: the "rr" of an earlier result for the same random catalog and bins,
-    used instead of counting RR again (unweighted, without jackknife,
-    mean_theta or prune; the caller vouches that catalog and bins match).
+    rr: RR of an earlier result for the same random catalog and bins, used
+    instead of counting RR again; the caller vouches that they match. For a
+    plain run (no weights, jackknife, mean_theta or prune) its "rr"; with
+    any of them its "rr_cells", from a run with the same rand_weights,
+    jackknife and mean_theta (weights given on one side only count as ones
+    on the other).
 
     Returns a dict: theta_lo, theta_hi (degrees or `units`), omega, dd, dr,
     rr (exact counts), and when asked dd_w, dr_w, rr_w (weighted counts),
     theta_mean_dd (mean separations), omega_err, cov (K-patch covariance),
-    omega_jk (K leave-one-out values).
+    omega_jk (K leave-one-out values); with weights, jackknife, mean_theta or
+    prune also rr_cells: RR per patch pair, a dict of counts, weighted and
+    (with mean_theta) theta_sum arrays of shape (K, K, bins), K = 1 without
+    jackknife.
     """
     if estimator not in _ESTIMATORS:
         raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
@@ -270,14 +285,17 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)
     edges = _edges_deg(bins)
-    if rr is not None and (weights is not None or rand_weights is not None or jackknife or mean_theta or
-                           prune != "auto"):
-        raise PairkitError("rr: given RR counts are the plain counts; with weights, jackknife, mean_theta or prune "
-                           "they are not what the run uses")
+    features = (weights is not None or rand_weights is not None or jackknife or mean_theta or prune != "auto")
+    if rr is not None and features and not isinstance(rr, dict):
+        raise PairkitError("rr: with weights, jackknife, mean_theta or prune, give the \"rr_cells\" of an earlier "
+                           "result of the same random catalog, rand_weights, jackknife and mean_theta")
+    if isinstance(rr, dict) and not features:
+        raise PairkitError("rr: RR cells are for runs with weights, jackknife, mean_theta or prune; this run needs "
+                           "the plain \"rr\" counts of an earlier result")
     with _Session(nthreads, backend) as s:
         d = s.catalog(ra, dec, units, "data")
         r = s.catalog(rand_ra, rand_dec, units, "random")
-        if rr is not None:
+        if rr is not None and not features:
             return _w_theta_rr(s, d, r, edges, units, estimator, rr)
         wd = _finite(_array(weights, "weights", d.n), "weights") if weights is not None else None
         wr = _finite(_array(rand_weights, "rand_weights", r.n), "rand_weights") if rand_weights is not None else None
@@ -287,12 +305,17 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         b = s.bins_from(edges, units)
         ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, _count(jackknife, "jackknife", 0, 1 << 20),
                          _PRUNE[prune])
-        res, ex = _Result(), _Extras()
+        k_cells = ro.jackknife if ro.jackknife >= 2 else 1
+        given, keep = None, []
+        if rr is not None:
+            given, keep = _rr_cells_in(rr, k_cells, len(edges) - 1, mean_theta, r.n)
+        res, ex, cells = _Result(), _Extras(), _RRCells()
         try:  # freed however the call ends (Ctrl-C included)
             with interruptible(s.ctx):
-                st = s.lib.pk_angcorr_run_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d),
-                                             ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
-                                             ctypes.byref(ro), ctypes.byref(res), ctypes.byref(ex))
+                st = s.lib.pk_angcorr_run_ex_rr(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(d),
+                                                ctypes.byref(r), ctypes.byref(b), _ESTIMATORS[estimator],
+                                                ctypes.byref(ro), ctypes.byref(given) if given is not None else None,
+                                                ctypes.byref(cells), ctypes.byref(res), ctypes.byref(ex))
             _check(st, s.ctx)
             n = res.n_bins
             out = _counts_dict(res, edges)
@@ -308,10 +331,52 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
                 out["omega_err"] = np.ctypeslib.as_array(ex.omega_err, (n,)).copy()
                 out["cov"] = np.ctypeslib.as_array(ex.omega_cov, (n * n,)).copy().reshape(n, n)
                 out["omega_jk"] = np.ctypeslib.as_array(ex.omega_jk, (k * n,)).copy().reshape(k, n)
+            shape = (cells.n_patches, cells.n_patches, n)
+            size = cells.n_patches * cells.n_patches * n
+            out["rr_cells"] = {"counts": np.ctypeslib.as_array(cells.counts, (size,)).copy().reshape(shape),
+                               "weighted": np.ctypeslib.as_array(cells.weighted, (size,)).copy().reshape(shape)}
+            if mean_theta:
+                out["rr_cells"]["theta_sum"] = np.ctypeslib.as_array(cells.theta_sum, (size,)).copy().reshape(shape)
         finally:
             s.lib.pk_angcorr_result_free(ctypes.byref(res))
             s.lib.pk_angcorr_extras_free(ctypes.byref(ex))
+            s.lib.pk_angcorr_rr_cells_free(ctypes.byref(cells))
+            del keep
     return out
+
+
+def _rr_cells_in(rr, k, n, mean_theta, n_random):
+    """The C view of given RR cells, checked for shape and values, and the
+    arrays it points into (kept alive by the caller)."""
+    names = ("counts", "weighted") + (("theta_sum",) if mean_theta else ())
+    missing = [name for name in names if name not in rr]
+    if missing:
+        raise PairkitError("rr: the RR cells lack %s%s" % (
+            ", ".join(missing), " (the earlier run had no mean_theta)" if missing == ["theta_sum"] else ""))
+    arrays = []
+    for name in names:
+        a = rr[name]
+        if isinstance(a, np.ma.MaskedArray):
+            raise PairkitError("rr[%r]: a masked array" % name)
+        a = np.asarray(a)
+        if a.shape != (k, k, n):
+            raise PairkitError("rr[%r] has shape %s; this run needs (%d, %d, %d) (patches, patches, bins)%s"
+                               % (name, a.shape, k, k, n, "" if a.ndim != 3 or a.shape[2] == n else
+                                  ": other bins"))
+        if name == "counts":
+            if a.dtype.kind not in "iu" or np.any(a < 0) or sum(int(v) for v in a.ravel().tolist()) > n_random ** 2:
+                raise PairkitError("rr['counts'] must be whole counts >= 0 adding up to at most the %d^2 pairs of "
+                                   "the random catalog" % n_random)
+            a = np.ascontiguousarray(a, dtype=np.uint64)
+        else:
+            if a.dtype.kind not in "iuf" or not np.all(np.isfinite(a)):
+                raise PairkitError("rr[%r] must hold finite numbers" % name)
+            a = np.ascontiguousarray(a, dtype=np.float64)
+        arrays.append(a)
+    c = _RRCells(k, n, arrays[0].ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
+                 arrays[1].ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                 arrays[2].ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if mean_theta else None)
+    return c, arrays
 
 
 def _w_theta_rr(s, d, r, edges, units, estimator, rr):

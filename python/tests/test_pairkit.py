@@ -103,8 +103,46 @@ def test_w_theta_with_rr_given(cats):
     for bad in (full["rr"][:-1], negative, full["rr"] * 1000, full["rr"] + 0.5, [[1, 2]], masked, over):
         with pytest.raises(pairkit.PairkitError, match="rr"):
             pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=bad)
-    with pytest.raises(pairkit.PairkitError, match="rr: given RR counts"):
+    with pytest.raises(pairkit.PairkitError, match="rr: with weights, jackknife"):
         pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=full["rr"], jackknife=4)
+
+
+def test_w_theta_with_rr_cells_given(cats):
+    """RR per patch pair from a run of one data catalog, given to a run of
+    another: every output equal to the run that counts RR."""
+    ra1, dec1, ra2, dec2, w1, w2 = cats
+    opts = dict(rand_weights=w2, jackknife=4, mean_theta=True)
+    first = pairkit.w_theta(ra1, dec1, ra2, dec2, EDGES, weights=w1, **opts)
+    cells = first["rr_cells"]
+    assert cells["counts"].shape == (4, 4, len(EDGES) - 1)
+    np.testing.assert_array_equal(cells["counts"].sum(axis=(0, 1)), first["rr"])
+    np.testing.assert_allclose(cells["weighted"].sum(axis=(0, 1)), first["rr_w"], rtol=1e-13)
+    np.testing.assert_array_equal(cells["counts"], cells["counts"].transpose(1, 0, 2))
+    other_ra, other_dec, other_w = ra1[::2] + 0.1, dec1[::2], w1[::2]
+    want = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, **opts)
+    got = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=cells, **opts)
+    assert set(got) == set(want)
+    for name in want:
+        if name == "rr_cells":
+            for part in want[name]:
+                np.testing.assert_array_equal(got[name][part], want[name][part])
+        else:
+            np.testing.assert_array_equal(got[name], want[name])
+    # cells of other patches, without the separation sums, or for a plain run
+    with pytest.raises(pairkit.PairkitError, match=r"needs \(5, 5, 12\)"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rand_weights=w2, jackknife=5,
+                        mean_theta=True, rr=cells)
+    no_theta = {"counts": cells["counts"], "weighted": cells["weighted"]}
+    with pytest.raises(pairkit.PairkitError, match="lack theta_sum"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=no_theta, **opts)
+    with pytest.raises(pairkit.PairkitError, match="RR cells are for runs with"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=cells)
+    bad = dict(cells, counts=-cells["counts"].astype(np.int64))
+    with pytest.raises(pairkit.PairkitError, match="whole counts >= 0"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=bad, **opts)
+    bad = dict(cells, weighted=cells["weighted"] * np.nan)
+    with pytest.raises(pairkit.PairkitError, match="finite"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=bad, **opts)
 
 
 def test_bad_values(cats):

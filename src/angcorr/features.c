@@ -372,12 +372,26 @@ typedef struct patch_counts {
     double *w, *t;
 } patch_counts;
 
+void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells) {
+    if (!cells) return;
+    free(cells->counts), free(cells->weighted), free(cells->theta_sum);
+    memset(cells, 0, sizeof *cells);
+}
+
 pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                             const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                             const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    return pk_angcorr_run_ex_rr(ctx, opts, data, random, bins, estimator, run, NULL, NULL, out, extras);
+}
+
+pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                               const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                               const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                               pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     memset(extras, 0, sizeof *extras);
+    if (rr_out) memset(rr_out, 0, sizeof *rr_out);
     if (!data || !random || data->n == 0 || random->n == 0)
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
     pk_angcorr_run_options ro = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
@@ -398,6 +412,17 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
     int weighted_path = weighted || ro.mean_theta;
     int k = ro.jackknife >= 2 ? ro.jackknife : 1;
     size_t kk = (size_t)k * (size_t)k;
+    if (rr_in) {
+        if (rr_in->n_patches != k || rr_in->n_bins != n)
+            return pk_fail(
+                ctx, PK_ERR_INVALID, "the RR given is of %d patch%s and %zu bins; this run has %d patch%s and %zu bins",
+                rr_in->n_patches, rr_in->n_patches == 1 ? "" : "es", rr_in->n_bins, k, k == 1 ? "" : "es", n);
+        if (!rr_in->counts || !rr_in->weighted || (ro.mean_theta && !rr_in->theta_sum))
+            return pk_fail(ctx, PK_ERR_INVALID, "the RR given lacks %s",
+                           !rr_in->counts     ? "its counts"
+                           : !rr_in->weighted ? "its weighted counts"
+                                              : "the separation sums that mean_theta needs");
+    }
 
     out->n_bins = n;
     out->n_data = data->n;
@@ -441,10 +466,15 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
      * jackknife). Autocorrelations: (p, p) as an autocorrelation, p < q as a
      * cross count that stands for (q, p) too. */
     double w_all = 2.0 * (double)data->n * (double)random->n + 0.5 * (double)data->n * (double)data->n +
-                   0.5 * (double)random->n * (double)random->n;
+                   (rr_in ? 0.0 : 0.5 * (double)random->n * (double)random->n);
     double done = 0;
     pk_pair_stats *stats_of[3] = {&out->stats_dd, &out->stats_dr, &out->stats_rr};
-    for (int c = 0; c < 3 && st == PK_OK; c++) {
+    if (st == PK_OK && rr_in) { /* RR given: its cells as they were counted */
+        memcpy(pc[2].c, rr_in->counts, kk * n * sizeof(uint64_t));
+        memcpy(pc[2].w, rr_in->weighted, kk * n * sizeof(double));
+        if (ro.mean_theta) memcpy(pc[2].t, rr_in->theta_sum, kk * n * sizeof(double));
+    }
+    for (int c = 0; c < (rr_in ? 2 : 3) && st == PK_OK; c++) {
         int autocorr = c != 1;
         for (int p = 0; p < k && st == PK_OK; p++) {
             for (int q = autocorr ? p : 0; q < k && st == PK_OK; q++) {
@@ -596,6 +626,11 @@ pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, con
             free(lc[c]);
             free(lw[c]);
         }
+    }
+    if (st == PK_OK && rr_out) { /* the RR cells handed over */
+        *rr_out = (pk_angcorr_rr_cells){k, n, pc[2].c, pc[2].w, ro.mean_theta ? pc[2].t : NULL};
+        pc[2].c = NULL, pc[2].w = NULL;
+        if (ro.mean_theta) pc[2].t = NULL;
     }
     for (int c = 0; c < 3; c++) {
         free(pc[c].c);

@@ -34,9 +34,12 @@ static void usage(FILE *out) {
             "  --cov FILE           the jackknife covariance of w as CSV (default: the output\n"
             "                       name with _cov.csv)\n"
             "  --prune P            auto (default), on or off: skip cell pairs beyond theta_max\n"
-            "  --save-rr FILE       also keep RR (with the random catalog's hash and the bins)\n"
-            "  --rr FILE            RR from a --save-rr file of the same random catalog and\n"
-            "                       bins instead of counting it again\n"
+            "  --save-rr FILE       also keep RR (with the random catalog's hash and the bins;\n"
+            "                       with --jackknife, random weights or --mean-theta, per patch\n"
+            "                       pair, with the weights' hash and the patches)\n"
+            "  --rr FILE            RR from a --save-rr file of the same random catalog, bins\n"
+            "                       (and random weights, --jackknife K, --mean-theta) instead\n"
+            "                       of counting it again\n"
             "  --bin-width DEG      linear bin width in degrees (default 0.25)\n"
             "  --nbins N            number of bins (default 1440)\n"
             "  --theta-min DEG      start of the first bin (default 0)\n"
@@ -233,11 +236,6 @@ int cmd_angcorr(int argc, char **argv) {
         return cli_usage_error(cmd, "--cov: the covariance comes from --jackknife K, which is not given");
     if (mean_theta && !csv_path)
         return cli_usage_error(cmd, "--mean-theta: the mean separations are written to the CSV; add --csv FILE");
-    if (features && (rr_path || save_rr_path))
-        return cli_usage_error(cmd,
-                               "%s: kept RR counts are the plain counts; with weights, --mean-theta, --jackknife or "
-                               "--prune they are not what the run uses",
-                               rr_path ? "--rr" : "--save-rr");
     if (features && n_ranks > 1)
         return cli_usage_error(cmd,
                                "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
@@ -292,11 +290,19 @@ int cmd_angcorr(int argc, char **argv) {
         if (!units_given && read_as[c] != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
         st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
     }
+    pk_angcorr_run_options run = {weights[0], weights[1], mean_theta, jackknife, prune};
+    pk_angcorr_rr_cells rr_cells = {0};
     if (st == PK_OK && features) {
-        cli_progress_attach(&ctx, "angcorr", quiet);
-        pk_angcorr_run_options run = {weights[0], weights[1], mean_theta, jackknife, prune};
-        st = pk_angcorr_run_ex(&ctx, &opts, &data, &random, &bins, estimator, &run, &result, &extras);
-        cli_progress_done(&ctx);
+        /* RR per patch pair: read from --rr, or kept for --save-rr */
+        pk_angcorr_rr_cells rr_in = {0};
+        if (rr_path) st = pk_angcorr_read_rr_cells(&ctx, rr_path, &random, &run, &bins, &rr_in);
+        if (st == PK_OK) {
+            cli_progress_attach(&ctx, "angcorr", quiet);
+            st = pk_angcorr_run_ex_rr(&ctx, &opts, &data, &random, &bins, estimator, &run, rr_path ? &rr_in : NULL,
+                                      save_rr_path ? &rr_cells : NULL, &result, &extras);
+            cli_progress_done(&ctx);
+        }
+        pk_angcorr_rr_cells_free(&rr_in);
     } else if (st == PK_OK) {
         uint64_t *rr = NULL;
         if (rr_path) {
@@ -356,6 +362,7 @@ int cmd_angcorr(int argc, char **argv) {
         }
     }
     if (rank != 0 || st != PK_OK) {
+        pk_angcorr_rr_cells_free(&rr_cells);
         pk_angcorr_result_free(&result);
         pk_angcorr_extras_free(&extras);
         free(weights[0]);
@@ -406,7 +413,9 @@ int cmd_angcorr(int argc, char **argv) {
             rc = cli_output_error(cmd, st, &ctx, &outs);
         if (!rc && extras.omega_cov && (st = pk_angcorr_write_covariance(&ctx, s_cov, &extras, &bins)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
-        if (!rc && save_rr_path && (st = pk_angcorr_write_rr(&ctx, s_rr, &random, &bins, result.rr)) != PK_OK)
+        if (!rc && save_rr_path &&
+            (st = features ? pk_angcorr_write_rr_cells(&ctx, s_rr, &random, &run, &bins, &rr_cells)
+                           : pk_angcorr_write_rr(&ctx, s_rr, &random, &bins, result.rr)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
         if (!rc && want_png) {
             double *theta = malloc(result.n_bins * sizeof(double));
@@ -467,6 +476,7 @@ int cmd_angcorr(int argc, char **argv) {
                     png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
                     extras.omega_cov ? cov_path : "", save_rr_path ? ", " : "", save_rr_path ? save_rr_path : "");
         }
+        pk_angcorr_rr_cells_free(&rr_cells);
         pk_angcorr_result_free(&result);
         pk_angcorr_extras_free(&extras);
         free(weights[0]);
