@@ -402,6 +402,18 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
     if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights", 1)) != PK_OK) return st;
     if (ro.jackknife == 1 || ro.jackknife < 0)
         return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", ro.jackknife);
+    if (rr_in) {
+        if (rr_in->n_patches != (ro.jackknife >= 2 ? ro.jackknife : 1) || rr_in->n_bins != bins->n_bins)
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "the RR given is of %d patch%s and %zu bins; this run has %d patch%s and %zu bins",
+                           rr_in->n_patches, rr_in->n_patches == 1 ? "" : "es", rr_in->n_bins,
+                           ro.jackknife >= 2 ? ro.jackknife : 1, ro.jackknife >= 2 ? "es" : "", bins->n_bins);
+        if (!rr_in->counts || !rr_in->weighted || (ro.mean_theta && !rr_in->theta_sum))
+            return pk_fail(ctx, PK_ERR_INVALID, "the RR given lacks %s",
+                           !rr_in->counts     ? "its counts"
+                           : !rr_in->weighted ? "its weighted counts"
+                                              : "the separation sums that mean_theta needs");
+    }
     pk_backend backend;
     int kernel;
     if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
@@ -412,17 +424,6 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
     int weighted_path = weighted || ro.mean_theta;
     int k = ro.jackknife >= 2 ? ro.jackknife : 1;
     size_t kk = (size_t)k * (size_t)k;
-    if (rr_in) {
-        if (rr_in->n_patches != k || rr_in->n_bins != n)
-            return pk_fail(
-                ctx, PK_ERR_INVALID, "the RR given is of %d patch%s and %zu bins; this run has %d patch%s and %zu bins",
-                rr_in->n_patches, rr_in->n_patches == 1 ? "" : "es", rr_in->n_bins, k, k == 1 ? "" : "es", n);
-        if (!rr_in->counts || !rr_in->weighted || (ro.mean_theta && !rr_in->theta_sum))
-            return pk_fail(ctx, PK_ERR_INVALID, "the RR given lacks %s",
-                           !rr_in->counts     ? "its counts"
-                           : !rr_in->weighted ? "its weighted counts"
-                                              : "the separation sums that mean_theta needs");
-    }
 
     out->n_bins = n;
     out->n_data = data->n;
