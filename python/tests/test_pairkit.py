@@ -109,9 +109,10 @@ def test_w_theta_with_rr_given(cats):
 
 def test_w_theta_with_rr_cells_given(cats):
     """RR per patch pair from a run of one data catalog, given to a run of
-    another: every output equal to the run that counts RR."""
+    another: every output equal to the run that counts RR (on the CPU,
+    whose sums add in a fixed order; CUDA's float64 atomics do not)."""
     ra1, dec1, ra2, dec2, w1, w2 = cats
-    opts = dict(rand_weights=w2, jackknife=4, mean_theta=True)
+    opts = dict(rand_weights=w2, jackknife=4, mean_theta=True, backend="cpu")
     first = pairkit.w_theta(ra1, dec1, ra2, dec2, EDGES, weights=w1, **opts)
     cells = first["rr_cells"]
     assert cells["counts"].shape == (4, 4, len(EDGES) - 1)
