@@ -62,5 +62,57 @@ for args in "--csv $dir/clash.png" "--png $dir/d.txt"; do
   check "[ ! -e '$dir/clash.out' ]" "$args under mpirun: an output was written"
 done
 
-echo "test_angcorr_mpi: $((15 - fail)) passed, $fail failed"
+# Weights, mean separations and jackknife patches: the ranks share the
+# patch-pair counts and the library sums their cells, each made by one rank,
+# so the outputs are byte-identical to one process; without --jackknife the
+# three counts are shared, with more ranks than counts too.
+awk 'NR > 1 { printf "%.6f,%.6f,%.3f\n", $1 / 60, $2 / 60, 0.5 + (NR % 7) / 7 }' "$dir/d.txt" |
+  sed '1i ra,dec,w' > "$dir/dw.csv"
+awk 'NR > 1 { printf "%.6f,%.6f,%.3f\n", $1 / 60, $2 / 60, 0.8 + (NR % 3) / 4 }' "$dir/r.txt" |
+  sed '1i ra,dec,w' > "$dir/rw.csv"
+feat=(--weight-col w --mean-theta --theta-min 0.01 --log 10 --nbins 20 --png none -q --backend cpu)
+"$cli" angcorr "$dir/dw.csv" "$dir/rw.csv" "${feat[@]}" --jackknife 9 -o "$dir/f1.out" --csv "$dir/f1.csv" \
+  --save-rr "$dir/f1_rr.txt"
+for k in 2 3; do
+  timeout 240 "${mpirun[@]}" -np $k "$cli" angcorr "$dir/dw.csv" "$dir/rw.csv" "${feat[@]}" --jackknife 9 \
+    --threads 1 -o "$dir/f$k.out" --csv "$dir/f$k.csv" --save-rr "$dir/f${k}_rr.txt" > "$dir/f$k.log" 2>&1
+  check "cmp -s '$dir/f1.out' '$dir/f$k.out' && cmp -s '$dir/f1.csv' '$dir/f$k.csv' &&
+    cmp -s '$dir/f1_cov.csv' '$dir/f${k}_cov.csv' && cmp -s '$dir/f1_rr.txt' '$dir/f${k}_rr.txt'" \
+    "np $k with weights, jackknife, mean-theta differs from one process: $(cat "$dir/f$k.log")"
+done
+"$cli" angcorr "$dir/dw.csv" "$dir/rw.csv" "${feat[@]}" -o "$dir/n1.out" --csv "$dir/n1.csv"
+timeout 240 "${mpirun[@]}" -np 4 "$cli" angcorr "$dir/dw.csv" "$dir/rw.csv" "${feat[@]}" --threads 1 \
+  -o "$dir/n4.out" --csv "$dir/n4.csv" > "$dir/n4.log" 2>&1
+check "cmp -s '$dir/n1.csv' '$dir/n4.csv'" "np 4 with weights, no jackknife, differs: $(cat "$dir/n4.log")"
+# the RR cells of one process given to a 3-rank job of the same data
+timeout 240 "${mpirun[@]}" -np 3 "$cli" angcorr "$dir/dw.csv" "$dir/rw.csv" "${feat[@]}" --jackknife 9 \
+  --threads 1 -o "$dir/g3.out" --csv "$dir/g3.csv" --rr "$dir/f1_rr.txt" > "$dir/g3.log" 2>&1
+check "cmp -s '$dir/f1.csv' '$dir/g3.csv' && cmp -s '$dir/f1_cov.csv' '$dir/g3_cov.csv'" \
+  "np 3 with RR cells given differs: $(cat "$dir/g3.log")"
+# one rank cannot read its catalog, or its RR file is of other patches:
+# every rank stops (none waits in the sums for it), that rank says why,
+# nothing is written
+printf 'ra,dec,w\n10,10,1\n11,abc,1\n' > "$dir/badw.csv"
+"$cli" angcorr "$dir/dw.csv" "$dir/rw.csv" "${feat[@]}" --jackknife 4 -o "$dir/x.out" --csv "$dir/x.csv" \
+  --save-rr "$dir/rr4.txt"
+rm -f "$dir/x.out" "$dir/x.csv" "$dir/x_cov.csv"
+for bad in catalog rr; do
+  cat > "$dir/one_bad_f.sh" <<EOS
+#!/bin/sh
+d="$dir/dw.csv"; rr="$dir/f1_rr.txt"
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then
+  if [ $bad = catalog ]; then d="$dir/badw.csv"; else rr="$dir/rr4.txt"; fi
+fi
+exec "$cli" angcorr "\$d" "$dir/rw.csv" ${feat[*]} --jackknife 9 --threads 1 -o "$dir/failed_f.out" --csv "$dir/failed_f.csv" --rr "\$rr"
+EOS
+  chmod +x "$dir/one_bad_f.sh"
+  timeout 120 "${mpirun[@]}" -np 3 "$dir/one_bad_f.sh" > "$dir/badf.log" 2>&1
+  rc=$?
+  check "[ $rc -ne 0 ] && [ $rc -ne 124 ]" "a failing rank ($bad) with weights and jackknife: exit $rc"
+  check "grep -q 'rank 1.*$( [ $bad = catalog ] && echo 'badw.csv:3' || echo 'rr4.txt:4')' '$dir/badf.log'" \
+    "the failing rank ($bad) says why: $(cat "$dir/badf.log")"
+  check "[ ! -e '$dir/failed_f.out' ] && [ ! -e '$dir/failed_f.csv' ]" "no output after a failed rank ($bad)"
+done
+
+echo "test_angcorr_mpi: $((25 - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

@@ -348,6 +348,27 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                                pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras);
 void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells);
 
+/* Called once by every part of a distributed run, whether its own counts
+ * succeeded (ok) or not (then counts and sums may be NULL): returns 0 when
+ * every part succeeded, after summing n_counts counts and n_sums doubles
+ * over the parts in place (at least onto part 0); non-zero otherwise. */
+typedef int (*pk_angcorr_sum_fn)(void *user, int ok, uint64_t *counts, size_t n_counts, double *sums, size_t n_sums);
+
+/* Part `part` of n_parts of pk_angcorr_run_ex_rr (under mpirun, rank
+ * `part`): the patch-pair counts are shared out by their pairs, the same
+ * way on every part, each part makes its own, and `sum` adds every part's
+ * cells together (each cell is made by one part and zero in the others, so
+ * the sums are exact: part 0's results are bit for bit those of one
+ * process). Every part must call it with the same inputs; the results are
+ * complete where `sum` leaves the totals (part 0 for a reduction onto it).
+ * stats: pair counts summed, seconds this part's own. Without --jackknife
+ * there are three counts (DD, DR, RR) to share. n_parts = 1: sum unused. */
+pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
+                                 const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                                 const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                                 pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras);
+
 /* The RR cells in a text file (docs/angcorr.md, "pairkit-rr 2"): keyed by
  * the random catalog's coordinates and weights (run->weights_random), the
  * patches made from it, the bins and run->mean_theta, with a checksum over

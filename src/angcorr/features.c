@@ -381,19 +381,68 @@ void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells) {
 pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                             const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                             const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras) {
-    return pk_angcorr_run_ex_rr(ctx, opts, data, random, bins, estimator, run, NULL, NULL, out, extras);
+    return pk_angcorr_run_ex_part(ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, NULL, NULL, out,
+                                  extras);
 }
 
 pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                                const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                                const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
                                pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    return pk_angcorr_run_ex_part(ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, rr_in, rr_out, out,
+                                  extras);
+}
+
+/* One count of the patch-pair loop: which (DD, DR, RR), which patches,
+ * its pairs and the part that makes it. */
+typedef struct count_task {
+    int c, p, q;
+    double work;
+    int part;
+} count_task;
+
+static int task_by_work(const void *a, const void *b) {
+    const count_task *x = a, *y = b;
+    if (x->work != y->work) return x->work > y->work ? -1 : 1;
+    return x->c != y->c ? x->c - y->c : x->p != y->p ? x->p - y->p : x->q - y->q;
+}
+
+/* Each task to a part, the largest first to the part with the least work
+ * so far (the same on every part: it depends on the sizes alone). */
+static pk_status assign_parts(pk_context *ctx, count_task *tasks, size_t n_tasks, int n_parts) {
+    double *load = calloc((size_t)n_parts, sizeof(double));
+    count_task *sorted = malloc((n_tasks ? n_tasks : 1) * sizeof(count_task));
+    if (!load || !sorted) {
+        free(load), free(sorted);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n_tasks; i++) sorted[i] = tasks[i], sorted[i].part = (int)i; /* part: its index, for now */
+    qsort(sorted, n_tasks, sizeof *sorted, task_by_work);
+    for (size_t i = 0; i < n_tasks; i++) {
+        int best = 0;
+        for (int r = 1; r < n_parts; r++)
+            if (load[r] < load[best]) best = r;
+        load[best] += sorted[i].work;
+        tasks[sorted[i].part].part = best;
+    }
+    free(load), free(sorted);
+    return PK_OK;
+}
+
+pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
+                                 const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                                 const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                                 pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     memset(extras, 0, sizeof *extras);
     if (rr_out) memset(rr_out, 0, sizeof *rr_out);
     if (!data || !random || data->n == 0 || random->n == 0)
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
+    if (n_parts < 1 || part < 0 || part >= n_parts || (n_parts > 1 && !sum))
+        return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d%s", part, n_parts,
+                       n_parts > 1 && !sum ? " needs a function that sums the parts" : " does not exist");
     pk_angcorr_run_options ro = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
     if (run) ro = *run;
     pk_status st;
@@ -414,11 +463,16 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                            : !rr_in->weighted ? "its weighted counts"
                                               : "the separation sums that mean_theta needs");
     }
+    /* from here on every part calls sum once, failed or not, so that no
+     * part waits for one that stopped */
     pk_backend backend;
     int kernel;
-    if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK) return st;
     pk_edge_table table;
-    if ((st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) return st;
+    if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK ||
+        (st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) {
+        if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
+        return st;
+    }
     size_t n = bins->n_bins, n_slots = (size_t)table.n_slots;
     int weighted = ro.weights_data || ro.weights_random;
     int weighted_path = weighted || ro.mean_theta;
@@ -443,11 +497,15 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                     ro.mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
     int failed = !out->dd || !out->dr || !out->rr || !out->omega || !co.slots || (weighted_path && !co.wslots) ||
                  (ro.mean_theta && !co.tslots);
+    /* the three counts' cells one after another, so that the parts sum
+     * them in two calls */
+    uint64_t *all_c = failed ? NULL : calloc(3 * kk * n + 12, sizeof(uint64_t));
+    double *all_wt = failed ? NULL : calloc(6 * kk * n, sizeof(double));
+    failed = failed || !all_c || !all_wt;
     for (int c = 0; c < 3 && !failed; c++) {
-        pc[c].c = calloc(kk * n, sizeof(uint64_t));
-        pc[c].w = calloc(kk * n, sizeof(double));
-        pc[c].t = calloc(kk * n, sizeof(double));
-        failed = !pc[c].c || !pc[c].w || !pc[c].t;
+        pc[c].c = all_c + (size_t)c * kk * n;
+        pc[c].w = all_wt + (size_t)c * kk * n;
+        pc[c].t = all_wt + (size_t)(3 + c) * kk * n;
     }
     patch_cat *dp = NULL, *rp = NULL;
     int32_t *patch_d = NULL, *patch_r = NULL;
@@ -465,20 +523,32 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
     }
     /* The counts, patch pair by patch pair (one pair of "patches" without
      * jackknife). Autocorrelations: (p, p) as an autocorrelation, p < q as a
-     * cross count that stands for (q, p) too. */
-    double w_all = 2.0 * (double)data->n * (double)random->n + 0.5 * (double)data->n * (double)data->n +
-                   (rr_in ? 0.0 : 0.5 * (double)random->n * (double)random->n);
-    double done = 0;
-    pk_pair_stats *stats_of[3] = {&out->stats_dd, &out->stats_dr, &out->stats_rr};
-    if (st == PK_OK && rr_in) { /* RR given: its cells as they were counted */
-        memcpy(pc[2].c, rr_in->counts, kk * n * sizeof(uint64_t));
-        memcpy(pc[2].w, rr_in->weighted, kk * n * sizeof(double));
-        if (ro.mean_theta) memcpy(pc[2].t, rr_in->theta_sum, kk * n * sizeof(double));
-    }
+     * cross count that stands for (q, p) too. Part `part` makes the tasks
+     * assign_parts gives it. */
+    size_t n_tasks = 0;
+    count_task *tasks = st == PK_OK ? malloc(((rr_in ? 1 : 2) * kk + kk + 1) * sizeof(count_task)) : NULL;
+    if (st == PK_OK && !tasks) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     for (int c = 0; c < (rr_in ? 2 : 3) && st == PK_OK; c++) {
         int autocorr = c != 1;
-        for (int p = 0; p < k && st == PK_OK; p++) {
-            for (int q = autocorr ? p : 0; q < k && st == PK_OK; q++) {
+        for (int p = 0; p < k; p++)
+            for (int q = autocorr ? p : 0; q < k; q++) {
+                size_t na = k == 1 ? (c == 2 ? random->n : data->n) : (c == 2 ? rp[p].cat.n : dp[p].cat.n);
+                size_t nb = k == 1 ? (c == 0 ? data->n : random->n) : (c == 0 ? dp[q].cat.n : rp[q].cat.n);
+                if (na == 0 || nb == 0) continue;
+                double work = autocorr && p == q ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
+                tasks[n_tasks++] = (count_task){c, p, q, work, 0};
+            }
+    }
+    if (st == PK_OK && n_parts > 1) st = assign_parts(ctx, tasks, n_tasks, n_parts);
+    double w_all = 0, done = 0;
+    for (size_t i = 0; i < n_tasks; i++)
+        if (tasks[i].part == part) w_all += tasks[i].work;
+    pk_pair_stats *stats_of[3] = {&out->stats_dd, &out->stats_dr, &out->stats_rr};
+    for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
+        if (tasks[i].part != part) continue;
+        const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1;
+        {
+            {
                 const pk_catalog *a, *b;
                 const double *wa, *wb;
                 if (k == 1) {
@@ -491,9 +561,8 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                     patch_cat *B = c == 0 ? &dp[q] : &rp[q];
                     a = &A->cat, wa = A->w, b = &B->cat, wb = B->w;
                 }
-                if (a->n == 0 || b->n == 0) continue;
                 int as_auto = autocorr && p == q;
-                double work = as_auto ? 0.5 * (double)a->n * (double)a->n : (double)a->n * (double)b->n;
+                double work = tasks[i].work;
                 pk_progress progress;
                 pk_progress_begin(&progress, ctx, work, done / w_all, work / w_all);
                 done += work;
@@ -518,6 +587,31 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                 }
             }
         }
+    }
+    free(tasks);
+    for (int c = 0; c < 3; c++) /* the kernel's id where this part made none of a count */
+        for (int u = 0; u < 3 && !stats_of[c]->kernel; u++) stats_of[c]->kernel = stats_of[u]->kernel;
+    if (n_parts > 1) {
+        /* the parts' cells and pair totals summed: each cell was made by
+         * one part and is zero in the others, so its sum is exact */
+        uint64_t *pairs = st == PK_OK ? all_c + 3 * kk * n : NULL;
+        for (int c = 0; c < 3 && pairs; c++) {
+            pairs[4 * c] = stats_of[c]->pairs_total, pairs[4 * c + 1] = stats_of[c]->pairs_in_range;
+            pairs[4 * c + 2] = stats_of[c]->pairs_visited, pairs[4 * c + 3] = stats_of[c]->pairs_fp64;
+        }
+        int failed_parts = st == PK_OK ? sum(sum_user, 1, all_c, 3 * kk * n + 12, all_wt, 6 * kk * n)
+                                       : sum(sum_user, 0, NULL, 0, NULL, 0);
+        if (failed_parts && st == PK_OK)
+            st = pk_fail(ctx, PK_ERR_INTERNAL, "another part of the run failed, or the parts could not be summed");
+        for (int c = 0; c < 3 && st == PK_OK; c++) {
+            stats_of[c]->pairs_total = pairs[4 * c], stats_of[c]->pairs_in_range = pairs[4 * c + 1];
+            stats_of[c]->pairs_visited = pairs[4 * c + 2], stats_of[c]->pairs_fp64 = pairs[4 * c + 3];
+        }
+    }
+    if (st == PK_OK && rr_in) { /* RR given: its cells as they were counted */
+        memcpy(pc[2].c, rr_in->counts, kk * n * sizeof(uint64_t));
+        memcpy(pc[2].w, rr_in->weighted, kk * n * sizeof(double));
+        if (ro.mean_theta) memcpy(pc[2].t, rr_in->theta_sum, kk * n * sizeof(double));
     }
     if (st == PK_OK) {
         uint64_t *dst[3] = {out->dd, out->dr, out->rr};
@@ -628,16 +722,21 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
             free(lw[c]);
         }
     }
-    if (st == PK_OK && rr_out) { /* the RR cells handed over */
-        *rr_out = (pk_angcorr_rr_cells){k, n, pc[2].c, pc[2].w, ro.mean_theta ? pc[2].t : NULL};
-        pc[2].c = NULL, pc[2].w = NULL;
-        if (ro.mean_theta) pc[2].t = NULL;
+    if (st == PK_OK && rr_out) { /* the RR cells, copied out */
+        pk_angcorr_rr_cells r = {k, n, malloc(kk * n * sizeof(uint64_t)), malloc(kk * n * sizeof(double)),
+                                 ro.mean_theta ? malloc(kk * n * sizeof(double)) : NULL};
+        if (!r.counts || !r.weighted || (ro.mean_theta && !r.theta_sum)) {
+            pk_angcorr_rr_cells_free(&r);
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        } else {
+            memcpy(r.counts, pc[2].c, kk * n * sizeof(uint64_t));
+            memcpy(r.weighted, pc[2].w, kk * n * sizeof(double));
+            if (r.theta_sum) memcpy(r.theta_sum, pc[2].t, kk * n * sizeof(double));
+            *rr_out = r;
+        }
     }
-    for (int c = 0; c < 3; c++) {
-        free(pc[c].c);
-        free(pc[c].w);
-        free(pc[c].t);
-    }
+    free(all_c);
+    free(all_wt);
     free(co.slots);
     free(co.wslots);
     free(co.tslots);

@@ -49,8 +49,17 @@ static void usage(FILE *out) {
             "  --kernel K           an exact kernel (see 'pairkit bench angcorr --list')\n"
             "  --threads N          CPU threads (default: all)\n"
             "  -q, --quiet          no progress line, no summary\n"
-            "  Under mpirun the pairs are split across the ranks; weights, mean\n"
-            "  separations, jackknife errors and pruning run in one process only.\n");
+            "  Under mpirun the pairs are split across the ranks; with weights, mean\n"
+            "  separations, jackknife errors or pruning the ranks share the counts patch\n"
+            "  pair by patch pair (without --jackknife: DD, DR and RR).\n");
+}
+
+/* pk_angcorr_sum_fn over the ranks: every rank says whether its counts
+ * succeeded, then the cells are summed onto rank 0. */
+static int sum_parts(void *user, int ok, uint64_t *counts, size_t n_counts, double *sums, size_t n_sums) {
+    (void)user;
+    if (!cli_mpi_all_ok(ok)) return 1;
+    return cli_mpi_sum_u64(counts, n_counts) || cli_mpi_sum_double(sums, n_sums);
 }
 
 /* The options that take a value. */
@@ -236,9 +245,6 @@ int cmd_angcorr(int argc, char **argv) {
         return cli_usage_error(cmd, "--cov: the covariance comes from --jackknife K, which is not given");
     if (mean_theta && !csv_path)
         return cli_usage_error(cmd, "--mean-theta: the mean separations are written to the CSV; add --csv FILE");
-    if (features && n_ranks > 1)
-        return cli_usage_error(cmd,
-                               "weights, --mean-theta, --jackknife and --prune run in one process, not under mpirun");
     /* no output may replace a file the run reads: refused before the count
      * (and again when staged, for the default names made later) */
     cli_input(paths[0]);
@@ -292,14 +298,18 @@ int cmd_angcorr(int argc, char **argv) {
     }
     pk_angcorr_run_options run = {weights[0], weights[1], mean_theta, jackknife, prune};
     pk_angcorr_rr_cells rr_cells = {0};
-    if (st == PK_OK && features) {
+    if (features) {
         /* RR per patch pair: read from --rr, or kept for --save-rr */
         pk_angcorr_rr_cells rr_in = {0};
-        if (rr_path) st = pk_angcorr_read_rr_cells(&ctx, rr_path, &random, &run, &bins, &rr_in);
-        if (st == PK_OK) {
-            cli_progress_attach(&ctx, "angcorr", quiet);
-            st = pk_angcorr_run_ex_rr(&ctx, &opts, &data, &random, &bins, estimator, &run, rr_path ? &rr_in : NULL,
-                                      save_rr_path ? &rr_cells : NULL, &result, &extras);
+        if (st == PK_OK && rr_path) st = pk_angcorr_read_rr_cells(&ctx, rr_path, &random, &run, &bins, &rr_in);
+        /* under mpirun the ranks count together (the library sums their
+         * cells through sum_parts) only when every rank has its inputs;
+         * a rank that has not says why */
+        if (cli_mpi_all_ok(st == PK_OK)) {
+            cli_progress_attach(&ctx, "angcorr", quiet || rank != 0);
+            st = pk_angcorr_run_ex_part(&ctx, &opts, rank, n_ranks, sum_parts, NULL, &data, &random, &bins, estimator,
+                                        &run, rr_path ? &rr_in : NULL, save_rr_path ? &rr_cells : NULL, &result,
+                                        &extras);
             cli_progress_done(&ctx);
         }
         pk_angcorr_rr_cells_free(&rr_in);
@@ -321,6 +331,14 @@ int cmd_angcorr(int argc, char **argv) {
     if (!cli_mpi_all_ok(st == PK_OK)) {
         if (rc == 0) rc = 1; /* another rank failed and said why */
         st = PK_ERR_INTERNAL;
+    } else if (n_ranks > 1 && features) {
+        /* the counts were summed by the library (sum_parts); the times are
+         * the slowest rank's */
+        pk_pair_stats *ps[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
+        for (int k = 0; k < 3; k++) {
+            ps[k]->seconds = cli_mpi_max(ps[k]->seconds);
+            ps[k]->kernel_ms = cli_mpi_max(ps[k]->kernel_ms);
+        }
     } else if (n_ranks > 1) {
         size_t nb = result.n_bins;
         uint64_t *sum = malloc((3 * nb + 12) * sizeof(uint64_t));
