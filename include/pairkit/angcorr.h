@@ -358,11 +358,14 @@ typedef int (*pk_angcorr_sum_fn)(void *user, int ok, uint64_t *counts, size_t n_
  * `part`): the patch-pair counts are shared out by their pairs, the same
  * way on every part, each part makes its own, and `sum` adds every part's
  * cells together (each cell is made by one part and zero in the others, so
- * the sums are exact: part 0's results are bit for bit those of one
- * process). Every part must call it with the same inputs; the results are
+ * the sums are exact: with patches part 0's results are bit for bit
+ * those of one process). Every part must call it with the same inputs; the results are
  * complete where `sum` leaves the totals (part 0 for a reduction onto it).
- * stats: pair counts summed, seconds this part's own. Without --jackknife
- * there are three counts (DD, DR, RR) to share. n_parts = 1: sum unused. */
+ * stats: pair counts summed, seconds this part's own. Without jackknife
+ * patches the catalogs are cut into blocks of objects (2 to 64, by
+ * n_parts) whose pairs are shared the same way: the counts are exact, the
+ * weighted and separation sums agree with one part's to rounding. n_parts
+ * = 1: sum unused. */
 pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
                                  pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
                                  const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,

@@ -393,6 +393,16 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                                   extras);
 }
 
+/* Blocks a catalog is cut into, without jackknife patches, for n_parts > 1
+ * parts to share its counts: the fewest (2 to 64, a power of two) that make
+ * four counts a part (m (m + 1) autocorrelation counts of DD and RR, m^2 of
+ * DR). */
+static int count_blocks(int n_parts) {
+    int m = 2;
+    while (m < 64 && (uint64_t)m * (uint64_t)(m + 1) + (uint64_t)m * (uint64_t)m < 4 * (uint64_t)n_parts) m *= 2;
+    return m;
+}
+
 /* One count of the patch-pair loop: which (DD, DR, RR), which patches,
  * its pairs and the part that makes it. */
 typedef struct count_task {
@@ -477,7 +487,11 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     int weighted = ro.weights_data || ro.weights_random;
     int weighted_path = weighted || ro.mean_theta;
     int k = ro.jackknife >= 2 ? ro.jackknife : 1;
-    size_t kk = (size_t)k * (size_t)k;
+    /* cells per side: the jackknife patches; without them, under
+     * n_parts > 1, blocks of objects in file order, so that the parts
+     * have counts to share */
+    const int kc = k > 1 ? k : n_parts > 1 ? count_blocks(n_parts) : 1;
+    size_t kk = (size_t)kc * (size_t)kc;
 
     out->n_bins = n;
     out->n_data = data->n;
@@ -510,16 +524,20 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     patch_cat *dp = NULL, *rp = NULL;
     int32_t *patch_d = NULL, *patch_r = NULL;
     if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    if (st == PK_OK && k > 1) {
+    if (st == PK_OK && kc > 1) {
         patch_d = malloc(data->n * sizeof(int32_t));
         patch_r = malloc(random->n * sizeof(int32_t));
-        dp = calloc((size_t)k, sizeof(patch_cat));
-        rp = calloc((size_t)k, sizeof(patch_cat));
+        dp = calloc((size_t)kc, sizeof(patch_cat));
+        rp = calloc((size_t)kc, sizeof(patch_cat));
         if (!patch_d || !patch_r || !dp || !rp) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        if (st == PK_OK) st = pk_angcorr_patches(ctx, random, k, data, patch_d);
-        if (st == PK_OK) st = pk_angcorr_patches(ctx, random, k, random, patch_r);
-        if (st == PK_OK) st = split_patches(ctx, data, ro.weights_data, patch_d, k, dp);
-        if (st == PK_OK) st = split_patches(ctx, random, ro.weights_random, patch_r, k, rp);
+        if (st == PK_OK && k > 1) st = pk_angcorr_patches(ctx, random, k, data, patch_d);
+        if (st == PK_OK && k > 1) st = pk_angcorr_patches(ctx, random, k, random, patch_r);
+        if (st == PK_OK && k == 1) {
+            for (size_t i = 0; i < data->n; i++) patch_d[i] = (int32_t)((uint64_t)i * (uint64_t)kc / data->n);
+            for (size_t i = 0; i < random->n; i++) patch_r[i] = (int32_t)((uint64_t)i * (uint64_t)kc / random->n);
+        }
+        if (st == PK_OK) st = split_patches(ctx, data, ro.weights_data, patch_d, kc, dp);
+        if (st == PK_OK) st = split_patches(ctx, random, ro.weights_random, patch_r, kc, rp);
     }
     /* The counts, patch pair by patch pair (one pair of "patches" without
      * jackknife). Autocorrelations: (p, p) as an autocorrelation, p < q as a
@@ -530,10 +548,10 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     if (st == PK_OK && !tasks) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     for (int c = 0; c < (rr_in ? 2 : 3) && st == PK_OK; c++) {
         int autocorr = c != 1;
-        for (int p = 0; p < k; p++)
-            for (int q = autocorr ? p : 0; q < k; q++) {
-                size_t na = k == 1 ? (c == 2 ? random->n : data->n) : (c == 2 ? rp[p].cat.n : dp[p].cat.n);
-                size_t nb = k == 1 ? (c == 0 ? data->n : random->n) : (c == 0 ? dp[q].cat.n : rp[q].cat.n);
+        for (int p = 0; p < kc; p++)
+            for (int q = autocorr ? p : 0; q < kc; q++) {
+                size_t na = kc == 1 ? (c == 2 ? random->n : data->n) : (c == 2 ? rp[p].cat.n : dp[p].cat.n);
+                size_t nb = kc == 1 ? (c == 0 ? data->n : random->n) : (c == 0 ? dp[q].cat.n : rp[q].cat.n);
                 if (na == 0 || nb == 0) continue;
                 double work = autocorr && p == q ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
                 tasks[n_tasks++] = (count_task){c, p, q, work, 0};
@@ -551,7 +569,7 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
             {
                 const pk_catalog *a, *b;
                 const double *wa, *wb;
-                if (k == 1) {
+                if (kc == 1) {
                     a = c == 2 ? random : data;
                     wa = c == 2 ? ro.weights_random : ro.weights_data;
                     b = c == 1 ? random : c == 0 ? data : random;
@@ -578,7 +596,7 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
                 stats_of[c]->kernel_ms += s.kernel_ms;
                 stats_of[c]->kernel = s.kernel;
                 for (int mirror = 0; mirror < (autocorr && p != q ? 2 : 1); mirror++) {
-                    size_t cell = mirror ? (size_t)q * (size_t)k + (size_t)p : (size_t)p * (size_t)k + (size_t)q;
+                    size_t cell = mirror ? (size_t)q * (size_t)kc + (size_t)p : (size_t)p * (size_t)kc + (size_t)q;
                     for (size_t b_ = 0; b_ < n; b_++) {
                         pc[c].c[cell * n + b_] = co.slots[b_ + 1];
                         pc[c].w[cell * n + b_] = co.wslots ? co.wslots[b_ + 1] : (double)co.slots[b_ + 1];
@@ -608,10 +626,11 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
             stats_of[c]->pairs_visited = pairs[4 * c + 2], stats_of[c]->pairs_fp64 = pairs[4 * c + 3];
         }
     }
-    if (st == PK_OK && rr_in) { /* RR given: its cells as they were counted */
-        memcpy(pc[2].c, rr_in->counts, kk * n * sizeof(uint64_t));
-        memcpy(pc[2].w, rr_in->weighted, kk * n * sizeof(double));
-        if (ro.mean_theta) memcpy(pc[2].t, rr_in->theta_sum, kk * n * sizeof(double));
+    if (st == PK_OK && rr_in) { /* RR given: its cells as they were counted (one cell: into the first block's) */
+        size_t given = (size_t)k * (size_t)k * n;
+        memcpy(pc[2].c, rr_in->counts, given * sizeof(uint64_t));
+        memcpy(pc[2].w, rr_in->weighted, given * sizeof(double));
+        if (ro.mean_theta) memcpy(pc[2].t, rr_in->theta_sum, given * sizeof(double));
     }
     if (st == PK_OK) {
         uint64_t *dst[3] = {out->dd, out->dr, out->rr};
@@ -723,15 +742,28 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         }
     }
     if (st == PK_OK && rr_out) { /* the RR cells, copied out */
-        pk_angcorr_rr_cells r = {k, n, malloc(kk * n * sizeof(uint64_t)), malloc(kk * n * sizeof(double)),
-                                 ro.mean_theta ? malloc(kk * n * sizeof(double)) : NULL};
+        size_t kept = (size_t)k * (size_t)k * n;
+        pk_angcorr_rr_cells r = {k, n, malloc(kept * sizeof(uint64_t)), malloc(kept * sizeof(double)),
+                                 ro.mean_theta ? malloc(kept * sizeof(double)) : NULL};
         if (!r.counts || !r.weighted || (ro.mean_theta && !r.theta_sum)) {
             pk_angcorr_rr_cells_free(&r);
             st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
         } else {
-            memcpy(r.counts, pc[2].c, kk * n * sizeof(uint64_t));
-            memcpy(r.weighted, pc[2].w, kk * n * sizeof(double));
-            if (r.theta_sum) memcpy(r.theta_sum, pc[2].t, kk * n * sizeof(double));
+            if (kc == k) {
+                memcpy(r.counts, pc[2].c, kept * sizeof(uint64_t));
+                memcpy(r.weighted, pc[2].w, kept * sizeof(double));
+                if (r.theta_sum) memcpy(r.theta_sum, pc[2].t, kept * sizeof(double));
+            } else { /* blocks without patches: one cell, summed in the order of the totals */
+                memset(r.counts, 0, kept * sizeof(uint64_t));
+                memset(r.weighted, 0, kept * sizeof(double));
+                if (r.theta_sum) memset(r.theta_sum, 0, kept * sizeof(double));
+                for (size_t cell = 0; cell < kk; cell++)
+                    for (size_t b_ = 0; b_ < n; b_++) {
+                        r.counts[b_] += pc[2].c[cell * n + b_];
+                        r.weighted[b_] += pc[2].w[cell * n + b_];
+                        if (r.theta_sum) r.theta_sum[b_] += pc[2].t[cell * n + b_];
+                    }
+            }
             *rr_out = r;
         }
     }
@@ -742,8 +774,8 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     free(co.tslots);
     free(patch_d);
     free(patch_r);
-    free_patches(dp, k > 1 ? k : 0);
-    free_patches(rp, k > 1 ? k : 0);
+    free_patches(dp, kc > 1 ? kc : 0);
+    free_patches(rp, kc > 1 ? kc : 0);
     pk_edge_table_free(&table);
     if (st) {
         pk_angcorr_result_free(out);

@@ -51,7 +51,7 @@ static void usage(FILE *out) {
             "  -q, --quiet          no progress line, no summary\n"
             "  Under mpirun the pairs are split across the ranks; with weights, mean\n"
             "  separations, jackknife errors or pruning the ranks share the counts patch\n"
-            "  pair by patch pair (without --jackknife: DD, DR and RR).\n");
+            "  pair by patch pair (without --jackknife, pairs of blocks of objects).\n");
 }
 
 /* pk_angcorr_sum_fn over the ranks: every rank says whether its counts
