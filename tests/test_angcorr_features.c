@@ -12,6 +12,7 @@
  *   patch's objects (bit for bit unweighted, to rounding weighted);
  * - the N_D != N_R and weighted normalisations against the formulas.
  */
+#include <pthread.h>
 #include <unistd.h>
 
 #include "angcorr/angcorr_internal.h"
@@ -355,6 +356,135 @@ static void rr_cells_case(check_rng *rng, const pk_bins *bins, int k, int weight
     pk_catalog_free(&d1), pk_catalog_free(&d2), pk_catalog_free(&r);
 }
 
+/* ---- parts summed through the callback -------------------------------------- */
+
+/* The parts of a distributed run as threads of this process: the callback
+ * adds each part's cells into one total under a lock and hands every part
+ * the total, as a reduction over ranks would. */
+typedef struct fake_ranks {
+    pthread_mutex_t lock;
+    pthread_barrier_t barrier;
+    int all_ok;
+    uint64_t *c;
+    double *w;
+    size_t nc, nw;
+} fake_ranks;
+
+static int fake_sum(void *user, int ok, uint64_t *counts, size_t nc, double *sums, size_t nw) {
+    fake_ranks *f = user;
+    pthread_mutex_lock(&f->lock);
+    if (!ok) f->all_ok = 0;
+    if (ok && !f->c) {
+        f->c = calloc(nc, sizeof(uint64_t)), f->w = calloc(nw, sizeof(double));
+        f->nc = nc, f->nw = nw;
+    }
+    if (ok && f->c && nc == f->nc && nw == f->nw) {
+        for (size_t i = 0; i < nc; i++) f->c[i] += counts[i];
+        for (size_t i = 0; i < nw; i++) f->w[i] += sums[i];
+    } else if (ok) {
+        f->all_ok = 0;
+    }
+    pthread_mutex_unlock(&f->lock);
+    pthread_barrier_wait(&f->barrier);
+    int all = f->all_ok;
+    if (all && ok) {
+        memcpy(counts, f->c, nc * sizeof(uint64_t));
+        memcpy(sums, f->w, nw * sizeof(double));
+    }
+    pthread_barrier_wait(&f->barrier);
+    return !all;
+}
+
+typedef struct part_job {
+    fake_ranks *f;
+    int part, n_parts, kernel;
+    const pk_catalog *d, *r;
+    const pk_bins *bins;
+    const pk_angcorr_run_options *ro;
+    pk_angcorr_rr_cells cells;
+    pk_angcorr_result res;
+    pk_angcorr_extras ex;
+    pk_status st;
+    char message[512];
+} part_job;
+
+static void *part_thread(void *arg) {
+    part_job *j = arg;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    ctx.n_threads = 1;
+    pk_angcorr_options opts = {PK_BACKEND_CPU, j->kernel};
+    j->st = pk_angcorr_run_ex_part(&ctx, &opts, j->part, j->n_parts, fake_sum, j->f, j->d, j->r, j->bins,
+                                   PK_ESTIMATOR_LANDY_SZALAY, j->ro, NULL, &j->cells, &j->res, &j->ex);
+    snprintf(j->message, sizeof j->message, "%s", ctx.message);
+    return NULL;
+}
+
+/* n_parts threads as parts: with patches part 0's results bit for bit those
+ * of one process, without them the counts exact and the sums to rounding;
+ * a part that fails (an unknown kernel) stops every part. */
+static void parts_case(check_rng *rng, int n_parts, int jackknife, int bad_part) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_bins bins;
+    CHECK_OK(pk_bins_log(&ctx, 0.01 * M_PI / 180, 10 * M_PI / 180, 12, &bins), &ctx);
+    pk_catalog d = test_catalog(rng, 800, 0.1, 0.9, 0.1, 0.8), r = test_catalog(rng, 1100, 0.1, 0.9, 0.1, 0.8);
+    double *wd = test_weights(rng, d.n), *wr = test_weights(rng, r.n);
+    pk_angcorr_run_options ro = {wd, wr, 1, jackknife, PK_PRUNE_AUTO};
+    pk_angcorr_result one;
+    pk_angcorr_extras eone;
+    pk_angcorr_rr_cells cone;
+    CHECK_OK(pk_angcorr_run_ex_rr(&ctx, NULL, &d, &r, &bins, PK_ESTIMATOR_LANDY_SZALAY, &ro, NULL, &cone, &one, &eone),
+             &ctx);
+    fake_ranks f = {.all_ok = 1};
+    pthread_mutex_init(&f.lock, NULL);
+    pthread_barrier_init(&f.barrier, NULL, (unsigned)n_parts);
+    part_job jobs[8];
+    pthread_t th[8];
+    for (int p = 0; p < n_parts; p++) {
+        memset(&jobs[p], 0, sizeof jobs[p]);
+        jobs[p].f = &f, jobs[p].part = p, jobs[p].n_parts = n_parts, jobs[p].kernel = p == bad_part ? 12345 : 0;
+        jobs[p].d = &d, jobs[p].r = &r, jobs[p].bins = &bins, jobs[p].ro = &ro;
+        pthread_create(&th[p], NULL, part_thread, &jobs[p]);
+    }
+    for (int p = 0; p < n_parts; p++) pthread_join(th[p], NULL);
+    size_t n = bins.n_bins;
+    if (bad_part >= 0) {
+        for (int p = 0; p < n_parts; p++)
+            CHECK(jobs[p].st != PK_OK && (p == bad_part || strstr(jobs[p].message, "another part of the run failed")),
+                  "parts: part %d of %d went on (status %d: %s) after part %d failed", p, n_parts, (int)jobs[p].st,
+                  jobs[p].message, bad_part);
+    } else {
+        part_job *j = &jobs[0];
+        CHECK(j->st == PK_OK, "parts: part 0 of %d: status %d: %s", n_parts, (int)j->st, j->message);
+        int exact = jackknife >= 2;
+        int same = j->st == PK_OK && memcmp(j->res.dd, one.dd, n * 8) == 0 && memcmp(j->res.dr, one.dr, n * 8) == 0 &&
+                   memcmp(j->res.rr, one.rr, n * 8) == 0 && agree(j->res.omega, one.omega, n, exact) &&
+                   agree(j->ex.dd_w, eone.dd_w, n, exact) && agree(j->ex.rr_w, eone.rr_w, n, exact) &&
+                   agree(j->ex.theta_mean_dr, eone.theta_mean_dr, n, exact) &&
+                   (!exact || agree(j->ex.omega_cov, eone.omega_cov, n * n, 1)) &&
+                   j->res.stats_rr.pairs_total == one.stats_rr.pairs_total && j->cells.n_patches == cone.n_patches &&
+                   memcmp(j->cells.counts, cone.counts, (size_t)cone.n_patches * cone.n_patches * n * 8) == 0 &&
+                   agree(j->cells.weighted, cone.weighted, (size_t)cone.n_patches * cone.n_patches * n, exact);
+        CHECK(same, "parts: %d parts (jackknife %d) differ from one process%s", n_parts, jackknife,
+              exact ? " (bit for bit expected)" : " beyond rounding");
+    }
+    for (int p = 0; p < n_parts; p++) {
+        pk_angcorr_result_free(&jobs[p].res);
+        pk_angcorr_extras_free(&jobs[p].ex);
+        pk_angcorr_rr_cells_free(&jobs[p].cells);
+    }
+    pthread_barrier_destroy(&f.barrier);
+    pthread_mutex_destroy(&f.lock);
+    free(f.c), free(f.w);
+    pk_angcorr_result_free(&one);
+    pk_angcorr_extras_free(&eone);
+    pk_angcorr_rr_cells_free(&cone);
+    free(wd), free(wr);
+    pk_catalog_free(&d), pk_catalog_free(&r);
+    pk_bins_free(&bins);
+}
+
 /* ---- normalisation ------------------------------------------------------------ */
 
 static void normalisation(void) {
@@ -413,6 +543,11 @@ int main(void) {
     rr_cells_case(&rng, &lin, 5, 0, 0);
     rr_cells_case(&rng, &list, 1, 1, 1);
     rr_cells_case(&rng, &logb, 1, 0, 0); /* plain RR: a plain file */
+    parts_case(&rng, 3, 4, -1);
+    parts_case(&rng, 2, 0, -1);
+    parts_case(&rng, 5, 0, -1);
+    parts_case(&rng, 3, 4, 1);
+    parts_case(&rng, 4, 0, 3);
     normalisation();
 
     /* bad values */
