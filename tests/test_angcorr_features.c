@@ -10,6 +10,11 @@
  *   pruning relies on) and on the others, near the poles, across RA = 0;
  * - jackknife: every leave-one-out w(theta) equals a direct run without the
  *   patch's objects (bit for bit unweighted, to rounding weighted);
+ * - RR cells kept, written, read and given to another run: its outputs as
+ *   the run that counts RR (bit for bit on the CPU);
+ * - the parts of a distributed run (threads summing through the callback):
+ *   bit for bit with patches, to rounding with blocks, one failing part
+ *   stopping every part;
  * - the N_D != N_R and weighted normalisations against the formulas.
  */
 #include <pthread.h>
