@@ -561,10 +561,13 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     int use_log = use_direct && pk_log_fast_init(bins, table, &logf);
     /* weighted counts without separations: slots by the log path, then the
      * weights added row by row in column order */
-    int use_log_w = 0;
+    int use_log_w = 0, use_linear_w = 0;
 #if defined(__x86_64__)
     use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 &&
                 pk_cpu_has_avx512() && pk_log_fast_init(bins, table, &logf);
+    /* and by the arithmetic path for linear bins */
+    use_linear_w =
+        weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512();
 #endif
 
     pk_pair_job job;
@@ -676,8 +679,12 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                 size_t j1 = row_j[2 * q + 1] < c1 ? row_j[2 * q + 1] : c1;
                                 if (j1 <= j0) continue;
                                 size_t i = u->i0 + q;
-                                if (use_log_w) {
-                                    n_fp64 += pk_angcorr_row_slots_avx512_log(&job, &logf, i, j0, j1, row_slots);
+                                if (use_log_w || use_linear_w) {
+#if defined(__x86_64__)
+                                    n_fp64 += use_log_w
+                                                  ? pk_angcorr_row_slots_avx512_log(&job, &logf, i, j0, j1, row_slots)
+                                                  : pk_angcorr_row_slots_avx512_linear(&job, i, j0, j1, row_slots);
+#endif
                                     double wi = ga.w ? ga.w[i] : 1.0;
                                     const double *w_cols = gbp->w;
                                     for (size_t j = j0; j < j1; j++) {
