@@ -566,8 +566,10 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 &&
                 pk_cpu_has_avx512() && pk_log_fast_init(bins, table, &logf);
     /* and by the arithmetic path for linear bins */
-    use_linear_w =
-        weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512();
+    if (weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512())
+        use_linear_w = 1;
+    else if (weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX2 && pk_cpu_has_avx2_fma())
+        use_linear_w = 2; /* the AVX2 one */
 #endif
 
     pk_pair_job job;
@@ -683,7 +685,9 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #if defined(__x86_64__)
                                     n_fp64 += use_log_w
                                                   ? pk_angcorr_row_slots_avx512_log(&job, &logf, i, j0, j1, row_slots)
-                                                  : pk_angcorr_row_slots_avx512_linear(&job, i, j0, j1, row_slots);
+                                              : use_linear_w == 1
+                                                  ? pk_angcorr_row_slots_avx512_linear(&job, i, j0, j1, row_slots)
+                                                  : pk_angcorr_row_slots_avx2_linear(&job, i, j0, j1, row_slots);
 #endif
                                     double wi = ga.w ? ga.w[i] : 1.0;
                                     const double *w_cols = gbp->w;
