@@ -342,6 +342,19 @@ static void rr_cells_case(check_rng *rng, const pk_bins *bins, int k, int weight
               k, weighted, mean_theta, pk_angcorr_kernel_name(ids[x]));
         CHECK(given.stats_rr.pairs_total == 0 && counted.stats_rr.pairs_total == (uint64_t)r.n * r.n,
               "RR cells: %llu RR pairs counted with RR given", (unsigned long long)given.stats_rr.pairs_total);
+        if (!jk && !weighted && !mean_theta) { /* no run options at all: the defaults, a plain file */
+            pk_angcorr_rr_cells plain;
+            st = pk_angcorr_write_rr_cells(&ctx, path, &r, NULL, bins, &kept);
+            CHECK_OK(st, &ctx);
+            if (st == PK_OK) {
+                st = pk_angcorr_read_rr_cells(&ctx, path, &r, NULL, bins, &plain);
+                CHECK_OK(st, &ctx);
+            }
+            if (st == PK_OK) {
+                CHECK(memcmp(plain.counts, kept.counts, bins->n_bins * 8) == 0, "RR cells with run NULL differ");
+                pk_angcorr_rr_cells_free(&plain);
+            }
+        }
         /* cells of another patch count or without the separation sums are refused */
         pk_angcorr_run_options other = ro2;
         other.jackknife = jk ? jk + 1 : 3;

@@ -340,7 +340,7 @@ typedef struct pk_angcorr_rr_cells {
 /* pk_angcorr_run_ex with RR given or kept: rr_in (NULL: counted) must be
  * cells of this run's patches, bins and mean-separation setting (they are
  * used as given: pk_angcorr_read_rr_cells checks them against the random
- * catalog); stats_rr then stays zero. rr_out (NULL: not kept) receives the
+ * catalog); stats_rr's pairs and times then stay zero. rr_out (NULL: not kept) receives the
  * run's RR cells, counted or given; free with pk_angcorr_rr_cells_free. */
 pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                                const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
@@ -348,10 +348,12 @@ pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, 
                                pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras);
 void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells);
 
-/* Called once by every part of a distributed run, whether its own counts
- * succeeded (ok) or not (then counts and sums may be NULL): returns 0 when
- * every part succeeded, after summing n_counts counts and n_sums doubles
- * over the parts in place (at least onto part 0); non-zero otherwise. */
+/* Called once by every part of a distributed run that passed the input
+ * checks (which refuse alike on every part given the same inputs, before
+ * any call), whether its own counts succeeded (ok) or not (then counts and
+ * sums may be NULL): returns 0 when every part succeeded, after summing
+ * n_counts counts and n_sums doubles over the parts in place (at least
+ * onto part 0); non-zero otherwise. */
 typedef int (*pk_angcorr_sum_fn)(void *user, int ok, uint64_t *counts, size_t n_counts, double *sums, size_t n_sums);
 
 /* Part `part` of n_parts of pk_angcorr_run_ex_rr (under mpirun, rank
@@ -375,10 +377,12 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
 /* The RR cells in a text file (docs/angcorr.md, "pairkit-rr 2"): keyed by
  * the random catalog's coordinates and weights (run->weights_random), the
  * patches made from it, the bins and run->mean_theta, with a checksum over
- * the numbers. Reading refuses a file of another random catalog, other
- * weights, patches, bins or setting, a plain RR file (pk_angcorr_write_rr),
- * and a changed or cut file, naming the file, line and what differs. Both
- * atomic / all-or-nothing. */
+ * the numbers. Where RR is the plain counts (no random weights, patches or
+ * mean_theta) the plain format of pk_angcorr_write_rr is written and read
+ * instead. Reading refuses a file of another random catalog, other weights,
+ * patches, bins or setting, a plain file where cells are needed (and the
+ * reverse), and a changed or cut file, naming the file, line and what
+ * differs. run NULL: the defaults. Both atomic / all-or-nothing. */
 pk_status pk_angcorr_write_rr_cells(pk_context *ctx, const char *path, const pk_catalog *random,
                                     const pk_angcorr_run_options *run, const pk_bins *bins,
                                     const pk_angcorr_rr_cells *cells);

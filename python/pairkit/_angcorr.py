@@ -274,10 +274,10 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     Returns a dict: theta_lo, theta_hi (degrees or `units`), omega, dd, dr,
     rr (exact counts), and when asked dd_w, dr_w, rr_w (weighted counts),
     theta_mean_dd (mean separations), omega_err, cov (K-patch covariance),
-    omega_jk (K leave-one-out values); with weights, jackknife, mean_theta or
-    prune also rr_cells: RR per patch pair, a dict of counts, weighted and
-    (with mean_theta) theta_sum arrays of shape (K, K, bins), K = 1 without
-    jackknife.
+    omega_jk (K leave-one-out values); and rr_cells: RR per patch pair, a
+    dict of counts, weighted and (with mean_theta) theta_sum arrays of shape
+    (K, K, bins), K = 1 without jackknife, for later runs with weights,
+    jackknife, mean_theta or prune.
     """
     if estimator not in _ESTIMATORS:
         raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
@@ -363,6 +363,9 @@ def _rr_cells_in(rr, k, n, mean_theta, n_random):
             raise PairkitError("rr[%r] has shape %s; this run needs (%d, %d, %d) (patches, patches, bins)%s"
                                % (name, a.shape, k, k, n, "" if a.ndim != 3 or a.shape[2] == n else
                                   ": other bins"))
+        if not np.array_equal(a, a.transpose(1, 0, 2), equal_nan=a.dtype.kind == "f"):
+            raise PairkitError("rr[%r]: cell (p, q) must equal cell (q, p), as RR counts both orders of a pair"
+                               % name)
         if name == "counts":
             if a.dtype.kind not in "iu" or np.any(a < 0) or sum(int(v) for v in a.ravel().tolist()) > n_random ** 2:
                 raise PairkitError("rr['counts'] must be whole counts >= 0 adding up to at most the %d^2 pairs of "

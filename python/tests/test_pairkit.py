@@ -141,6 +141,11 @@ def test_w_theta_with_rr_cells_given(cats):
     bad = dict(cells, counts=-cells["counts"].astype(np.int64))
     with pytest.raises(pairkit.PairkitError, match="whole counts >= 0"):
         pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=bad, **opts)
+    lopsided = cells["counts"].copy()
+    lopsided[0, 1] += 5
+    with pytest.raises(pairkit.PairkitError, match=r"cell \(p, q\) must equal cell \(q, p\)"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=dict(cells, counts=lopsided),
+                        **opts)
     bad = dict(cells, weighted=cells["weighted"] * np.nan)
     with pytest.raises(pairkit.PairkitError, match="finite"):
         pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=other_w, rr=bad, **opts)

@@ -303,10 +303,17 @@ static uint64_t cells_sum(const pk_angcorr_rr_cells *c) {
     return h;
 }
 
+/* NULL run options: the defaults, as pk_angcorr_run_ex_rr takes them. */
+static const pk_angcorr_run_options *run_or_default(const pk_angcorr_run_options *run) {
+    static const pk_angcorr_run_options none = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
+    return run ? run : &none;
+}
+
 pk_status pk_angcorr_write_rr_cells(pk_context *ctx, const char *path, const pk_catalog *random,
                                     const pk_angcorr_run_options *run, const pk_bins *bins,
                                     const pk_angcorr_rr_cells *cells) {
     pk_clear(ctx);
+    run = run_or_default(run);
     cells_key key;
     pk_status st = cells_key_make(ctx, random, run, &key);
     if (st) return st;
@@ -483,6 +490,7 @@ pk_status pk_angcorr_read_rr_cells(pk_context *ctx, const char *path, const pk_c
                                    const pk_angcorr_run_options *run, const pk_bins *bins, pk_angcorr_rr_cells *out) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
+    run = run_or_default(run);
     char *text;
     size_t size;
     pk_status st = pk_read_file(ctx, path, &text, &size);

@@ -59,7 +59,9 @@ static void usage(FILE *out) {
 static int sum_parts(void *user, int ok, uint64_t *counts, size_t n_counts, double *sums, size_t n_sums) {
     (void)user;
     if (!cli_mpi_all_ok(ok)) return 1;
-    return cli_mpi_sum_u64(counts, n_counts) || cli_mpi_sum_double(sums, n_sums);
+    int failed = cli_mpi_sum_u64(counts, n_counts);
+    failed |= cli_mpi_sum_double(sums, n_sums); /* both, on every rank: collectives */
+    return failed;
 }
 
 /* The options that take a value. */
@@ -333,11 +335,20 @@ int cmd_angcorr(int argc, char **argv) {
         st = PK_ERR_INTERNAL;
     } else if (n_ranks > 1 && features) {
         /* the counts were summed by the library (sum_parts); the times are
-         * the slowest rank's */
+         * the slowest rank's; the summed pairs must be every pair */
         pk_pair_stats *ps[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
+        uint64_t want[3] = {(uint64_t)data.n * data.n, (uint64_t)data.n * random.n,
+                            rr_path ? 0 : (uint64_t)random.n * random.n};
+        int failed = 0;
         for (int k = 0; k < 3; k++) {
             ps[k]->seconds = cli_mpi_max(ps[k]->seconds);
             ps[k]->kernel_ms = cli_mpi_max(ps[k]->kernel_ms);
+            if (rank == 0 && ps[k]->pairs_total != want[k]) failed = 1;
+        }
+        if (failed) {
+            fprintf(stderr, "pairkit %s: the ranks' pair counts do not add up to the whole\n", cmd);
+            rc = 1;
+            st = PK_ERR_INTERNAL;
         }
     } else if (n_ranks > 1) {
         size_t nb = result.n_bins;

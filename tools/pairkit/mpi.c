@@ -66,11 +66,16 @@ int cli_mpi_all_ok(int ok) {
 
 int cli_mpi_sum_u64(uint64_t *values, size_t n) {
     if (!active) return 0;
+    /* in pieces of at most 2^30 values: MPI counts are int */
     double t0 = MPI_Wtime();
-    int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values, rank == 0 ? values : NULL, (int)n, MPI_UINT64_T, MPI_SUM, 0,
-                        MPI_COMM_WORLD);
+    for (size_t off = 0; off < n; off += (size_t)1 << 30) {
+        int count = (int)(n - off < ((size_t)1 << 30) ? n - off : ((size_t)1 << 30));
+        int rc = MPI_Reduce(rank == 0 ? MPI_IN_PLACE : values + off, rank == 0 ? values + off : NULL, count,
+                            MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return 1;
+    }
     comm_seconds += MPI_Wtime() - t0;
-    return rc == MPI_SUCCESS ? 0 : 1;
+    return 0;
 }
 
 int cli_mpi_sum_double(double *values, size_t n) {
