@@ -178,6 +178,11 @@ static void pruned_cases(check_rng *rng, const pk_bins *bins, const char *name) 
             compare_weighted(what, &m, wm, NULL, NULL, bins, 1);
             snprintf(what, sizeof what, "%s bins, %s, mean theta only", name, regions[r].where);
             compare_weighted(what, &a, NULL, &b, NULL, bins, 1);
+            /* weights alone: the kernels' row slots (log, linear, edge table) */
+            snprintf(what, sizeof what, "%s bins, %s, weights alone, cross", name, regions[r].where);
+            compare_weighted(what, &a, wa, &b, wb, bins, 0);
+            snprintf(what, sizeof what, "%s bins, %s, weights alone, auto", name, regions[r].where);
+            compare_weighted(what, &m, wm, NULL, NULL, bins, 0);
             free(wa), free(wb), free(wm);
         }
         pk_catalog_free(&a);

@@ -202,6 +202,8 @@ uint64_t pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_
 /* The slots of row i against columns [j0, j1) into out by the same path. */
 uint64_t pk_angcorr_row_slots_avx512_linear(const pk_pair_job *job, size_t i, size_t j0, size_t j1, int32_t *out);
 uint64_t pk_angcorr_row_slots_avx2_linear(const pk_pair_job *job, size_t i, size_t j0, size_t j1, int32_t *out);
+/* The same through the edge table, for any bins. */
+uint64_t pk_angcorr_row_slots_avx2_table(const pk_pair_job *job, size_t i, size_t j0, size_t j1, int32_t *out);
 
 /* The reference count: slots[n_bins + 2] += every ordered pair (i, j) with
  * i in [i0, i1), j in [0, n_b), through acos in double. */

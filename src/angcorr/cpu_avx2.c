@@ -72,6 +72,56 @@ __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2(const pk_pair
     return n_fp64;
 }
 
+/* The slots of row i against columns [j0, j1) into out[j1 - j0] through
+ * the edge table, for any bins (scalar tail): the weighted path adds the
+ * weights in column order after this, so its sums are those of the scalar
+ * slots bit for bit. */
+__attribute__((target("avx2,fma"))) uint64_t pk_angcorr_row_slots_avx2_table(const pk_pair_job *job, size_t i,
+                                                                             size_t j0, size_t j1, int32_t *out) {
+    const pk_edge_table *t = job->table;
+    const __m128i shift = _mm_cvtsi32_si128(t->cell_shift);
+    const __m256i base = _mm256_set1_epi32(t->cell_base);
+    const __m256i last_cell = _mm256_set1_epi32(t->n_cells - 1);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i slot_mask = _mm256_set1_epi32(PK_CELL_SLOT_MASK);
+    uint64_t n_fp64 = 0;
+    float c2v[8] __attribute__((aligned(32)));
+    float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
+    const __m256 xi = _mm256_set1_ps(fx), yi = _mm256_set1_ps(fy), zi = _mm256_set1_ps(fz);
+    size_t j = j0;
+    for (; j + 8 <= j1; j += 8) {
+        __m256 dx = _mm256_sub_ps(xi, _mm256_loadu_ps(job->fxb + j));
+        __m256 dy = _mm256_sub_ps(yi, _mm256_loadu_ps(job->fyb + j));
+        __m256 dz = _mm256_sub_ps(zi, _mm256_loadu_ps(job->fzb + j));
+        __m256 c2 = _mm256_mul_ps(dx, dx);
+        c2 = _mm256_fmadd_ps(dy, dy, c2);
+        c2 = _mm256_fmadd_ps(dz, dz, c2);
+        __m256i cell = _mm256_sub_epi32(_mm256_srl_epi32(_mm256_castps_si256(c2), shift), base);
+        cell = _mm256_min_epi32(_mm256_max_epi32(cell, zero), last_cell);
+        __m256i e = _mm256_i32gather_epi32(t->cell_slot, cell, 4);
+        __m256i s0 = _mm256_and_si256(e, slot_mask);
+        __m256 lo = _mm256_i32gather_ps(t->c2_lo, s0, 4);
+        __m256 hi = _mm256_i32gather_ps(t->c2_hi, s0, 4);
+        __m256 ge_hi = _mm256_cmp_ps(c2, hi, _CMP_GE_OQ);
+        __m256 ge_lo = _mm256_cmp_ps(c2, lo, _CMP_GE_OQ);
+        __m256i s = _mm256_sub_epi32(s0, _mm256_castps_si256(ge_hi));
+        int unsure = _mm256_movemask_ps(_mm256_andnot_ps(ge_hi, ge_lo)) |
+                     _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32(e, 1)));
+        int32_t *o = out + (j - j0);
+        _mm256_storeu_si256((__m256i *)o, s);
+        if (unsure) {
+            _mm256_store_ps(c2v, c2);
+            while (unsure) {
+                int l = __builtin_ctz((unsigned)unsure);
+                unsure &= unsure - 1;
+                o[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
+            }
+        }
+    }
+    for (; j < j1; j++) out[j - j0] = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
+    return n_fp64;
+}
+
 /* Add one to h[s[l]] for the 8 lanes, two lanes per 64-bit extract. */
 __attribute__((target("avx2"))) static inline void hist_add8(uint32_t *h, __m256i s) {
     __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);

@@ -561,15 +561,21 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     int use_log = use_direct && pk_log_fast_init(bins, table, &logf);
     /* weighted counts without separations: slots by the log path, then the
      * weights added row by row in column order */
-    int use_log_w = 0, use_linear_w = 0;
+    /* row_slots_w: a row's slots by 1 the AVX-512 linear path, 2 the AVX2
+     * linear path, 3 the AVX2 edge table */
+    int use_log_w = 0, row_slots_w = 0;
 #if defined(__x86_64__)
     use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 &&
                 pk_cpu_has_avx512() && pk_log_fast_init(bins, table, &logf);
     /* and by the arithmetic path for linear bins */
     if (weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512())
-        use_linear_w = 1;
+        row_slots_w = 1;
     else if (weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX2 && pk_cpu_has_avx2_fma())
-        use_linear_w = 2; /* the AVX2 one */
+        row_slots_w = 2; /* the AVX2 one */
+    /* other bins (and log bins without AVX-512): the edge table's slots, 8 a step */
+    if (weighted_path && !tslots && !use_log_w && !row_slots_w &&
+        (kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || kernel == PK_ANGCORR_KERNEL_CPU_AVX2) && pk_cpu_has_avx2_fma())
+        row_slots_w = 3;
 #endif
 
     pk_pair_job job;
@@ -681,13 +687,15 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                 size_t j1 = row_j[2 * q + 1] < c1 ? row_j[2 * q + 1] : c1;
                                 if (j1 <= j0) continue;
                                 size_t i = u->i0 + q;
-                                if (use_log_w || use_linear_w) {
+                                if (use_log_w || row_slots_w) {
 #if defined(__x86_64__)
                                     n_fp64 += use_log_w
                                                   ? pk_angcorr_row_slots_avx512_log(&job, &logf, i, j0, j1, row_slots)
-                                              : use_linear_w == 1
+                                              : row_slots_w == 1
                                                   ? pk_angcorr_row_slots_avx512_linear(&job, i, j0, j1, row_slots)
-                                                  : pk_angcorr_row_slots_avx2_linear(&job, i, j0, j1, row_slots);
+                                              : row_slots_w == 2
+                                                  ? pk_angcorr_row_slots_avx2_linear(&job, i, j0, j1, row_slots)
+                                                  : pk_angcorr_row_slots_avx2_table(&job, i, j0, j1, row_slots);
 #endif
                                     double wi = ga.w ? ga.w[i] : 1.0;
                                     const double *w_cols = gbp->w;
