@@ -559,21 +559,20 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #endif
     pk_log_fast logf;
     int use_log = use_direct && pk_log_fast_init(bins, table, &logf);
-    /* weighted counts without separations: slots by the log path, then the
+    /* weighted counts (and separations): slots by the log path, then the
      * weights added row by row in column order */
     /* row_slots_w: a row's slots by 1 the AVX-512 linear path, 2 the AVX2
      * linear path, 3 the AVX2 edge table */
     int use_log_w = 0, row_slots_w = 0;
 #if defined(__x86_64__)
-    use_log_w = weighted_path && !tslots && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 &&
-                pk_cpu_has_avx512() && pk_log_fast_init(bins, table, &logf);
+    use_log_w = weighted_path && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
+                pk_log_fast_init(bins, table, &logf);
     /* and by the arithmetic path for linear bins */
-    if (weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512())
-        row_slots_w = 1;
-    else if (weighted_path && !tslots && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX2 && pk_cpu_has_avx2_fma())
+    if (weighted_path && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512()) row_slots_w = 1;
+    else if (weighted_path && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX2 && pk_cpu_has_avx2_fma())
         row_slots_w = 2; /* the AVX2 one */
     /* other bins (and log bins without AVX-512): the edge table's slots, 8 a step */
-    if (weighted_path && !tslots && !use_log_w && !row_slots_w &&
+    if (weighted_path && !use_log_w && !row_slots_w &&
         (kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || kernel == PK_ANGCORR_KERNEL_CPU_AVX2) && pk_cpu_has_avx2_fma())
         row_slots_w = 3;
 #endif
@@ -701,8 +700,16 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                     const double *w_cols = gbp->w;
                                     for (size_t j = j0; j < j1; j++) {
                                         int32_t s_ = row_slots[j - j0];
+                                        double w_ = wi * (w_cols ? w_cols[j] : 1.0);
                                         mine[s_]++;
-                                        gw[s_] += wi * (w_cols ? w_cols[j] : 1.0);
+                                        gw[s_] += w_;
+                                        if (gt && s_ >= 1 && s_ <= (int32_t)bins->n_bins) {
+                                            /* as block_weighted: the separation in float64 */
+                                            double d = pk_angcorr_dot_ref(job.xa[i], job.ya[i], job.za[i], job.xb[j],
+                                                                          job.yb[j], job.zb[j]);
+                                            d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
+                                            gt[s_] += w_ * acos(d);
+                                        }
                                     }
                                 } else if (weighted_path) {
                                     n_fp64 += block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
