@@ -86,74 +86,91 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static inline void
     }
 }
 
-/* The arithmetic path for linear bins: no table look-up for the decided
- * pairs (see pk_linear_fast in angcorr_internal.h). One histogram copy:
- * on the benchmark machine one copy beat two and four (docs/performance.md). */
+/* ---- the arithmetic path for linear bins: no table look-up for the
+ * decided pairs (see pk_linear_fast in angcorr_internal.h) ------------- */
+
+#define AVX512_INLINE __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) static inline
+
+typedef struct linear16 {
+    __m512 q[PK_LINEAR_DEGREE + 1];
+    __m512 tiny, two, half, three_halves, t_offset, margin, high_frac, low_from;
+    __m512i one, zero, last;
+} linear16;
+
+AVX512_INLINE linear16 linear16_make(const pk_linear_fast *lf) {
+    linear16 k;
+    for (int d = 0; d <= PK_LINEAR_DEGREE; d++) k.q[d] = _mm512_set1_ps(lf->coef[d]);
+    k.tiny = _mm512_set1_ps(0x1p-60f), k.two = _mm512_set1_ps(2.0f);
+    k.half = _mm512_set1_ps(0.5f), k.three_halves = _mm512_set1_ps(1.5f);
+    k.t_offset = _mm512_set1_ps(lf->t_offset), k.margin = _mm512_set1_ps(lf->margin_t);
+    k.high_frac = _mm512_set1_ps(1.0f - lf->margin_t);
+    k.low_from = _mm512_set1_ps(lf->low_edge_from);
+    k.one = _mm512_set1_epi32(1), k.zero = _mm512_setzero_si512();
+    k.last = _mm512_set1_epi32(lf->last_slot);
+    return k;
+}
+
+/* The exact slots of row i against the `valid` lanes of columns j .. j + 15
+ * (the others hold junk). */
+AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, size_t i, size_t j, __mmask16 valid,
+                                     __m512 xi, __m512 yi, __m512 zi, uint64_t *n_fp64) {
+    __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
+    __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
+    __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
+    __m512 c2 = _mm512_mul_ps(dx, dx);
+    c2 = _mm512_fmadd_ps(dy, dy, c2);
+    c2 = _mm512_fmadd_ps(dz, dz, c2);
+    /* sqrt(c2) from rsqrt14 and one Newton step */
+    __m512 cm = _mm512_max_ps(c2, k->tiny);
+    __m512 r = _mm512_rsqrt14_ps(cm);
+    __m512 c0 = _mm512_mul_ps(cm, r);
+    __m512 c = _mm512_mul_ps(c0, _mm512_fnmadd_ps(_mm512_mul_ps(c0, r), k->half, k->three_halves));
+    __m512 p = _mm512_fmadd_ps(k->q[7], c2, k->q[6]);
+    p = _mm512_fmadd_ps(p, c2, k->q[5]);
+    p = _mm512_fmadd_ps(p, c2, k->q[4]);
+    p = _mm512_fmadd_ps(p, c2, k->q[3]);
+    p = _mm512_fmadd_ps(p, c2, k->q[2]);
+    p = _mm512_fmadd_ps(p, c2, k->q[1]);
+    p = _mm512_fmadd_ps(p, c2, k->q[0]);
+    __m512 t = _mm512_fmsub_ps(c, p, k->t_offset);
+    __m512 fl = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(t, fl);
+    __mmask16 unsure =
+        valid & ((_mm512_cmp_ps_mask(f, k->margin, _CMP_LT_OQ) & _mm512_cmp_ps_mask(t, k->low_from, _CMP_GE_OQ)) |
+                 _mm512_cmp_ps_mask(f, k->high_frac, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c2, k->two, _CMP_GT_OQ));
+    __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(fl), k->one);
+    s = _mm512_min_epi32(_mm512_max_epi32(s, k->zero), k->last);
+    if (unsure) {
+        int32_t slot[16] __attribute__((aligned(64)));
+        float c2v[16] __attribute__((aligned(64)));
+        unsigned u = unsure;
+        _mm512_store_si512((__m512i *)slot, s);
+        _mm512_store_ps(c2v, c2);
+        while (u) {
+            int l = __builtin_ctz(u);
+            u &= u - 1;
+            slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], n_fp64);
+        }
+        s = _mm512_load_si512((const __m512i *)slot);
+    }
+    return s;
+}
+
+/* One histogram copy: on the benchmark machine one copy beat two and four
+ * (docs/performance.md). */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
                                size_t stride) {
-    const pk_linear_fast *lf = job->linear;
+    const linear16 k = linear16_make(job->linear);
     (void)stride;
-    const __m512 q0 = _mm512_set1_ps(lf->coef[0]), q1 = _mm512_set1_ps(lf->coef[1]), q2 = _mm512_set1_ps(lf->coef[2]),
-                 q3 = _mm512_set1_ps(lf->coef[3]), q4 = _mm512_set1_ps(lf->coef[4]), q5 = _mm512_set1_ps(lf->coef[5]),
-                 q6 = _mm512_set1_ps(lf->coef[6]), q7 = _mm512_set1_ps(lf->coef[7]);
-    const __m512 tiny = _mm512_set1_ps(0x1p-60f), two = _mm512_set1_ps(2.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), three_halves = _mm512_set1_ps(1.5f);
-    const __m512 t_offset = _mm512_set1_ps(lf->t_offset), margin = _mm512_set1_ps(lf->margin_t);
-    const __m512 high_frac = _mm512_set1_ps(1.0f - lf->margin_t);
-    const __m512 low_from = _mm512_set1_ps(lf->low_edge_from);
-    const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
-    const __m512i last = _mm512_set1_epi32(lf->last_slot);
     uint32_t *h = hist4;
     uint64_t n_fp64 = 0;
-    int32_t slot[16] __attribute__((aligned(64)));
-    float c2v[16] __attribute__((aligned(64)));
-
     for (size_t i = i0; i < i1; i++) {
         size_t j = j0;
         if (job->autocorr && j < i + 1) j = i + 1;
         float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
         const __m512 xi = _mm512_set1_ps(fx), yi = _mm512_set1_ps(fy), zi = _mm512_set1_ps(fz);
-        for (; j + 16 <= j1; j += 16) {
-            __m512 dx = _mm512_sub_ps(xi, _mm512_loadu_ps(job->fxb + j));
-            __m512 dy = _mm512_sub_ps(yi, _mm512_loadu_ps(job->fyb + j));
-            __m512 dz = _mm512_sub_ps(zi, _mm512_loadu_ps(job->fzb + j));
-            __m512 c2 = _mm512_mul_ps(dx, dx);
-            c2 = _mm512_fmadd_ps(dy, dy, c2);
-            c2 = _mm512_fmadd_ps(dz, dz, c2);
-            /* sqrt(c2) from rsqrt14 and one Newton step */
-            __m512 cm = _mm512_max_ps(c2, tiny);
-            __m512 r = _mm512_rsqrt14_ps(cm);
-            __m512 c0 = _mm512_mul_ps(cm, r);
-            __m512 c = _mm512_mul_ps(c0, _mm512_fnmadd_ps(_mm512_mul_ps(c0, r), half, three_halves));
-            __m512 p = _mm512_fmadd_ps(q7, c2, q6);
-            p = _mm512_fmadd_ps(p, c2, q5);
-            p = _mm512_fmadd_ps(p, c2, q4);
-            p = _mm512_fmadd_ps(p, c2, q3);
-            p = _mm512_fmadd_ps(p, c2, q2);
-            p = _mm512_fmadd_ps(p, c2, q1);
-            p = _mm512_fmadd_ps(p, c2, q0);
-            __m512 t = _mm512_fmsub_ps(c, p, t_offset);
-            __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-            __m512 f = _mm512_sub_ps(t, k);
-            __mmask16 unsure =
-                (_mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) & _mm512_cmp_ps_mask(t, low_from, _CMP_GE_OQ)) |
-                _mm512_cmp_ps_mask(f, high_frac, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c2, two, _CMP_GT_OQ);
-            __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(k), one);
-            s = _mm512_min_epi32(_mm512_max_epi32(s, zero), last);
-            if (unsure) {
-                unsigned u = unsure;
-                _mm512_store_si512((__m512i *)slot, s);
-                _mm512_store_ps(c2v, c2);
-                while (u) {
-                    int l = __builtin_ctz(u);
-                    u &= u - 1;
-                    slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
-                }
-                s = _mm512_load_si512((const __m512i *)slot);
-            }
-            hist_add16(h, s);
-        }
+        for (; j + 16 <= j1; j += 16) hist_add16(h, linear_slots16(job, &k, i, j, 0xffff, xi, yi, zi, &n_fp64));
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
             h[s]++;
@@ -168,58 +185,12 @@ pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, siz
  * slots, so the sums are the same bit for bit. */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_row_slots_avx512_linear(const pk_pair_job *job, size_t i, size_t j0, size_t j1, int32_t *out) {
-    const pk_linear_fast *lf = job->linear;
-    const __m512 q0 = _mm512_set1_ps(lf->coef[0]), q1 = _mm512_set1_ps(lf->coef[1]), q2 = _mm512_set1_ps(lf->coef[2]),
-                 q3 = _mm512_set1_ps(lf->coef[3]), q4 = _mm512_set1_ps(lf->coef[4]), q5 = _mm512_set1_ps(lf->coef[5]),
-                 q6 = _mm512_set1_ps(lf->coef[6]), q7 = _mm512_set1_ps(lf->coef[7]);
-    const __m512 tiny = _mm512_set1_ps(0x1p-60f), two = _mm512_set1_ps(2.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), three_halves = _mm512_set1_ps(1.5f);
-    const __m512 t_offset = _mm512_set1_ps(lf->t_offset), margin = _mm512_set1_ps(lf->margin_t);
-    const __m512 high_frac = _mm512_set1_ps(1.0f - lf->margin_t);
-    const __m512 low_from = _mm512_set1_ps(lf->low_edge_from);
-    const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
-    const __m512i last = _mm512_set1_epi32(lf->last_slot);
+    const linear16 k = linear16_make(job->linear);
     const __m512 xi = _mm512_set1_ps(job->fxa[i]), yi = _mm512_set1_ps(job->fya[i]), zi = _mm512_set1_ps(job->fza[i]);
     uint64_t n_fp64 = 0;
-    float c2v[16] __attribute__((aligned(64)));
     for (size_t j = j0; j < j1; j += 16) {
         __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
-        __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
-        __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
-        __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
-        __m512 c2 = _mm512_mul_ps(dx, dx);
-        c2 = _mm512_fmadd_ps(dy, dy, c2);
-        c2 = _mm512_fmadd_ps(dz, dz, c2);
-        __m512 cm = _mm512_max_ps(c2, tiny);
-        __m512 r = _mm512_rsqrt14_ps(cm);
-        __m512 c0 = _mm512_mul_ps(cm, r);
-        __m512 c = _mm512_mul_ps(c0, _mm512_fnmadd_ps(_mm512_mul_ps(c0, r), half, three_halves));
-        __m512 p = _mm512_fmadd_ps(q7, c2, q6);
-        p = _mm512_fmadd_ps(p, c2, q5);
-        p = _mm512_fmadd_ps(p, c2, q4);
-        p = _mm512_fmadd_ps(p, c2, q3);
-        p = _mm512_fmadd_ps(p, c2, q2);
-        p = _mm512_fmadd_ps(p, c2, q1);
-        p = _mm512_fmadd_ps(p, c2, q0);
-        __m512 t = _mm512_fmsub_ps(c, p, t_offset);
-        __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        __m512 f = _mm512_sub_ps(t, k);
-        __mmask16 unsure =
-            valid & ((_mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) & _mm512_cmp_ps_mask(t, low_from, _CMP_GE_OQ)) |
-                     _mm512_cmp_ps_mask(f, high_frac, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c2, two, _CMP_GT_OQ));
-        __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(k), one);
-        s = _mm512_min_epi32(_mm512_max_epi32(s, zero), last);
-        int32_t *o = out + (j - j0);
-        _mm512_mask_storeu_epi32(o, valid, s);
-        if (unsure) {
-            _mm512_store_ps(c2v, c2);
-            unsigned u = unsure;
-            while (u) {
-                int l = __builtin_ctz(u);
-                u &= u - 1;
-                o[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
-            }
-        }
+        _mm512_mask_storeu_epi32(out + (j - j0), valid, linear_slots16(job, &k, i, j, valid, xi, yi, zi, &n_fp64));
     }
     return n_fp64;
 }

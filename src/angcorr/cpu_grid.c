@@ -698,12 +698,17 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #endif
                                     double wi = ga.w ? ga.w[i] : 1.0;
                                     const double *w_cols = gbp->w;
-                                    for (size_t j = j0; j < j1; j++) {
+                                    for (size_t j = j0; j < j1 && !gt; j++) {
+                                        int32_t s_ = row_slots[j - j0];
+                                        mine[s_]++;
+                                        gw[s_] += wi * (w_cols ? w_cols[j] : 1.0);
+                                    }
+                                    for (size_t j = j0; j < j1 && gt; j++) {
                                         int32_t s_ = row_slots[j - j0];
                                         double w_ = wi * (w_cols ? w_cols[j] : 1.0);
                                         mine[s_]++;
                                         gw[s_] += w_;
-                                        if (gt && s_ >= 1 && s_ <= (int32_t)bins->n_bins) {
+                                        if (s_ >= 1 && s_ <= (int32_t)bins->n_bins) {
                                             /* as block_weighted: the separation in float64 */
                                             double d = pk_angcorr_dot_ref(job.xa[i], job.ya[i], job.za[i], job.xb[j],
                                                                           job.yb[j], job.zb[j]);
