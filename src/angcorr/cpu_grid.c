@@ -573,7 +573,9 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
         row_slots_w = 2; /* the AVX2 one */
     /* other bins (and log bins without AVX-512): the edge table's slots, 8 a step */
     if (weighted_path && !use_log_w && !row_slots_w &&
-        (kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || kernel == PK_ANGCORR_KERNEL_CPU_AVX2) && pk_cpu_has_avx2_fma())
+        (kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || kernel == PK_ANGCORR_KERNEL_CPU_AVX512_TABLE ||
+         kernel == PK_ANGCORR_KERNEL_CPU_AVX2) &&
+        pk_cpu_has_avx2_fma())
         row_slots_w = 3;
 #endif
 
