@@ -114,12 +114,7 @@ AVX512_INLINE linear16 linear16_make(const pk_linear_fast *lf) {
  * (the others hold junk). */
 AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, size_t i, size_t j, __mmask16 valid,
                                      __m512 xi, __m512 yi, __m512 zi, uint64_t *n_fp64) {
-    __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
-    __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
-    __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
-    __m512 c2 = _mm512_mul_ps(dx, dx);
-    c2 = _mm512_fmadd_ps(dy, dy, c2);
-    c2 = _mm512_fmadd_ps(dz, dz, c2);
+    __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
     /* sqrt(c2) from rsqrt14 and one Newton step */
     __m512 cm = _mm512_max_ps(c2, k->tiny);
     __m512 r = _mm512_rsqrt14_ps(cm);

@@ -83,12 +83,7 @@ pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d,
                      zi = _mm512_set1_ps(job->fza[i]);
         for (; j < j1; j += 16) {
             __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
-            __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
-            __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
-            __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
-            __m512 c2 = _mm512_mul_ps(dx, dx);
-            c2 = _mm512_fmadd_ps(dy, dy, c2);
-            c2 = _mm512_fmadd_ps(dz, dz, c2);
+            __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
             __m512i cell = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_castps_si512(c2), shift), base);
             cell = _mm512_min_epi32(_mm512_max_epi32(cell, zero), last_cell);
             __m512i e = _mm512_mask_i32gather_epi32(zero, valid, cell, (const int *)d->slot, 2);

@@ -31,4 +31,21 @@ static inline int32_t pk_pair_slot_scalar(const pk_pair_job *job, size_t i, size
     return pk_slot_from_c2(job, i, j, c2, n_fp64);
 }
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* c2 (float32 squared chord) of row i's point (broadcast in xi, yi, zi)
+ * against the `valid` lanes of columns j .. j + 15; the other lanes hold
+ * junk. Shared by the AVX-512 kernels. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline __m512
+pk_chord2_16(const pk_pair_job *job, size_t j, __mmask16 valid, __m512 xi, __m512 yi, __m512 zi) {
+    __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
+    __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
+    __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
+    __m512 c2 = _mm512_mul_ps(dx, dx);
+    c2 = _mm512_fmadd_ps(dy, dy, c2);
+    return _mm512_fmadd_ps(dz, dz, c2);
+}
+#endif
+
 #endif

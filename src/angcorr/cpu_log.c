@@ -142,12 +142,7 @@ pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_
                      zi = _mm512_set1_ps(job->fza[i]);
         for (; j < j1; j += 16) {
             __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
-            __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
-            __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
-            __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
-            __m512 c2 = _mm512_mul_ps(dx, dx);
-            c2 = _mm512_fmadd_ps(dy, dy, c2);
-            c2 = _mm512_fmadd_ps(dz, dz, c2);
+            __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
             __mmask16 below = _mm512_cmp_ps_mask(c2, lo0, _CMP_LT_OQ);
             __mmask16 above = _mm512_cmp_ps_mask(c2, top_c2, _CMP_GE_OQ);
             __m512 cm = _mm512_max_ps(c2, lo0); /* keeps log and rsqrt finite; those lanes are decided */
@@ -237,12 +232,7 @@ pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, s
     float c2v[16] __attribute__((aligned(64)));
     for (size_t j = j0; j < j1; j += 16) {
         __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
-        __m512 dx = _mm512_sub_ps(xi, _mm512_maskz_loadu_ps(valid, job->fxb + j));
-        __m512 dy = _mm512_sub_ps(yi, _mm512_maskz_loadu_ps(valid, job->fyb + j));
-        __m512 dz = _mm512_sub_ps(zi, _mm512_maskz_loadu_ps(valid, job->fzb + j));
-        __m512 c2 = _mm512_mul_ps(dx, dx);
-        c2 = _mm512_fmadd_ps(dy, dy, c2);
-        c2 = _mm512_fmadd_ps(dz, dz, c2);
+        __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
         __mmask16 below = _mm512_cmp_ps_mask(c2, lo0, _CMP_LT_OQ);
         __mmask16 above = _mm512_cmp_ps_mask(c2, top_c2, _CMP_GE_OQ);
         __m512 cm = _mm512_max_ps(c2, lo0);
