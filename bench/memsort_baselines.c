@@ -72,7 +72,7 @@ double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *
     if (n_runs > n) n_runs = n;
     if (n_threads < 1) n_threads = 1;
 #ifndef PK_STREAM_SSE2
-    nontemporal = 0;
+    (void)nontemporal; /* no non-temporal stores without SSE2: the plain pass */
 #endif
 #pragma omp parallel num_threads(n_threads)
     {

@@ -385,6 +385,7 @@ pk_status pk_grid_plan_build(pk_context *ctx, const pk_grid *a, const pk_grid *b
 /* ---- the engine ----------------------------------------------------------- */
 
 static pk_block_fn grid_block_fn(int kernel, int linear) {
+    (void)linear; /* the linear-bin kernels are x86 ones */
     switch (kernel) {
     case PK_ANGCORR_KERNEL_CPU_SCALAR: return pk_angcorr_block_scalar;
 #if defined(__x86_64__)
@@ -559,6 +560,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #endif
     pk_log_fast logf;
     int use_log = use_direct && pk_log_fast_init(bins, table, &logf);
+    (void)use_log; /* an x86 path: read only there */
     /* weighted counts (and separations): slots by the log path, then the
      * weights added row by row in column order */
     /* row_slots_w: a row's slots by 1 the AVX-512 linear path, 2 the AVX2
