@@ -139,6 +139,10 @@ int main(void) {
     write_chunk(d, 0, good, 8);
     write_file(d, "mem_addr_12345678901.bin", good, 32);
     expect_error("eleven digits", d, &def, "mem_addr_12345678901.bin", "four digits");
+    d = fresh_dir("pastlast");
+    write_chunk(d, 0, good, 8);
+    write_file(d, "mem_addr_9999.bin", good, 32);
+    expect_error("chunk 9999", d, &def, "mem_addr_9999.bin: chunk numbers end at 4095", "move it out of the folder");
 
     /* no chunk files at all */
     d = fresh_dir("nochunks");
@@ -193,6 +197,21 @@ int main(void) {
     }
     expect_regions_error("regions: 0x alone", "ROM 0x 1M 1 16\n", "table.txt:1", "base: '0x' is not a number");
     expect_regions_error("regions: 08", "ROM 0x80000000 1M 1 08x\n", "table.txt:1", "'08x' is not a number");
+    expect_regions_error("regions: suffix too large", "ROM 0x8000000g 1M 1 16\n", "table.txt:1",
+                         "base: 0x8000000g is out of range (at most 4294967295; a K, M or G suffix multiplies");
+    expect_regions_error("regions: too large", "ROM 0x100000000 1M 1 16\n", "table.txt:1",
+                         "base: 0x100000000 is out of range (at most 4294967295)");
+    {
+        /* a NUL byte: not a text file (it would have cut its line short) */
+        static const char nul[] = "ROM 0x80000000 128M 32 2^22\nRAM 0xA0000000 512M 256 2^22 \0 extra\n";
+        char *rd = fresh_dir("regions_nul");
+        write_file(rd, "nul.txt", nul, sizeof nul - 1);
+        char path[600];
+        snprintf(path, sizeof path, "%s/nul.txt", rd);
+        pk_memsort_regions t;
+        CHECK(pk_memsort_regions_read(&ctx, path, &t) == PK_ERR_PARSE && strstr(ctx.message, "nul.txt:2: a NUL byte"),
+              "a NUL byte in a region file: %s", ctx.message);
+    }
 
     /* a trace that is not one is refused, and the folder's chunk files stay */
     {
@@ -238,6 +257,30 @@ int main(void) {
         if (f0) fclose(f0);
         unlink(c7x);
         rmdir(c7);
+        /* a name that would make the folder unreadable as a trace is
+         * refused before anything is written */
+        char odd[700];
+        snprintf(odd, sizeof odd, "%s/mem_addr_00001.bin", td);
+        FILE *fo = fopen(odd, "w");
+        if (fo) fclose(fo);
+        st = pk_memsort_trace_write(&ctx, td, &other);
+        CHECK(st == PK_ERR_IO && strstr(ctx.message, "mem_addr_00001.bin: in the way"),
+              "an odd chunk name in the folder: status %d: %s", (int)st, ctx.message);
+        f0 = fopen(c0, "rb");
+        CHECK(f0 && fread(first, 4, 100, f0) == 100 && memcmp(first, back.addr, sizeof first) == 0,
+              "chunk 0 changed although the write was refused");
+        if (f0) fclose(f0);
+        unlink(odd);
+        /* a generated trace over the table's capacity names the region, not
+         * chunk files that were never written */
+        pk_memsort_regions small = def;
+        small.region[2].max_instances = 1;
+        small.region[2].instance_entries = 16;
+        pk_memsort_trace over;
+        st = pk_memsort_generate(&ctx, &small, &g2, &over);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "in region RAM, more than its 1 instances of 16 rows") &&
+                  !strstr(ctx.message, "mem_addr"),
+              "generated over capacity: status %d: %s", (int)st, ctx.message);
         pk_memsort_trace_free(&other);
         snprintf(ctx.message, sizeof ctx.message, "stale");
         pk_memsort_regions z;

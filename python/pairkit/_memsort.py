@@ -422,14 +422,16 @@ def read_memsort(path):
     def section(offset, count, dtype, what):
         end = offset + count * dtype.itemsize
         if end > data.size:
-            raise PairkitError("%s: cut short: the %s need bytes %d .. %d, the file has %d" % (path, what, offset,
+            raise PairkitError("%s: cut short: the %s take bytes %d .. %d, the file has %d" % (path, what, offset,
                                                                                           end, data.size))
         return data[offset:end].view(dtype), (end + 7) // 8 * 8
 
     head, at = section(0, 1, _FILE_HEADER, "header")
     h = head[0]
-    if h["magic"] != b"PKMSORT1" or h["version"] != 1:
-        raise PairkitError("%s: not a memsort.bin of version 1 (it starts with %r)" % (path, bytes(h["magic"])))
+    if h["magic"] != b"PKMSORT1":
+        raise PairkitError("%s: not a memsort.bin (it starts with %r, not b'PKMSORT1')" % (path, bytes(h["magic"])))
+    if h["version"] != 1:
+        raise PairkitError("%s: a memsort.bin of version %d; this module reads version 1" % (path, h["version"]))
     for field, want in (("header_bytes", 72), ("region_bytes", 48), ("instance_bytes", 96)):
         if h[field] != want:
             raise PairkitError("%s: header field %s is %d, expected %d" % (path, field, h[field], want))

@@ -149,11 +149,14 @@ def test_read_memsort_matches_the_run(table, tmp_path):
         assert [r["name"] for r in got["regions"]] == ["ROM", "INPUT", "RAM"]
     raw = (tmp_path / "out3" / "memsort.bin").read_bytes()
     (tmp_path / "cut.bin").write_bytes(raw[:-12])
-    with pytest.raises(pairkit.PairkitError, match="cut.bin: cut short: the values need|cut.bin: .* bytes, the"):
+    with pytest.raises(pairkit.PairkitError, match="cut.bin: cut short: the values take|cut.bin: .* bytes, the"):
         pairkit.read_memsort(tmp_path / "cut.bin")
     (tmp_path / "other.bin").write_bytes(b"NOTMSORT" + raw[8:])
-    with pytest.raises(pairkit.PairkitError, match="other.bin: not a memsort.bin of version 1"):
+    with pytest.raises(pairkit.PairkitError, match="other.bin: not a memsort.bin .it starts with b'NOTMSORT'"):
         pairkit.read_memsort(tmp_path / "other.bin")
+    (tmp_path / "v2.bin").write_bytes(raw[:8] + (2).to_bytes(4, "little") + raw[12:])
+    with pytest.raises(pairkit.PairkitError, match="v2.bin: a memsort.bin of version 2; this module reads version 1"):
+        pairkit.read_memsort(tmp_path / "v2.bin")
     with pytest.raises(pairkit.PairkitError, match="nothing.bin"):
         pairkit.read_memsort(tmp_path / "nothing.bin")
 

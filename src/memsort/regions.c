@@ -111,6 +111,14 @@ pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_
     size_t size;
     pk_status st = pk_read_file(ctx, path, &text, &size);
     if (st) return st;
+    const char *nul = memchr(text, '\0', size);
+    if (nul) {
+        int at_line = 1;
+        for (const char *c = text; c < nul; c++) at_line += *c == '\n';
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s:%d: a NUL byte: not a text file", path, at_line);
+        free(text);
+        return st;
+    }
     static const char *fields[5] = {"name", "base", "size", "max_instances", "instance_entries"};
     int line_no = 0;
     /* line by line, blank ones counted too (strtok would skip them) */
@@ -151,7 +159,11 @@ pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_
         const uint64_t limit[5] = {0, 0xFFFFFFFFull, 1ull << 32, 0xFFFFFFFFull, 0xFFFFFFFFull};
         for (int f = 1; f < 5; f++) {
             if (v[f] > limit[f]) {
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%d: %s: %s is out of range", path, line_no, fields[f], tok[f]);
+                char last = tok[f][strlen(tok[f]) - 1];
+                int suffix = strchr("KkMmGg", last) != NULL; /* none of them a hex digit */
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%d: %s: %s is out of range (at most %llu%s)", path, line_no,
+                             fields[f], tok[f], (unsigned long long)limit[f],
+                             suffix ? "; a K, M or G suffix multiplies by 2^10, 2^20 or 2^30" : "");
                 goto done;
             }
         }

@@ -200,8 +200,11 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     if (count == 0)
         return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
     if (max_index >= PK_MEMSORT_MAX_CHUNKS)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX ": more than %d chunks", dir,
-                       max_index, PK_MEMSORT_MAX_CHUNKS);
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX
+                       ": chunk numbers end at %04d (at most %d chunks); rename "
+                       "it or move it out of the folder",
+                       dir, max_index, PK_MEMSORT_MAX_CHUNKS - 1, PK_MEMSORT_MAX_CHUNKS);
     uint32_t n_chunks = (uint32_t)max_index + 1;
     uint64_t *sizes = calloc(n_chunks, sizeof(uint64_t));
     out->chunk_start = calloc((size_t)n_chunks + 1, sizeof(uint64_t));
@@ -326,6 +329,19 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
     struct stat sb;
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
         return pk_fail(ctx, PK_ERR_IO, "%s: not a directory (the folder for the chunk files mem_addr_NNNN.bin)", dir);
+    {
+        /* a file that pk_memsort_trace_read would refuse (mem_addr_00001.bin)
+         * would leave the folder unreadable as a trace: refused first */
+        long max_index, count;
+        char odd[256];
+        if (scan_dir(dir, &max_index, &count, odd, sizeof odd))
+            return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
+        if (odd[0])
+            return pk_fail(ctx, PK_ERR_IO,
+                           "%s/%s: in the way: not a chunk file name (chunk files have four digits), and the folder "
+                           "would not read as a trace with it; rename it or move it out of the folder",
+                           dir, odd);
+    }
     int le = host_is_little_endian();
     char **tmp = calloc(trace->n_chunks, sizeof *tmp);
     if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");

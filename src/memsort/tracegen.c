@@ -302,6 +302,28 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
         gen_realistic(&g);
     }
     if ((st = pk_memsort_trace_check(ctx, regions, out)) != PK_OK) {
+        {
+            /* the table's capacity, per region: the generator's own message
+             * (the trace check's would name chunk files not yet written) */
+            uint64_t count[PK_MEMSORT_MAX_REGIONS] = {0};
+            for (uint64_t i = 0; i < g.n; i++)
+                for (uint32_t r = 0; r < nr; r++)
+                    if (g.out[i] - regions->region[r].base < regions->region[r].size) {
+                        count[r]++;
+                        break;
+                    }
+            for (uint32_t r = 0; r < nr; r++) {
+                const pk_memsort_region *rg = &regions->region[r];
+                uint64_t cap = (uint64_t)rg->max_instances * rg->instance_entries;
+                if (count[r] <= cap) continue;
+                pk_memsort_trace_free(out);
+                return pk_fail(ctx, PK_ERR_INVALID,
+                               "--entries %llu: the generated trace puts %llu entries in region %s, more than its %u "
+                               "instances of %u rows allow (%llu); fewer entries or a larger table",
+                               (unsigned long long)opts->n_entries, (unsigned long long)count[r], rg->name,
+                               rg->max_instances, rg->instance_entries, (unsigned long long)cap);
+            }
+        }
         char msg[PK_MESSAGE_MAX];
         snprintf(msg, sizeof msg, "%s", ctx ? ctx->message : "");
         pk_memsort_trace_free(out);

@@ -85,8 +85,10 @@ static int on_progress(void *user, double fraction) {
     if (p->show) {
         double el = now_s() - p->start;
         if (el > 0.5) {
-            double left = fraction > 0.01 ? el * (1 - fraction) / fraction : (double)NAN;
-            fprintf(stderr, "\r%s %5.1f%%  elapsed %.1f s  left %.1f s   ", p->label, 100.0 * fraction, el, left);
+            if (fraction > 0.01)
+                fprintf(stderr, "\r%s %5.1f%%  elapsed %.1f s  left %.1f s   ", p->label, 100.0 * fraction, el,
+                        el * (1 - fraction) / fraction);
+            else fprintf(stderr, "\r%s %5.1f%%  elapsed %.1f s               ", p->label, 100.0 * fraction, el);
             fflush(stderr);
             p->shown = 1;
         }

@@ -24,7 +24,8 @@ static void usage(FILE *out) {
             "  --worker w           this worker, 0 <= w < W (needed when W > 1)\n"
             "  -o, --output DIR     output directory (created if missing)\n"
             "  --regions R          default (default), zisk, or a region table file\n"
-            "  --verify             compare every owned instance with the reference sort\n"
+            "  --verify             compare every owned instance and every plan with the\n"
+            "                       reference sort's (exit 1 on any difference)\n"
             "  --backend B          auto (default), cpu or cuda\n"
             "  --kernel K           ref, cpu, cpu-portable (no hand-written vector code) or cuda\n"
             "  --threads N          CPU threads (default: all)\n"
@@ -39,7 +40,8 @@ static void gen_usage(FILE *out) {
             "  runs, sequential input reads and ROM tables (docs/memsort.md).\n\n"
             "  --entries N          1 .. 2^29 entries (accepts 2^k and K/M suffixes)\n"
             "  --seed S             a whole number, 0 .. 2^64 - 1 (default 1)\n"
-            "  --chunk N            entries per chunk file (default 262144, the prover's)\n"
+            "  --chunk N            entries per chunk file (default 262144, the prover's;\n"
+            "                       at most 4096 files)\n"
             "  --awkward            the awkward cases instead: a run across an instance\n"
             "                       boundary, a run longer than an instance, an empty\n"
             "                       region, a partial last instance\n"
@@ -248,6 +250,9 @@ int cmd_memsort(int argc, char **argv) {
         cli_progress_attach(&ctx, "memsort", quiet || rank != 0);
         st = pk_memsort_run(&ctx, &opts, &regions, &trace, &result);
         if (!st && verify) {
+            /* the reference's own progress line, from 0 */
+            cli_progress_done(&ctx);
+            cli_progress_attach(&ctx, "memsort --verify: reference sort", quiet || rank != 0);
             pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, opts.n_workers, opts.worker};
             st = pk_memsort_run(&ctx, &ref_opts, &regions, &trace, &reference);
             if (!st) st = pk_memsort_compare(&ctx, &reference, &result);
@@ -341,8 +346,8 @@ int cmd_memsort_gen(int argc, char **argv) {
     cli_progress_done(&ctx);
     int rc = st ? cli_error(cmd, st, &ctx) : 0;
     if (!st && !quiet)
-        fprintf(stderr, "wrote %llu entries in %u chunk files to %s\n", (unsigned long long)trace.n_entries,
-                trace.n_chunks, out_dir);
+        fprintf(stderr, "wrote %llu entries in %u chunk file%s to %s\n", (unsigned long long)trace.n_entries,
+                trace.n_chunks, trace.n_chunks == 1 ? "" : "s", out_dir);
     pk_memsort_trace_free(&trace);
     return rc;
 }
