@@ -563,6 +563,29 @@ int main(void) {
     jackknife_case(&rng, &logb, 4, 0, PK_ESTIMATOR_LANDY_SZALAY);
     jackknife_case(&rng, &lin, 6, 0, PK_ESTIMATOR_NATURAL);
     jackknife_case(&rng, &logb, 5, 1, PK_ESTIMATOR_LANDY_SZALAY);
+    /* patch pairs that cannot fit are refused before any counting, and so
+     * are more patches than random objects */
+    {
+        pk_bins def;
+        CHECK_OK(pk_bins_default(&ctx, &def), &ctx);
+        pk_catalog a = test_catalog(&rng, 50, 0.1, 0.9, 0.1, 0.8), r = test_catalog(&rng, 2100, 0.1, 0.9, 0.1, 0.8);
+        pk_angcorr_result res;
+        pk_angcorr_extras ex;
+        pk_angcorr_run_options ro = {NULL, NULL, 0, 2000, PK_PRUNE_AUTO};
+        pk_status st = pk_angcorr_run_ex(&ctx, NULL, &a, &r, &def, PK_ESTIMATOR_LANDY_SZALAY, &ro, &res, &ex);
+        CHECK(st == PK_ERR_INVALID &&
+                  strstr(ctx.message, "jackknife K = 2000 with 1440 bins: the K^2 patch-pair cells"),
+              "K = 2000 over 1440 bins: status %d: %s", (int)st, ctx.message);
+        if (st == PK_OK) pk_angcorr_result_free(&res), pk_angcorr_extras_free(&ex);
+        ro.jackknife = 3000;
+        st = pk_angcorr_run_ex(&ctx, NULL, &a, &r, &def, PK_ESTIMATOR_LANDY_SZALAY, &ro, &res, &ex);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "3000 patches need at least 3000 random objects (have 2100)"),
+              "K = 3000 over 2100 randoms: status %d: %s", (int)st, ctx.message);
+        if (st == PK_OK) pk_angcorr_result_free(&res), pk_angcorr_extras_free(&ex);
+        pk_catalog_free(&a);
+        pk_catalog_free(&r);
+        pk_bins_free(&def);
+    }
     rr_cells_case(&rng, &logb, 4, 1, 1);
     rr_cells_case(&rng, &lin, 5, 0, 0);
     rr_cells_case(&rng, &list, 1, 1, 1);

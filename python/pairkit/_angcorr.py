@@ -257,6 +257,14 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     return out
 
 
+def _jackknife_count(k):
+    """jackknife=K: 0 (none) or 2 .. 10000 patches, as the command line."""
+    k = _count(k, "jackknife", 0, 10000)
+    if k == 1:
+        raise PairkitError("jackknife: 1 patch leaves nothing out; give 0 (none) or 2 .. 10000 patches")
+    return k
+
+
 def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, estimator="ls", jackknife=0,
             mean_theta=False, nthreads=0, units="deg", backend="auto", prune="auto", rr=None):
     """w(theta) of a data catalog against a random one: DD, DR, RR, the
@@ -303,7 +311,7 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
             wd = wd if wd is not None else np.ones(d.n)
             wr = wr if wr is not None else np.ones(r.n)
         b = s.bins_from(edges, units)
-        ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, _count(jackknife, "jackknife", 0, 1 << 20),
+        ro = _RunOptions(_ptr(wd), _ptr(wr), 1 if mean_theta else 0, _jackknife_count(jackknife),
                          _PRUNE[prune])
         k_cells = ro.jackknife if ro.jackknife >= 2 else 1
         given, keep = None, []

@@ -165,8 +165,10 @@ def test_bad_values(cats):
         pairkit.DDtheta_mocks(1, 1, EDGES, ra1, bad_dec)
     with pytest.raises(pairkit.PairkitError, match="expected 700"):
         pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1[:10])
-    with pytest.raises(pairkit.PairkitError, match="at least 2 patches"):
+    with pytest.raises(pairkit.PairkitError, match="1 patch leaves nothing out"):
         pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=1)
+    with pytest.raises(pairkit.PairkitError, match="jackknife: 5000 patches need at least 5000 random objects"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=5000)
 
 
 def test_strict_arguments(tmp_path, cats):
@@ -183,7 +185,7 @@ def test_strict_arguments(tmp_path, cats):
     with pytest.raises(pairkit.PairkitError, match="binfile must be one-dimensional"):
         pairkit.DDtheta_mocks(1, 1, np.array([[0.1, 1.0], [1.0, 2.0]]), ra1, dec1)
     # whole numbers in range, not truncated or wrapped
-    with pytest.raises(pairkit.PairkitError, match="jackknife must be in"):
+    with pytest.raises(pairkit.PairkitError, match="jackknife must be in 0 .. 10000"):
         pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=2**31)
     with pytest.raises(pairkit.PairkitError, match="jackknife must be a whole number"):
         pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, jackknife=2.5)

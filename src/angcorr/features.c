@@ -492,6 +492,25 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
      * have counts to share */
     const int kc = k > 1 ? k : n_parts > 1 ? count_blocks(n_parts) : 1;
     size_t kk = (size_t)kc * (size_t)kc;
+    if (k > 1 && (size_t)k > random->n) {
+        pk_edge_table_free(&table);
+        if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k,
+                       random->n);
+    }
+    if (k > 1) {
+        /* the K^2 patch-pair cells, 72 bytes a bin each (three counts and
+         * six sums): refused up front when they cannot fit */
+        double need = 72.0 * (double)kk * (double)n, have = pk_host_memory_bytes();
+        if (have > 0 && need > 0.5 * have) {
+            pk_edge_table_free(&table);
+            if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "jackknife K = %d with %zu bins: the K^2 patch-pair cells take %.1f GB, more than half "
+                           "of this machine's %.1f GB of memory; use fewer patches or bins",
+                           k, n, need / 1e9, have / 1e9);
+        }
+    }
 
     out->n_bins = n;
     out->n_data = data->n;
@@ -694,22 +713,43 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         if (!extras->omega_jk || !extras->omega_cov || !extras->omega_err || !lc[0] || !lc[1] || !lc[2] || !lw[0] ||
             !lw[1] || !lw[2])
             st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        /* the weighted sums of each patch's row and column of cells (the
+         * counts are exact integers: subtracted as they are), so that
+         * leaving a patch out costs O(K n), not O(K^2 n) */
+        double *rw[3] = {NULL, NULL, NULL}, *cw[3] = {NULL, NULL, NULL}, *tw[3] = {NULL, NULL, NULL};
+        for (int c = 0; c < 3 && weighted && st == PK_OK; c++) {
+            rw[c] = calloc((size_t)k * n, sizeof(double));
+            cw[c] = calloc((size_t)k * n, sizeof(double));
+            tw[c] = calloc(n, sizeof(double));
+            if (!rw[c] || !cw[c] || !tw[c]) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            for (int p = 0; p < k && st == PK_OK; p++)
+                for (int q = 0; q < k; q++) {
+                    const double *cell = pc[c].w + ((size_t)p * (size_t)k + (size_t)q) * n;
+                    for (size_t b_ = 0; b_ < n; b_++) {
+                        rw[c][(size_t)p * n + b_] += cell[b_];
+                        cw[c][(size_t)q * n + b_] += cell[b_];
+                    }
+                }
+            for (int p = 0; p < k && st == PK_OK; p++)
+                for (size_t b_ = 0; b_ < n; b_++) tw[c][b_] += rw[c][(size_t)p * n + b_];
+        }
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, (double)k, 1.0, 0.0);
         for (int j = 0; j < k && st == PK_OK; j++) {
             for (int c = 0; c < 3; c++) {
                 const uint64_t *total = c == 0 ? out->dd : c == 1 ? out->dr : out->rr;
                 for (size_t b_ = 0; b_ < n; b_++) {
                     uint64_t cnt = total[b_];
-                    double wt = 0;
                     for (int q = 0; q < k; q++) {
                         size_t row = ((size_t)j * (size_t)k + (size_t)q) * n + b_;
                         size_t col = ((size_t)q * (size_t)k + (size_t)j) * n + b_;
                         cnt -= pc[c].c[row] + (q == j ? 0 : pc[c].c[col]);
                     }
-                    for (int p = 0; p < k; p++)
-                        for (int q = 0; q < k; q++)
-                            if (p != j && q != j) wt += pc[c].w[((size_t)p * (size_t)k + (size_t)q) * n + b_];
                     lc[c][b_] = cnt;
-                    lw[c][b_] = wt;
+                    if (weighted) {
+                        double diag = pc[c].w[((size_t)j * (size_t)k + (size_t)j) * n + b_];
+                        lw[c][b_] = tw[c][b_] - rw[c][(size_t)j * n + b_] - cw[c][(size_t)j * n + b_] + diag;
+                    }
                 }
             }
             double *w_j = extras->omega_jk + (size_t)j * n;
@@ -717,24 +757,33 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
                 pk_estimate_weighted(estimator, extras->sum_w_data - dp[j].w_total,
                                      extras->sum_w_random - rp[j].w_total, n, lw[0], lw[1], lw[2], w_j);
             else pk_estimate(estimator, data->n - dp[j].cat.n, random->n - rp[j].cat.n, n, lc[0], lc[1], lc[2], w_j);
+            if (pk_progress_add(&progress, 1.0, 1)) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        }
+        for (int c = 0; c < 3; c++) {
+            free(rw[c]);
+            free(cw[c]);
+            free(tw[c]);
         }
         if (st == PK_OK) {
             double f = (double)(k - 1) / (double)k;
-            for (size_t x = 0; x < n; x++) {
-                double mx = 0;
-                for (int j = 0; j < k; j++) mx += extras->omega_jk[(size_t)j * n + x];
-                mx /= k;
+            double *mean = calloc(n, sizeof(double));
+            if (!mean) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            for (size_t x = 0; st == PK_OK && x < n; x++) {
+                for (int j = 0; j < k; j++) mean[x] += extras->omega_jk[(size_t)j * n + x];
+                mean[x] /= k;
+            }
+            for (size_t x = 0; st == PK_OK && x < n; x++) {
                 for (size_t y = 0; y < n; y++) {
-                    double my = 0;
-                    for (int j = 0; j < k; j++) my += extras->omega_jk[(size_t)j * n + y];
-                    my /= k;
-                    double s = 0;
+                    double s_ = 0;
                     for (int j = 0; j < k; j++)
-                        s += (extras->omega_jk[(size_t)j * n + x] - mx) * (extras->omega_jk[(size_t)j * n + y] - my);
-                    extras->omega_cov[x * n + y] = f * s;
+                        s_ += (extras->omega_jk[(size_t)j * n + x] - mean[x]) *
+                              (extras->omega_jk[(size_t)j * n + y] - mean[y]);
+                    extras->omega_cov[x * n + y] = f * s_;
                 }
                 extras->omega_err[x] = sqrt(extras->omega_cov[x * n + x]);
+                if (pk_progress_add(&progress, 0.0, 1)) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
             }
+            free(mean);
         }
         for (int c = 0; c < 3; c++) {
             free(lc[c]);

@@ -37,6 +37,9 @@ int pk_thread_count(const pk_context *ctx);
 /* Seconds on a monotonic clock. */
 double pk_now(void);
 
+/* The machine's physical memory in bytes; 0 where unknown. */
+double pk_host_memory_bytes(void);
+
 /* CPU features, detected once. */
 int pk_cpu_has_avx2_fma(void);
 int pk_cpu_has_avx512(void);

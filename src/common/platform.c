@@ -29,6 +29,14 @@ double pk_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double pk_host_memory_bytes(void) {
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) return (double)pages * (double)page;
+#endif
+    return 0;
+}
+
 int pk_cpu_has_avx2_fma(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
