@@ -123,7 +123,11 @@ static void test_good(void) {
         if (keep) fputs("old image", keep), fclose(keep);
         rc = run("point.npz -o keep.fits --png nodir/x.png --size 16 --cell 0.001 -q");
         err = slurp(in_dir("err.txt"));
-        CHECK(rc == 1 && err && strstr(err, "nodir/x.png: cannot write"), "PNG in a missing folder: rc %d, %s", rc,
+        CHECK(rc == 1 && err && strstr(err, "nodir/x.png: cannot write: the folder nodir does not exist"),
+              "PNG in a missing folder: rc %d, %s", rc, err ? err : "");
+        rc = run("point.npz -o keep.fits --png nodir/x.png --size 16 --cell 0.001");
+        err = slurp(in_dir("err.txt"));
+        CHECK(rc == 1 && err && !strstr(err, "kernel"), "PNG in a missing folder: refused before imaging: %s",
               err ? err : "");
         char *img = slurp(in_dir("keep.fits"));
         CHECK(img && strcmp(img, "old image") == 0, "the older image was changed");

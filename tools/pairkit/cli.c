@@ -255,10 +255,34 @@ int cli_check_output(const char *cmd, const char *final_path) {
     return 0;
 }
 
+/* 1 after printing an error when the output's folder is missing or not
+ * writable, or the output's name is a folder: found before the work, not
+ * after it. */
+static int check_output_place(const char *cmd, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: is a directory, not a file\n", cmd, path);
+        return 1;
+    }
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path < 4095 ? slash - path : 4095), path);
+    const char *why = NULL;
+    if (stat(dir, &sb) != 0) why = errno == ENOENT ? "does not exist" : strerror(errno);
+    else if (!S_ISDIR(sb.st_mode)) why = "is not a directory";
+    else if (access(dir, W_OK | X_OK) != 0) why = "is not writable";
+    if (!why) return 0;
+    if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: cannot write: the folder %s %s\n", cmd, path, dir, why);
+    return 1;
+}
+
 int cli_check_names(const char *cmd, const cli_named *outputs, int n) {
     for (int k = 0; k < n; k++) {
         if (!outputs[k].path) continue;
         if (cli_check_output(cmd, outputs[k].path)) return 1;
+        if (check_output_place(cmd, outputs[k].path)) return 3; /* the caller's exit code 1 */
         for (int j = 0; j < k; j++) {
             if (!outputs[j].path || !same_file_name(outputs[j].path, outputs[k].path)) continue;
             if (cli_mpi_rank() != 0) return 1; /* rank 0 says it */

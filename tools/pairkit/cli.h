@@ -87,8 +87,10 @@ typedef struct cli_named {
     const char *path; /* NULL: not written */
     const char *what;
 } cli_named;
-/* 1 after printing an error when two outputs name one file, or an output
- * names an input (cli_check_output): checked before any work. */
+/* Non-zero after printing an error, checked before any work: 1 when two
+ * outputs name one file or an output names an input (cli_check_output), 3
+ * when an output's folder is missing or not writable or its name is a
+ * folder. */
 int cli_check_names(const char *cmd, const cli_named *outputs, int n);
 
 /* The staged name to write final to, created empty at once, so that a

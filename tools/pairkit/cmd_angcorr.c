@@ -270,7 +270,8 @@ int cmd_angcorr(int argc, char **argv) {
                      : "--png"},
         {save_rr_path, "--save-rr"},
     };
-    if (!cli_mpi_all_ok(!cli_check_names(cmd, outputs, 5))) return 2; /* every rank stops, or none */
+    int names_bad = cli_check_names(cmd, outputs, 5);
+    if (!cli_mpi_all_ok(!names_bad)) return names_bad == 3 ? 1 : 2; /* every rank stops, or none */
     /* column names where a catalog has none are refused, not ignored; a
      * catalog's own names come before the shared ones */
     for (int c = 0; c < 2; c++) {

@@ -141,7 +141,8 @@ int cmd_dftimage(int argc, char **argv) {
                        ? "the PNG preview (by default the -o name with .png; --png names it, --png none leaves it out)"
                        : "--png"},
     };
-    if (!cli_mpi_all_ok(!cli_check_names(cmd, outputs, 2))) return 2; /* every rank stops, or none */
+    int names_bad = cli_check_names(cmd, outputs, 2);
+    if (!cli_mpi_all_ok(!names_bad)) return names_bad == 3 ? 1 : 2; /* every rank stops, or none */
     if (precision_given && opts.kernel && pk_dftimage_kernel_precision(opts.kernel) != opts.precision)
         return cli_usage_error(cmd, "--kernel %s computes in %s precision, --precision says %s: give one of the two",
                                pk_dftimage_kernel_name(opts.kernel),

@@ -234,6 +234,22 @@ int cmd_memsort(int argc, char **argv) {
     if (opts.worker >= opts.n_workers)
         return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
 
+    {
+        /* the output's place, before the work: OUT_DIR a folder or to be
+         * made in an existing one */
+        struct stat sb;
+        char parent[4096];
+        const char *slash = strrchr(out_dir, '/');
+        snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash == out_dir ? 1 : slash - out_dir) : 1,
+                 slash ? out_dir : ".");
+        const char *why = NULL;
+        if (stat(out_dir, &sb) == 0) why = S_ISDIR(sb.st_mode) ? NULL : "exists and is not a directory";
+        else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) why = "cannot be made: its parent folder is missing";
+        if (why) {
+            if (rank == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, out_dir, why);
+            return 1;
+        }
+    }
     pk_memsort_regions regions;
     pk_memsort_trace trace;
     memset(&trace, 0, sizeof trace);
