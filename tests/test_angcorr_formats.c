@@ -115,6 +115,14 @@ int main(void) {
     free(wp);
     pk_catalog_free(&c_csv);
 
+    /* quoted fields (RFC 4180): commas and doubled quotes inside them */
+    cli_write("quoted.csv", "name,\"ra\",dec\n\"NGC 1, a\",10,20\n\"say \"\"hi\"\"\", \"11\" ,21\n");
+    pk_catalog_spec qs = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+    CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("quoted.csv"), &qs, &c_csv, NULL), &ctx);
+    CHECK(c_csv.n == 2 && fabs(c_csv.ra[0] - 10 * M_PI / 180) < 1e-15 && fabs(c_csv.dec[1] - 21 * M_PI / 180) < 1e-15,
+          "quoted CSV fields: %zu objects", c_csv.n);
+    pk_catalog_free(&c_csv);
+
     /* errors, each naming file, line or row, and column */
     struct {
         const char *name, *text, *weight, *want;
@@ -127,6 +135,12 @@ int main(void) {
         {"decbad.csv", "ra,dec\n1,91\n", NULL, "decbad.csv:2: dec 91 deg is outside [-90, 90] degrees"},
         {"empty.csv", "# nothing\n", NULL, "empty.csv: empty file"},
         {"header.csv", "ra,dec\n", NULL, "header.csv: no rows after the header"},
+        {"nandec.csv", "ra,dec\n1,2\n1,nan\n", NULL, "nandec.csv:3: column 'dec': the Dec is NaN"},
+        {"hexdec.csv", "ra,dec\n1,0x10\n", NULL, "hexdec.csv:2: column 'dec': '0x10' is not a number"},
+        {"long.csv", "ra,dec\n3,4,5\n", NULL, "long.csv:2: the row has 3 fields, the header names 2"},
+        {"twice.csv", "ra,dec,RA\n3,4,5\n", NULL, "twice.csv:1: the RA column 'ra' is named twice (columns 1 and 3)"},
+        {"open.csv", "name,ra,dec\n\"NGC 1, a,10,20\n", NULL, "open.csv:2: a quoted field is not closed on its line"},
+        {"after.csv", "name,ra,dec\n\"NGC\" 1,10,20\n", NULL, "after.csv:2: text after a quoted field's closing"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         cli_write(bad[k].name, bad[k].text);

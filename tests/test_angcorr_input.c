@@ -43,6 +43,11 @@ int main(void) {
     expect_bad("missing.txt", NULL, PK_ERR_IO, "cannot open", NULL);
     expect_bad("count_large.txt", "4\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, "says 4 objects but the file has 3 rows",
                NULL);
+    expect_bad("count_huge.txt", "5\n1 2\n3 4\n5 6\n", PK_ERR_PARSE, ":4: the count on line 1 says 5 objects",
+               "the file has 3 rows");
+    expect_bad("hex.txt", "3\n60 60\n61 0x10\n62 61\n", PK_ERR_PARSE, ":3:", "'0x10' is not a number");
+    expect_bad("csv_like.dat", "# a comment\nra,dec\n1,2\n", PK_ERR_PARSE,
+               ":1:", "(a CSV catalog? name it .csv or give --format csv)");
     expect_bad("count_small.txt", "2\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, ":4:", "more rows than the 2 objects");
     expect_bad("text.txt", "3\n60 60\n61 abc\n62 61\n", PK_ERR_PARSE, ":3:", "'abc' is not a number");
     expect_bad("text_suffix.txt", "3\n60 60\n61 60x\n62 61\n", PK_ERR_PARSE, ":3:", "'60x' is not a number");

@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/common.h"
@@ -97,6 +98,19 @@ void pk_edge_table_free(pk_edge_table *t);
 
 /* Float helpers of the window builders: v rounded down / up to a float
  * (the float is <= / >= v), and a float from its bit pattern. */
+/* strtod for catalog values, without its hexadecimal form: "0x10" in a
+ * catalog is a mistake, not 16. */
+static inline double pk_catalog_strtod(const char *s, char **end) {
+    const char *p = s;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '+' || *p == '-') p++;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        *end = (char *)s;
+        return 0;
+    }
+    return strtod(s, end);
+}
+
 static inline float pk_float_down(double v) {
     float f = (float)v;
     if ((double)f > v) f = nextafterf(f, -(float)INFINITY);

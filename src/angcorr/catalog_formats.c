@@ -77,24 +77,45 @@ static pk_status alloc_catalog(pk_context *ctx, const char *path, size_t n, int 
 
 /* ---- CSV -------------------------------------------------------------------- */
 
-/* Split a line at commas in place; fields trimmed of blanks and one pair of
- * double quotes. Returns the number of fields (at most max). */
-static int split_csv(char *line, char **fields, int max) {
+/* Split a line at commas in place, fields trimmed of blanks. A field that
+ * starts with a double quote runs to the matching closing quote, so that it
+ * may hold commas, and "" inside it is one quote (RFC 4180; a quoted field
+ * does not continue on the next line). Returns the number of fields (at
+ * most max are stored), or -1 with *why set when a quote is not closed or
+ * text follows a closing quote. */
+static int split_csv(char *line, char **fields, int max, const char **why) {
     int n = 0;
     char *p = line;
     for (;;) {
-        char *start = p;
-        while (*p && *p != ',') p++;
-        char end = *p;
-        *p = '\0';
-        char *f = start, *e = p;
-        while (*f == ' ' || *f == '\t') f++;
-        while (e > f && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
-        *e = '\0';
-        if (e - f >= 2 && *f == '"' && e[-1] == '"') {
-            f++;
-            e[-1] = '\0';
+        while (*p == ' ' || *p == '\t') p++;
+        char *f, *e;
+        if (*p == '"') {
+            f = e = ++p;
+            for (;;) {
+                if (*p == '\0') {
+                    *why = "a quoted field is not closed on its line";
+                    return -1;
+                }
+                if (*p == '"') {
+                    if (p[1] != '"') break;
+                    p++; /* "" is one quote */
+                }
+                *e++ = *p++;
+            }
+            p++; /* past the closing quote */
+            while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+            if (*p != ',' && *p != '\0') {
+                *why = "text after a quoted field's closing quote";
+                return -1;
+            }
+        } else {
+            f = p;
+            while (*p && *p != ',') p++;
+            e = p;
+            while (e > f && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
         }
+        char end = *p;
+        *e = '\0';
         if (n < max) fields[n] = f;
         n++;
         if (!end) break;
@@ -151,9 +172,15 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
         char *q = line;
         while (*q == ' ' || *q == '\t' || *q == '\r') q++;
         if (*q == '\0' || *q == '#') continue; /* blank lines and comments */
+        const char *why = NULL;
         if (!header) {
             header = line;
-            n_cols = split_csv(line, fields, CSV_MAX_COLUMNS);
+            n_cols = split_csv(line, fields, CSV_MAX_COLUMNS, &why);
+            if (n_cols < 0) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the header line: %s", path, line_no, why);
+                header = NULL;
+                break;
+            }
             if (n_cols > CSV_MAX_COLUMNS) {
                 st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: more than %d columns", path, line_no, CSV_MAX_COLUMNS);
                 break;
@@ -164,11 +191,25 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
                 if (!want[c]) continue;
                 col[c] = find_column(fields, n_cols, want[c]);
                 if (col[c] < 0) st = missing_column(ctx, path, where, kind[c], want[c], fields, n_cols);
+                /* a name twice in the header: which column is meant is not clear */
+                for (int x = col[c] + 1; st == PK_OK && col[c] >= 0 && x < n_cols; x++)
+                    if (strcasecmp(fields[x], want[c]) == 0)
+                        st = pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)",
+                                     path, where, kind[c], want[c], col[c] + 1, x + 1);
             }
             if (st == PK_OK) st = alloc_catalog(ctx, path, n_lines, want[2] != NULL, out, weights);
             continue;
         }
-        int nf = split_csv(line, fields, CSV_MAX_COLUMNS);
+        int nf = split_csv(line, fields, CSV_MAX_COLUMNS, &why);
+        if (nf < 0) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: %s", path, line_no, why);
+            break;
+        }
+        if (nf > n_cols) {
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the row has %d fields, the header names %d", path, line_no, nf,
+                         n_cols);
+            break;
+        }
         double v[3] = {0, 0, 1};
         for (int c = 0; c < 3 && st == PK_OK; c++) {
             if (col[c] < 0) continue;
@@ -180,14 +221,17 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
             const char *f = fields[col[c]];
             char *endp;
             errno = 0;
-            v[c] = strtod(f, &endp);
+            v[c] = pk_catalog_strtod(f, &endp);
             if (*f == '\0' || *endp != '\0') {
                 st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': '%.40s' is not a number", path, line_no, want[c],
                              f);
                 break;
             }
-            if (c == 2 && !isfinite(v[c])) {
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': the weight is %s", path, line_no, want[c],
+            if (!isfinite(v[c])) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: column '%s': the %s is %s", path, line_no, want[c],
+                             c == 2   ? "weight"
+                             : c == 0 ? "RA"
+                                      : "Dec",
                              isnan(v[c]) ? "NaN" : "infinite");
                 break;
             }
@@ -306,6 +350,11 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
                          isnan(v[2][r]) ? "NaN (or null)" : "infinite");
             break;
         }
+        for (int c = 0; c < 2 && st == PK_OK; c++)
+            if (!isfinite(v[c][r]))
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': the %s is %s", path, r + 1, want[c],
+                             c == 0 ? "RA" : "Dec", isnan(v[c][r]) ? "NaN (or null)" : "infinite");
+        if (st) break;
         char where[300];
         snprintf(where, sizeof where, "%.200s: row %ld (columns '%.20s', '%.20s')", path, r + 1, want[0], want[1]);
         st = store_object(ctx, where, v[0][r], v[1][r], spec->units, out, (size_t)r);

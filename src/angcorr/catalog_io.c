@@ -125,7 +125,7 @@ static int parse_double(char **s, double *v, char *token, size_t token_size) {
     char saved = *p;
     *p = '\0';
     char *endp;
-    *v = strtod(start, &endp); /* overflow gives inf, which the range check reports */
+    *v = pk_catalog_strtod(start, &endp); /* overflow gives inf, which the range check reports */
     int ok = endp == p;
     *p = saved;
     *s = p;
@@ -146,12 +146,18 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
     errno = 0;
     long long n = strtoll(p, &endp, 10);
     if (endp == p || !is_blank(endp) || errno == ERANGE)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'", path,
-                       count_line, p);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'%s", path,
+                       count_line, p,
+                       *p == '#' || strchr(p, ',') ? " (a CSV catalog? name it .csv or give --format csv)" : "");
     if (n < 1) return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count must be at least 1", path, count_line);
-    if ((unsigned long long)n > (unsigned long long)(size / 4 + 1))
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count says %lld objects but the file is only %zu bytes", path,
-                       count_line, n, size);
+    if ((unsigned long long)n > (unsigned long long)(size / 4 + 1)) {
+        /* more objects than the file has room for (a row takes 4 bytes at
+         * least): said as the end of the file would say it */
+        size_t rows = 0;
+        while ((line = next_line(&r)) != NULL) rows += !is_blank(line);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count on line %zu says %lld objects but the file has %zu rows",
+                       path, r.line, count_line, n, rows);
+    }
     pk_status st = catalog_alloc(ctx, (size_t)n, path, out);
     if (st) return st;
     size_t rows = 0;
