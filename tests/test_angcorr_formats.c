@@ -423,6 +423,7 @@ int main(void) {
         rc = cli_run("angcorr d.csv r.csv --edges ../nonexistent_edges.txt -q --png none");
         CHECK(rc != 0, "a missing edge file accepted");
         cli_write("ed.txt", "0.1 0.5 2 8\n");
+        cli_write("negw.csv", "ra,dec,w\n10,20,1\n11,21,-2\n");
         rc = cli_run("angcorr d.csv r.csv --edges ed.txt --csv e.csv -o e.out --png none -q");
         CHECK(rc == 0, "command with an edge file: exit %d", rc);
         struct {
@@ -430,6 +431,8 @@ int main(void) {
         } bad_cli[] = {
             {"angcorr d.csv r.csv --jackknife 1", "--jackknife: 1 patches"},
             {"angcorr d.csv r.csv --log 0", "--log: theta_max must be > 0"},
+            {"angcorr negw.csv r.csv --data-weight-col w",
+             "negw.csv: column 'w': the weights sum to -1; the estimators need a positive total weight"},
             {"angcorr d.csv r.csv --log 5 --theta-min 5", "theta_max must be greater than theta_min"},
             {"angcorr d.csv r.csv --log 5 --theta-min 0", "log bins need theta_min > 0"},
             {"angcorr d.csv r.csv --log 5 --theta-min -1", "log bins need theta_min > 0"},

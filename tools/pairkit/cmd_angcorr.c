@@ -298,6 +298,18 @@ int cmd_angcorr(int argc, char **argv) {
         /* CSV and FITS catalogs are in degrees unless --units says otherwise */
         if (!units_given && read_as[c] != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
         st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
+        if (st == PK_OK && weights[c]) {
+            /* the estimators divide by the weights' total: said here with
+             * the file and column, as a problem of the catalog */
+            double total = 0;
+            for (size_t i = 0; i < cats[c]->n; i++) total += weights[c][i];
+            if (!(total > 0)) {
+                snprintf(ctx.message, sizeof ctx.message,
+                         "%s: column '%s': the weights sum to %g; the estimators need a positive total weight",
+                         paths[c], weight_col[c], total);
+                st = PK_ERR_PARSE;
+            }
+        }
     }
     pk_angcorr_run_options run = {weights[0], weights[1], mean_theta, jackknife, prune};
     pk_angcorr_rr_cells rr_cells = {0};
