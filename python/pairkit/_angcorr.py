@@ -105,32 +105,37 @@ _CORRFUNC_TUNING = {"isa", "verbose", "c_api_timer", "fast_acos", "link_in_dec",
 
 
 
-def _edges_deg(binfile):
+def _edges_deg(binfile, name="binfile"):
     if isinstance(binfile, (str, bytes, os.PathLike)):
+        if not os.path.isfile(binfile):
+            raise PairkitError("%s %s: %s" % (name, os.fsdecode(binfile), "is a directory" if os.path.isdir(binfile)
+                                                else "no such file"))
         try:
             rows = np.loadtxt(binfile, ndmin=2)
-        except (OSError, ValueError) as e:
-            raise PairkitError("binfile %s: %s" % (os.fsdecode(binfile), e)) from None
+        except OSError as e:
+            raise PairkitError("%s %s: %s" % (name, os.fsdecode(binfile), e.strerror or e)) from None
+        except ValueError as e:
+            raise PairkitError("%s %s: %s" % (name, os.fsdecode(binfile), e)) from None
         if rows.shape[0] == 1 or rows.shape[1] == 1:
             rows = rows.reshape(-1, 1)  # edges on one line, or one a line (as the command line's --edges)
         elif rows.shape[1] > 2:
-            raise PairkitError("binfile %s: %d columns on %d lines: expected rows 'theta_lo theta_hi' (Corrfunc's), "
-                               "or the edges one a line or all on one line" % (os.fsdecode(binfile), rows.shape[1],
+            raise PairkitError("%s %s: %d columns on %d lines: expected rows 'theta_lo theta_hi' (Corrfunc's), "
+                               "or the edges one a line or all on one line" % (name, os.fsdecode(binfile), rows.shape[1],
                                                                                rows.shape[0]))
         if rows.shape[1] == 2:
             # Corrfunc's rows "lo hi" of contiguous bins: each row starts where the last ended
             gap = np.nonzero(rows[1:, 0] != rows[:-1, 1])[0]
             if gap.size:
                 k = int(gap[0])
-                raise PairkitError("binfile %s: row %d starts at %r, row %d ended at %r: bins must be contiguous" %
-                                   (os.fsdecode(binfile), k + 2, _plain(rows[k + 1, 0]), k + 1, _plain(rows[k, 1])))
+                raise PairkitError("%s %s: row %d starts at %r, row %d ended at %r: bins must be contiguous" %
+                                   (name, os.fsdecode(binfile), k + 2, _plain(rows[k + 1, 0]), k + 1, _plain(rows[k, 1])))
             edges = np.concatenate([rows[:, 0], rows[-1:, 1]])
         else:
             edges = rows[:, 0]
     else:
-        edges = _array(binfile, "binfile")
+        edges = _array(binfile, name)
     if edges.size < 2:
-        raise PairkitError("binfile: at least 2 edges are needed")
+        raise PairkitError("%s: at least 2 edges are needed" % name)
     return np.ascontiguousarray(edges, dtype=np.float64)
 
 
@@ -274,8 +279,9 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
 
     rr: RR of an earlier result for the same random catalog and bins, used
     instead of counting RR again; the caller vouches that they match. For a
-    plain run (no weights, jackknife, mean_theta or prune) its "rr"; with
-    any of them its "rr_cells", from a run with the same rand_weights,
+    plain run, or one whose only features are data weights or prune, its
+    "rr" (as on the command line); with rand_weights, jackknife or
+    mean_theta its "rr_cells", from a run with the same rand_weights,
     jackknife and mean_theta (weights given on one side only count as ones
     on the other).
 
@@ -292,10 +298,17 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     if units not in _UNITS:
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)
-    edges = _edges_deg(bins)
+    edges = _edges_deg(bins, "bins")
     features = (weights is not None or rand_weights is not None or jackknife or mean_theta or prune != "auto")
+    if rr is not None and features and not isinstance(rr, dict) and rand_weights is None and not jackknife \
+            and not mean_theta:
+        # data weights alone, or prune: RR is the plain counts (as on the
+        # command line), given as the one cell they are
+        plain = np.asarray(rr)
+        if plain.ndim == 1 and plain.dtype.kind in "iu":
+            rr = {"counts": plain.reshape(1, 1, -1), "weighted": plain.astype(np.float64).reshape(1, 1, -1)}
     if rr is not None and features and not isinstance(rr, dict):
-        raise PairkitError("rr: with weights, jackknife, mean_theta or prune, give the \"rr_cells\" of an earlier "
+        raise PairkitError("rr: with rand_weights, jackknife or mean_theta, give the \"rr_cells\" of an earlier "
                            "result of the same random catalog, rand_weights, jackknife and mean_theta")
     if isinstance(rr, dict) and not features:
         raise PairkitError("rr: RR cells are for runs with weights, jackknife, mean_theta or prune; this run needs "

@@ -103,8 +103,16 @@ def test_w_theta_with_rr_given(cats):
     for bad in (full["rr"][:-1], negative, full["rr"] * 1000, full["rr"] + 0.5, [[1, 2]], masked, over):
         with pytest.raises(pairkit.PairkitError, match="rr"):
             pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=bad)
-    with pytest.raises(pairkit.PairkitError, match="rr: with weights, jackknife"):
+    with pytest.raises(pairkit.PairkitError, match="rr: with rand_weights, jackknife or mean_theta"):
         pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=full["rr"], jackknife=4)
+    # data weights alone and prune keep RR the plain counts, as on the command line
+    w_other = np.linspace(0.5, 1.5, len(other_ra))
+    for opts in (dict(weights=w_other), dict(prune="on"), dict(weights=w_other, prune="off")):
+        counted = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, **opts)
+        given = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=full["rr"], **opts)
+        for name in counted:
+            if name != "rr_cells":
+                assert np.array_equal(counted[name], given[name], equal_nan=True), (opts, name)
 
 
 def test_w_theta_with_rr_cells_given(cats):
@@ -182,6 +190,10 @@ def test_strict_arguments(tmp_path, cats):
         pairkit.DDtheta_mocks(1, 1, EDGES, np.ones((3, 4)), np.zeros(12))
     with pytest.raises(pairkit.PairkitError, match="real numbers"):
         pairkit.DDtheta_mocks(1, 1, EDGES, ra1.astype(complex), dec1)
+    with pytest.raises(pairkit.PairkitError, match="binfile .*nonexistent_bins: no such file$"):
+        pairkit.DDtheta_mocks(1, 1, str(tmp_path / "nonexistent_bins"), ra1, dec1)
+    with pytest.raises(pairkit.PairkitError, match="^bins: at least 2 edges are needed"):
+        pairkit.w_theta(ra1, dec1, ra1, dec1, [1.0])
     with pytest.raises(pairkit.PairkitError, match="binfile must be one-dimensional"):
         pairkit.DDtheta_mocks(1, 1, np.array([[0.1, 1.0], [1.0, 2.0]]), ra1, dec1)
     # whole numbers in range, not truncated or wrapped
