@@ -250,7 +250,7 @@ int main(void) {
                 pk_catalog_free(&cp);
                 gz_write(cli_path("text.fits.gz"), "not a table\n", 12);
                 check_error(pk_catalog_read_spec(&ctx, cli_path("text.fits.gz"), &sp, &cz, NULL), &ctx,
-                            "text.fits.gz: decompressed, cannot open as FITS", "gzip of text");
+                            "text.fits.gz: gzip-compressed, but not a FITS file inside", "gzip of text");
             }
             free(bytes);
         }

@@ -146,6 +146,9 @@ int main(void) {
     CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &back), &ctx);
     CHECK(back.n == 6 && back.re[5] == 6.0, "C-ordered 2-D arrays read flat");
     pk_vis_free(&back);
+    const char *shape32[4] = {"(2, 3)", NULL, NULL, "(3, 2)"};
+    write_zip_shaped(path, six, 4, shape32, fortran);
+    expect_error(path, "arrays differ in shape: u is (2, 3), data is (3, 2)", "2-D arrays of other shapes");
 
     member mism[4] = {good[0], good[1], {"w.npy", "<f8", 4, 8, d4}, good[3]};
     snprintf(path, sizeof path, "%s/mismatch.npz", dir);

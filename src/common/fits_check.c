@@ -235,6 +235,14 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     unsigned char *buf = NULL;
     size_t n = 0;
     if ((st = gunzip_file(ctx, path, &buf, &n)) != PK_OK) return st;
+    if (n >= 6 && memcmp(buf, "SIMPLE", 6) != 0) {
+        /* not a FITS file inside: say what it is where that is known */
+        int zip = n >= 4 && buf[0] == 'P' && buf[1] == 'K';
+        free(buf);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: gzip-compressed, but %s", path,
+                       zip ? "a zip archive (an .npz?) inside: gunzip it first; only FITS files are read compressed"
+                           : "not a FITS file inside (it does not start with 'SIMPLE')");
+    }
     fits_bytes b = {NULL, buf, n};
     if ((st = check_headers(ctx, path, &b)) != PK_OK) {
         free(buf);

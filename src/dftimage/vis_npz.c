@@ -14,6 +14,7 @@
 #include "dftimage_internal.h"
 
 typedef struct npy_array {
+    char shape[64]; /* the dimensions longer than 1, as "(50, 10)": arrays are paired flat, in C order */
     size_t count;   /* elements (the product of the shape) */
     int is_complex; /* c8 / c16 */
     int item_bytes; /* 4, 8 (real) or 8, 16 (complex) */
@@ -36,6 +37,7 @@ static const char *dict_value(const char *dict, const char *key) {
 
 static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, const unsigned char *buf, size_t size,
                            npy_array *out) {
+    memset(out, 0, sizeof *out);
     static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (size < 10 || memcmp(buf, magic, 6) != 0)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: array '%s' is not a .npy array (bad magic)", path, name);
@@ -101,8 +103,16 @@ static pk_status npy_parse(pk_context *ctx, const char *path, const char *name, 
             goto done;
         }
         count *= (size_t)dim;
+        if (dim > 1) {
+            size_t used = strlen(out->shape);
+            snprintf(out->shape + used, sizeof out->shape - used, "%s%llu", long_dims ? ", " : "(", dim);
+        }
         long_dims += dim > 1;
         p = end;
+    }
+    if (long_dims) {
+        size_t used = strlen(out->shape);
+        snprintf(out->shape + used, sizeof out->shape - used, ")");
     }
     /* the values are read in C order: a Fortran-ordered array of more than
      * one long dimension would pair them with the wrong u, v, w */
@@ -181,8 +191,10 @@ pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
     if (!za) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, err);
-        pk_status st = pk_fail(ctx, err == ZIP_ER_OPEN || err == ZIP_ER_NOENT ? PK_ERR_IO : PK_ERR_PARSE,
-                               "%s: cannot open as .npz: %s", path, zip_error_strerror(&ze));
+        pk_status st = pk_fail(
+            ctx, err == ZIP_ER_OPEN || err == ZIP_ER_NOENT ? PK_ERR_IO : PK_ERR_PARSE, "%s: cannot open as .npz: %s%s",
+            path, zip_error_strerror(&ze),
+            err == ZIP_ER_NOZIP || err == ZIP_ER_INCONS ? " (it starts as a zip archive: cut short or damaged?)" : "");
         zip_error_fini(&ze);
         return st;
     }
@@ -206,6 +218,16 @@ pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
             if (arr[a].count != arr[0].count)
                 st = pk_fail(ctx, PK_ERR_PARSE, "%s: arrays differ in length: u has %zu values, %s has %zu", path,
                              arr[0].count, names[a], arr[a].count);
+        /* arrays are read flat in C order (numpy's ravel); two of more than
+         * one long dimension in different shapes (50 x 10 against 10 x 50)
+         * would pair visibilities that do not belong together */
+        for (int a = 0; a < 4 && st == PK_OK; a++)
+            for (int b = a + 1; b < 4 && st == PK_OK; b++)
+                if (strchr(arr[a].shape, ',') && strchr(arr[b].shape, ',') && strcmp(arr[a].shape, arr[b].shape) != 0)
+                    st = pk_fail(ctx, PK_ERR_PARSE,
+                                 "%s: arrays differ in shape: %s is %s, %s is %s; the values are paired one by one "
+                                 "in C order, so arrays of more than one dimension need one shape",
+                                 path, names[a], arr[a].shape, names[b], arr[b].shape);
     }
     if (st == PK_OK && arr[0].count == 0) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the arrays are empty", path);
     if (st == PK_OK) st = pk_vis_alloc(ctx, arr[0].count, out);
