@@ -586,6 +586,41 @@ int main(void) {
         pk_catalog_free(&r);
         pk_bins_free(&def);
     }
+#ifdef PK_HAVE_CUDA
+    /* the backend left to pairkit on a GPU machine: patch pairs below 2^20
+     * pairs (DD here) are counted on the CPU, the others (DR, RR) on the
+     * GPU; counts and unweighted results as the CPU's, sums to rounding */
+    if (pk_cuda_device_count() > 0) {
+        pk_catalog d = test_catalog(&rng, 3000, 0.1, 0.9, 0.1, 0.8), r = test_catalog(&rng, 6000, 0.1, 0.9, 0.1, 0.8);
+        double *wd = test_weights(&rng, d.n), *wr = test_weights(&rng, r.n);
+        for (int weighted = 0; weighted < 2; weighted++) {
+            pk_angcorr_run_options ro = {weighted ? wd : NULL, weighted ? wr : NULL, 0, 4, PK_PRUNE_AUTO};
+            pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
+            pk_angcorr_result ra, rc;
+            pk_angcorr_extras ea, ec;
+            pk_status sa = pk_angcorr_run_ex(&ctx, NULL, &d, &r, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
+            CHECK_OK(sa, &ctx);
+            pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &d, &r, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
+            CHECK_OK(sc, &ctx);
+            if (sa || sc) break;
+            size_t n = logb.n_bins;
+            CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
+                      memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ra.omega, rc.omega, n, !weighted) &&
+                      agree(ea.omega_jk, ec.omega_jk, 4 * n, !weighted) &&
+                      agree(ea.omega_cov, ec.omega_cov, n * n, !weighted),
+                  "auto backend, small patch pairs on the CPU (weighted %d): differs from the CPU run", weighted);
+            CHECK(strncmp(pk_angcorr_kernel_name(ra.stats_rr.kernel), "cuda", 4) == 0 &&
+                      strncmp(pk_angcorr_kernel_name(ra.stats_dd.kernel), "cuda", 4) != 0,
+                  "auto backend: RR by %s, DD by %s", pk_angcorr_kernel_name(ra.stats_rr.kernel),
+                  pk_angcorr_kernel_name(ra.stats_dd.kernel));
+            pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
+            pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
+        }
+        free(wd), free(wr);
+        pk_catalog_free(&d);
+        pk_catalog_free(&r);
+    }
+#endif
     rr_cells_case(&rng, &logb, 4, 1, 1);
     rr_cells_case(&rng, &lin, 5, 0, 0);
     rr_cells_case(&rng, &list, 1, 1, 1);
