@@ -180,6 +180,20 @@ static int scan_dir(const char *dir, long *max_index, long *count, char *odd, si
     return 0;
 }
 
+/* scan_dir, with its errors: a folder that cannot be read, a chunk-like
+ * name of another number of digits. */
+static pk_status scan_chunks(pk_context *ctx, const char *dir, long *max_index, long *count) {
+    char odd[256];
+    if (scan_dir(dir, max_index, count, odd, sizeof odd))
+        return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
+    if (odd[0])
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s/%s: not a chunk file name: chunk files have four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX
+                       " to " CHUNK_PREFIX "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
+                       dir, odd);
+    return PK_OK;
+}
+
 pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
                                 pk_memsort_trace *out) {
     pk_clear(ctx);
@@ -189,14 +203,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     long max_index, count;
-    char odd[256];
-    if (scan_dir(dir, &max_index, &count, odd, sizeof odd))
-        return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
-    if (odd[0])
-        return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s/%s: not a chunk file name: chunk files have four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX
-                       " to " CHUNK_PREFIX "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
-                       dir, odd);
+    if ((st = scan_chunks(ctx, dir, &max_index, &count)) != PK_OK) return st;
     if (count == 0)
         return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
     if (max_index >= PK_MEMSORT_MAX_CHUNKS)
@@ -333,14 +340,8 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
         /* a file that pk_memsort_trace_read would refuse (mem_addr_00001.bin)
          * would leave the folder unreadable as a trace: refused first */
         long max_index, count;
-        char odd[256];
-        if (scan_dir(dir, &max_index, &count, odd, sizeof odd))
-            return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
-        if (odd[0])
-            return pk_fail(ctx, PK_ERR_IO,
-                           "%s/%s: in the way: not a chunk file name (chunk files have four digits), and the folder "
-                           "would not read as a trace with it; rename it or move it out of the folder",
-                           dir, odd);
+        pk_status st_scan = scan_chunks(ctx, dir, &max_index, &count);
+        if (st_scan) return st_scan;
     }
     int le = host_is_little_endian();
     char **tmp = calloc(trace->n_chunks, sizeof *tmp);
