@@ -96,8 +96,6 @@ extern const int pk_angcorr_cuda_best_kernel;
 pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_table *t);
 void pk_edge_table_free(pk_edge_table *t);
 
-/* Float helpers of the window builders: v rounded down / up to a float
- * (the float is <= / >= v), and a float from its bit pattern. */
 /* strtod for catalog values, without its hexadecimal form: "0x10" in a
  * catalog is a mistake, not 16. */
 static inline double pk_catalog_strtod(const char *s, char **end) {
@@ -111,6 +109,8 @@ static inline double pk_catalog_strtod(const char *s, char **end) {
     return strtod(s, end);
 }
 
+/* Float helpers of the window builders: v rounded down / up to a float
+ * (the float is <= / >= v), and a float from its bit pattern. */
 static inline float pk_float_down(double v) {
     float f = (float)v;
     if ((double)f > v) f = nextafterf(f, -(float)INFINITY);

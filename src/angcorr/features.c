@@ -20,12 +20,12 @@
 
 /* ---- kernel choice --------------------------------------------------------- */
 
-/* pk_angcorr_choose_kernel, and weights, mean separations and jackknife
- * take exact kernels only (the default ones are). */
 /* Patch pairs of fewer pairs than this go to the CPU when the backend is
  * pairkit's choice (see pk_angcorr_run_ex_part). */
 #define SMALL_TASK_PAIRS (1u << 20)
 
+/* pk_angcorr_choose_kernel, and weights, mean separations and jackknife
+ * take exact kernels only (the default ones are). */
 static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend, int *kernel) {
     pk_status st = pk_angcorr_choose_kernel(ctx, opts, backend, kernel);
     if (st == PK_OK && !pk_angcorr_kernel_exact(*kernel))
@@ -733,9 +733,9 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         if (!extras->omega_jk || !extras->omega_cov || !extras->omega_err || !lc[0] || !lc[1] || !lc[2] || !lw[0] ||
             !lw[1] || !lw[2])
             st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        /* the weighted sums of each patch's row and column of cells (the
-         * counts are exact integers: subtracted as they are), so that
-         * leaving a patch out costs O(K n), not O(K^2 n) */
+        /* the weighted sums of each patch's row and column of cells, made
+         * once (the counts, exact integers, are subtracted cell by cell):
+         * all K leave-one-out sums cost O(K^2 n), not O(K^3 n) */
         double *rw[3] = {NULL, NULL, NULL}, *cw[3] = {NULL, NULL, NULL}, *tw[3] = {NULL, NULL, NULL};
         for (int c = 0; c < 3 && weighted && st == PK_OK; c++) {
             rw[c] = calloc((size_t)k * n, sizeof(double));
