@@ -112,7 +112,8 @@ static void test_limits(void) {
 
     /* the command line */
     cli_write("count.txt", "99999999999999\n1 2\n");
-    expect_clean_error("angcorr count line 10^14", 0, "angcorr count.txt count.txt -q --png none", "count says");
+    expect_clean_error("angcorr count line 10^14", 0, "angcorr count.txt count.txt -q --png none",
+                       "count on line 1 says 99999999999999 objects");
     expect_clean_error("angcorr 10^8 bins", 0, "angcorr count.txt count.txt -q --png none --nbins 100000000",
                        "10,000,000");
     CHECK_OK(pk_vis_random(&ctx, 10, 1, &vis), &ctx);

@@ -155,8 +155,8 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
          * least): said as the end of the file would say it */
         size_t rows = 0;
         while ((line = next_line(&r)) != NULL) rows += !is_blank(line);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count on line %zu says %lld objects but the file has %zu rows",
-                       path, r.line, count_line, n, rows);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count on line %zu says %lld objects but the file has %zu row%s",
+                       path, r.line, count_line, n, rows, rows == 1 ? "" : "s");
     }
     pk_status st = catalog_alloc(ctx, (size_t)n, path, out);
     if (st) return st;
@@ -196,8 +196,8 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
     }
     if (rows != (size_t)n) {
         pk_catalog_free(out);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count on line %zu says %lld objects but the file has %zu rows",
-                       path, r.line, count_line, n, rows);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the count on line %zu says %lld objects but the file has %zu row%s",
+                       path, r.line, count_line, n, rows, rows == 1 ? "" : "s");
     }
     return PK_OK;
 }
