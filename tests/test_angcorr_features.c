@@ -587,10 +587,12 @@ int main(void) {
         pk_bins_free(&def);
     }
 #ifdef PK_HAVE_CUDA
-    /* the backend left to pairkit on a GPU machine: patch pairs below 2^20
-     * pairs (DD here) are counted on the CPU, the others (DR, RR) on the
-     * GPU; counts and unweighted results as the CPU's, sums to rounding */
+    /* the backend left to pairkit on a GPU machine: with two threads, patch
+     * pairs below 2^20 pairs (DD here) are counted on the CPU, the others
+     * (DR, RR) on the GPU; counts and unweighted results as the CPU's, sums
+     * to rounding */
     if (pk_cuda_device_count() > 0) {
+        ctx.n_threads = 2;
         pk_catalog d = test_catalog(&rng, 3000, 0.1, 0.9, 0.1, 0.8), r = test_catalog(&rng, 6000, 0.1, 0.9, 0.1, 0.8);
         double *wd = test_weights(&rng, d.n), *wr = test_weights(&rng, r.n);
         for (int weighted = 0; weighted < 2; weighted++) {
@@ -619,6 +621,7 @@ int main(void) {
         free(wd), free(wr);
         pk_catalog_free(&d);
         pk_catalog_free(&r);
+        ctx.n_threads = 0;
     }
 #endif
     rr_cells_case(&rng, &logb, 4, 1, 1);

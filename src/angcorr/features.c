@@ -15,14 +15,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "angcorr_internal.h"
 #include "grid.h"
 
 /* ---- kernel choice --------------------------------------------------------- */
 
-/* Patch pairs of fewer pairs than this go to the CPU when the backend is
- * pairkit's choice (see pk_angcorr_run_ex_part). */
-#define SMALL_TASK_PAIRS (1u << 20)
+/* Patch pairs of fewer pairs than this a CPU thread go to the CPU when
+ * the backend is pairkit's choice (see pk_angcorr_run_ex_part): a device
+ * count costs ~1 ms of calls and copies however small, in which a thread
+ * counts ~2^19 pairs; at least 2^20. */
+#define SMALL_TASK_PAIRS_A_THREAD (1u << 19)
+/* Patch pairs of fewer pairs than this, counted on the CPU, are counted
+ * several at once, one thread each. */
+#define PARALLEL_TASK_PAIRS (1u << 22)
 
 /* pk_angcorr_choose_kernel, and weights, mean separations and jackknife
  * take exact kernels only (the default ones are). */
@@ -415,6 +424,46 @@ typedef struct count_task {
     int part;
 } count_task;
 
+/* The catalogs (and weights) of count c (0 DD, 1 DR, 2 RR) for patch pair
+ * (p, q); kc == 1: the whole catalogs. */
+static void task_catalogs(int c, int p, int q, int kc, const pk_catalog *data, const pk_catalog *random,
+                          const pk_angcorr_run_options *ro, patch_cat *dp, patch_cat *rp, const pk_catalog **a,
+                          const double **wa, const pk_catalog **b, const double **wb) {
+    if (kc == 1) {
+        *a = c == 2 ? random : data;
+        *wa = c == 2 ? ro->weights_random : ro->weights_data;
+        *b = c == 1 ? random : c == 0 ? data : random;
+        *wb = c == 1 ? ro->weights_random : *wa;
+    } else {
+        patch_cat *A = c == 2 ? &rp[p] : &dp[p];
+        patch_cat *B = c == 0 ? &dp[q] : &rp[q];
+        *a = &A->cat, *wa = A->w, *b = &B->cat, *wb = B->w;
+    }
+}
+
+/* A count's slots into cell (p, q) of pc (and (q, p) for an
+ * autocorrelation's cross pair, which stands for both orders). */
+static void store_cells(patch_counts *pc, int autocorr, int p, int q, int kc, size_t n, const count_out *co) {
+    for (int mirror = 0; mirror < (autocorr && p != q ? 2 : 1); mirror++) {
+        size_t cell = mirror ? (size_t)q * (size_t)kc + (size_t)p : (size_t)p * (size_t)kc + (size_t)q;
+        for (size_t b_ = 0; b_ < n; b_++) {
+            pc->c[cell * n + b_] = co->slots[b_ + 1];
+            pc->w[cell * n + b_] = co->wslots ? co->wslots[b_ + 1] : (double)co->slots[b_ + 1];
+            pc->t[cell * n + b_] = co->tslots ? co->tslots[b_ + 1] : 0.0;
+        }
+    }
+}
+
+/* A count's statistics added to its total's. */
+static void add_stats(pk_pair_stats *to, const pk_pair_stats *s, int both_orders) {
+    to->pairs_total += (both_orders ? 2 : 1) * s->pairs_total;
+    to->pairs_in_range += (both_orders ? 2 : 1) * s->pairs_in_range;
+    to->pairs_visited += s->pairs_visited;
+    to->pairs_fp64 += s->pairs_fp64;
+    to->seconds += s->seconds;
+    to->kernel_ms += s->kernel_ms;
+}
+
 static int task_by_work(const void *a, const void *b) {
     const count_task *x = a, *y = b;
     if (x->work != y->work) return x->work > y->work ? -1 : 1;
@@ -586,11 +635,12 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         if (tasks[i].part == part) w_all += tasks[i].work;
     pk_pair_stats *stats_of[3] = {&out->stats_dd, &out->stats_dr, &out->stats_rr};
     /* With the backend left to pairkit and CUDA chosen, a patch pair of few
-     * pairs is counted by the best CPU kernel instead: a device count costs
-     * ~0.1 ms however small it is (jackknife K = 300 over 3,000 x 5,000
-     * objects on an H200 machine: 31 s all on the GPU, 9 s all on its 16
-     * cores). Counts are exact either way. */
+     * pairs is counted by the best CPU kernel instead (jackknife K = 300
+     * over 3,000 x 5,000 objects on an H200 machine: 29.6 s all on the GPU,
+     * 1.0 s all on its 16 cores). Counts are exact either way. */
     int small_kernel = -1, gpu_counted[3] = {0, 0, 0};
+    double small_limit = (double)SMALL_TASK_PAIRS_A_THREAD * (double)pk_thread_count(ctx);
+    if (small_limit < 1048576.0) small_limit = 1048576.0;
     if (backend != PK_BACKEND_CPU && kc > 1 &&
         (!opts || (opts->backend == PK_BACKEND_AUTO && opts->kernel == PK_ANGCORR_KERNEL_BEST))) {
         pk_angcorr_options cpu_opts = {PK_BACKEND_CPU, PK_ANGCORR_KERNEL_BEST};
@@ -598,53 +648,135 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         int cpu_kernel;
         if (pk_angcorr_choose_kernel(ctx, &cpu_opts, &cpu_backend, &cpu_kernel) == PK_OK) small_kernel = cpu_kernel;
     }
-    for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
-        if (tasks[i].part != part) continue;
-        const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1;
+    /* Many small counts on the CPU (jackknife patch pairs): one thread each,
+     * as many at once as there are threads, instead of all threads on each
+     * in turn, whose parallel regions and barriers cost more than such a
+     * count's work. Each count is the same whatever its thread count (the
+     * weighted sums merge in a fixed order), so the cells are too. */
+    int n_threads = pk_thread_count(ctx);
+    uint8_t *counted = st == PK_OK ? calloc(n_tasks + 1, 1) : NULL;
+    if (st == PK_OK && !counted) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    size_t *small = NULL, n_small = 0;
+    double small_work = 0;
+    if (st == PK_OK && n_threads > 1 && (backend == PK_BACKEND_CPU || small_kernel >= 0)) {
+        small = malloc((n_tasks + 1) * sizeof(size_t));
+        if (!small) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; small && i < n_tasks; i++)
+            if (tasks[i].part == part && tasks[i].work < PARALLEL_TASK_PAIRS &&
+                (backend == PK_BACKEND_CPU || tasks[i].work < small_limit)) {
+                small[n_small++] = i;
+                small_work += tasks[i].work;
+            }
+    }
+    if (st == PK_OK && n_small > 1) {
+        const pk_backend small_backend = PK_BACKEND_CPU;
+        const int kernel_small = backend == PK_BACKEND_CPU ? kernel : small_kernel;
+        pk_pair_stats *task_stats = calloc(n_tasks + 1, sizeof(pk_pair_stats));
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, small_work, done / w_all, small_work / w_all);
+        int task_failed = 0, cancelled = 0;
+        size_t failed_at = n_tasks;
+        pk_status failed_st = PK_OK;
+        char failed_msg[PK_MESSAGE_MAX] = "";
+        if (!task_stats) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+#pragma omp parallel num_threads(n_threads) if (task_stats != NULL)
         {
-            {
+            int owner = 1;
+#ifdef _OPENMP
+            owner = omp_get_thread_num() == 0;
+#endif
+            /* one thread's count: its own slots, a context of one thread
+             * whose progress the loop reports */
+            pk_context one = *ctx;
+            one.n_threads = 1;
+            one.progress = NULL;
+            one.message[0] = '\0';
+            count_out mine = {malloc(n_slots * sizeof(uint64_t)),
+                              weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
+                              ro.mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
+            int ok = task_stats && mine.slots && (!weighted_path || mine.wslots) && (!ro.mean_theta || mine.tslots);
+#pragma omp for schedule(dynamic, 1)
+            for (size_t j = 0; j < n_small; j++) {
+                if (!task_stats) continue;
+                int stop, stopped_by_user;
+#pragma omp atomic read
+                stop = task_failed;
+#pragma omp atomic read
+                stopped_by_user = cancelled;
+                if (stop || stopped_by_user) continue;
+                size_t i = small[j];
+                const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1,
+                          as_auto = autocorr && p == q;
                 const pk_catalog *a, *b;
                 const double *wa, *wb;
-                if (kc == 1) {
-                    a = c == 2 ? random : data;
-                    wa = c == 2 ? ro.weights_random : ro.weights_data;
-                    b = c == 1 ? random : c == 0 ? data : random;
-                    wb = c == 1 ? ro.weights_random : wa;
+                task_catalogs(c, p, q, kc, data, random, &ro, dp, rp, &a, &wa, &b, &wb);
+                pk_progress quiet;
+                pk_progress_begin(&quiet, &one, tasks[i].work, 0.0, 1.0);
+                pk_status st_i = ok ? count_slots_ex(&one, small_backend, kernel_small, a, wa, as_auto ? NULL : b,
+                                                     as_auto ? NULL : wb, bins, &table, ro.prune, ro.mean_theta, &mine,
+                                                     &task_stats[i], &quiet)
+                                    : pk_fail(&one, PK_ERR_NOMEM, "out of memory");
+                if (st_i == PK_OK) {
+                    store_cells(&pc[c], autocorr, p, q, kc, n, &mine);
+                    counted[i] = 1;
                 } else {
-                    patch_cat *A = c == 2 ? &rp[p] : &dp[p];
-                    patch_cat *B = c == 0 ? &dp[q] : &rp[q];
-                    a = &A->cat, wa = A->w, b = &B->cat, wb = B->w;
-                }
-                int as_auto = autocorr && p == q;
-                double work = tasks[i].work;
-                pk_progress progress;
-                pk_progress_begin(&progress, ctx, work, done / w_all, work / w_all);
-                done += work;
-                pk_pair_stats s;
-                int on_cpu = small_kernel >= 0 && work < SMALL_TASK_PAIRS;
-                st = count_slots_ex(ctx, on_cpu ? PK_BACKEND_CPU : backend, on_cpu ? small_kernel : kernel, a, wa,
-                                    as_auto ? NULL : b, as_auto ? NULL : wb, bins, &table, ro.prune, ro.mean_theta, &co,
-                                    &s, &progress);
-                if (st) break;
-                stats_of[c]->pairs_total += (autocorr && p != q ? 2 : 1) * s.pairs_total;
-                stats_of[c]->pairs_in_range += (autocorr && p != q ? 2 : 1) * s.pairs_in_range;
-                stats_of[c]->pairs_visited += s.pairs_visited;
-                stats_of[c]->pairs_fp64 += s.pairs_fp64;
-                stats_of[c]->seconds += s.seconds;
-                stats_of[c]->kernel_ms += s.kernel_ms;
-                if (!on_cpu || !gpu_counted[c]) stats_of[c]->kernel = s.kernel; /* the device's where it counted */
-                gpu_counted[c] |= !on_cpu;
-                for (int mirror = 0; mirror < (autocorr && p != q ? 2 : 1); mirror++) {
-                    size_t cell = mirror ? (size_t)q * (size_t)kc + (size_t)p : (size_t)p * (size_t)kc + (size_t)q;
-                    for (size_t b_ = 0; b_ < n; b_++) {
-                        pc[c].c[cell * n + b_] = co.slots[b_ + 1];
-                        pc[c].w[cell * n + b_] = co.wslots ? co.wslots[b_ + 1] : (double)co.slots[b_ + 1];
-                        pc[c].t[cell * n + b_] = co.tslots ? co.tslots[b_ + 1] : 0.0;
+#pragma omp critical(pk_jackknife_failure)
+                    if (i < failed_at) {
+                        failed_at = i;
+                        failed_st = st_i;
+                        snprintf(failed_msg, sizeof failed_msg, "%s", one.message);
                     }
+#pragma omp atomic write
+                    task_failed = 1;
+                }
+                if (pk_progress_add(&progress, tasks[i].work, owner)) {
+#pragma omp atomic write
+                    cancelled = 1;
                 }
             }
+            free(mine.slots);
+            free(mine.wslots);
+            free(mine.tslots);
         }
+        if (st == PK_OK && task_failed) {
+            st = failed_st;
+            snprintf(ctx->message, sizeof ctx->message, "%s", failed_msg);
+        } else if (st == PK_OK && (cancelled || progress.cancelled)) {
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        }
+        /* the statistics added in task order, as the loop below would */
+        for (size_t j = 0; j < n_small && st == PK_OK; j++) {
+            size_t i = small[j];
+            const int c = tasks[i].c;
+            add_stats(stats_of[c], &task_stats[i], c != 1 && tasks[i].p != tasks[i].q);
+            if (!gpu_counted[c]) stats_of[c]->kernel = task_stats[i].kernel;
+        }
+        done += small_work;
+        free(task_stats);
     }
+    free(small);
+    for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
+        if (tasks[i].part != part || counted[i]) continue;
+        const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1, as_auto = autocorr && p == q;
+        const pk_catalog *a, *b;
+        const double *wa, *wb;
+        task_catalogs(c, p, q, kc, data, random, &ro, dp, rp, &a, &wa, &b, &wb);
+        double work = tasks[i].work;
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, work, done / w_all, work / w_all);
+        done += work;
+        pk_pair_stats s;
+        int on_cpu = small_kernel >= 0 && work < small_limit;
+        st = count_slots_ex(ctx, on_cpu ? PK_BACKEND_CPU : backend, on_cpu ? small_kernel : kernel, a, wa,
+                            as_auto ? NULL : b, as_auto ? NULL : wb, bins, &table, ro.prune, ro.mean_theta, &co, &s,
+                            &progress);
+        if (st) break;
+        add_stats(stats_of[c], &s, autocorr && p != q);
+        if (!on_cpu || !gpu_counted[c]) stats_of[c]->kernel = s.kernel; /* the device's where it counted */
+        gpu_counted[c] |= !on_cpu;
+        store_cells(&pc[c], autocorr, p, q, kc, n, &co);
+    }
+    free(counted);
     free(tasks);
     for (int c = 0; c < 3; c++) /* the kernel's id where this part made none of a count */
         for (int u = 0; u < 3 && !stats_of[c]->kernel; u++) stats_of[c]->kernel = stats_of[u]->kernel;
