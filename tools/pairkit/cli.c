@@ -8,6 +8,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,14 +208,18 @@ static void track(cli_outputs *o, int on) {
         }
 }
 
+void cli_parent_dir(const char *name, char *dir, size_t size) {
+    const char *slash = strrchr(name, '/');
+    if (!slash) snprintf(dir, size, ".");
+    else if (slash == name) snprintf(dir, size, "/");
+    else snprintf(dir, size, "%.*s", (int)((size_t)(slash - name) < size ? slash - name : (ptrdiff_t)size - 1), name);
+}
+
 /* The real path of the folder a name lies in (the name need not exist);
  * 0 when that folder cannot be resolved. */
 static int real_folder(const char *name, char *out) {
     char dir[4096];
-    const char *slash = strrchr(name, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == name) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - name), name);
+    cli_parent_dir(name, dir, sizeof dir);
     return realpath(dir, out) != NULL;
 }
 
@@ -265,10 +270,7 @@ static int check_output_place(const char *cmd, const char *path) {
         return 1;
     }
     char dir[4096];
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path < 4095 ? slash - path : 4095), path);
+    cli_parent_dir(path, dir, sizeof dir);
     const char *why = NULL;
     if (stat(dir, &sb) != 0) why = errno == ENOENT ? "does not exist" : strerror(errno);
     else if (!S_ISDIR(sb.st_mode)) why = "is not a directory";

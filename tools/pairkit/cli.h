@@ -62,6 +62,10 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
  * report no write errors, so a full disk shows only as a cut file. */
 int cli_png_complete(const char *path);
 
+/* The folder a name lies in ("." for a bare name, "/" at the root), into
+ * dir (cut to size); the name need not exist. */
+void cli_parent_dir(const char *name, char *dir, size_t size);
+
 /* The output files of one command, all or none: each is written to a staged
  * name beside its final one, and once all are complete they are renamed
  * into place together. Should one rename fail, the files already renamed

@@ -239,9 +239,7 @@ int cmd_memsort(int argc, char **argv) {
          * made in an existing one */
         struct stat sb;
         char parent[4096];
-        const char *slash = strrchr(out_dir, '/');
-        snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash == out_dir ? 1 : slash - out_dir) : 1,
-                 slash ? out_dir : ".");
+        cli_parent_dir(out_dir, parent, sizeof parent);
         const char *why = NULL;
         if (stat(out_dir, &sb) == 0) why = S_ISDIR(sb.st_mode) ? NULL : "exists and is not a directory";
         else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) why = "cannot be made: its parent folder is missing";
