@@ -44,6 +44,16 @@ pk_status pk_unit_vectors_make(pk_context *ctx, const pk_catalog *cat, pk_unit_v
 pk_status pk_catalog_read_text(pk_context *ctx, const char *path, const char *kind, char **text, size_t *size);
 void pk_unit_vectors_free(pk_unit_vectors *v);
 
+/* The unit vectors of pk_unit_vectors_make (the same values), ordered for
+ * the GPU's tiled kernels by a space-filling curve: order 1 Morton over
+ * [-1, 1]^3, order 2 Hilbert over the catalog's bounding box, any other
+ * value the catalog's own order. Ties of the curve's key keep the
+ * catalog's order. Made with the context's threads (curve_order.c). */
+pk_status pk_unit_vectors_curve(pk_context *ctx, const pk_catalog *cat, int order, pk_unit_vectors *out);
+/* The curve key (30 bits) of one vector, coordinates mapped by (v - lo) * scale
+ * to 0..1023 (clamped). */
+uint32_t pk_curve_key(int order, const double lo[3], const double scale[3], double x, double y, double z);
+
 /* The reference slot of a dot product: acos of the clamped dot, then the
  * bins' rule. */
 int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot);
@@ -77,10 +87,14 @@ typedef struct pk_edge_table {
     float *c2_lo, *c2_hi;  /* [n_bounds + 1]; the extra entry is +inf */
     int32_t *cell_slot;    /* [n_cells] */
     int32_t n_cells;
-    int32_t cell_shift; /* bits(c2) >> cell_shift ... */
-    int32_t cell_base;  /* ... - cell_base = cell index (clamped) */
-    double multi_share; /* share of cells flagged PK_CELL_MULTI */
+    int32_t cell_shift;                   /* bits(c2) >> cell_shift ... */
+    int32_t cell_base;                    /* ... - cell_base = cell index (clamped) */
+    double multi_share;                   /* share of cells flagged PK_CELL_MULTI */
+    struct pk_gpu_table_cache *gpu_cache; /* the GPU tables made from this one (gpu_table.c) */
 } pk_edge_table;
+
+struct pk_gpu_table_cache *pk_gpu_table_cache_new(void);
+void pk_gpu_table_cache_free(struct pk_gpu_table_cache *c);
 
 /* Mantissa bits of c2 that index the cell table: cells narrower than the
  * spacing of the default bins' edges up to ~150 degrees (0.23% of the cells

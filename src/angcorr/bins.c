@@ -208,9 +208,10 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
     t->n_bounds = (int32_t)bins->n_bins + 1;
     t->n_slots = (int32_t)bins->n_bins + 2;
     t->dot_threshold = malloc((size_t)t->n_bounds * sizeof(double));
+    t->gpu_cache = pk_gpu_table_cache_new();
     t->c2_lo = pk_aligned_alloc(((size_t)t->n_bounds + 1) * sizeof(float));
     t->c2_hi = pk_aligned_alloc(((size_t)t->n_bounds + 1) * sizeof(float));
-    if (!t->dot_threshold || !t->c2_lo || !t->c2_hi) {
+    if (!t->dot_threshold || !t->gpu_cache || !t->c2_lo || !t->c2_hi) {
         pk_edge_table_free(t);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the edge table");
     }
@@ -284,6 +285,7 @@ void pk_edge_table_free(pk_edge_table *t) {
     pk_aligned_free(t->c2_lo);
     pk_aligned_free(t->c2_hi);
     pk_aligned_free(t->cell_slot);
+    pk_gpu_table_cache_free(t->gpu_cache);
     memset(t, 0, sizeof *t);
 }
 

@@ -615,93 +615,6 @@ extern "C" uint64_t pk_angcorr_cuda_chunk_pairs = 1ull << 34;
 
 /* ---- host side ------------------------------------------------------------- */
 
-static uint32_t morton_spread10(uint32_t v) {
-    v &= 0x3ff;
-    v = (v | (v << 16)) & 0x030000ff;
-    v = (v | (v << 8)) & 0x0300f00f;
-    v = (v | (v << 4)) & 0x030c30c3;
-    v = (v | (v << 2)) & 0x09249249;
-    return v;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Hilbert index of a point with 10-bit coordinates: Skilling's transpose
- * ("Programming the Hilbert curve", AIP Conf. Proc. 707, 2004), then the
- * bits interleaved. */
-static uint64_t hilbert10(uint32_t x, uint32_t y, uint32_t z) {
-    uint32_t X[3] = {x, y, z};
-    const uint32_t M = 1u << 9;
-    for (uint32_t Q = M; Q > 1; Q >>= 1) {
-        uint32_t P = Q - 1;
-        for (int i = 0; i < 3; i++) {
-            if (X[i] & Q) {
-                X[0] ^= P;
-            } else {
-                uint32_t t = (X[0] ^ X[i]) & P;
-                X[0] ^= t;
-                X[i] ^= t;
-            }
-        }
-    }
-    for (int i = 1; i < 3; i++) X[i] ^= X[i - 1];
-    uint32_t t = 0;
-    for (uint32_t Q = M; Q > 1; Q >>= 1)
-        if (X[2] & Q) t ^= Q - 1;
-    for (int i = 0; i < 3; i++) X[i] ^= t;
-    uint64_t h = 0;
-    for (int bit = 9; bit >= 0; bit--)
-        for (int i = 0; i < 3; i++) h = h << 1 | ((X[i] >> bit) & 1u);
-    return h;
-}
-
-/* Reorder unit vectors (in place) by the Morton code of the point on
- * [-1, 1]^3 (order 1), or by the Hilbert index over the catalog's bounding
- * box (order 2). The order of the objects does not change any count. */
-static pk_status sort_vectors(pk_context *ctx, pk_unit_vectors *v, int order) {
-    size_t n = v->n;
-    uint64_t *key = (uint64_t *)malloc(n * sizeof(uint64_t));
-    double *tmp = (double *)malloc(n * sizeof(double));
-    if (!key || !tmp) {
-        free(key);
-        free(tmp);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    }
-    double lo[3] = {-1, -1, -1}, scale[3] = {511.75, 511.75, 511.75};
-    if (order == 2) {
-        const double *col[3] = {v->x, v->y, v->z};
-        for (int c = 0; c < 3; c++) {
-            double mn = 1, mx = -1;
-            for (size_t i = 0; i < n; i++) {
-                mn = col[c][i] < mn ? col[c][i] : mn;
-                mx = col[c][i] > mx ? col[c][i] : mx;
-            }
-            lo[c] = mn;
-            scale[c] = mx > mn ? 1023.5 / (mx - mn) : 0;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint32_t qx = (uint32_t)((v->x[i] - lo[0]) * scale[0]), qy = (uint32_t)((v->y[i] - lo[1]) * scale[1]),
-                 qz = (uint32_t)((v->z[i] - lo[2]) * scale[2]);
-        qx = qx > 1023 ? 1023 : qx, qy = qy > 1023 ? 1023 : qy, qz = qz > 1023 ? 1023 : qz;
-        uint64_t code = order == 2 ? hilbert10(qx, qy, qz)
-                                   : morton_spread10(qx) | morton_spread10(qy) << 1 | morton_spread10(qz) << 2;
-        key[i] = code << 32 | (uint64_t)i;
-    }
-    qsort(key, n, sizeof *key, cmp_u64);
-    double *cols[3] = {v->x, v->y, v->z};
-    for (int c = 0; c < 3; c++) {
-        for (size_t i = 0; i < n; i++) tmp[i] = cols[c][key[i] & 0xffffffffu];
-        memcpy(cols[c], tmp, n * sizeof(double));
-    }
-    free(key);
-    free(tmp);
-    return PK_OK;
-}
-
 /* Everything one count holds on the device; freed by release(). */
 struct DeviceJob {
     double *a64, *b64, *thr;
@@ -716,19 +629,19 @@ struct DeviceJob {
 };
 
 static void release(DeviceJob *d) {
-    cudaFree(d->a64);
-    cudaFree(d->b64);
-    cudaFree(d->thr);
-    cudaFree(d->pa);
-    cudaFree(d->pb);
-    cudaFree(d->lohi);
-    cudaFree(d->lohi_hi);
-    cudaFree(d->cells);
-    cudaFree(d->packed);
-    cudaFree(d->items);
-    cudaFree(d->counters);
-    cudaFree(d->slots);
-    cudaFree(d->n_fp64);
+    pk_cuda_pool_free(d->a64);
+    pk_cuda_pool_free(d->b64);
+    pk_cuda_pool_free(d->thr);
+    pk_cuda_pool_free(d->pa);
+    pk_cuda_pool_free(d->pb);
+    pk_cuda_pool_free(d->lohi);
+    pk_cuda_pool_free(d->lohi_hi);
+    pk_cuda_pool_free(d->cells);
+    pk_cuda_pool_free(d->packed);
+    pk_cuda_pool_free(d->items);
+    pk_cuda_pool_free(d->counters);
+    pk_cuda_pool_free(d->slots);
+    pk_cuda_pool_free(d->n_fp64);
     cudaEvent_t evs[4] = {d->ev_start, d->ev_stop, d->ev_chunk[0], d->ev_chunk[1]};
     for (int k = 0; k < 4; k++)
         if (evs[k]) cudaEventDestroy(evs[k]);
@@ -736,7 +649,7 @@ static void release(DeviceJob *d) {
 }
 
 static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t bytes) {
-    PK_CUDA(ctx, cudaMalloc(dev, bytes ? bytes : 1));
+    PK_CUDA(ctx, pk_cuda_pool_malloc(dev, bytes ? bytes : 1));
     if (bytes) PK_CUDA(ctx, cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
     return PK_OK;
 }
@@ -744,12 +657,14 @@ static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t by
 /* x, y, z of the double vectors on the device, each padded with zeros to
  * n_pad (the stride), so that padded rows and columns read zeros. */
 static pk_status upload_vectors64(pk_context *ctx, const pk_unit_vectors *v, size_t n_pad, double **dev) {
-    PK_CUDA(ctx, cudaMalloc((void **)dev, 3 * n_pad * sizeof(double)));
-    PK_CUDA(ctx, cudaMemset(*dev, 0, 3 * n_pad * sizeof(double)));
+    /* one copy of the padded columns (a copy costs ~10 us however small) */
+    double *host = (double *)calloc(3 * n_pad, sizeof(double));
+    if (!host) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     const double *cols[3] = {v->x, v->y, v->z};
-    for (int c = 0; c < 3; c++)
-        PK_CUDA(ctx, cudaMemcpy(*dev + (size_t)c * n_pad, cols[c], v->n * sizeof(double), cudaMemcpyHostToDevice));
-    return PK_OK;
+    for (int c = 0; c < 3; c++) memcpy(host + (size_t)c * n_pad, cols[c], v->n * sizeof(double));
+    pk_status st = upload(ctx, (void **)dev, host, 3 * n_pad * sizeof(double));
+    free(host);
+    return st;
 }
 
 /* The float points a tiled kernel reads, padded with zeros to n_pad. */
@@ -881,11 +796,11 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         g.thr = d->thr;
         int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
         pk_gpu_space space = dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD;
-        if ((st = pk_gpu_table_build(ctx, table, space, spec->clamped, spec->cell_bits, &gt)) != PK_OK) return st;
+        if ((st = pk_gpu_table_get(ctx, table, space, spec->clamped, spec->cell_bits, &gt)) != PK_OK) return st;
         if (spec->cell_bits == 8 && !cells8_serve(&gt, va, vb)) {
             pk_gpu_table_free(&gt);
             fn = spec->fn9;
-            if ((st = pk_gpu_table_build(ctx, table, space, spec->clamped, PK_GPU_CELL_BITS, &gt)) != PK_OK) return st;
+            if ((st = pk_gpu_table_get(ctx, table, space, spec->clamped, PK_GPU_CELL_BITS, &gt)) != PK_OK) return st;
         }
         st = upload(ctx, (void **)&d->lohi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
         if (st == PK_OK) st = upload(ctx, (void **)&d->cells, gt.cells, (size_t)gt.n_cells * sizeof(uint16_t));
@@ -979,8 +894,8 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
         TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue, spec->blocks);
         /* one buffer: the launches run in order on one stream, so a
          * launch's items are decoded only after the last launch ended */
-        cudaError_t ce = cudaMalloc((void **)&d->items, max_items * sizeof(int2));
-        if (ce == cudaSuccess) ce = cudaMalloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
+        cudaError_t ce = pk_cuda_pool_malloc((void **)&d->items, max_items * sizeof(int2));
+        if (ce == cudaSuccess) ce = pk_cuda_pool_malloc((void **)&d->counters, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaMemset(d->counters, 0, (size_t)n_chunks * sizeof(unsigned));
         if (ce == cudaSuccess) ce = cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev);
         if (ce == cudaSuccess)
@@ -1040,12 +955,8 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     unsigned long long n_fp64 = 0;
     int blocks_per_sm = 0;
     PK_CUDA(ctx, cudaSetDevice(ctx ? ctx->cuda_device : 0));
-    if ((st = pk_unit_vectors_make(ctx, a, &va)) != PK_OK) goto done;
-    if (!autocorr && (st = pk_unit_vectors_make(ctx, b, &vb)) != PK_OK) goto done;
-    if (spec->sorted) {
-        if ((st = sort_vectors(ctx, &va, spec->sorted)) != PK_OK) goto done;
-        if (!autocorr && (st = sort_vectors(ctx, &vb, spec->sorted)) != PK_OK) goto done;
-    }
+    if ((st = pk_unit_vectors_curve(ctx, a, spec->sorted, &va)) != PK_OK) goto done;
+    if (!autocorr && (st = pk_unit_vectors_curve(ctx, b, spec->sorted, &vb)) != PK_OK) goto done;
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_start));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_stop));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_chunk[0]));
@@ -1053,9 +964,9 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
         goto done;
     /* one spare slot past n_slots: the tiled kernels' masked-out pairs */
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.slots, (n_slots + 1) * sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.slots, (n_slots + 1) * sizeof(unsigned long long)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, (n_slots + 1) * sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.n_fp64, sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.n_fp64, sizeof(unsigned long long)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, sizeof(unsigned long long)));
     if (!spec->fn) {
         if (autocorr) {

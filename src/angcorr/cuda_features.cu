@@ -160,12 +160,12 @@ struct FeatureDevice {
 static void release(FeatureDevice *d) {
     void *ptrs[] = {d->pa,     d->pb,    d->a64, d->b64, d->wa,    d->wb,    d->thr,   d->wslots,
                     d->tslots, d->cells, d->lo,  d->hi,  d->items, d->slots, d->n_fp64};
-    for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) cudaFree(ptrs[k]);
+    for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) pk_cuda_pool_free(ptrs[k]);
     memset(d, 0, sizeof *d);
 }
 
 static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t bytes) {
-    PK_CUDA(ctx, cudaMalloc(dev, bytes ? bytes : 1));
+    PK_CUDA(ctx, pk_cuda_pool_malloc(dev, bytes ? bytes : 1));
     if (bytes) PK_CUDA(ctx, cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
     return PK_OK;
 }
@@ -286,13 +286,13 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     if ((st = upload(ctx, (void **)&d.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK)
         goto done;
     if ((st = upload(ctx, (void **)&d.items, items, n_items * sizeof(uint4))) != PK_OK) goto done;
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.slots, n_slots * sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.slots, n_slots * sizeof(unsigned long long)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, n_slots * sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.n_fp64, sizeof(unsigned long long)));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.n_fp64, sizeof(unsigned long long)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.wslots, n_slots * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.wslots, n_slots * sizeof(double)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.wslots, 0, n_slots * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc((void **)&d.tslots, n_slots * sizeof(double)));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.tslots, n_slots * sizeof(double)));
     PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.tslots, 0, n_slots * sizeof(double)));
     g.pa = d.pa;
     g.pb = autocorr ? d.pa : d.pb;

@@ -196,6 +196,74 @@ void pk_gpu_table_free(pk_gpu_table *g) {
     memset(g, 0, sizeof *g);
 }
 
+/* ---- kept with the edge table ------------------------------------------- */
+
+/* The GPU tables built from one edge table, one per (space, clamped,
+ * cell_bits) asked for: every count of a run (a jackknife run makes
+ * thousands) shares its edge table, and building a table took 30-110 us
+ * on the development machine, as long as a small count's kernel. */
+#define GPU_TABLE_CACHE_MAX 8
+
+struct pk_gpu_table_cache {
+    int n;
+    pk_gpu_table table[GPU_TABLE_CACHE_MAX];
+    int cell_bits[GPU_TABLE_CACHE_MAX];
+};
+
+struct pk_gpu_table_cache *pk_gpu_table_cache_new(void) {
+    return calloc(1, sizeof(struct pk_gpu_table_cache));
+}
+
+void pk_gpu_table_cache_free(struct pk_gpu_table_cache *c) {
+    if (!c) return;
+    for (int k = 0; k < c->n; k++) pk_gpu_table_free(&c->table[k]);
+    free(c);
+}
+
+/* dst = a copy of src with arrays of its own; 1 when out of memory. */
+static int table_copy(const pk_gpu_table *src, pk_gpu_table *dst) {
+    *dst = *src;
+    size_t lohi = 2 * ((size_t)src->n_bounds + 2) * sizeof(float), cells = (size_t)src->n_cells * sizeof(uint16_t),
+           packed = 2 * (size_t)src->n_cells * sizeof(uint32_t);
+    dst->lohi = malloc(lohi);
+    dst->cells = malloc(cells);
+    dst->packed = src->packed ? malloc(packed) : NULL;
+    if (!dst->lohi || !dst->cells || (src->packed && !dst->packed)) {
+        pk_gpu_table_free(dst);
+        return 1;
+    }
+    memcpy(dst->lohi, src->lohi, lohi);
+    memcpy(dst->cells, src->cells, cells);
+    if (src->packed) memcpy(dst->packed, src->packed, packed);
+    return 0;
+}
+
+pk_status pk_gpu_table_get(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped, int cell_bits,
+                           pk_gpu_table *g) {
+    struct pk_gpu_table_cache *c = t->gpu_cache;
+    if (!c) return pk_gpu_table_build(ctx, t, space, clamped, cell_bits, g);
+    int found = 0, nomem = 0;
+#pragma omp critical(pk_gpu_table_cache)
+    for (int k = 0; k < c->n && !found; k++)
+        if (c->table[k].space == space && c->table[k].clamped == clamped && c->cell_bits[k] == cell_bits) {
+            found = 1;
+            nomem = table_copy(&c->table[k], g);
+        }
+    if (nomem) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the GPU edge table");
+    if (found) return PK_OK;
+    pk_status st = pk_gpu_table_build(ctx, t, space, clamped, cell_bits, g);
+    if (st) return st;
+#pragma omp critical(pk_gpu_table_cache)
+    {
+        int there = 0; /* another thread may have built it meanwhile */
+        for (int k = 0; k < c->n; k++)
+            there |= c->table[k].space == space && c->table[k].clamped == clamped && c->cell_bits[k] == cell_bits;
+        if (!there && c->n < GPU_TABLE_CACHE_MAX && table_copy(g, &c->table[c->n]) == 0)
+            c->cell_bits[c->n++] = cell_bits;
+    }
+    return PK_OK;
+}
+
 int32_t pk_gpu_table_slot_packed(const pk_gpu_table *g, float q) {
     int32_t idx = (bits_from_float(q) >> g->cell_shift) - g->cell_base;
     float d = pk_float_from_bits((int32_t)g->packed[2 * idx]) - q;

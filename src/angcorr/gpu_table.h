@@ -87,6 +87,12 @@ typedef struct pk_gpu_table {
 pk_status pk_gpu_table_build(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped, int cell_bits,
                              pk_gpu_table *out);
 
+/* pk_gpu_table_build, from the tables kept with t (t->gpu_cache, built at
+ * the first request and freed with t). The result is the caller's own
+ * copy, freed with pk_gpu_table_free. Safe from several threads. */
+pk_status pk_gpu_table_get(pk_context *ctx, const pk_edge_table *t, pk_gpu_space space, int clamped, int cell_bits,
+                           pk_gpu_table *out);
+
 /* 1 when q falls in a multi cell (every such pair is settled). */
 int pk_gpu_table_in_multi(const pk_gpu_table *g, float q);
 void pk_gpu_table_free(pk_gpu_table *g);

@@ -30,4 +30,12 @@
 /* After a kernel launch: the launch error, then (when sync) the run error. */
 #define PK_CUDA_LAUNCHED(ctx, st, label) PK_CUDA_GOTO(ctx, st, label, cudaGetLastError())
 
+/* Device memory for short-lived buffers (cuda_common.cu): blocks of up to
+ * 64 MiB are kept after pk_cuda_pool_free and given to the next request of
+ * their size class on the same device, so that many small counts do not
+ * pay cudaMalloc and cudaFree each time. Work queued on the default stream
+ * with the old buffer runs before any later use of it there. */
+extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes);
+extern "C" void pk_cuda_pool_free(void *p);
+
 #endif
