@@ -5,3 +5,8 @@ pk_test(test_angcorr_cuda LABELS cuda TIMEOUT 900)
 # 256 x 256, every bin known (~140 s on an H200).
 pk_test(test_angcorr_cuda_equator SOURCE test_angcorr_cuda LABELS "cuda;slow" ARGS equator 12000000 cuda-chord-offset
         TIMEOUT 3600)
+# The device memory kept between counts (built with CUDA only).
+if(PK_HAVE_CUDA)
+  pk_test(test_cuda_pool LABELS cuda)
+  pk_test(test_cuda_pool_fill SOURCE test_cuda_pool LABELS "cuda;slow" ARGS fill)
+endif()

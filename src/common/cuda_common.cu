@@ -28,7 +28,8 @@ extern "C" int pk_cuda_device_count(void) {
  * two) on the same device: a jackknife run makes thousands of small counts,
  * and on an H200 machine 13 cudaMalloc/cudaFree pairs cost 140 us, more
  * than such a count's kernel. Larger blocks go straight back to the
- * driver. Everything kept is freed at exit. */
+ * driver. Everything kept is freed at exit, or when a request finds the
+ * device full. */
 #include <mutex>
 #include <stdlib.h>
 
@@ -67,12 +68,28 @@ void pool_release_all() {
     pool_n_free = 0;
     pool_bytes_free = 0;
 }
+
+/* cudaMalloc, tried once more after the kept blocks are given back when
+ * the device is full. */
+cudaError_t device_malloc(void **p, size_t bytes) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        int device = 0;
+        cudaGetDevice(&device);
+        pool_release_all();
+        cudaSetDevice(device);
+        e = cudaMalloc(p, bytes);
+    }
+    if (e != cudaSuccess) *p = NULL;
+    return e;
+}
 } // namespace
 
 extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes) {
     *p = NULL;
     if (bytes == 0) bytes = 1;
-    if (bytes > POOL_MAX_BLOCK) return cudaMalloc(p, bytes);
+    if (bytes > POOL_MAX_BLOCK) return device_malloc(p, bytes);
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
     if (e != cudaSuccess) return e;
@@ -90,7 +107,7 @@ extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes) {
             }
     }
     if (!*p) {
-        e = cudaMalloc(p, c);
+        e = device_malloc(p, c);
         if (e != cudaSuccess) {
             free(rec);
             *p = NULL;
