@@ -125,6 +125,128 @@ static void check_tables(const char *what, const pk_bins *bins, check_rng *rng) 
     pk_edge_table_free(&t);
 }
 
+/* The tables kept with an edge table equal fresh ones, asked for once or
+ * again, in any order, more settings than are kept among them. */
+static void check_table_cache(const char *what, const pk_bins *bins) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_edge_table t;
+    CHECK_OK(pk_edge_table_build(&ctx, bins, &t), &ctx);
+    for (int round = 0; round < 2; round++)
+        for (int kind = 0; kind < 3; kind++)
+            for (int bits = 6; bits <= 12; bits++) {
+                pk_gpu_space space = kind == 0 ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD;
+                int clamped = kind == 2;
+                pk_gpu_table want, got;
+                CHECK_OK(pk_gpu_table_build(&ctx, &t, space, clamped, bits, &want), &ctx);
+                CHECK_OK(pk_gpu_table_get(&ctx, &t, space, clamped, bits, &got), &ctx);
+                size_t lohi = 2 * ((size_t)want.n_bounds + 2) * sizeof(float);
+                int same =
+                    got.n_cells == want.n_cells && got.n_bounds == want.n_bounds && got.offset == want.offset &&
+                    got.cell_base == want.cell_base && got.cell_shift == want.cell_shift &&
+                    got.packed_width == want.packed_width && got.lohi != want.lohi &&
+                    memcmp(got.lohi, want.lohi, lohi) == 0 &&
+                    memcmp(got.cells, want.cells, (size_t)want.n_cells * sizeof(uint16_t)) == 0 &&
+                    (want.packed == NULL) == (got.packed == NULL) &&
+                    (!want.packed || memcmp(got.packed, want.packed, 2 * (size_t)want.n_cells * sizeof(uint32_t)) == 0);
+                CHECK(same, "%s: the kept GPU table (space %d, clamped %d, %d bits, round %d) differs from a fresh one",
+                      what, (int)space, clamped, bits, round);
+                got.lohi[0] = -1.0f; /* the caller's own copy: the kept one stays as it was */
+                pk_gpu_table_free(&want);
+                pk_gpu_table_free(&got);
+            }
+    pk_edge_table_free(&t);
+}
+
+/* ---- the order the tiled kernels read ------------------------------------ */
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The curves themselves, on whole grid cells (lo 0, scale 1): Morton
+ * interleaves the bits (x lowest); Hilbert numbers the 16^3 cells of the
+ * first block 0..4095, each once, each next cell a neighbour of the one
+ * before. NaN falls in cell 0. */
+static void check_curve_keys(void) {
+    const double lo[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+    int morton_bad = 0, seen_bad = 0, step_bad = 0;
+    static int cell_of[4096][3];
+    static unsigned char seen[4096];
+    memset(seen, 0, sizeof seen);
+    for (int x = 0; x < 16; x++)
+        for (int y = 0; y < 16; y++)
+            for (int z = 0; z < 16; z++) {
+                uint32_t want = 0;
+                for (int bit = 0; bit < 10; bit++)
+                    want |= (uint32_t)(((x >> bit) & 1) | ((y >> bit) & 1) << 1 | ((z >> bit) & 1) << 2) << (3 * bit);
+                morton_bad += pk_curve_key(1, lo, one, x + 0.5, y + 0.5, z + 0.5) != want;
+                uint32_t h = pk_curve_key(2, lo, one, x + 0.5, y + 0.5, z + 0.5);
+                if (h >= 4096 || seen[h]++) {
+                    seen_bad++;
+                    continue;
+                }
+                cell_of[h][0] = x, cell_of[h][1] = y, cell_of[h][2] = z;
+            }
+    for (int h = 1; h < 4096 && !seen_bad; h++)
+        step_bad += abs(cell_of[h][0] - cell_of[h - 1][0]) + abs(cell_of[h][1] - cell_of[h - 1][1]) +
+                        abs(cell_of[h][2] - cell_of[h - 1][2]) !=
+                    1;
+    CHECK(morton_bad == 0, "%d Morton keys are not the interleaved bits", morton_bad);
+    CHECK(seen_bad == 0, "%d Hilbert keys of the first 16^3 block outside 0..4095 or repeated", seen_bad);
+    CHECK(step_bad == 0, "%d steps along the Hilbert curve are not to a neighbouring cell", step_bad);
+    CHECK(pk_curve_key(1, lo, one, NAN, NAN, NAN) == 0 &&
+              pk_curve_key(2, lo, one, NAN, -5.0, 1e300) == pk_curve_key(2, lo, one, 0.0, 0.0, 1023.0),
+          "NaN in cell 0, out-of-range coordinates clamped");
+}
+
+/* pk_unit_vectors_curve against the definition: the reference's vectors,
+ * sorted by (curve key, catalog index), whatever the thread count. */
+static void check_curve_order(check_rng *rng) {
+    size_t sizes[] = {1, 5, 3000, 20000};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t n = sizes[s];
+        pk_catalog c = test_catalog(rng, n, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        if (n > 4) c.ra[3] = c.ra[4], c.dec[3] = c.dec[4]; /* a tie */
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_unit_vectors v;
+        CHECK_OK(pk_unit_vectors_make(&ctx, &c, &v), &ctx);
+        for (int order = 0; order <= 2; order++) {
+            double lo[3] = {-1, -1, -1}, scale[3] = {511.75, 511.75, 511.75};
+            const double *col[3] = {v.x, v.y, v.z};
+            for (int k = 0; order == 2 && k < 3; k++) {
+                double mn = 1, mx = -1;
+                for (size_t i = 0; i < n; i++) mn = fmin(mn, col[k][i]), mx = fmax(mx, col[k][i]);
+                lo[k] = mn;
+                scale[k] = mx > mn ? 1023.5 / (mx - mn) : 0;
+            }
+            uint64_t *key = malloc(n * sizeof(uint64_t));
+            for (size_t i = 0; i < n; i++)
+                key[i] = (order ? (uint64_t)pk_curve_key(order, lo, scale, v.x[i], v.y[i], v.z[i]) << 32 : 0) | i;
+            qsort(key, n, sizeof *key, cmp_u64);
+            for (int threads = 1; threads <= 2; threads++) {
+                ctx.n_threads = threads;
+                pk_unit_vectors got;
+                CHECK_OK(pk_unit_vectors_curve(&ctx, &c, order, &got), &ctx);
+                size_t bad = 0;
+                for (size_t i = 0; i < n; i++) {
+                    size_t j = key[i] & 0xffffffffu;
+                    bad +=
+                        memcmp(&got.x[i], &v.x[j], 8) || memcmp(&got.y[i], &v.y[j], 8) || memcmp(&got.z[i], &v.z[j], 8);
+                }
+                CHECK(got.n == n && bad == 0, "curve order %d, n = %zu, %d threads: %zu vectors out of place", order, n,
+                      threads, bad);
+                pk_unit_vectors_free(&got);
+            }
+            free(key);
+        }
+        pk_unit_vectors_free(&v);
+        pk_catalog_free(&c);
+    }
+}
+
 /* ---- the bundled catalogs ---------------------------------------------------- */
 
 static int run_bundled(size_t n_sub) {
@@ -248,89 +370,6 @@ static int stop_at_first_report(void *user, double fraction_done) {
 /* A callback that asks to stop: a count of several launches (the naive
  * kernel launches 2^28 pairs at a time) ends with PK_ERR_CANCELLED after the
  * first one. */
-/* The tables kept with an edge table equal fresh ones, asked for once or
- * again, in any order. */
-static void check_table_cache(const char *what, const pk_bins *bins) {
-    pk_context ctx;
-    pk_context_init(&ctx);
-    pk_edge_table t;
-    CHECK_OK(pk_edge_table_build(&ctx, bins, &t), &ctx);
-    const struct {
-        pk_gpu_space space;
-        int clamped, bits;
-    } ask[] = {{PK_GPU_SPACE_DOT, 0, 8}, {PK_GPU_SPACE_CHORD, 1, 9}, {PK_GPU_SPACE_DOT, 0, 9},
-               {PK_GPU_SPACE_DOT, 0, 8}, {PK_GPU_SPACE_CHORD, 0, 9}, {PK_GPU_SPACE_CHORD, 1, 9}};
-    for (size_t k = 0; k < sizeof ask / sizeof ask[0]; k++) {
-        pk_gpu_table want, got;
-        CHECK_OK(pk_gpu_table_build(&ctx, &t, ask[k].space, ask[k].clamped, ask[k].bits, &want), &ctx);
-        CHECK_OK(pk_gpu_table_get(&ctx, &t, ask[k].space, ask[k].clamped, ask[k].bits, &got), &ctx);
-        size_t lohi = 2 * ((size_t)want.n_bounds + 2) * sizeof(float);
-        int same = got.n_cells == want.n_cells && got.n_bounds == want.n_bounds && got.offset == want.offset &&
-                   got.cell_base == want.cell_base && got.cell_shift == want.cell_shift &&
-                   got.packed_width == want.packed_width && memcmp(got.lohi, want.lohi, lohi) == 0 &&
-                   memcmp(got.cells, want.cells, (size_t)want.n_cells * sizeof(uint16_t)) == 0 &&
-                   (want.packed == NULL) == (got.packed == NULL) &&
-                   (!want.packed || memcmp(got.packed, want.packed, 2 * (size_t)want.n_cells * sizeof(uint32_t)) == 0);
-        CHECK(same, "%s: the kept GPU table %zu differs from a fresh one", what, k);
-        pk_gpu_table_free(&want);
-        pk_gpu_table_free(&got);
-    }
-    pk_edge_table_free(&t);
-}
-
-/* ---- the order the tiled kernels read ------------------------------------ */
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* pk_unit_vectors_curve against the definition: the reference's vectors,
- * sorted by (curve key, catalog index), whatever the thread count. */
-static void check_curve_order(check_rng *rng) {
-    size_t sizes[] = {1, 5, 3000, 20000};
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        size_t n = sizes[s];
-        pk_catalog c = test_catalog(rng, n, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
-        if (n > 4) c.ra[3] = c.ra[4], c.dec[3] = c.dec[4]; /* a tie */
-        pk_context ctx;
-        pk_context_init(&ctx);
-        pk_unit_vectors v;
-        CHECK_OK(pk_unit_vectors_make(&ctx, &c, &v), &ctx);
-        for (int order = 0; order <= 2; order++) {
-            double lo[3] = {-1, -1, -1}, scale[3] = {511.75, 511.75, 511.75};
-            const double *col[3] = {v.x, v.y, v.z};
-            for (int k = 0; order == 2 && k < 3; k++) {
-                double mn = 1, mx = -1;
-                for (size_t i = 0; i < n; i++) mn = fmin(mn, col[k][i]), mx = fmax(mx, col[k][i]);
-                lo[k] = mn;
-                scale[k] = mx > mn ? 1023.5 / (mx - mn) : 0;
-            }
-            uint64_t *key = malloc(n * sizeof(uint64_t));
-            for (size_t i = 0; i < n; i++)
-                key[i] = (order ? (uint64_t)pk_curve_key(order, lo, scale, v.x[i], v.y[i], v.z[i]) << 32 : 0) | i;
-            qsort(key, n, sizeof *key, cmp_u64);
-            for (int threads = 1; threads <= 2; threads++) {
-                ctx.n_threads = threads;
-                pk_unit_vectors got;
-                CHECK_OK(pk_unit_vectors_curve(&ctx, &c, order, &got), &ctx);
-                size_t bad = 0;
-                for (size_t i = 0; i < n; i++) {
-                    size_t j = key[i] & 0xffffffffu;
-                    bad +=
-                        memcmp(&got.x[i], &v.x[j], 8) || memcmp(&got.y[i], &v.y[j], 8) || memcmp(&got.z[i], &v.z[j], 8);
-                }
-                CHECK(got.n == n && bad == 0, "curve order %d, n = %zu, %d threads: %zu vectors out of place", order, n,
-                      threads, bad);
-                pk_unit_vectors_free(&got);
-            }
-            free(key);
-        }
-        pk_unit_vectors_free(&v);
-        pk_catalog_free(&c);
-    }
-}
-
 static void check_cancel(check_rng *rng, const pk_bins *bins) {
     pk_context ctx;
     pk_context_init(&ctx);
@@ -374,6 +413,7 @@ int main(int argc, char **argv) {
     const char *bin_names[5] = {"default", "fine", "offset-linear", "log", "many"};
 
     for (int k = 0; k < 4; k++) check_tables(bin_names[k], all_bins[k], &rng);
+    check_curve_keys();
     check_curve_order(&rng);
     for (int k = 0; k < 4; k++) check_table_cache(bin_names[k], all_bins[k]);
 

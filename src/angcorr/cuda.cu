@@ -628,7 +628,11 @@ struct DeviceJob {
     cudaEvent_t ev_start, ev_stop, ev_chunk[2];
 };
 
-static void release(DeviceJob *d) {
+/* failed: work may still be queued with these buffers (a count that
+ * stopped early), so it is waited for before they can be handed to
+ * another count. */
+static void release(DeviceJob *d, int failed) {
+    if (failed) cudaDeviceSynchronize();
     pk_cuda_pool_free(d->a64);
     pk_cuda_pool_free(d->b64);
     pk_cuda_pool_free(d->thr);
@@ -657,14 +661,21 @@ static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t by
 /* x, y, z of the double vectors on the device, each padded with zeros to
  * n_pad (the stride), so that padded rows and columns read zeros. */
 static pk_status upload_vectors64(pk_context *ctx, const pk_unit_vectors *v, size_t n_pad, double **dev) {
-    /* one copy of the padded columns (a copy costs ~10 us however small) */
-    double *host = (double *)calloc(3 * n_pad, sizeof(double));
-    if (!host) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     const double *cols[3] = {v->x, v->y, v->z};
-    for (int c = 0; c < 3; c++) memcpy(host + (size_t)c * n_pad, cols[c], v->n * sizeof(double));
-    pk_status st = upload(ctx, (void **)dev, host, 3 * n_pad * sizeof(double));
-    free(host);
-    return st;
+    if (n_pad <= ((size_t)1 << 20)) {
+        /* small: one copy of the padded columns (a copy costs ~10 us however small) */
+        double *host = (double *)calloc(3 * n_pad, sizeof(double));
+        if (!host) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (int c = 0; c < 3; c++) memcpy(host + (size_t)c * n_pad, cols[c], v->n * sizeof(double));
+        pk_status st = upload(ctx, (void **)dev, host, 3 * n_pad * sizeof(double));
+        free(host);
+        return st;
+    }
+    PK_CUDA(ctx, pk_cuda_pool_malloc((void **)dev, 3 * n_pad * sizeof(double)));
+    PK_CUDA(ctx, cudaMemset(*dev, 0, 3 * n_pad * sizeof(double)));
+    for (int c = 0; c < 3; c++)
+        PK_CUDA(ctx, cudaMemcpy(*dev + (size_t)c * n_pad, cols[c], v->n * sizeof(double), cudaMemcpyHostToDevice));
+    return PK_OK;
 }
 
 /* The float points a tiled kernel reads, padded with zeros to n_pad. */
@@ -999,7 +1010,7 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
         stats->pairs_fp64 = n_fp64;
     }
 done:
-    release(&d);
+    release(&d, st != PK_OK);
     pk_unit_vectors_free(&va);
     pk_unit_vectors_free(&vb);
     return st;

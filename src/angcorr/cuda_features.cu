@@ -157,7 +157,9 @@ struct FeatureDevice {
     unsigned long long *slots, *n_fp64;
 };
 
-static void release(FeatureDevice *d) {
+/* failed: as release() in cuda.cu, queued work waited for first. */
+static void release(FeatureDevice *d, int failed) {
+    if (failed) cudaDeviceSynchronize();
     void *ptrs[] = {d->pa,     d->pb,    d->a64, d->b64, d->wa,    d->wb,    d->thr,   d->wslots,
                     d->tslots, d->cells, d->lo,  d->hi,  d->items, d->slots, d->n_fp64};
     for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) pk_cuda_pool_free(ptrs[k]);
@@ -398,7 +400,7 @@ done:
     if (ev0) cudaEventDestroy(ev0);
     if (ev1) cudaEventDestroy(ev1);
     free(items);
-    release(&d);
+    release(&d, st != PK_OK);
     pk_grid_plan_free(&plan);
     pk_grid_free(&ga);
     pk_grid_free(&gb);

@@ -28,8 +28,10 @@ extern "C" int pk_cuda_device_count(void) {
  * two) on the same device: a jackknife run makes thousands of small counts,
  * and on an H200 machine 13 cudaMalloc/cudaFree pairs cost 140 us, more
  * than such a count's kernel. Larger blocks go straight back to the
- * driver. Everything kept is freed at exit, or when a request finds the
- * device full. */
+ * driver. A device's kept blocks are freed when a request finds it full,
+ * and all of them at exit. The blocks belong to the device's context as it
+ * was when they were made: a program that resets a device (cudaDeviceReset)
+ * must not count on it with pairkit afterwards. */
 #include <mutex>
 #include <stdlib.h>
 
@@ -59,26 +61,44 @@ size_t size_class(size_t bytes) {
     return c;
 }
 
-void pool_release_all() {
-    std::lock_guard<std::mutex> lock(pool_mutex);
-    for (int k = 0; k < pool_n_free; k++) {
-        cudaSetDevice(pool_free[k].device);
-        cudaFree(pool_free[k].p);
+/* The kept blocks of `device` (all devices when < 0) back to the driver;
+ * the lock is not held while cudaFree waits for the device. */
+void release_kept(int device) {
+    PoolBlock gone[POOL_MAX_BLOCKS];
+    int n_gone = 0;
+    {
+        std::lock_guard<std::mutex> lock(pool_mutex);
+        for (int k = 0; k < pool_n_free;) {
+            if (device >= 0 && pool_free[k].device != device) {
+                k++;
+                continue;
+            }
+            gone[n_gone++] = pool_free[k];
+            pool_bytes_free -= pool_free[k].bytes;
+            pool_free[k] = pool_free[--pool_n_free];
+        }
     }
-    pool_n_free = 0;
-    pool_bytes_free = 0;
+    if (n_gone == 0) return;
+    int cur = 0;
+    cudaGetDevice(&cur);
+    for (int k = 0; k < n_gone; k++) {
+        cudaSetDevice(gone[k].device);
+        cudaFree(gone[k].p);
+    }
+    cudaSetDevice(cur);
 }
 
-/* cudaMalloc, tried once more after the kept blocks are given back when
- * the device is full. */
-cudaError_t device_malloc(void **p, size_t bytes) {
+void release_all_kept() {
+    release_kept(-1);
+}
+
+/* cudaMalloc on `device` (the current one), tried once more after its kept
+ * blocks are given back when it is full. */
+cudaError_t device_malloc(void **p, size_t bytes, int device) {
     cudaError_t e = cudaMalloc(p, bytes);
     if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
-        int device = 0;
-        cudaGetDevice(&device);
-        pool_release_all();
-        cudaSetDevice(device);
+        release_kept(device);
         e = cudaMalloc(p, bytes);
     }
     if (e != cudaSuccess) *p = NULL;
@@ -89,10 +109,10 @@ cudaError_t device_malloc(void **p, size_t bytes) {
 extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes) {
     *p = NULL;
     if (bytes == 0) bytes = 1;
-    if (bytes > POOL_MAX_BLOCK) return device_malloc(p, bytes);
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
     if (e != cudaSuccess) return e;
+    if (bytes > POOL_MAX_BLOCK) return device_malloc(p, bytes, device);
     size_t c = size_class(bytes);
     Live *rec = (Live *)malloc(sizeof(Live));
     if (!rec) return cudaErrorMemoryAllocation;
@@ -107,10 +127,16 @@ extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes) {
             }
     }
     if (!*p) {
-        e = device_malloc(p, c);
+        e = device_malloc(p, c, device);
+        if (e == cudaErrorMemoryAllocation && c > bytes) {
+            /* the exact size may still fit where its class does not: not
+             * kept (pk_cuda_pool_free gives untracked blocks back) */
+            cudaGetLastError();
+            free(rec);
+            return device_malloc(p, bytes, device);
+        }
         if (e != cudaSuccess) {
             free(rec);
-            *p = NULL;
             return e;
         }
     }
@@ -121,7 +147,7 @@ extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes) {
         /* after the runtime's own exit handler was registered (it ran
          * cudaMalloc above), so this one runs first */
         pool_exit_registered = true;
-        atexit(pool_release_all);
+        atexit(release_all_kept);
     }
     return cudaSuccess;
 }
@@ -153,5 +179,5 @@ extern "C" void pk_cuda_pool_free(void *p) {
         free(rec);
         return;
     }
-    cudaFree(p); /* larger than a pooled block */
+    cudaFree(p); /* not pooled: larger than a kept block, or made at its exact size */
 }
