@@ -622,6 +622,40 @@ int main(void) {
         pk_catalog_free(&d);
         pk_catalog_free(&r);
         ctx.n_threads = 0;
+        /* many patch pairs on the GPU at once: K = 80 over the whole sky
+         * with the default bins (DR's 6,400 pairs in two batches of the
+         * device's slots), the fastest CUDA kernel; counts, leave-one-out
+         * omegas and covariance as the CPU's */
+        pk_bins def;
+        CHECK_OK(pk_bins_default(&ctx, &def), &ctx);
+        pk_catalog dk = test_catalog(&rng, 2500, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        pk_catalog rk = test_catalog(&rng, 4000, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        pk_angcorr_run_options ro = {NULL, NULL, 0, 80, PK_PRUNE_AUTO};
+        pk_angcorr_options gpu = {PK_BACKEND_CUDA, 0}, cpu = {PK_BACKEND_CPU, 0};
+        pk_angcorr_result rg, rc;
+        pk_angcorr_extras eg, ec;
+        pk_status sg = pk_angcorr_run_ex(&ctx, &gpu, &dk, &rk, &def, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rg, &eg);
+        CHECK_OK(sg, &ctx);
+        pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &dk, &rk, &def, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
+        CHECK_OK(sc, &ctx);
+        if (sg == PK_OK && sc == PK_OK) {
+            size_t n = def.n_bins;
+            CHECK(memcmp(rg.dd, rc.dd, n * 8) == 0 && memcmp(rg.dr, rc.dr, n * 8) == 0 &&
+                      memcmp(rg.rr, rc.rr, n * 8) == 0 && agree(rg.omega, rc.omega, n, 1) &&
+                      agree(eg.omega_jk, ec.omega_jk, 80 * n, 1) && agree(eg.omega_cov, ec.omega_cov, n * n, 1),
+                  "K = 80 on the GPU at once: differs from the CPU run");
+            CHECK(strncmp(pk_angcorr_kernel_name(rg.stats_dr.kernel), "cuda", 4) == 0 &&
+                      rg.stats_dr.pairs_total == (uint64_t)dk.n * rk.n &&
+                      rg.stats_rr.pairs_total == (uint64_t)rk.n * rk.n &&
+                      rg.stats_dd.pairs_in_range == rc.stats_dd.pairs_in_range,
+                  "K = 80 on the GPU: DR by %s, %llu DR pairs", pk_angcorr_kernel_name(rg.stats_dr.kernel),
+                  (unsigned long long)rg.stats_dr.pairs_total);
+            pk_angcorr_result_free(&rg), pk_angcorr_result_free(&rc);
+            pk_angcorr_extras_free(&eg), pk_angcorr_extras_free(&ec);
+        }
+        pk_catalog_free(&dk);
+        pk_catalog_free(&rk);
+        pk_bins_free(&def);
     }
 #endif
     rr_cells_case(&rng, &logb, 4, 1, 1);

@@ -267,6 +267,18 @@ int pk_angcorr_cuda_kernel_from_name(const char *name);
 pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
                                 const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
                                 pk_progress *progress);
+/* Many counts at once: pair k counts patch pair_p[k] of a against patch
+ * pair_q[k] of b (b NULL: patches of a, pair (p, p) an autocorrelation), into
+ * slots[k * n_slots ...] and stats[k], the slots as pk_angcorr_count_cuda
+ * leaves them. The patches are sent to the device once and every count is
+ * queued without a wait between them (a count costs ~0.3 ms when made
+ * alone). PK_ERR_UNSUPPORTED, with no message, for kernels and sizes it
+ * does not take (the naive and approximate kernels, bins beyond the GPU
+ * table, a pair beyond one launch): the caller counts one at a time. */
+pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
+                                      const pk_catalog *const *b, int n_b, const int32_t *pair_p, const int32_t *pair_q,
+                                      size_t n_pairs, const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
+                                      pk_pair_stats *stats, pk_progress *progress);
 /* Pairs per launch of the tiled kernels (2^34, defined in cuda.cu); the
  * tests lower it so that small counts take many launches. */
 extern uint64_t pk_angcorr_cuda_chunk_pairs;

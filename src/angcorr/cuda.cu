@@ -747,13 +747,14 @@ static pk_status count_naive(pk_context *ctx, DeviceJob *d, const pk_unit_vector
 }
 
 /* Whether cells of 8 mantissa bits serve these catalogs: of a fixed
- * sequence of 8192 pairs (so that the choice repeats), at most one falls
- * into a multi cell of the 8-bit dot table g8 (a multi cell settles every
- * pair in it; the default bins have them only beyond 116 degrees). */
-static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const pk_unit_vectors *vb) {
+ * sequence of `samples` pairs (so that the choice repeats), at most one in
+ * 8192 falls into a multi cell of the 8-bit dot table g8 (a multi cell
+ * settles every pair in it; the default bins have them only beyond 116
+ * degrees). */
+static int cells8_serve_n(const pk_gpu_table *g8, const pk_unit_vectors *va, const pk_unit_vectors *vb, int samples) {
     uint64_t s = 0x9e3779b97f4a7c15ull;
     int hits = 0;
-    for (int k = 0; k < 8192; k++) {
+    for (int k = 0; k < samples; k++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         size_t i = (size_t)(s >> 33) % va->n;
         s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -763,7 +764,82 @@ static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const
                  fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
         hits += pk_gpu_table_in_multi(g8, q);
     }
+    return hits <= samples / 8192; /* 8192 samples: at most one */
+}
+
+static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const pk_unit_vectors *vb) {
+    return cells8_serve_n(g8, va, vb, 8192);
+}
+
+/* cells8_serve for one of many counts (jackknife patch pairs), each judged
+ * as cheaply as it can be: with 8192 pairs or fewer every pair looked at
+ * (at most one may fall in a multi cell), with more a sample of 1024 (none
+ * may); a sample of 8192 costs ~40 us, as much as a small count. */
+static int cells8_serve_pair(const pk_gpu_table *g8, const pk_unit_vectors *va, const pk_unit_vectors *vb) {
+    if ((uint64_t)va->n * vb->n > 8192) return cells8_serve_n(g8, va, vb, 1024);
+    int hits = 0;
+    for (size_t i = 0; i < va->n; i++)
+        for (size_t j = 0; j < vb->n; j++) {
+            float q = fmaf(
+                -(float)va->z[i], (float)vb->z[j],
+                fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
+            hits += pk_gpu_table_in_multi(g8, q);
+        }
     return hits <= 1;
+}
+
+/* The bins' side of a tiled count into g: the approximate kernel's
+ * linear bins, or the GPU edge table uploaded into d. Kernels of 8-bit
+ * cells: bits 9 takes the table and kernel of 9-bit cells (*fn = fn9),
+ * bits 8 the 8-bit ones, bits 0 the 9-bit ones when a sample of va x vb
+ * pairs finds the 8-bit cells crowded. */
+static pk_status setup_table(pk_context *ctx, DeviceJob *d, const KernelSpec *spec, const pk_unit_vectors *va,
+                             const pk_unit_vectors *vb, int bits, const pk_bins *bins, const pk_edge_table *table,
+                             TiledArgs *g, tiled_fn *fn) {
+    pk_status st;
+    *fn = spec->fn;
+    if (spec->space == SPACE_APPROX) {
+        if (bins->kind != PK_BINS_LINEAR)
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "cuda-approx-acos takes linear bins only");
+        g->theta_min = (float)bins->theta_min;
+        g->inv_width = (float)(1.0 / bins->width);
+        g->n_bins = (int)bins->n_bins;
+        return PK_OK;
+    }
+    pk_gpu_table gt;
+    memset(&gt, 0, sizeof gt);
+    g->thr = d->thr;
+    int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
+    pk_gpu_space space = dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD;
+    if ((st = pk_gpu_table_get(ctx, table, space, spec->clamped, spec->cell_bits, &gt)) != PK_OK) return st;
+    if (spec->cell_bits == 8 && (bits == 9 || (bits == 0 && !cells8_serve(&gt, va, vb)))) {
+        pk_gpu_table_free(&gt);
+        *fn = spec->fn9;
+        if ((st = pk_gpu_table_get(ctx, table, space, spec->clamped, PK_GPU_CELL_BITS, &gt)) != PK_OK) return st;
+    }
+    st = upload(ctx, (void **)&d->lohi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
+    if (st == PK_OK) st = upload(ctx, (void **)&d->cells, gt.cells, (size_t)gt.n_cells * sizeof(uint16_t));
+    if (st == PK_OK && gt.packed)
+        st = upload(ctx, (void **)&d->packed, gt.packed, 2 * (size_t)gt.n_cells * sizeof(uint32_t));
+    if (st == PK_OK && spec->space == SPACE_DOT_HI) {
+        /* hi = NaN: every q of such a slot's cells undecided */
+        for (int32_t s = 0; s <= gt.n_bounds + 1; s++) {
+            float lo = gt.lohi[2 * s], hi = gt.lohi[2 * s + 1];
+            if (s == gt.n_bounds + 1 || (isfinite(hi) && (double)hi - (double)lo > (double)gt.packed_width))
+                gt.lohi[2 * s + 1] = NAN;
+        }
+        st = upload(ctx, (void **)&d->lohi_hi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
+    }
+    g->lohi = d->lohi;
+    g->lohi_hi = d->lohi_hi;
+    g->cells = d->cells;
+    g->packed = d->packed;
+    g->packed_width = gt.packed_width;
+    g->n_cells = gt.n_cells;
+    g->cell_base = gt.cell_base;
+    g->offset = dot ? 1.0f + gt.offset : gt.offset;
+    pk_gpu_table_free(&gt);
+    return st;
 }
 
 static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *spec, const pk_catalog *a,
@@ -788,55 +864,16 @@ static pk_status count_tiled(pk_context *ctx, DeviceJob *d, const KernelSpec *sp
     g.pa = d->pa;
     g.pb = autocorr ? d->pa : d->pb;
 
-    pk_gpu_table gt;
-    memset(&gt, 0, sizeof gt);
     tiled_fn fn = spec->fn;
-    if (spec->space == SPACE_APPROX) {
-        if (bins->kind != PK_BINS_LINEAR)
-            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "cuda-approx-acos takes linear bins only");
-        g.theta_min = (float)bins->theta_min;
-        g.inv_width = (float)(1.0 / bins->width);
-        g.n_bins = (int)bins->n_bins;
-    } else {
+    if (spec->space != SPACE_APPROX) {
         if ((st = upload_vectors64(ctx, va, pad_a, &d->a64)) != PK_OK) return st;
         if (!autocorr && (st = upload_vectors64(ctx, vb, pad_b, &d->b64)) != PK_OK) return st;
         g.a64.v = d->a64;
         g.a64.stride = pad_a;
         g.b64.v = autocorr ? d->a64 : d->b64;
         g.b64.stride = autocorr ? pad_a : pad_b;
-        g.thr = d->thr;
-        int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
-        pk_gpu_space space = dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD;
-        if ((st = pk_gpu_table_get(ctx, table, space, spec->clamped, spec->cell_bits, &gt)) != PK_OK) return st;
-        if (spec->cell_bits == 8 && !cells8_serve(&gt, va, vb)) {
-            pk_gpu_table_free(&gt);
-            fn = spec->fn9;
-            if ((st = pk_gpu_table_get(ctx, table, space, spec->clamped, PK_GPU_CELL_BITS, &gt)) != PK_OK) return st;
-        }
-        st = upload(ctx, (void **)&d->lohi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
-        if (st == PK_OK) st = upload(ctx, (void **)&d->cells, gt.cells, (size_t)gt.n_cells * sizeof(uint16_t));
-        if (st == PK_OK && gt.packed)
-            st = upload(ctx, (void **)&d->packed, gt.packed, 2 * (size_t)gt.n_cells * sizeof(uint32_t));
-        if (st == PK_OK && spec->space == SPACE_DOT_HI) {
-            /* hi = NaN: every q of such a slot's cells undecided */
-            for (int32_t s = 0; s <= gt.n_bounds + 1; s++) {
-                float lo = gt.lohi[2 * s], hi = gt.lohi[2 * s + 1];
-                if (s == gt.n_bounds + 1 || (isfinite(hi) && (double)hi - (double)lo > (double)gt.packed_width))
-                    gt.lohi[2 * s + 1] = NAN;
-            }
-            st = upload(ctx, (void **)&d->lohi_hi, gt.lohi, 2 * ((size_t)gt.n_bounds + 2) * sizeof(float));
-        }
-        g.lohi = d->lohi;
-        g.lohi_hi = d->lohi_hi;
-        g.cells = d->cells;
-        g.packed = d->packed;
-        g.packed_width = gt.packed_width;
-        g.n_cells = gt.n_cells;
-        g.cell_base = gt.cell_base;
-        g.offset = dot ? 1.0f + gt.offset : gt.offset;
-        pk_gpu_table_free(&gt);
-        if (st) return st;
     }
+    if ((st = setup_table(ctx, d, spec, va, vb, 0, bins, table, &g, &fn)) != PK_OK) return st;
 
     /* Items in row-major order, cut into chunks by pairs; no list of
      * them is kept (8 bytes an item would bound the catalogs by memory:
@@ -1017,3 +1054,280 @@ done:
 }
 
 extern "C" const int pk_angcorr_cuda_best_kernel = PK_ANGCORR_KERNEL_CUDA_DOT_HI_QUEUE_CELLS8_HILBERT_FIT4_DIRECT;
+
+/* ---- many counts at once (jackknife patch pairs) -------------------------- */
+
+/* The catalogs' patches laid out once on the device, each padded with
+ * zeros to whole row tiles (a multiple of the column tiles too), so that a
+ * pair's count reads its two patches in place. */
+struct PatchLayout {
+    size_t *off; /* [n + 1] first padded row of each patch; off[n] = total */
+    pk_unit_vectors *v;
+    int n;
+};
+
+static void patch_layout_free(PatchLayout *l) {
+    for (int p = 0; l->v && p < l->n; p++) pk_unit_vectors_free(&l->v[p]);
+    free(l->v);
+    free(l->off);
+    memset(l, 0, sizeof *l);
+}
+
+static pk_status patch_layout_make(pk_context *ctx, const KernelSpec *spec, const pk_catalog *const *cats, int n,
+                                   PatchLayout *l) {
+    const size_t rows = (size_t)spec->rows * TILE_THREADS;
+    l->n = n;
+    l->off = (size_t *)calloc((size_t)n + 1, sizeof(size_t));
+    l->v = (pk_unit_vectors *)calloc((size_t)n, sizeof(pk_unit_vectors));
+    if (!l->off || !l->v) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (int p = 0; p < n; p++) {
+        pk_status st = pk_unit_vectors_curve(ctx, cats[p], spec->sorted, &l->v[p]);
+        if (st) return st;
+        l->off[p + 1] = l->off[p] + (cats[p]->n + rows - 1) / rows * rows;
+    }
+    return PK_OK;
+}
+
+/* The float points and the double vectors of every patch, one copy each. */
+static pk_status patch_upload(pk_context *ctx, const PatchLayout *l, float4 **pts, double **v64) {
+    size_t total = l->off[l->n];
+    float4 *hp = (float4 *)calloc(total ? total : 1, sizeof(float4));
+    double *hv = (double *)calloc(3 * (total ? total : 1), sizeof(double));
+    pk_status st = PK_OK;
+    if (!hp || !hv) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu objects' vectors", total);
+    for (int p = 0; st == PK_OK && p < l->n; p++) {
+        const pk_unit_vectors *v = &l->v[p];
+        for (size_t i = 0; i < v->n; i++) {
+            size_t r = l->off[p] + i;
+            hp[r] = make_float4((float)v->x[i], (float)v->y[i], (float)v->z[i], 0.0f);
+            hv[r] = v->x[i], hv[total + r] = v->y[i], hv[2 * total + r] = v->z[i];
+        }
+    }
+    if (st == PK_OK) st = upload(ctx, (void **)pts, hp, total * sizeof(float4));
+    if (st == PK_OK) st = upload(ctx, (void **)v64, hv, 3 * total * sizeof(double));
+    free(hp);
+    free(hv);
+    return st;
+}
+
+#define N_PAIR_STREAMS 4
+
+extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
+                                                 const pk_catalog *const *b, int n_b, const int32_t *pair_p,
+                                                 const int32_t *pair_q, size_t n_pairs, const pk_bins *bins,
+                                                 const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                                                 pk_progress *progress) {
+    const KernelSpec *spec = spec_of(kernel);
+    if (!spec) return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
+    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI) &&
+        pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
+        spec = spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
+    /* the naive and approximate kernels, many bins: one count at a time */
+    if (!spec->fn || spec->space == SPACE_APPROX || bins->n_bins > PK_GPU_TABLE_MAX_BINS || n_pairs == 0)
+        return PK_ERR_UNSUPPORTED;
+    const int same = b == NULL; /* pairs of patches of one catalog */
+    if (same) b = a, n_b = n_a;
+    const size_t rows = (size_t)spec->rows * TILE_THREADS, n_slots = (size_t)table->n_slots;
+    for (int p = 0; p < n_a; p++)
+        if (a[p]->n > (size_t)INT32_MAX / 2) return PK_ERR_UNSUPPORTED;
+    for (int q = 0; q < n_b; q++)
+        if (b[q]->n > (size_t)INT32_MAX / 2) return PK_ERR_UNSUPPORTED;
+
+    /* counts run on a few streams at once: a patch pair's launch often has
+     * too few tiles to fill the GPU */
+    cudaStream_t streams[N_PAIR_STREAMS] = {};
+    int2 *items[N_PAIR_STREAMS] = {}; /* each stream's items of its latest launch */
+    DeviceJob d, d9;                  /* d9: the 9-bit table of kernels of 8-bit cells */
+    memset(&d, 0, sizeof d);
+    memset(&d9, 0, sizeof d9);
+    pk_gpu_table gt8;
+    memset(&gt8, 0, sizeof gt8);
+    PatchLayout la, lb;
+    memset(&la, 0, sizeof la);
+    memset(&lb, 0, sizeof lb);
+    pk_status st = PK_OK;
+    unsigned long long *n_fp64 = (unsigned long long *)calloc(n_pairs, sizeof(unsigned long long));
+    size_t *items_of = (size_t *)calloc(n_pairs, sizeof(size_t));
+    uint64_t *all = NULL; /* a batch's slots read back */
+    size_t max_items = 1;
+    int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0, per_sm9 = 0;
+    TiledArgs g, g9;
+    memset(&g, 0, sizeof g);
+    g.n_bounds = table->n_bounds;
+    tiled_fn fn = spec->fn, fn9 = spec->fn;
+    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(dev));
+    if (!n_fp64 || !items_of) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    /* each pair's items; a pair too large for one launch: one count at a time */
+    for (size_t k = 0; k < n_pairs; k++) {
+        size_t na = a[pair_p[k]]->n, nb = b[pair_q[k]]->n;
+        int autocorr = same && pair_p[k] == pair_q[k];
+        size_t n_rt = (na + rows - 1) / rows, n_ct = (nb + TILE_COLS - 1) / TILE_COLS, m = 0;
+        for (size_t rt = 0; rt < n_rt; rt++) m += autocorr ? n_ct - (rt * rows) / TILE_COLS : n_ct;
+        if (m > (size_t)INT32_MAX || (double)m * (double)rows * TILE_COLS > (double)CHUNK_PAIRS_TILED) {
+            st = PK_ERR_UNSUPPORTED;
+            goto done;
+        }
+        items_of[k] = m;
+        if (m > max_items) max_items = m;
+    }
+    if ((st = patch_layout_make(ctx, spec, a, n_a, &la)) != PK_OK) goto done;
+    if (!same && (st = patch_layout_make(ctx, spec, b, n_b, &lb)) != PK_OK) goto done;
+    {
+        const PatchLayout *lbb = same ? &la : &lb;
+        if ((st = patch_upload(ctx, &la, &d.pa, &d.a64)) != PK_OK) goto done;
+        if (!same && (st = patch_upload(ctx, &lb, &d.pb, &d.b64)) != PK_OK) goto done;
+        if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) !=
+            PK_OK)
+            goto done;
+        /* kernels of 8-bit cells: both tables on the device, and each pair
+         * judged as a count of its own would be (cells8_serve) */
+        const int two = spec->cell_bits == 8;
+        if ((st = setup_table(ctx, &d, spec, NULL, NULL, two ? 8 : 0, bins, table, &g, &fn)) != PK_OK) goto done;
+        g9 = g;
+        if (two) {
+            if ((st = setup_table(ctx, &d9, spec, NULL, NULL, 9, bins, table, &g9, &fn9)) != PK_OK) goto done;
+            g9.thr = d.thr;
+            int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
+            if ((st = pk_gpu_table_get(ctx, table, dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD, spec->clamped, 8,
+                                       &gt8)) != PK_OK)
+                goto done;
+        }
+        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue, spec->blocks);
+        TiledLayout lay9 = tiled_layout(spec->space, table->n_bounds, g9.n_cells, spec->queue, spec->blocks);
+        /* the pairs in batches whose slots take at most 64 MiB on the device */
+        size_t batch = ((size_t)64 << 20) / ((n_slots + 1) * sizeof(unsigned long long));
+        if (batch < 1) batch = 1;
+        if (batch > n_pairs) batch = n_pairs;
+        for (int u = 0; u < N_PAIR_STREAMS; u++) {
+            PK_CUDA_GOTO(ctx, st, done, cudaStreamCreate(&streams[u]));
+            PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&items[u], max_items * sizeof(int2)));
+        }
+        PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.counters, batch * sizeof(unsigned)));
+        PK_CUDA_GOTO(ctx, st, done,
+                     pk_cuda_pool_malloc((void **)&d.slots, batch * (n_slots + 1) * sizeof(unsigned long long)));
+        PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.n_fp64, batch * sizeof(unsigned long long)));
+        PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, TILE_THREADS, lay.bytes));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaFuncSetAttribute(fn9, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay9.bytes));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm9, fn9, TILE_THREADS, lay9.bytes));
+        if (per_sm < 1 || per_sm9 < 1) {
+            st =
+                pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU", lay.bytes);
+            goto done;
+        }
+        all = (uint64_t *)malloc(batch * (n_slots + 1) * sizeof(uint64_t));
+        if (!all) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_start));
+        PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_stop));
+        for (size_t k0 = 0; k0 < n_pairs; k0 += batch) {
+            const size_t nk = n_pairs - k0 < batch ? n_pairs - k0 : batch;
+            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.counters, 0, nk * sizeof(unsigned)));
+            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, nk * (n_slots + 1) * sizeof(unsigned long long)));
+            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, nk * sizeof(unsigned long long)));
+            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(d.ev_start));
+            /* every pair's two launches queued in turn (one items buffer:
+             * a launch's items are decoded only after the launch before
+             * ended); a wait every 2^34 pairs or 4096 counts for progress
+             * and Ctrl-C */
+            double queued = 0;
+            size_t since_wait = 0;
+            for (size_t k = k0; k < k0 + nk; k++) {
+                const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
+                const size_t na = a[p]->n, nb = b[q]->n;
+                if (items_of[k] > 0) {
+                    const int use8 = two && cells8_serve_pair(&gt8, &la.v[p], &lbb->v[q]);
+                    TiledArgs gk = use8 || !two ? g : g9;
+                    gk.n_a = (int)na;
+                    gk.n_b = (int)nb;
+                    gk.autocorr = autocorr;
+                    gk.pa = d.pa + la.off[p];
+                    gk.pb = (same ? d.pa : d.pb) + lbb->off[q];
+                    gk.a64.v = d.a64 + la.off[p];
+                    gk.a64.stride = la.off[la.n];
+                    gk.b64.v = (same ? d.a64 : d.b64) + lbb->off[q];
+                    gk.b64.stride = lbb->off[lbb->n];
+                    gk.slots = d.slots + (k - k0) * (n_slots + 1);
+                    gk.n_fp64 = d.n_fp64 + (k - k0);
+                    gk.counter = d.counters + (k - k0);
+                    const int u = (int)(k % N_PAIR_STREAMS);
+                    gk.items = items[u];
+                    gk.n_items = (int)items_of[k];
+                    const size_t n_ct = (nb + TILE_COLS - 1) / TILE_COLS;
+                    items_kernel<<<(unsigned)((gk.n_items + 255) / 256), 256, 0, streams[u]>>>(
+                        items[u], 0, gk.n_items, (int)n_ct, spec->rows, autocorr);
+                    const int resident = n_sm * (use8 || !two ? per_sm : per_sm9);
+                    int grid = resident < gk.n_items ? resident : gk.n_items;
+                    if (use8 || !two) fn<<<grid, TILE_THREADS, lay.bytes, streams[u]>>>(gk, lay);
+                    else fn9<<<grid, TILE_THREADS, lay9.bytes, streams[u]>>>(gk, lay9);
+                    PK_CUDA_GOTO(ctx, st, done, cudaGetLastError());
+                }
+                queued += autocorr ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
+                if (++since_wait >= 4096 || queued >= (double)CHUNK_PAIRS_TILED || k + 1 == k0 + nk) {
+                    PK_CUDA_GOTO(ctx, st, done, cudaDeviceSynchronize());
+                    if (progress && pk_progress_add(progress, queued, 1)) {
+                        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+                        goto done;
+                    }
+                    queued = 0;
+                    since_wait = 0;
+                }
+            }
+            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(d.ev_stop));
+            PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(d.ev_stop));
+            float batch_ms = 0;
+            PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&batch_ms, d.ev_start, d.ev_stop));
+            PK_CUDA_GOTO(ctx, st, done,
+                         cudaMemcpy(all, d.slots, nk * (n_slots + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+            PK_CUDA_GOTO(ctx, st, done,
+                         cudaMemcpy(n_fp64, d.n_fp64, nk * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+            /* each pair's slots as pk_angcorr_count_cuda leaves them */
+            for (size_t k = k0; k < k0 + nk; k++) {
+                const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
+                const size_t na = a[p]->n, nb = b[q]->n;
+                uint64_t *out = slots + k * n_slots;
+                memcpy(out, all + (k - k0) * (n_slots + 1), n_slots * sizeof(uint64_t));
+                pk_pair_stats *s = &stats[k];
+                memset(s, 0, sizeof *s);
+                s->kernel_ms = batch_ms / (double)nk;
+                s->blocks_per_sm = per_sm;
+                if (autocorr) {
+                    const pk_unit_vectors *v = &la.v[p];
+                    for (size_t j = 0; j < n_slots; j++) out[j] *= 2;
+                    for (size_t i = 0; i < na; i++)
+                        out[pk_edge_table_slot_fp64(
+                            table, pk_angcorr_dot_ref(v->x[i], v->y[i], v->z[i], v->x[i], v->y[i], v->z[i]))]++;
+                    s->pairs_visited = (uint64_t)na * (uint64_t)(na - 1) / 2 + na;
+                    s->pairs_fp64 = n_fp64[k - k0] + na;
+                } else {
+                    s->pairs_visited = (uint64_t)na * (uint64_t)nb;
+                    s->pairs_fp64 = n_fp64[k - k0];
+                }
+            }
+        }
+    }
+done:
+    release(&d, st != PK_OK);
+    release(&d9, st != PK_OK);
+    for (int u = 0; u < N_PAIR_STREAMS; u++) {
+        pk_cuda_pool_free(items[u]);
+        if (streams[u]) cudaStreamDestroy(streams[u]);
+    }
+    pk_gpu_table_free(&gt8);
+    patch_layout_free(&la);
+    patch_layout_free(&lb);
+    free(all);
+    free(n_fp64);
+    free(items_of);
+    return st;
+}

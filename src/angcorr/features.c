@@ -84,6 +84,40 @@ typedef struct count_out {
     double *tslots;  /* [n_slots] or NULL */
 } count_out;
 
+/* A count's statistics completed and its slots checked: every pair once
+ * (b NULL: a with itself), and with weights their total weight. */
+static pk_status check_slots(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                             const double *wb, size_t n_slots, const count_out *out, pk_pair_stats *stats,
+                             double seconds) {
+    if (!b) wb = wa;
+    stats->seconds = seconds;
+    stats->kernel = kernel;
+    uint64_t n_b = b ? b->n : a->n;
+    stats->pairs_total = (uint64_t)a->n * n_b;
+    uint64_t sum = 0;
+    for (size_t s = 0; s < n_slots; s++) sum += out->slots[s];
+    stats->pairs_in_range = sum - out->slots[0] - out->slots[n_slots - 1];
+    if (sum != stats->pairs_total)
+        return pk_fail(ctx, PK_ERR_INTERNAL,
+                       "pair count check failed: the histogram holds %llu pairs, expected %llu (kernel %s)",
+                       (unsigned long long)sum, (unsigned long long)stats->pairs_total, pk_angcorr_kernel_name(kernel));
+    if (out->wslots) {
+        /* The weighted slots hold every pair's weight: sum_i w_i sum_j w_j,
+         * to the rounding of summing pairs_total terms of at most
+         * max|w_i w_j| (a generous bound: n eps times the absolute sums). */
+        double wsum = 0;
+        for (size_t s = 0; s < n_slots; s++) wsum += out->wslots[s];
+        double want = weight_total(wa, a->n) * weight_total(wb, n_b);
+        double scale = weight_abs_total(wa, a->n) * weight_abs_total(wb, n_b);
+        double tol = 4.0 * ((double)a->n + (double)n_b + 16.0) * 0x1p-52 * scale;
+        if (!(fabs(wsum - want) <= tol))
+            return pk_fail(ctx, PK_ERR_INTERNAL,
+                           "weighted pair check failed: the slots hold %.17g, expected %.17g (kernel %s)", wsum, want,
+                           pk_angcorr_kernel_name(kernel));
+    }
+    return PK_OK;
+}
+
 /* A count with a ready table: slots (and weighted sums) of every pair,
  * then the sum checks. */
 static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel, const pk_catalog *a, const double *wa,
@@ -148,32 +182,7 @@ static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel,
     if (st == PK_ERR_UNSUPPORTED && !ctx->message[0])
         st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel %s cannot count these pairs", pk_angcorr_kernel_name(kernel));
     if (st) return st;
-    stats->seconds = pk_now() - t0;
-    stats->kernel = kernel;
-    uint64_t n_b = b ? b->n : a->n;
-    stats->pairs_total = (uint64_t)a->n * n_b;
-    uint64_t sum = 0;
-    for (size_t s = 0; s < n_slots; s++) sum += out->slots[s];
-    stats->pairs_in_range = sum - out->slots[0] - out->slots[n_slots - 1];
-    if (sum != stats->pairs_total)
-        return pk_fail(ctx, PK_ERR_INTERNAL,
-                       "pair count check failed: the histogram holds %llu pairs, expected %llu (kernel %s)",
-                       (unsigned long long)sum, (unsigned long long)stats->pairs_total, pk_angcorr_kernel_name(kernel));
-    if (weighted_path) {
-        /* The weighted slots hold every pair's weight: sum_i w_i sum_j w_j,
-         * to the rounding of summing pairs_total terms of at most
-         * max|w_i w_j| (a generous bound: n eps times the absolute sums). */
-        double wsum = 0;
-        for (size_t s = 0; s < n_slots; s++) wsum += out->wslots[s];
-        double want = weight_total(wa, a->n) * weight_total(wb, n_b);
-        double scale = weight_abs_total(wa, a->n) * weight_abs_total(wb, n_b);
-        double tol = 4.0 * ((double)a->n + (double)n_b + 16.0) * 0x1p-52 * scale;
-        if (!(fabs(wsum - want) <= tol))
-            return pk_fail(ctx, PK_ERR_INTERNAL,
-                           "weighted pair check failed: the slots hold %.17g, expected %.17g (kernel %s)", wsum, want,
-                           pk_angcorr_kernel_name(kernel));
-    }
-    return PK_OK;
+    return check_slots(ctx, kernel, a, wa, b, wb, n_slots, out, stats, pk_now() - t0);
 }
 
 pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
@@ -463,6 +472,76 @@ static void add_stats(pk_pair_stats *to, const pk_pair_stats *s, int both_orders
     to->seconds += s->seconds;
     to->kernel_ms += s->kernel_ms;
 }
+
+#ifdef PK_HAVE_CUDA
+/* The GPU's patch pairs of count c (0 DD, 1 DR, 2 RR) of this part, all at
+ * once: the patches go to the device once and the counts are queued without
+ * a wait between them (one at a time, a count costs ~0.3 ms of calls and
+ * copies however few its pairs). Tasks left to the CPU (on_cpu) are not
+ * taken; those taken are marked counted. PK_OK without counting when the
+ * kernel takes counts one at a time only. */
+static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, patch_cat *dp, patch_cat *rp,
+                                 const count_task *tasks, size_t n_tasks, int part, const uint8_t *on_cpu,
+                                 uint8_t *counted, const pk_bins *bins, const pk_edge_table *table, size_t n_slots,
+                                 size_t n, patch_counts *pc, pk_pair_stats *stats_c, int *gpu_counted, double *done,
+                                 double w_all) {
+    size_t n_sel = 0;
+    double work = 0;
+    for (size_t i = 0; i < n_tasks; i++)
+        if (tasks[i].c == c && tasks[i].part == part && !counted[i] && !on_cpu[i]) n_sel++, work += tasks[i].work;
+    if (n_sel < 2) return PK_OK;
+    size_t *sel = malloc(n_sel * sizeof(size_t));
+    int32_t *pp = malloc(n_sel * sizeof(int32_t)), *qq = malloc(n_sel * sizeof(int32_t));
+    uint64_t *slots = malloc(n_sel * n_slots * sizeof(uint64_t));
+    pk_pair_stats *st_k = calloc(n_sel, sizeof(pk_pair_stats));
+    const pk_catalog **acat = malloc((size_t)kc * sizeof(*acat)), **bcat = malloc((size_t)kc * sizeof(*bcat));
+    pk_status st = PK_OK;
+    if (!sel || !pp || !qq || !slots || !st_k || !acat || !bcat) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (int p = 0; st == PK_OK && p < kc; p++) {
+        acat[p] = c == 2 ? &rp[p].cat : &dp[p].cat;
+        bcat[p] = &rp[p].cat; /* DR's random patches */
+    }
+    size_t m = 0;
+    for (size_t i = 0; st == PK_OK && i < n_tasks; i++)
+        if (tasks[i].c == c && tasks[i].part == part && !counted[i] && !on_cpu[i]) {
+            sel[m] = i, pp[m] = tasks[i].p, qq[m] = tasks[i].q;
+            m++;
+        }
+    double t0 = pk_now();
+    if (st == PK_OK) {
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, work, *done / w_all, work / w_all);
+        st = pk_angcorr_count_cuda_pairs(ctx, kernel, acat, kc, c == 1 ? bcat : NULL, kc, pp, qq, n_sel, bins, table,
+                                         slots, st_k, &progress);
+        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) st = PK_OK, n_sel = 0; /* one at a time, by the caller */
+        else if (st == PK_OK) *done += work;
+    }
+    double seconds = pk_now() - t0;
+    for (size_t k = 0; st == PK_OK && k < n_sel; k++) {
+        const int p = pp[k], q = qq[k], autocorr = c != 1, as_auto = autocorr && p == q;
+        count_out co = {slots + k * n_slots, NULL, NULL};
+        st = check_slots(ctx, kernel, acat[p], NULL,
+                         as_auto  ? NULL
+                         : c == 1 ? bcat[q]
+                                  : acat[q],
+                         NULL, n_slots, &co, &st_k[k], seconds / (double)n_sel);
+        if (st) break;
+        add_stats(stats_c, &st_k[k], autocorr && p != q);
+        stats_c->kernel = kernel;
+        *gpu_counted = 1;
+        store_cells(pc, autocorr, p, q, kc, n, &co);
+        counted[sel[k]] = 1;
+    }
+    free(sel);
+    free(pp);
+    free(qq);
+    free(slots);
+    free(st_k);
+    free(acat);
+    free(bcat);
+    return st;
+}
+#endif
 
 static int task_by_work(const void *a, const void *b) {
     const count_task *x = a, *y = b;
@@ -755,6 +834,17 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         free(task_stats);
     }
     free(small);
+#ifdef PK_HAVE_CUDA
+    if (st == PK_OK && backend == PK_BACKEND_CUDA && kc > 1 && !weighted_path && ro.prune != PK_PRUNE_ON) {
+        uint8_t *on_cpu = calloc(n_tasks + 1, 1);
+        if (!on_cpu) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; on_cpu && i < n_tasks; i++) on_cpu[i] = small_kernel >= 0 && tasks[i].work < small_limit;
+        for (int c = 0; c < 3 && st == PK_OK; c++)
+            st = gpu_patch_pairs(ctx, kernel, c, kc, dp, rp, tasks, n_tasks, part, on_cpu, counted, bins, &table,
+                                 n_slots, n, &pc[c], stats_of[c], &gpu_counted[c], &done, w_all);
+        free(on_cpu);
+    }
+#endif
     for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
         if (tasks[i].part != part || counted[i]) continue;
         const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1, as_auto = autocorr && p == q;
