@@ -359,6 +359,57 @@ static int run_equator(size_t n, const char *kernel) {
     return check_finish("test_angcorr_cuda equator");
 }
 
+/* ---- many counts at once --------------------------------------------------- */
+
+#ifdef PK_HAVE_CUDA
+/* pk_angcorr_count_cuda_pairs against one count at a time: every pair of
+ * patches (empty ones, one object, tile edges, several tiles; within one
+ * catalog and across two), kernel by kernel, the slots byte for byte. */
+static void check_pairs(check_rng *rng, const char *what, const pk_bins *bins, const int *ids, int n_ids, int n_p,
+                        const size_t *size_a, const size_t *size_b) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_edge_table t;
+    CHECK_OK(pk_edge_table_build(&ctx, bins, &t), &ctx);
+    pk_catalog A[64], B[64];
+    const pk_catalog *pa[64], *pb[64];
+    for (int p = 0; p < n_p; p++) {
+        double ra0 = 0.5 * p, dec0 = -1.2 + 2.2 * p / n_p;
+        A[p] = test_catalog(rng, size_a[p], ra0, ra0 + 0.4, dec0, dec0 + 0.3);
+        B[p] = test_catalog(rng, size_b[p], ra0 + 0.1, ra0 + 0.5, dec0, dec0 + 0.4);
+        pa[p] = &A[p], pb[p] = &B[p];
+    }
+    size_t ns = (size_t)t.n_slots, max_pairs = (size_t)n_p * (size_t)n_p;
+    int32_t *pp = malloc(max_pairs * sizeof(int32_t)), *qq = malloc(max_pairs * sizeof(int32_t));
+    uint64_t *got = malloc(max_pairs * ns * sizeof(uint64_t)), *one = malloc(ns * sizeof(uint64_t));
+    pk_pair_stats *st = calloc(max_pairs, sizeof(pk_pair_stats)), s1;
+    for (int x = 0; x < n_ids; x++) {
+        for (int cross = 0; cross < 2; cross++) {
+            size_t n = 0;
+            for (int p = 0; p < n_p; p++)
+                for (int q = 0; q < n_p; q++)
+                    if (A[p].n > 0 && (cross ? B[q].n : A[q].n) > 0) pp[n] = p, qq[n] = q, n++;
+            pk_status r = pk_angcorr_count_cuda_pairs(&ctx, ids[x], pa, n_p, cross ? pb : NULL, n_p, pp, qq, n, bins,
+                                                      &t, got, st, NULL);
+            if (r == PK_ERR_UNSUPPORTED && !ctx.message[0]) continue; /* a kernel counted one pair at a time */
+            CHECK_OK(r, &ctx);
+            if (r) continue;
+            size_t bad = 0;
+            for (size_t k = 0; k < n; k++) {
+                const pk_catalog *b = cross ? &B[qq[k]] : pp[k] == qq[k] ? NULL : &A[qq[k]];
+                CHECK_OK(pk_angcorr_count_cuda(&ctx, ids[x], &A[pp[k]], b, bins, &t, one, &s1, NULL), &ctx);
+                bad += memcmp(one, got + k * ns, ns * sizeof(uint64_t)) != 0 || st[k].pairs_visited != s1.pairs_visited;
+            }
+            CHECK(bad == 0, "%s, %s, %s: %zu of %zu pairs counted at once differ from single counts", what,
+                  pk_angcorr_kernel_name(ids[x]), cross ? "two catalogs" : "one catalog", bad, n);
+        }
+    }
+    free(pp), free(qq), free(got), free(one), free(st);
+    for (int p = 0; p < n_p; p++) pk_catalog_free(&A[p]), pk_catalog_free(&B[p]);
+    pk_edge_table_free(&t);
+}
+#endif
+
 /* ---- cancellation ------------------------------------------------------------ */
 
 static int stop_at_first_report(void *user, double fraction_done) {
@@ -476,6 +527,21 @@ int main(int argc, char **argv) {
         pk_catalog_free(&dup);
     }
     check_cancel(&rng, &def);
+#ifdef PK_HAVE_CUDA
+    {
+        const size_t za[] = {0, 1, 255, 256, 1023, 1025, 2049, 3000}, zb[] = {1025, 3000, 0, 1, 7, 2049, 256, 255};
+        check_pairs(&rng, "patches, default bins", &def, ids, n_ids, 8, za, zb);
+        check_pairs(&rng, "patches, log bins", &logb, ids, n_ids, 8, za, zb);
+        /* 8,000 bins: the slots of 48 x 48 pairs read back in three batches */
+        pk_bins many_bins;
+        CHECK_OK(pk_bins_log(&ctx, 0.0005, 3.0, 8000, &many_bins), &ctx);
+        size_t zm[48], zn[48];
+        for (int p = 0; p < 48; p++) zm[p] = (size_t)(p * 37) % 300, zn[p] = 100 + (size_t)(p * 53) % 900;
+        int best = PK_ANGCORR_KERNEL_CUDA_BEST;
+        check_pairs(&rng, "48 patches, 8000 bins", &many_bins, &best, 1, 48, zm, zn);
+        pk_bins_free(&many_bins);
+    }
+#endif
 
     /* Many launches: each launch takes a range of items (row tile, column
      * tile) and decodes them from their index, so launches of two items

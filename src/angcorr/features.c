@@ -485,52 +485,63 @@ static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, pat
                                  uint8_t *counted, const pk_bins *bins, const pk_edge_table *table, size_t n_slots,
                                  size_t n, patch_counts *pc, pk_pair_stats *stats_c, int *gpu_counted, double *done,
                                  double w_all) {
-    size_t n_sel = 0;
-    double work = 0;
-    for (size_t i = 0; i < n_tasks; i++)
-        if (tasks[i].c == c && tasks[i].part == part && !counted[i] && !on_cpu[i]) n_sel++, work += tasks[i].work;
-    if (n_sel < 2) return PK_OK;
-    size_t *sel = malloc(n_sel * sizeof(size_t));
-    int32_t *pp = malloc(n_sel * sizeof(int32_t)), *qq = malloc(n_sel * sizeof(int32_t));
-    uint64_t *slots = malloc(n_sel * n_slots * sizeof(uint64_t));
-    pk_pair_stats *st_k = calloc(n_sel, sizeof(pk_pair_stats));
     const pk_catalog **acat = malloc((size_t)kc * sizeof(*acat)), **bcat = malloc((size_t)kc * sizeof(*bcat));
+    /* at most 256 MiB of slots a call, so that the host's share stays small
+     * beside the cells; a pair beyond one launch is left to the caller */
+    size_t chunk = ((size_t)256 << 20) / (n_slots * sizeof(uint64_t));
+    if (chunk < 2) chunk = 2;
+    size_t *sel = malloc(chunk * sizeof(size_t));
+    int32_t *pp = malloc(chunk * sizeof(int32_t)), *qq = malloc(chunk * sizeof(int32_t));
+    uint64_t *slots = malloc(chunk * n_slots * sizeof(uint64_t));
+    pk_pair_stats *st_k = calloc(chunk, sizeof(pk_pair_stats));
     pk_status st = PK_OK;
     if (!sel || !pp || !qq || !slots || !st_k || !acat || !bcat) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     for (int p = 0; st == PK_OK && p < kc; p++) {
         acat[p] = c == 2 ? &rp[p].cat : &dp[p].cat;
         bcat[p] = &rp[p].cat; /* DR's random patches */
     }
-    size_t m = 0;
-    for (size_t i = 0; st == PK_OK && i < n_tasks; i++)
-        if (tasks[i].c == c && tasks[i].part == part && !counted[i] && !on_cpu[i]) {
-            sel[m] = i, pp[m] = tasks[i].p, qq[m] = tasks[i].q;
-            m++;
+    size_t next = 0;
+    while (st == PK_OK) {
+        size_t n_sel = 0;
+        double work = 0;
+        for (; next < n_tasks && n_sel < chunk; next++) {
+            const count_task *t = &tasks[next];
+            if (t->c != c || t->part != part || counted[next] || on_cpu[next]) continue;
+            size_t na = acat[t->p]->n, nb = c == 1 ? bcat[t->q]->n : acat[t->q]->n;
+            if ((double)na * (double)nb > 0.5 * (double)pk_angcorr_cuda_chunk_pairs) continue; /* several launches */
+            sel[n_sel] = next, pp[n_sel] = t->p, qq[n_sel] = t->q;
+            work += t->work;
+            n_sel++;
         }
-    double t0 = pk_now();
-    if (st == PK_OK) {
+        if (n_sel < 2) break; /* nothing left to gain */
+        double t0 = pk_now();
         pk_progress progress;
         pk_progress_begin(&progress, ctx, work, *done / w_all, work / w_all);
+        pk_clear(ctx);
         st = pk_angcorr_count_cuda_pairs(ctx, kernel, acat, kc, c == 1 ? bcat : NULL, kc, pp, qq, n_sel, bins, table,
                                          slots, st_k, &progress);
-        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) st = PK_OK, n_sel = 0; /* one at a time, by the caller */
-        else if (st == PK_OK) *done += work;
-    }
-    double seconds = pk_now() - t0;
-    for (size_t k = 0; st == PK_OK && k < n_sel; k++) {
-        const int p = pp[k], q = qq[k], autocorr = c != 1, as_auto = autocorr && p == q;
-        count_out co = {slots + k * n_slots, NULL, NULL};
-        st = check_slots(ctx, kernel, acat[p], NULL,
-                         as_auto  ? NULL
-                         : c == 1 ? bcat[q]
-                                  : acat[q],
-                         NULL, n_slots, &co, &st_k[k], seconds / (double)n_sel);
+        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) {
+            st = PK_OK; /* this kernel counts one pair at a time: the caller's loop */
+            break;
+        }
         if (st) break;
-        add_stats(stats_c, &st_k[k], autocorr && p != q);
-        stats_c->kernel = kernel;
-        *gpu_counted = 1;
-        store_cells(pc, autocorr, p, q, kc, n, &co);
-        counted[sel[k]] = 1;
+        *done += work;
+        double seconds = pk_now() - t0;
+        for (size_t k = 0; k < n_sel; k++) {
+            const int p = pp[k], q = qq[k], autocorr = c != 1, as_auto = autocorr && p == q;
+            count_out co = {slots + k * n_slots, NULL, NULL};
+            st = check_slots(ctx, kernel, acat[p], NULL,
+                             as_auto  ? NULL
+                             : c == 1 ? bcat[q]
+                                      : acat[q],
+                             NULL, n_slots, &co, &st_k[k], seconds / (double)n_sel);
+            if (st) break;
+            add_stats(stats_c, &st_k[k], autocorr && p != q);
+            stats_c->kernel = kernel;
+            *gpu_counted = 1;
+            store_cells(pc, autocorr, p, q, kc, n, &co);
+            counted[sel[k]] = 1;
+        }
     }
     free(sel);
     free(pp);
