@@ -606,6 +606,14 @@ static const KernelSpec *spec_of(int kernel) {
  * bin's pairs, so the dot kernels run as cuda-chord-sorted there. */
 #define DOT_MIN_FIRST_BOUNDARY_C2 0x1p-16
 
+/* The kernel that runs for spec under this table (DOT_MIN_FIRST_BOUNDARY_C2). */
+static const KernelSpec *spec_for_table(const KernelSpec *spec, const pk_edge_table *table) {
+    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI) &&
+        pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
+        return spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
+    return spec;
+}
+
 /* Pairs per launch: 2^34 is about 11 ms of the fastest kernel on an H200
  * and well under a second on any GPU that runs it at a tenth of that; the
  * naive kernel does about a hundredth of the pairs per second. */
@@ -988,9 +996,7 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     /* The table kernels keep windows and histogram in shared memory. */
     if (spec->fn && spec->space != SPACE_APPROX && bins->n_bins > PK_GPU_TABLE_MAX_BINS)
         spec = spec_of(PK_ANGCORR_KERNEL_CUDA_NAIVE);
-    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI) &&
-        pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
-        spec = spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
+    spec = spec_for_table(spec, table);
 
     DeviceJob d;
     memset(&d, 0, sizeof d);
@@ -1119,9 +1125,7 @@ extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, co
                                                  pk_progress *progress) {
     const KernelSpec *spec = spec_of(kernel);
     if (!spec) return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
-    if ((spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI) &&
-        pk_gpu_first_boundary_c2(table) < DOT_MIN_FIRST_BOUNDARY_C2)
-        spec = spec_of(PK_ANGCORR_KERNEL_CUDA_CHORD_SORTED);
+    spec = spec_for_table(spec, table);
     /* the naive and approximate kernels, many bins: one count at a time */
     if (!spec->fn || spec->space == SPACE_APPROX || bins->n_bins > PK_GPU_TABLE_MAX_BINS || n_pairs == 0)
         return PK_ERR_UNSUPPORTED;
