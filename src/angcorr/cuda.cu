@@ -754,6 +754,12 @@ static pk_status count_naive(pk_context *ctx, DeviceJob *d, const pk_unit_vector
     return st;
 }
 
+/* q of pair (i, j) in the dot table g8, as the kernels compute it. */
+static float dot_q(const pk_gpu_table *g8, const pk_unit_vectors *va, size_t i, const pk_unit_vectors *vb, size_t j) {
+    return fmaf(-(float)va->z[i], (float)vb->z[j],
+                fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
+}
+
 /* Whether cells of 8 mantissa bits serve these catalogs: of a fixed
  * sequence of `samples` pairs (so that the choice repeats), at most one in
  * 8192 falls into a multi cell of the 8-bit dot table g8 (a multi cell
@@ -767,10 +773,7 @@ static int cells8_serve_n(const pk_gpu_table *g8, const pk_unit_vectors *va, con
         size_t i = (size_t)(s >> 33) % va->n;
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         size_t j = (size_t)(s >> 33) % vb->n;
-        float q =
-            fmaf(-(float)va->z[i], (float)vb->z[j],
-                 fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
-        hits += pk_gpu_table_in_multi(g8, q);
+        hits += pk_gpu_table_in_multi(g8, dot_q(g8, va, i, vb, j));
     }
     return hits <= samples / 8192; /* 8192 samples: at most one */
 }
@@ -782,18 +785,33 @@ static int cells8_serve(const pk_gpu_table *g8, const pk_unit_vectors *va, const
 /* cells8_serve for one of many counts (jackknife patch pairs), each judged
  * as cheaply as it can be: with 8192 pairs or fewer every pair looked at
  * (at most one may fall in a multi cell), with more a sample of 1024 (none
- * may); a sample of 8192 costs ~40 us, as much as a small count. */
+ * may). With samples of 8192 for each of its 20,100 pairs the bundled
+ * K = 100 run took 4.78 s on an H200 machine, 3.33 s judged once. */
 static int cells8_serve_pair(const pk_gpu_table *g8, const pk_unit_vectors *va, const pk_unit_vectors *vb) {
     if ((uint64_t)va->n * vb->n > 8192) return cells8_serve_n(g8, va, vb, 1024);
     int hits = 0;
     for (size_t i = 0; i < va->n; i++)
-        for (size_t j = 0; j < vb->n; j++) {
-            float q = fmaf(
-                -(float)va->z[i], (float)vb->z[j],
-                fmaf(-(float)va->y[i], (float)vb->y[j], fmaf(-(float)va->x[i], (float)vb->x[j], 1.0f + g8->offset)));
-            hits += pk_gpu_table_in_multi(g8, q);
-        }
+        for (size_t j = 0; j < vb->n; j++) hits += pk_gpu_table_in_multi(g8, dot_q(g8, va, i, vb, j));
     return hits <= 1;
+}
+
+/* A tiled count's slots and statistics as a count's caller sees them:
+ * n_b = 0 marks an autocorrelation of va, whose pairs j > i were counted
+ * once (twice that, plus the self-pairs in float64). */
+static void tiled_slots_finish(uint64_t *slots, size_t n_slots, const pk_edge_table *table, const pk_unit_vectors *va,
+                               size_t n_b, unsigned long long n_fp64, pk_pair_stats *stats) {
+    const size_t n_a = va->n;
+    if (n_b == 0) {
+        for (size_t s = 0; s < n_slots; s++) slots[s] *= 2;
+        for (size_t i = 0; i < n_a; i++)
+            slots[pk_edge_table_slot_fp64(
+                table, pk_angcorr_dot_ref(va->x[i], va->y[i], va->z[i], va->x[i], va->y[i], va->z[i]))]++;
+        stats->pairs_visited = (uint64_t)n_a * (uint64_t)(n_a - 1) / 2 + n_a;
+        stats->pairs_fp64 = n_fp64 + n_a;
+    } else {
+        stats->pairs_visited = (uint64_t)n_a * (uint64_t)n_b;
+        stats->pairs_fp64 = n_fp64;
+    }
 }
 
 /* The bins' side of a tiled count into g: the approximate kernel's
@@ -1040,17 +1058,8 @@ extern "C" pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk
     if (!spec->fn) {
         stats->pairs_visited = (uint64_t)a->n * (uint64_t)(b ? b->n : a->n);
         stats->pairs_fp64 = stats->pairs_visited;
-    } else if (autocorr) {
-        /* j > i counted once: twice that, plus the self-pairs in float64 */
-        for (size_t s = 0; s < n_slots; s++) slots[s] *= 2;
-        for (size_t i = 0; i < a->n; i++)
-            slots[pk_edge_table_slot_fp64(table,
-                                          pk_angcorr_dot_ref(va.x[i], va.y[i], va.z[i], va.x[i], va.y[i], va.z[i]))]++;
-        stats->pairs_visited = (uint64_t)a->n * (uint64_t)(a->n - 1) / 2 + a->n;
-        stats->pairs_fp64 = n_fp64 + a->n;
     } else {
-        stats->pairs_visited = (uint64_t)a->n * (uint64_t)b->n;
-        stats->pairs_fp64 = n_fp64;
+        tiled_slots_finish(slots, n_slots, table, &va, autocorr ? 0 : b->n, n_fp64, stats);
     }
 done:
     release(&d, st != PK_OK);
@@ -1298,25 +1307,14 @@ extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, co
             /* each pair's slots as pk_angcorr_count_cuda leaves them */
             for (size_t k = k0; k < k0 + nk; k++) {
                 const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
-                const size_t na = a[p]->n, nb = b[q]->n;
+                const size_t nb = b[q]->n;
                 uint64_t *out = slots + k * n_slots;
                 memcpy(out, all + (k - k0) * (n_slots + 1), n_slots * sizeof(uint64_t));
                 pk_pair_stats *s = &stats[k];
                 memset(s, 0, sizeof *s);
                 s->kernel_ms = batch_ms / (double)nk;
                 s->blocks_per_sm = per_sm;
-                if (autocorr) {
-                    const pk_unit_vectors *v = &la.v[p];
-                    for (size_t j = 0; j < n_slots; j++) out[j] *= 2;
-                    for (size_t i = 0; i < na; i++)
-                        out[pk_edge_table_slot_fp64(
-                            table, pk_angcorr_dot_ref(v->x[i], v->y[i], v->z[i], v->x[i], v->y[i], v->z[i]))]++;
-                    s->pairs_visited = (uint64_t)na * (uint64_t)(na - 1) / 2 + na;
-                    s->pairs_fp64 = n_fp64[k - k0] + na;
-                } else {
-                    s->pairs_visited = (uint64_t)na * (uint64_t)nb;
-                    s->pairs_fp64 = n_fp64[k - k0];
-                }
+                tiled_slots_finish(out, n_slots, table, &la.v[p], autocorr ? 0 : nb, n_fp64[k - k0], s);
             }
         }
     }
