@@ -37,6 +37,15 @@ static double *test_weights(check_rng *rng, size_t n) {
     return w;
 }
 
+#ifdef PK_HAVE_CUDA
+/* A progress callback that stops the run once a tenth is done. */
+static int stop_past_a_tenth(void *user, double fraction_done) {
+    int *calls = user;
+    (*calls)++;
+    return fraction_done > 0.1;
+}
+#endif
+
 static int kernels_to_test(int *ids) {
     int n = 0;
     for (int k = 0; k < N_TEST_CPU_KERNELS; k++)
@@ -587,12 +596,15 @@ int main(void) {
         pk_bins_free(&def);
     }
 #ifdef PK_HAVE_CUDA
-    /* the backend left to pairkit on a GPU machine: with two threads, patch
-     * pairs below 2^20 pairs (DD here) are counted on the CPU, the others
-     * (DR, RR) on the GPU; counts and unweighted results as the CPU's, sums
-     * to rounding */
+    /* the backend left to pairkit on a GPU machine, two threads: weighted,
+     * patch pairs below 2^20 pairs (DD here) are counted on the CPU, the
+     * others (DR, RR) on the GPU; unweighted, the GPU and the CPU share
+     * them, the GPU taking one batch (the largest quarter of the work: RR
+     * pairs) and the CPU the rest; counts and unweighted results as the
+     * CPU's, sums to rounding */
     if (pk_cuda_device_count() > 0) {
         ctx.n_threads = 2;
+        pk_angcorr_share_gpu_batches = 1;
         pk_catalog d = test_catalog(&rng, 3000, 0.1, 0.9, 0.1, 0.8), r = test_catalog(&rng, 6000, 0.1, 0.9, 0.1, 0.8);
         double *wd = test_weights(&rng, d.n), *wr = test_weights(&rng, r.n);
         for (int weighted = 0; weighted < 2; weighted++) {
@@ -618,10 +630,56 @@ int main(void) {
             pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
             pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
         }
+        pk_angcorr_share_gpu_batches = -1;
         free(wd), free(wr);
         pk_catalog_free(&d);
         pk_catalog_free(&r);
         ctx.n_threads = 0;
+        /* shared without a limit: tiny patches (K = 300 over 2,000 x 3,000
+         * objects, the CPU the faster) and K = 40 over 30,000 x 30,000 (the
+         * GPU the faster), each as the CPU counts it; a run stopped from
+         * its progress callback ends cancelled */
+        for (int big = 0; big < 2; big++) {
+            size_t nd = big ? 30000 : 2000, nr = big ? 30000 : 3000;
+            int kp = big ? 40 : 300;
+            pk_catalog ds = test_catalog(&rng, nd, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+            pk_catalog rs = test_catalog(&rng, nr, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+            pk_angcorr_run_options ro = {NULL, NULL, 0, kp, PK_PRUNE_AUTO};
+            pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
+            pk_angcorr_result ra, rc;
+            pk_angcorr_extras ea, ec;
+            pk_status sa = pk_angcorr_run_ex(&ctx, NULL, &ds, &rs, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
+            CHECK_OK(sa, &ctx);
+            pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &ds, &rs, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
+            CHECK_OK(sc, &ctx);
+            if (sa == PK_OK && sc == PK_OK) {
+                size_t n = logb.n_bins;
+                CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
+                          memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ra.omega, rc.omega, n, 1) &&
+                          agree(ea.omega_jk, ec.omega_jk, (size_t)kp * n, 1) &&
+                          agree(ea.omega_cov, ec.omega_cov, n * n, 1) &&
+                          ra.stats_dd.pairs_total == rc.stats_dd.pairs_total &&
+                          ra.stats_dr.pairs_in_range == rc.stats_dr.pairs_in_range &&
+                          ra.stats_rr.pairs_in_range == rc.stats_rr.pairs_in_range,
+                      "auto backend, K = %d shared by the GPU and the CPU: differs from the CPU run", kp);
+                pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
+                pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
+            }
+            if (big) {
+                int calls = 0;
+                ctx.progress = stop_past_a_tenth;
+                ctx.progress_user = &calls;
+                pk_status sx = pk_angcorr_run_ex(&ctx, NULL, &ds, &rs, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
+                CHECK(sx == PK_ERR_CANCELLED, "auto backend, shared counts stopped by the callback: %s (%s)",
+                      pk_status_str(sx), ctx.message);
+                pk_angcorr_result_free(&ra);
+                pk_angcorr_extras_free(&ea);
+                ctx.progress = NULL;
+                ctx.progress_user = NULL;
+            }
+            pk_catalog_free(&ds);
+            pk_catalog_free(&rs);
+        }
         /* many patch pairs on the GPU at once: K = 80 over the whole sky
          * with the default bins (DR's 6,400 pairs in two batches of the
          * device's slots), the fastest CUDA kernel; counts, leave-one-out

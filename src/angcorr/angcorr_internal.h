@@ -279,6 +279,22 @@ pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_cata
                                       const pk_catalog *const *b, int n_b, const int32_t *pair_p, const int32_t *pair_q,
                                       size_t n_pairs, const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
                                       pk_pair_stats *stats, pk_progress *progress);
+/* The same in steps, for a caller that hands out the pairs as it goes:
+ * open sends the patches and sets the tables up (PK_ERR_UNSUPPORTED, with
+ * no message, as above), count counts any pairs of them (PK_ERR_UNSUPPORTED
+ * when one is beyond one launch, before anything is counted), close frees
+ * it (failed: after waiting for what a stopped count left queued). One
+ * thread at a time. */
+typedef struct pk_cuda_pairs pk_cuda_pairs;
+pk_status pk_angcorr_cuda_pairs_open(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
+                                     const pk_catalog *const *b, int n_b, const pk_bins *bins,
+                                     const pk_edge_table *table, pk_cuda_pairs **out);
+pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, const int32_t *pair_p, const int32_t *pair_q,
+                                      size_t n_pairs, uint64_t *slots, pk_pair_stats *stats, pk_progress *progress);
+void pk_angcorr_cuda_pairs_close(pk_cuda_pairs *s, int failed);
+/* The most batches the GPU takes when it shares jackknife counts with the
+ * CPU (-1, the default: no limit; defined in features.c). */
+extern int pk_angcorr_share_gpu_batches;
 /* Pairs per launch of the tiled kernels (2^34, defined in cuda.cu); the
  * tests lower it so that small counts take many launches. */
 extern uint64_t pk_angcorr_cuda_chunk_pairs;

@@ -1127,54 +1127,140 @@ static pk_status patch_upload(pk_context *ctx, const PatchLayout *l, float4 **pt
 
 #define N_PAIR_STREAMS 4
 
-extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
-                                                 const pk_catalog *const *b, int n_b, const int32_t *pair_p,
-                                                 const int32_t *pair_q, size_t n_pairs, const pk_bins *bins,
-                                                 const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
-                                                 pk_progress *progress) {
+/* The patches of a (and b) on the device, the tables set up and the
+ * streams made once; then counts of any pairs of them, batch after batch. */
+struct pk_cuda_pairs {
+    const KernelSpec *spec;
+    const pk_catalog *const *a, *const *b;
+    int n_a, n_b, same, two, dev, n_sm, per_sm, per_sm9;
+    size_t rows, n_slots, batch_cap; /* batch_cap: pairs whose slots fit 64 MiB */
+    const pk_edge_table *table;
+    cudaStream_t streams[N_PAIR_STREAMS];
+    int2 *items[N_PAIR_STREAMS]; /* each stream's items of its latest launch */
+    size_t items_cap;            /* items each of those holds */
+    size_t slots_cap;            /* pairs the device slots, counters and host copies hold */
+    DeviceJob d, d9;             /* d9: the 9-bit table of kernels of 8-bit cells */
+    pk_gpu_table gt8;
+    PatchLayout la, lb;
+    TiledArgs g, g9;
+    tiled_fn fn, fn9;
+    TiledLayout lay, lay9;
+    unsigned long long *n_fp64; /* host copies, [slots_cap] */
+    uint64_t *all;              /* a batch's slots read back */
+};
+
+extern "C" void pk_angcorr_cuda_pairs_close(pk_cuda_pairs *s, int failed) {
+    if (!s) return;
+    release(&s->d, failed);
+    release(&s->d9, failed);
+    for (int u = 0; u < N_PAIR_STREAMS; u++) {
+        pk_cuda_pool_free(s->items[u]);
+        if (s->streams[u]) cudaStreamDestroy(s->streams[u]);
+    }
+    pk_gpu_table_free(&s->gt8);
+    patch_layout_free(&s->la);
+    patch_layout_free(&s->lb);
+    free(s->all);
+    free(s->n_fp64);
+    free(s);
+}
+
+extern "C" pk_status pk_angcorr_cuda_pairs_open(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
+                                                const pk_catalog *const *b, int n_b, const pk_bins *bins,
+                                                const pk_edge_table *table, pk_cuda_pairs **out) {
+    *out = NULL;
     const KernelSpec *spec = spec_of(kernel);
     if (!spec) return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
     spec = spec_for_table(spec, table);
     /* the naive and approximate kernels, many bins: one count at a time */
-    if (!spec->fn || spec->space == SPACE_APPROX || bins->n_bins > PK_GPU_TABLE_MAX_BINS || n_pairs == 0)
-        return PK_ERR_UNSUPPORTED;
+    if (!spec->fn || spec->space == SPACE_APPROX || bins->n_bins > PK_GPU_TABLE_MAX_BINS) return PK_ERR_UNSUPPORTED;
     const int same = b == NULL; /* pairs of patches of one catalog */
     if (same) b = a, n_b = n_a;
-    const size_t rows = (size_t)spec->rows * TILE_THREADS, n_slots = (size_t)table->n_slots;
     for (int p = 0; p < n_a; p++)
         if (a[p]->n > (size_t)INT32_MAX / 2) return PK_ERR_UNSUPPORTED;
     for (int q = 0; q < n_b; q++)
         if (b[q]->n > (size_t)INT32_MAX / 2) return PK_ERR_UNSUPPORTED;
-
-    /* counts run on a few streams at once: a patch pair's launch often has
-     * too few tiles to fill the GPU */
-    cudaStream_t streams[N_PAIR_STREAMS] = {};
-    int2 *items[N_PAIR_STREAMS] = {}; /* each stream's items of its latest launch */
-    DeviceJob d, d9;                  /* d9: the 9-bit table of kernels of 8-bit cells */
-    memset(&d, 0, sizeof d);
-    memset(&d9, 0, sizeof d9);
-    pk_gpu_table gt8;
-    memset(&gt8, 0, sizeof gt8);
-    PatchLayout la, lb;
-    memset(&la, 0, sizeof la);
-    memset(&lb, 0, sizeof lb);
+    pk_cuda_pairs *s = (pk_cuda_pairs *)calloc(1, sizeof *s);
+    if (!s) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     pk_status st = PK_OK;
-    unsigned long long *n_fp64 = (unsigned long long *)calloc(n_pairs, sizeof(unsigned long long));
-    size_t *items_of = (size_t *)calloc(n_pairs, sizeof(size_t));
-    uint64_t *all = NULL; /* a batch's slots read back */
-    size_t max_items = 1;
-    int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0, per_sm9 = 0;
-    TiledArgs g, g9;
-    memset(&g, 0, sizeof g);
-    g.n_bounds = table->n_bounds;
-    tiled_fn fn = spec->fn, fn9 = spec->fn;
-    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(dev));
-    if (!n_fp64 || !items_of) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    s->spec = spec, s->a = a, s->b = b, s->n_a = n_a, s->n_b = n_b, s->same = same, s->table = table;
+    s->dev = ctx ? ctx->cuda_device : 0;
+    s->rows = (size_t)spec->rows * TILE_THREADS;
+    s->n_slots = (size_t)table->n_slots;
+    s->g.n_bounds = table->n_bounds;
+    s->two = spec->cell_bits == 8;
+    /* the pairs in batches whose slots take at most 64 MiB on the device */
+    s->batch_cap = ((size_t)64 << 20) / ((s->n_slots + 1) * sizeof(unsigned long long));
+    if (s->batch_cap < 1) s->batch_cap = 1;
+    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(s->dev));
+    if ((st = patch_layout_make(ctx, spec, a, n_a, &s->la)) != PK_OK) goto done;
+    if (!same && (st = patch_layout_make(ctx, spec, b, n_b, &s->lb)) != PK_OK) goto done;
+    if ((st = patch_upload(ctx, &s->la, &s->d.pa, &s->d.a64)) != PK_OK) goto done;
+    if (!same && (st = patch_upload(ctx, &s->lb, &s->d.pb, &s->d.b64)) != PK_OK) goto done;
+    if ((st = upload(ctx, (void **)&s->d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
+        goto done;
+    /* kernels of 8-bit cells: both tables on the device, and each pair
+     * judged as a count of its own would be (cells8_serve) */
+    if ((st = setup_table(ctx, &s->d, spec, NULL, NULL, s->two ? 8 : 0, bins, table, &s->g, &s->fn)) != PK_OK)
+        goto done;
+    s->g9 = s->g;
+    s->fn9 = s->fn;
+    if (s->two) {
+        if ((st = setup_table(ctx, &s->d9, spec, NULL, NULL, 9, bins, table, &s->g9, &s->fn9)) != PK_OK) goto done;
+        s->g9.thr = s->d.thr;
+        int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
+        if ((st = pk_gpu_table_get(ctx, table, dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD, spec->clamped, 8,
+                                   &s->gt8)) != PK_OK)
+            goto done;
+    }
+    s->lay = tiled_layout(spec->space, table->n_bounds, s->g.n_cells, spec->queue, spec->blocks);
+    s->lay9 = tiled_layout(spec->space, table->n_bounds, s->g9.n_cells, spec->queue, spec->blocks);
+    for (int u = 0; u < N_PAIR_STREAMS; u++) PK_CUDA_GOTO(ctx, st, done, cudaStreamCreate(&s->streams[u]));
+    PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&s->n_sm, cudaDevAttrMultiProcessorCount, s->dev));
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaFuncSetAttribute(s->fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s->lay.bytes));
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s->per_sm, s->fn, TILE_THREADS, s->lay.bytes));
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaFuncSetAttribute(s->fn9, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)s->lay9.bytes));
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s->per_sm9, s->fn9, TILE_THREADS, s->lay9.bytes));
+    if (s->per_sm < 1 || s->per_sm9 < 1) {
+        st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU", s->lay.bytes);
         goto done;
     }
-    /* each pair's items; a pair too large for one launch: one count at a time */
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&s->d.ev_start));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&s->d.ev_stop));
+done:
+    if (st != PK_OK) {
+        pk_angcorr_cuda_pairs_close(s, 1);
+        return st;
+    }
+    *out = s;
+    return PK_OK;
+}
+
+extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, const int32_t *pair_p,
+                                                 const int32_t *pair_q, size_t n_pairs, uint64_t *slots,
+                                                 pk_pair_stats *stats, pk_progress *progress) {
+    if (n_pairs == 0) return PK_OK;
+    const pk_catalog *const *a = s->a, *const *b = s->b;
+    const int same = s->same, two = s->two;
+    const size_t rows = s->rows, n_slots = s->n_slots;
+    const PatchLayout *la = &s->la, *lbb = same ? &s->la : &s->lb;
+    DeviceJob *d = &s->d;
+    pk_status st = PK_OK;
+    size_t *items_of = (size_t *)calloc(n_pairs, sizeof(size_t));
+    size_t max_items = 1;
+    if (!items_of) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(s->dev));
+    /* each pair's items; a pair too large for one launch: one count at a
+     * time, before anything is queued */
     for (size_t k = 0; k < n_pairs; k++) {
+        if (pair_p[k] < 0 || pair_p[k] >= s->n_a || pair_q[k] < 0 || pair_q[k] >= s->n_b) {
+            st = pk_fail(ctx, PK_ERR_INVALID, "patch pair %d, %d does not exist", pair_p[k], pair_q[k]);
+            goto done;
+        }
         size_t na = a[pair_p[k]]->n, nb = b[pair_q[k]]->n;
         int autocorr = same && pair_p[k] == pair_q[k];
         size_t n_rt = (na + rows - 1) / rows, n_ct = (nb + TILE_COLS - 1) / TILE_COLS, m = 0;
@@ -1186,150 +1272,128 @@ extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, co
         items_of[k] = m;
         if (m > max_items) max_items = m;
     }
-    if ((st = patch_layout_make(ctx, spec, a, n_a, &la)) != PK_OK) goto done;
-    if (!same && (st = patch_layout_make(ctx, spec, b, n_b, &lb)) != PK_OK) goto done;
-    {
-        const PatchLayout *lbb = same ? &la : &lb;
-        if ((st = patch_upload(ctx, &la, &d.pa, &d.a64)) != PK_OK) goto done;
-        if (!same && (st = patch_upload(ctx, &lb, &d.pb, &d.b64)) != PK_OK) goto done;
-        if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) !=
-            PK_OK)
-            goto done;
-        /* kernels of 8-bit cells: both tables on the device, and each pair
-         * judged as a count of its own would be (cells8_serve) */
-        const int two = spec->cell_bits == 8;
-        if ((st = setup_table(ctx, &d, spec, NULL, NULL, two ? 8 : 0, bins, table, &g, &fn)) != PK_OK) goto done;
-        g9 = g;
-        if (two) {
-            if ((st = setup_table(ctx, &d9, spec, NULL, NULL, 9, bins, table, &g9, &fn9)) != PK_OK) goto done;
-            g9.thr = d.thr;
-            int dot = spec->space == SPACE_DOT || spec->space == SPACE_DOT_PACKED || spec->space == SPACE_DOT_HI;
-            if ((st = pk_gpu_table_get(ctx, table, dot ? PK_GPU_SPACE_DOT : PK_GPU_SPACE_CHORD, spec->clamped, 8,
-                                       &gt8)) != PK_OK)
-                goto done;
-        }
-        TiledLayout lay = tiled_layout(spec->space, table->n_bounds, g.n_cells, spec->queue, spec->blocks);
-        TiledLayout lay9 = tiled_layout(spec->space, table->n_bounds, g9.n_cells, spec->queue, spec->blocks);
-        /* the pairs in batches whose slots take at most 64 MiB on the device */
-        size_t batch = ((size_t)64 << 20) / ((n_slots + 1) * sizeof(unsigned long long));
-        if (batch < 1) batch = 1;
-        if (batch > n_pairs) batch = n_pairs;
+    /* the buffers grown to this call's needs (every earlier call has
+     * ended: nothing queued reads them) */
+    if (max_items > s->items_cap) {
         for (int u = 0; u < N_PAIR_STREAMS; u++) {
-            PK_CUDA_GOTO(ctx, st, done, cudaStreamCreate(&streams[u]));
-            PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&items[u], max_items * sizeof(int2)));
+            pk_cuda_pool_free(s->items[u]);
+            s->items[u] = NULL;
         }
-        PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.counters, batch * sizeof(unsigned)));
-        PK_CUDA_GOTO(ctx, st, done,
-                     pk_cuda_pool_malloc((void **)&d.slots, batch * (n_slots + 1) * sizeof(unsigned long long)));
-        PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.n_fp64, batch * sizeof(unsigned long long)));
-        PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        PK_CUDA_GOTO(ctx, st, done,
-                     cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay.bytes));
-        PK_CUDA_GOTO(ctx, st, done,
-                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, TILE_THREADS, lay.bytes));
-        PK_CUDA_GOTO(ctx, st, done,
-                     cudaFuncSetAttribute(fn9, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)lay9.bytes));
-        PK_CUDA_GOTO(ctx, st, done,
-                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm9, fn9, TILE_THREADS, lay9.bytes));
-        if (per_sm < 1 || per_sm9 < 1) {
-            st =
-                pk_fail(ctx, PK_ERR_UNSUPPORTED, "%zu bytes of shared memory per block do not fit this GPU", lay.bytes);
-            goto done;
-        }
-        all = (uint64_t *)malloc(batch * (n_slots + 1) * sizeof(uint64_t));
-        if (!all) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_start));
-        PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&d.ev_stop));
-        for (size_t k0 = 0; k0 < n_pairs; k0 += batch) {
-            const size_t nk = n_pairs - k0 < batch ? n_pairs - k0 : batch;
-            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.counters, 0, nk * sizeof(unsigned)));
-            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, nk * (n_slots + 1) * sizeof(unsigned long long)));
-            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, nk * sizeof(unsigned long long)));
-            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(d.ev_start));
-            /* every pair's two launches queued in turn (one items buffer:
-             * a launch's items are decoded only after the launch before
-             * ended); a wait every 2^34 pairs or 4096 counts for progress
-             * and Ctrl-C */
-            double queued = 0;
-            size_t since_wait = 0;
-            for (size_t k = k0; k < k0 + nk; k++) {
-                const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
-                const size_t na = a[p]->n, nb = b[q]->n;
-                if (items_of[k] > 0) {
-                    const int use8 = two && cells8_serve_pair(&gt8, &la.v[p], &lbb->v[q]);
-                    TiledArgs gk = use8 || !two ? g : g9;
-                    gk.n_a = (int)na;
-                    gk.n_b = (int)nb;
-                    gk.autocorr = autocorr;
-                    gk.pa = d.pa + la.off[p];
-                    gk.pb = (same ? d.pa : d.pb) + lbb->off[q];
-                    gk.a64.v = d.a64 + la.off[p];
-                    gk.a64.stride = la.off[la.n];
-                    gk.b64.v = (same ? d.a64 : d.b64) + lbb->off[q];
-                    gk.b64.stride = lbb->off[lbb->n];
-                    gk.slots = d.slots + (k - k0) * (n_slots + 1);
-                    gk.n_fp64 = d.n_fp64 + (k - k0);
-                    gk.counter = d.counters + (k - k0);
-                    const int u = (int)(k % N_PAIR_STREAMS);
-                    gk.items = items[u];
-                    gk.n_items = (int)items_of[k];
-                    const size_t n_ct = (nb + TILE_COLS - 1) / TILE_COLS;
-                    items_kernel<<<(unsigned)((gk.n_items + 255) / 256), 256, 0, streams[u]>>>(
-                        items[u], 0, gk.n_items, (int)n_ct, spec->rows, autocorr);
-                    const int resident = n_sm * (use8 || !two ? per_sm : per_sm9);
-                    int grid = resident < gk.n_items ? resident : gk.n_items;
-                    if (use8 || !two) fn<<<grid, TILE_THREADS, lay.bytes, streams[u]>>>(gk, lay);
-                    else fn9<<<grid, TILE_THREADS, lay9.bytes, streams[u]>>>(gk, lay9);
-                    PK_CUDA_GOTO(ctx, st, done, cudaGetLastError());
-                }
-                queued += autocorr ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
-                if (++since_wait >= 4096 || queued >= (double)CHUNK_PAIRS_TILED || k + 1 == k0 + nk) {
-                    PK_CUDA_GOTO(ctx, st, done, cudaDeviceSynchronize());
-                    if (progress && pk_progress_add(progress, queued, 1)) {
-                        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-                        goto done;
-                    }
-                    queued = 0;
-                    since_wait = 0;
-                }
+        s->items_cap = 0;
+        for (int u = 0; u < N_PAIR_STREAMS; u++)
+            PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&s->items[u], max_items * sizeof(int2)));
+        s->items_cap = max_items;
+    }
+    {
+        size_t want = n_pairs < s->batch_cap ? n_pairs : s->batch_cap;
+        if (want > s->slots_cap) {
+            pk_cuda_pool_free(d->counters), pk_cuda_pool_free(d->slots), pk_cuda_pool_free(d->n_fp64);
+            d->counters = NULL, d->slots = NULL, d->n_fp64 = NULL;
+            free(s->all), free(s->n_fp64);
+            s->slots_cap = 0;
+            s->all = (uint64_t *)malloc(want * (n_slots + 1) * sizeof(uint64_t));
+            s->n_fp64 = (unsigned long long *)malloc(want * sizeof(unsigned long long));
+            if (!s->all || !s->n_fp64) {
+                st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+                goto done;
             }
-            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(d.ev_stop));
-            PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(d.ev_stop));
-            float batch_ms = 0;
-            PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&batch_ms, d.ev_start, d.ev_stop));
+            PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d->counters, want * sizeof(unsigned)));
             PK_CUDA_GOTO(ctx, st, done,
-                         cudaMemcpy(all, d.slots, nk * (n_slots + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-            PK_CUDA_GOTO(ctx, st, done,
-                         cudaMemcpy(n_fp64, d.n_fp64, nk * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
-            /* each pair's slots as pk_angcorr_count_cuda leaves them */
-            for (size_t k = k0; k < k0 + nk; k++) {
-                const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
-                const size_t nb = b[q]->n;
-                uint64_t *out = slots + k * n_slots;
-                memcpy(out, all + (k - k0) * (n_slots + 1), n_slots * sizeof(uint64_t));
-                pk_pair_stats *s = &stats[k];
-                memset(s, 0, sizeof *s);
-                s->kernel_ms = batch_ms / (double)nk;
-                s->blocks_per_sm = per_sm;
-                tiled_slots_finish(out, n_slots, table, &la.v[p], autocorr ? 0 : nb, n_fp64[k - k0], s);
+                         pk_cuda_pool_malloc((void **)&d->slots, want * (n_slots + 1) * sizeof(unsigned long long)));
+            PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d->n_fp64, want * sizeof(unsigned long long)));
+            s->slots_cap = want;
+        }
+    }
+    for (size_t k0 = 0; k0 < n_pairs; k0 += s->slots_cap) {
+        const size_t nk = n_pairs - k0 < s->slots_cap ? n_pairs - k0 : s->slots_cap;
+        PK_CUDA_GOTO(ctx, st, done, cudaMemset(d->counters, 0, nk * sizeof(unsigned)));
+        PK_CUDA_GOTO(ctx, st, done, cudaMemset(d->slots, 0, nk * (n_slots + 1) * sizeof(unsigned long long)));
+        PK_CUDA_GOTO(ctx, st, done, cudaMemset(d->n_fp64, 0, nk * sizeof(unsigned long long)));
+        PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(d->ev_start));
+        /* every pair's two launches queued in turn (one items buffer a
+         * stream: a launch's items are decoded only after the launch
+         * before ended); a wait every 2^34 pairs or 4096 counts for
+         * progress and Ctrl-C */
+        double queued = 0;
+        size_t since_wait = 0;
+        for (size_t k = k0; k < k0 + nk; k++) {
+            const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
+            const size_t na = a[p]->n, nb = b[q]->n;
+            if (items_of[k] > 0) {
+                const int use8 = two && cells8_serve_pair(&s->gt8, &la->v[p], &lbb->v[q]);
+                TiledArgs gk = use8 || !two ? s->g : s->g9;
+                gk.n_a = (int)na;
+                gk.n_b = (int)nb;
+                gk.autocorr = autocorr;
+                gk.pa = d->pa + la->off[p];
+                gk.pb = (same ? d->pa : d->pb) + lbb->off[q];
+                gk.a64.v = d->a64 + la->off[p];
+                gk.a64.stride = la->off[la->n];
+                gk.b64.v = (same ? d->a64 : d->b64) + lbb->off[q];
+                gk.b64.stride = lbb->off[lbb->n];
+                gk.slots = d->slots + (k - k0) * (n_slots + 1);
+                gk.n_fp64 = d->n_fp64 + (k - k0);
+                gk.counter = d->counters + (k - k0);
+                const int u = (int)(k % N_PAIR_STREAMS);
+                gk.items = s->items[u];
+                gk.n_items = (int)items_of[k];
+                const size_t n_ct = (nb + TILE_COLS - 1) / TILE_COLS;
+                items_kernel<<<(unsigned)((gk.n_items + 255) / 256), 256, 0, s->streams[u]>>>(
+                    s->items[u], 0, gk.n_items, (int)n_ct, s->spec->rows, autocorr);
+                const int resident = s->n_sm * (use8 || !two ? s->per_sm : s->per_sm9);
+                int grid = resident < gk.n_items ? resident : gk.n_items;
+                if (use8 || !two) s->fn<<<grid, TILE_THREADS, s->lay.bytes, s->streams[u]>>>(gk, s->lay);
+                else s->fn9<<<grid, TILE_THREADS, s->lay9.bytes, s->streams[u]>>>(gk, s->lay9);
+                PK_CUDA_GOTO(ctx, st, done, cudaGetLastError());
             }
+            queued += autocorr ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
+            if (++since_wait >= 4096 || queued >= (double)CHUNK_PAIRS_TILED || k + 1 == k0 + nk) {
+                PK_CUDA_GOTO(ctx, st, done, cudaDeviceSynchronize());
+                if (progress && pk_progress_add(progress, queued, 1)) {
+                    st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+                    goto done;
+                }
+                queued = 0;
+                since_wait = 0;
+            }
+        }
+        PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(d->ev_stop));
+        PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(d->ev_stop));
+        float batch_ms = 0;
+        PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&batch_ms, d->ev_start, d->ev_stop));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaMemcpy(s->all, d->slots, nk * (n_slots + 1) * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaMemcpy(s->n_fp64, d->n_fp64, nk * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        /* each pair's slots as pk_angcorr_count_cuda leaves them */
+        for (size_t k = k0; k < k0 + nk; k++) {
+            const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
+            const size_t nb = b[q]->n;
+            uint64_t *out = slots + k * n_slots;
+            memcpy(out, s->all + (k - k0) * (n_slots + 1), n_slots * sizeof(uint64_t));
+            pk_pair_stats *ps = &stats[k];
+            memset(ps, 0, sizeof *ps);
+            ps->kernel_ms = batch_ms / (double)nk;
+            ps->blocks_per_sm = s->per_sm;
+            tiled_slots_finish(out, n_slots, s->table, &la->v[p], autocorr ? 0 : nb, s->n_fp64[k - k0], ps);
         }
     }
 done:
-    release(&d, st != PK_OK);
-    release(&d9, st != PK_OK);
-    for (int u = 0; u < N_PAIR_STREAMS; u++) {
-        pk_cuda_pool_free(items[u]);
-        if (streams[u]) cudaStreamDestroy(streams[u]);
-    }
-    pk_gpu_table_free(&gt8);
-    patch_layout_free(&la);
-    patch_layout_free(&lb);
-    free(all);
-    free(n_fp64);
+    /* a count stopped early may leave work queued on the buffers */
+    if (st != PK_OK && st != PK_ERR_UNSUPPORTED) cudaDeviceSynchronize();
     free(items_of);
+    return st;
+}
+
+extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
+                                                 const pk_catalog *const *b, int n_b, const int32_t *pair_p,
+                                                 const int32_t *pair_q, size_t n_pairs, const pk_bins *bins,
+                                                 const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
+                                                 pk_progress *progress) {
+    if (n_pairs == 0) return PK_ERR_UNSUPPORTED;
+    pk_cuda_pairs *s = NULL;
+    pk_status st = pk_angcorr_cuda_pairs_open(ctx, kernel, a, n_a, b, n_b, bins, table, &s);
+    if (st == PK_OK) st = pk_angcorr_cuda_pairs_count(ctx, s, pair_p, pair_q, n_pairs, slots, stats, progress);
+    pk_angcorr_cuda_pairs_close(s, st != PK_OK);
     return st;
 }

@@ -554,6 +554,325 @@ static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, pat
 }
 #endif
 
+/* The counts that threads share out: see count_shared. */
+typedef struct shared_counts {
+    pk_context *ctx;
+    int share;      /* a GPU counts too, from the large end */
+    int cpu_kernel; /* the CPU threads' kernel */
+    int gpu_kernel; /* share: the device's */
+    double cpu_max; /* without share: the work below which a count is the CPU's */
+    int n_threads, part, kc;
+    const pk_catalog *data, *random;
+    const pk_angcorr_run_options *ro;
+    patch_cat *dp, *rp;
+    const pk_bins *bins;
+    const pk_edge_table *table;
+    size_t n_slots, n;
+    int weighted_path;
+    patch_counts *pc;
+    const count_task *tasks;
+    size_t n_tasks;
+    uint8_t *counted;
+    pk_pair_stats **stats_of;
+    int *gpu_counted;
+    double done, w_all;
+} shared_counts;
+
+typedef struct share_item {
+    double work;
+    size_t i;
+} share_item;
+
+static int share_item_cmp(const void *x, const void *y) {
+    const share_item *a = x, *b = y;
+    if (a->work != b->work) return a->work < b->work ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* The first failure of the shared counts: the lowest task's (the same
+ * whatever the threads' timing). */
+typedef struct share_failure {
+    int failed;
+    size_t at;
+    pk_status st;
+    char msg[PK_MESSAGE_MAX];
+} share_failure;
+
+static void share_fail(share_failure *f, size_t i, pk_status st, const char *msg) {
+#pragma omp critical(pk_jackknife_failure)
+    if (i < f->at) {
+        f->at = i;
+        f->st = st;
+        snprintf(f->msg, sizeof f->msg, "%s", msg);
+    }
+#pragma omp atomic write
+    f->failed = 1;
+}
+
+/* The most batches the GPU takes from a shared list (-1: no limit); the
+ * tests set 1, so that both sides count whatever their speeds. */
+#ifdef PK_HAVE_CUDA
+int pk_angcorr_share_gpu_batches = -1;
+#endif
+
+/* Work a CPU thread takes at once from the shared list (fewer takings of
+ * its lock when counts are tiny, as those of K = 300 patches of 10 objects
+ * are). */
+#define SHARE_GROUP_WORK 65536.0
+
+/* Counts of this part on the CPU's threads, one thread each, as many at
+ * once as there are threads, instead of all threads on each in turn, whose
+ * parallel regions and barriers cost more than such a count's work. Each
+ * count is the same whatever its thread count (the weighted sums merge in
+ * a fixed order), so the cells are too.
+ *
+ * Without share: the counts below PARALLEL_TASK_PAIRS (and cpu_max), the
+ * largest first. With share, the list is every count the GPU takes in one
+ * launch, the smallest first: thread 0 sends the GPU batches from the
+ * large end, each a quarter of the work left, while the other threads take
+ * counts below PARALLEL_TASK_PAIRS from the small end, until the two meet,
+ * so that neither waits for the other whatever their speeds (jackknife
+ * K = 300 over 3,000 x 5,000 objects: the CPU's 16 threads the faster;
+ * K = 100 over 100,000 x 100,000: the H200). What neither takes is left
+ * uncounted for the caller. */
+static pk_status count_shared(shared_counts *sc) {
+    pk_context *ctx = sc->ctx;
+    const count_task *tasks = sc->tasks;
+    const size_t n_tasks = sc->n_tasks;
+    size_t *list = malloc((n_tasks + 1) * sizeof(size_t)), n_list = 0;
+    double *prefix = malloc((n_tasks + 1) * sizeof(double));
+    uint8_t *mark = calloc(n_tasks + 1, 1); /* 0: not listed, 1: listed, 2: counted by the GPU */
+    pk_pair_stats *task_stats = calloc(n_tasks + 1, sizeof(pk_pair_stats));
+    if (!list || !prefix || !mark || !task_stats) {
+        free(list), free(prefix), free(mark), free(task_stats);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n_tasks; i++) {
+        const count_task *t = &tasks[i];
+        if (t->part != sc->part || sc->counted[i]) continue;
+        int take = t->work < PARALLEL_TASK_PAIRS && t->work < sc->cpu_max;
+#ifdef PK_HAVE_CUDA
+        if (sc->share) {
+            const pk_catalog *a, *b;
+            const double *wa, *wb;
+            task_catalogs(t->c, t->p, t->q, sc->kc, sc->data, sc->random, sc->ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
+            take = (double)a->n * (double)b->n <= 0.5 * (double)pk_angcorr_cuda_chunk_pairs; /* one launch */
+        }
+#endif
+        if (take) list[n_list++] = i;
+    }
+    /* the smallest first (ties in task order) */
+    share_item *order = malloc((n_list + 1) * sizeof(share_item));
+    if (!order) {
+        free(list), free(prefix), free(mark), free(task_stats);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    for (size_t j = 0; j < n_list; j++) order[j] = (share_item){tasks[list[j]].work, list[j]};
+    qsort(order, n_list, sizeof *order, share_item_cmp);
+    for (size_t j = 0; j < n_list; j++) list[j] = order[j].i, mark[list[j]] = 1;
+    free(order);
+    prefix[0] = 0;
+    for (size_t j = 0; j < n_list; j++) prefix[j + 1] = prefix[j] + tasks[list[j]].work;
+    const double list_work = prefix[n_list];
+    pk_status st = PK_OK;
+    if (n_list < 2) {
+        free(list), free(prefix), free(mark), free(task_stats);
+        return PK_OK; /* the caller's loop */
+    }
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, list_work, sc->done / sc->w_all, list_work / sc->w_all);
+    size_t lo = 0, hi = n_list; /* what is left: list[lo .. hi) */
+    int cancelled = 0;
+    share_failure fail = {0, n_tasks, PK_OK, ""};
+#pragma omp parallel num_threads(sc->n_threads)
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        const int owner = tid == 0;
+        /* one thread's count: its own slots, a context of one thread whose
+         * progress the loop reports */
+        pk_context one = *ctx;
+        one.n_threads = 1;
+        one.progress = NULL;
+        one.message[0] = '\0';
+        const size_t n_slots = sc->n_slots;
+        const pk_angcorr_run_options *ro = sc->ro;
+        count_out mine = {malloc(n_slots * sizeof(uint64_t)),
+                          sc->weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
+                          ro->mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
+        int ok = mine.slots && (!sc->weighted_path || mine.wslots) && (!ro->mean_theta || mine.tslots);
+#ifdef PK_HAVE_CUDA
+        if (sc->share && owner) {
+            /* the GPU's side: a session a count type (DD, DR, RR) over its
+             * patches, then batches from the large end */
+            const int kc = sc->kc;
+            const pk_catalog **acat[3] = {NULL, NULL, NULL}, **bcat = malloc((size_t)kc * sizeof(*bcat));
+            pk_cuda_pairs *sess[3] = {NULL, NULL, NULL};
+            size_t cap = ((size_t)256 << 20) / (n_slots * sizeof(uint64_t)); /* host slots of a batch */
+            if (cap < 1) cap = 1;
+            size_t *sel = malloc(cap * sizeof(size_t));
+            int32_t *pp = malloc(cap * sizeof(int32_t)), *qq = malloc(cap * sizeof(int32_t));
+            uint64_t *slots = malloc(cap * n_slots * sizeof(uint64_t));
+            pk_pair_stats *st_k = malloc(cap * sizeof(pk_pair_stats));
+            int gpu_ok = bcat && sel && pp && qq && slots && st_k;
+            for (int c = 0; c < 3 && gpu_ok; c++) {
+                acat[c] = malloc((size_t)kc * sizeof(**acat));
+                gpu_ok = acat[c] != NULL;
+                for (int p = 0; gpu_ok && p < kc; p++) {
+                    acat[c][p] = c == 2 ? &sc->rp[p].cat : &sc->dp[p].cat;
+                    bcat[p] = &sc->rp[p].cat; /* DR's random patches */
+                }
+            }
+            pk_context g = one;
+            g.n_threads = ctx->n_threads;
+            if (!gpu_ok) share_fail(&fail, 0, pk_fail(&g, PK_ERR_NOMEM, "out of memory"), g.message);
+            for (int batches = 0; gpu_ok && batches != pk_angcorr_share_gpu_batches; batches++) {
+                int stop, stopped_by_user;
+#pragma omp atomic read
+                stop = fail.failed;
+#pragma omp atomic read
+                stopped_by_user = cancelled;
+                if (stop || stopped_by_user) break;
+                size_t b0, b1;
+#pragma omp critical(pk_share_list)
+                {
+                    b1 = hi;
+                    double target = 0.25 * (prefix[hi] - prefix[lo]), w = 0;
+                    while (hi > lo && (hi == b1 || w < target) && b1 - hi < cap) w += tasks[list[--hi]].work;
+                    b0 = hi;
+                }
+                if (b0 == b1) break; /* the two ends met */
+                for (int c = 0; c < 3 && gpu_ok; c++) {
+                    size_t m = 0;
+                    for (size_t j = b0; j < b1; j++) {
+                        const count_task *t = &tasks[list[j]];
+                        if (t->c != c) continue;
+                        sel[m] = list[j], pp[m] = t->p, qq[m] = t->q;
+                        m++;
+                    }
+                    if (m == 0) continue;
+                    pk_status sg = PK_OK;
+                    g.message[0] = '\0';
+                    if (!sess[c])
+                        sg = pk_angcorr_cuda_pairs_open(&g, sc->gpu_kernel, acat[c], kc, c == 1 ? bcat : NULL, kc,
+                                                        sc->bins, sc->table, &sess[c]);
+                    double t0 = pk_now();
+                    if (sg == PK_OK) sg = pk_angcorr_cuda_pairs_count(&g, sess[c], pp, qq, m, slots, st_k, &progress);
+                    if (sg == PK_ERR_UNSUPPORTED && !g.message[0]) {
+                        gpu_ok = 0; /* counts one at a time: left to the caller's loop */
+                        break;
+                    }
+                    double seconds = pk_now() - t0;
+                    for (size_t k = 0; k < m && sg == PK_OK; k++) {
+                        const count_task *t = &tasks[sel[k]];
+                        const int autocorr = c != 1, as_auto = autocorr && t->p == t->q;
+                        count_out co = {slots + k * n_slots, NULL, NULL};
+                        sg = check_slots(&g, sc->gpu_kernel, acat[c][t->p], NULL,
+                                         as_auto  ? NULL
+                                         : c == 1 ? bcat[t->q]
+                                                  : acat[c][t->q],
+                                         NULL, n_slots, &co, &st_k[k], seconds / (double)m);
+                        if (sg) break;
+                        task_stats[sel[k]] = st_k[k];
+                        store_cells(&sc->pc[c], autocorr, t->p, t->q, kc, sc->n, &co);
+                        mark[sel[k]] = 2;
+                        sc->counted[sel[k]] = 1;
+                    }
+                    if (sg == PK_ERR_CANCELLED) {
+#pragma omp atomic write
+                        cancelled = 1;
+                        gpu_ok = 0;
+                    } else if (sg != PK_OK) {
+                        share_fail(&fail, sel[0], sg, g.message);
+                        gpu_ok = 0;
+                    }
+                }
+            }
+            for (int c = 0; c < 3; c++) {
+                pk_angcorr_cuda_pairs_close(sess[c], 0);
+                free(acat[c]);
+            }
+            free(bcat), free(sel), free(pp), free(qq), free(slots), free(st_k);
+        }
+#endif
+        /* the CPU's side */
+        for (;;) {
+            int stop, stopped_by_user;
+#pragma omp atomic read
+            stop = fail.failed;
+#pragma omp atomic read
+            stopped_by_user = cancelled;
+            if (stop || stopped_by_user) break;
+            size_t g0, g1;
+#pragma omp critical(pk_share_list)
+            {
+                if (sc->share) { /* from the small end, a group of tiny counts at once */
+                    g0 = lo;
+                    double w = 0;
+                    while (lo < hi && tasks[list[lo]].work < PARALLEL_TASK_PAIRS && (lo == g0 || w < SHARE_GROUP_WORK))
+                        w += tasks[list[lo++]].work;
+                    g1 = lo;
+                } else { /* the largest first */
+                    g1 = hi;
+                    double w = 0;
+                    while (hi > lo && (hi == g1 || w < SHARE_GROUP_WORK)) w += tasks[list[--hi]].work;
+                    g0 = hi;
+                }
+            }
+            if (g0 == g1) break;
+            for (size_t j = g0; j < g1; j++) {
+                const size_t i = list[j];
+                const count_task *t = &tasks[i];
+                const int c = t->c, p = t->p, q = t->q, autocorr = c != 1, as_auto = autocorr && p == q;
+                const pk_catalog *a, *b;
+                const double *wa, *wb;
+                task_catalogs(c, p, q, sc->kc, sc->data, sc->random, ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
+                pk_progress quiet;
+                pk_progress_begin(&quiet, &one, t->work, 0.0, 1.0);
+                pk_status st_i = ok ? count_slots_ex(&one, PK_BACKEND_CPU, sc->cpu_kernel, a, wa, as_auto ? NULL : b,
+                                                     as_auto ? NULL : wb, sc->bins, sc->table, ro->prune,
+                                                     ro->mean_theta, &mine, &task_stats[i], &quiet)
+                                    : pk_fail(&one, PK_ERR_NOMEM, "out of memory");
+                if (st_i == PK_OK) {
+                    store_cells(&sc->pc[c], autocorr, p, q, sc->kc, sc->n, &mine);
+                    sc->counted[i] = 1;
+                } else {
+                    share_fail(&fail, i, st_i, one.message);
+                    break;
+                }
+                if (pk_progress_add(&progress, t->work, owner)) {
+#pragma omp atomic write
+                    cancelled = 1;
+                }
+            }
+        }
+        free(mine.slots);
+        free(mine.wslots);
+        free(mine.tslots);
+    }
+    if (fail.failed) {
+        st = fail.st;
+        snprintf(ctx->message, sizeof ctx->message, "%s", fail.msg);
+    } else if (cancelled || progress.cancelled) {
+        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    }
+    /* the statistics added in task order, as the caller's loop would,
+     * whichever side counted each */
+    for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
+        if (!sc->counted[i] || !mark[i]) continue; /* not counted here */
+        const int c = tasks[i].c;
+        add_stats(sc->stats_of[c], &task_stats[i], c != 1 && tasks[i].p != tasks[i].q);
+        if (mark[i] == 2) sc->gpu_counted[c] = 1;
+        if (mark[i] == 2 || !sc->gpu_counted[c]) sc->stats_of[c]->kernel = task_stats[i].kernel;
+    }
+    for (size_t j = 0; j < n_list; j++)
+        if (sc->counted[list[j]]) sc->done += tasks[list[j]].work;
+    free(list), free(prefix), free(mark), free(task_stats);
+    return st;
+}
+
 static int task_by_work(const void *a, const void *b) {
     const count_task *x = a, *y = b;
     if (x->work != y->work) return x->work > y->work ? -1 : 1;
@@ -746,105 +1065,45 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     int n_threads = pk_thread_count(ctx);
     uint8_t *counted = st == PK_OK ? calloc(n_tasks + 1, 1) : NULL;
     if (st == PK_OK && !counted) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    size_t *small = NULL, n_small = 0;
-    double small_work = 0;
-    if (st == PK_OK && n_threads > 1 && (backend == PK_BACKEND_CPU || small_kernel >= 0)) {
-        small = malloc((n_tasks + 1) * sizeof(size_t));
-        if (!small) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; small && i < n_tasks; i++)
-            if (tasks[i].part == part && tasks[i].work < PARALLEL_TASK_PAIRS &&
-                (backend == PK_BACKEND_CPU || tasks[i].work < small_limit)) {
-                small[n_small++] = i;
-                small_work += tasks[i].work;
-            }
-    }
-    if (st == PK_OK && n_small > 1) {
-        const pk_backend small_backend = PK_BACKEND_CPU;
-        const int kernel_small = backend == PK_BACKEND_CPU ? kernel : small_kernel;
-        pk_pair_stats *task_stats = calloc(n_tasks + 1, sizeof(pk_pair_stats));
-        pk_progress progress;
-        pk_progress_begin(&progress, ctx, small_work, done / w_all, small_work / w_all);
-        int task_failed = 0, cancelled = 0;
-        size_t failed_at = n_tasks;
-        pk_status failed_st = PK_OK;
-        char failed_msg[PK_MESSAGE_MAX] = "";
-        if (!task_stats) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-#pragma omp parallel num_threads(n_threads) if (task_stats != NULL)
-        {
-            int owner = 1;
-#ifdef _OPENMP
-            owner = omp_get_thread_num() == 0;
+    /* With the backend left to pairkit on a GPU, the GPU and the CPU's
+     * threads count the patch pairs at once (unweighted, unpruned counts,
+     * which the GPU takes many at a time); otherwise the small counts on
+     * the CPU, one thread each. */
+    int share = 0;
+#ifdef PK_HAVE_CUDA
+    share = backend == PK_BACKEND_CUDA && small_kernel >= 0 && kc > 1 && !weighted_path && ro.prune != PK_PRUNE_ON &&
+            n_threads > 1;
 #endif
-            /* one thread's count: its own slots, a context of one thread
-             * whose progress the loop reports */
-            pk_context one = *ctx;
-            one.n_threads = 1;
-            one.progress = NULL;
-            one.message[0] = '\0';
-            count_out mine = {malloc(n_slots * sizeof(uint64_t)),
-                              weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
-                              ro.mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
-            int ok = task_stats && mine.slots && (!weighted_path || mine.wslots) && (!ro.mean_theta || mine.tslots);
-#pragma omp for schedule(dynamic, 1)
-            for (size_t j = 0; j < n_small; j++) {
-                if (!task_stats) continue;
-                int stop, stopped_by_user;
-#pragma omp atomic read
-                stop = task_failed;
-#pragma omp atomic read
-                stopped_by_user = cancelled;
-                if (stop || stopped_by_user) continue;
-                size_t i = small[j];
-                const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1,
-                          as_auto = autocorr && p == q;
-                const pk_catalog *a, *b;
-                const double *wa, *wb;
-                task_catalogs(c, p, q, kc, data, random, &ro, dp, rp, &a, &wa, &b, &wb);
-                pk_progress quiet;
-                pk_progress_begin(&quiet, &one, tasks[i].work, 0.0, 1.0);
-                pk_status st_i = ok ? count_slots_ex(&one, small_backend, kernel_small, a, wa, as_auto ? NULL : b,
-                                                     as_auto ? NULL : wb, bins, &table, ro.prune, ro.mean_theta, &mine,
-                                                     &task_stats[i], &quiet)
-                                    : pk_fail(&one, PK_ERR_NOMEM, "out of memory");
-                if (st_i == PK_OK) {
-                    store_cells(&pc[c], autocorr, p, q, kc, n, &mine);
-                    counted[i] = 1;
-                } else {
-#pragma omp critical(pk_jackknife_failure)
-                    if (i < failed_at) {
-                        failed_at = i;
-                        failed_st = st_i;
-                        snprintf(failed_msg, sizeof failed_msg, "%s", one.message);
-                    }
-#pragma omp atomic write
-                    task_failed = 1;
-                }
-                if (pk_progress_add(&progress, tasks[i].work, owner)) {
-#pragma omp atomic write
-                    cancelled = 1;
-                }
-            }
-            free(mine.slots);
-            free(mine.wslots);
-            free(mine.tslots);
-        }
-        if (st == PK_OK && task_failed) {
-            st = failed_st;
-            snprintf(ctx->message, sizeof ctx->message, "%s", failed_msg);
-        } else if (st == PK_OK && (cancelled || progress.cancelled)) {
-            st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-        }
-        /* the statistics added in task order, as the loop below would */
-        for (size_t j = 0; j < n_small && st == PK_OK; j++) {
-            size_t i = small[j];
-            const int c = tasks[i].c;
-            add_stats(stats_of[c], &task_stats[i], c != 1 && tasks[i].p != tasks[i].q);
-            if (!gpu_counted[c]) stats_of[c]->kernel = task_stats[i].kernel;
-        }
-        done += small_work;
-        free(task_stats);
+    if (st == PK_OK && n_threads > 1 && (backend == PK_BACKEND_CPU || small_kernel >= 0)) {
+        shared_counts sc = {.ctx = ctx,
+                            .share = share,
+                            .cpu_kernel = backend == PK_BACKEND_CPU ? kernel : small_kernel,
+                            .gpu_kernel = kernel,
+                            .cpu_max = backend == PK_BACKEND_CPU ? (double)INFINITY : small_limit,
+                            .n_threads = n_threads,
+                            .part = part,
+                            .kc = kc,
+                            .data = data,
+                            .random = random,
+                            .ro = &ro,
+                            .dp = dp,
+                            .rp = rp,
+                            .bins = bins,
+                            .table = &table,
+                            .n_slots = n_slots,
+                            .n = n,
+                            .weighted_path = weighted_path,
+                            .pc = pc,
+                            .tasks = tasks,
+                            .n_tasks = n_tasks,
+                            .counted = counted,
+                            .stats_of = stats_of,
+                            .gpu_counted = gpu_counted,
+                            .done = done,
+                            .w_all = w_all};
+        st = count_shared(&sc);
+        done = sc.done;
     }
-    free(small);
 #ifdef PK_HAVE_CUDA
     if (st == PK_OK && backend == PK_BACKEND_CUDA && kc > 1 && !weighted_path && ro.prune != PK_PRUNE_ON) {
         uint8_t *on_cpu = calloc(n_tasks + 1, 1);
