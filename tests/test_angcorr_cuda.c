@@ -402,23 +402,30 @@ static void check_pairs(check_rng *rng, const char *what, const pk_bins *bins, c
             }
             CHECK(bad == 0, "%s, %s, %s: %zu of %zu pairs counted at once differ from single counts", what,
                   pk_angcorr_kernel_name(ids[x]), cross ? "two catalogs" : "one catalog", bad, n);
-            /* the same pairs through one session in three calls (its
-             * buffers grown by the second, the first pairs again after) */
-            pk_cuda_pairs *sess = NULL;
-            CHECK_OK(pk_angcorr_cuda_pairs_open(&ctx, ids[x], pa, n_p, cross ? pb : NULL, n_p, bins, &t, &sess), &ctx);
+            /* the same pairs through sessions over both catalogs' patches
+             * (A as set 0, B as set 1, and the other way round), three
+             * calls each (the buffers grown by the second, the first pairs
+             * again after) */
             uint64_t *again = malloc(max_pairs * ns * sizeof(uint64_t));
-            size_t cuts[4] = {0, 1, n, n < 3 ? n : 3}, bad_s = 0;
-            for (int call = 0; sess && again && call < 3; call++) {
-                size_t k0 = call == 2 ? 0 : cuts[call], k1 = call == 2 ? cuts[3] : cuts[call + 1];
-                pk_status rs =
-                    pk_angcorr_cuda_pairs_count(&ctx, sess, pp + k0, qq + k0, k1 - k0, again + k0 * ns, st + k0, NULL);
-                CHECK_OK(rs, &ctx);
-                for (size_t k = k0; k < k1 && rs == PK_OK; k++)
-                    bad_s += memcmp(again + k * ns, got + k * ns, ns * sizeof(uint64_t)) != 0;
+            for (int swap = 0; swap < 2 && again; swap++) {
+                pk_cuda_pairs *sess = NULL;
+                CHECK_OK(
+                    pk_angcorr_cuda_pairs_open(&ctx, ids[x], swap ? pb : pa, n_p, swap ? pa : pb, n_p, bins, &t, &sess),
+                    &ctx);
+                const int set_a = swap, set_b = cross ? !swap : swap;
+                size_t cuts[4] = {0, 1, n, n < 3 ? n : 3}, bad_s = 0;
+                for (int call = 0; sess && call < 3; call++) {
+                    size_t k0 = call == 2 ? 0 : cuts[call], k1 = call == 2 ? cuts[3] : cuts[call + 1];
+                    pk_status rs = pk_angcorr_cuda_pairs_count(&ctx, sess, set_a, set_b, pp + k0, qq + k0, k1 - k0,
+                                                               again + k0 * ns, st + k0, NULL);
+                    CHECK_OK(rs, &ctx);
+                    for (size_t k = k0; k < k1 && rs == PK_OK; k++)
+                        bad_s += memcmp(again + k * ns, got + k * ns, ns * sizeof(uint64_t)) != 0;
+                }
+                CHECK(sess && bad_s == 0, "%s, %s, %s: %zu pairs counted through a session (sets %d x %d) differ", what,
+                      pk_angcorr_kernel_name(ids[x]), cross ? "two catalogs" : "one catalog", bad_s, set_a, set_b);
+                pk_angcorr_cuda_pairs_close(sess, 0);
             }
-            CHECK(sess && again && bad_s == 0, "%s, %s, %s: %zu pairs counted through one session differ", what,
-                  pk_angcorr_kernel_name(ids[x]), cross ? "two catalogs" : "one catalog", bad_s);
-            pk_angcorr_cuda_pairs_close(sess, 0);
             free(again);
         }
     }

@@ -37,14 +37,33 @@ static double *test_weights(check_rng *rng, size_t n) {
     return w;
 }
 
-#ifdef PK_HAVE_CUDA
-/* A progress callback that stops the run once a tenth is done. */
-static int stop_past_a_tenth(void *user, double fraction_done) {
+/* A progress callback that stops the run at its first report. */
+static int stop_at_first(void *user, double fraction_done) {
     int *calls = user;
     (*calls)++;
-    return fraction_done > 0.1;
+    return fraction_done >= 0;
 }
-#endif
+
+/* A jackknife run stopped from its callback at the first report, which
+ * the shared patch-pair counts make (on the CPU's threads, or with the GPU
+ * under auto): it ends cancelled, with no report after that one (a stage
+ * that went on regardless would report again). */
+static void cancel_in_counts(pk_context *ctx, const pk_catalog *d, const pk_catalog *r, const pk_bins *bins, int k,
+                             const pk_angcorr_options *opts) {
+    int calls = 0;
+    ctx->progress = stop_at_first;
+    ctx->progress_user = &calls;
+    pk_angcorr_run_options ro = {NULL, NULL, 0, k, PK_PRUNE_AUTO};
+    pk_angcorr_result res;
+    pk_angcorr_extras ex;
+    pk_status st = pk_angcorr_run_ex(ctx, opts, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, &ro, &res, &ex);
+    CHECK(st == PK_ERR_CANCELLED && calls == 1, "jackknife K = %d (%s), stopped at its first report: %s, %d reports", k,
+          opts ? pk_angcorr_kernel_name(opts->kernel) : "auto", pk_status_str(st), calls);
+    pk_angcorr_result_free(&res);
+    pk_angcorr_extras_free(&ex);
+    ctx->progress = NULL;
+    ctx->progress_user = NULL;
+}
 
 static int kernels_to_test(int *ids) {
     int n = 0;
@@ -635,6 +654,42 @@ int main(void) {
         pk_catalog_free(&d);
         pk_catalog_free(&r);
         ctx.n_threads = 0;
+        /* the GPU stopping early: bins beyond its table (the session
+         * refused: every count the CPU's or the later loops'), and one
+         * batch with the rest too large for a CPU thread (left to the GPU's
+         * later pass); both as the CPU counts them */
+        for (int how = 0; how < 2; how++) {
+            ctx.n_threads = 2;
+            pk_bins many;
+            CHECK_OK(pk_bins_log(&ctx, 0.001, 3.0, 9000, &many), &ctx);
+            const pk_bins *bb = how == 0 ? &many : &logb;
+            size_t nd = how == 0 ? 3000 : 30000;
+            pk_catalog ds = test_catalog(&rng, nd, 0.1, 0.9, 0.1, 0.8), rs = test_catalog(&rng, nd, 0.1, 0.9, 0.1, 0.8);
+            pk_angcorr_run_options ro = {NULL, NULL, 0, 4, PK_PRUNE_AUTO};
+            pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
+            pk_angcorr_result ra, rc;
+            pk_angcorr_extras ea, ec;
+            pk_angcorr_share_gpu_batches = how == 0 ? -1 : 1;
+            pk_status sa = pk_angcorr_run_ex(&ctx, NULL, &ds, &rs, bb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
+            pk_angcorr_share_gpu_batches = -1;
+            CHECK_OK(sa, &ctx);
+            pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &ds, &rs, bb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
+            CHECK_OK(sc, &ctx);
+            if (sa == PK_OK && sc == PK_OK) {
+                size_t n = bb->n_bins;
+                CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
+                          memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ea.omega_jk, ec.omega_jk, 4 * n, 1) &&
+                          ra.stats_dr.pairs_total == rc.stats_dr.pairs_total,
+                      "auto backend, the GPU stopping early (%s): differs from the CPU run",
+                      how == 0 ? "9,000 bins" : "one batch, then counts of 5.6e7 pairs");
+                pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
+                pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
+            }
+            pk_bins_free(&many);
+            pk_catalog_free(&ds);
+            pk_catalog_free(&rs);
+            ctx.n_threads = 0;
+        }
         /* shared without a limit: tiny patches (K = 300 over 2,000 x 3,000
          * objects, the CPU the faster) and K = 40 over 30,000 x 30,000 (the
          * GPU the faster), each as the CPU counts it; a run stopped from
@@ -665,18 +720,7 @@ int main(void) {
                 pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
                 pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
             }
-            if (big) {
-                int calls = 0;
-                ctx.progress = stop_past_a_tenth;
-                ctx.progress_user = &calls;
-                pk_status sx = pk_angcorr_run_ex(&ctx, NULL, &ds, &rs, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
-                CHECK(sx == PK_ERR_CANCELLED, "auto backend, shared counts stopped by the callback: %s (%s)",
-                      pk_status_str(sx), ctx.message);
-                pk_angcorr_result_free(&ra);
-                pk_angcorr_extras_free(&ea);
-                ctx.progress = NULL;
-                ctx.progress_user = NULL;
-            }
+            if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL);
             pk_catalog_free(&ds);
             pk_catalog_free(&rs);
         }
@@ -716,6 +760,16 @@ int main(void) {
         pk_bins_free(&def);
     }
 #endif
+    /* stopped inside the patch-pair counts, on the CPU's threads */
+    {
+        ctx.n_threads = 2;
+        pk_catalog d = test_catalog(&rng, 2000, 0.1, 0.9, 0.1, 0.8), r = test_catalog(&rng, 3000, 0.1, 0.9, 0.1, 0.8);
+        pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
+        cancel_in_counts(&ctx, &d, &r, &logb, 8, &cpu);
+        pk_catalog_free(&d);
+        pk_catalog_free(&r);
+        ctx.n_threads = 0;
+    }
     rr_cells_case(&rng, &logb, 4, 1, 1);
     rr_cells_case(&rng, &lin, 5, 0, 0);
     rr_cells_case(&rng, &list, 1, 1, 1);

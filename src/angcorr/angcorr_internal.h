@@ -280,17 +280,21 @@ pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_cata
                                       size_t n_pairs, const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
                                       pk_pair_stats *stats, pk_progress *progress);
 /* The same in steps, for a caller that hands out the pairs as it goes:
- * open sends the patches and sets the tables up (PK_ERR_UNSUPPORTED, with
- * no message, as above), count counts any pairs of them (PK_ERR_UNSUPPORTED
- * when one is beyond one launch, before anything is counted), close frees
- * it (failed: after waiting for what a stopped count left queued). One
- * thread at a time. */
+ * open sends the patches of a (set 0) and of b (set 1, when b is not
+ * NULL) and sets the tables up (PK_ERR_UNSUPPORTED, with no message, as
+ * above); count counts pairs of set_a's patch pair_p[k] and set_b's
+ * patch pair_q[k] (set_a == set_b: pairs within one set, (p, p) an
+ * autocorrelation), PK_ERR_UNSUPPORTED when one is beyond one launch,
+ * before anything is counted; every call ends with its work (nothing left
+ * queued), failed or not. close frees it (failed: after waiting for the
+ * device). One thread at a time. */
 typedef struct pk_cuda_pairs pk_cuda_pairs;
 pk_status pk_angcorr_cuda_pairs_open(pk_context *ctx, int kernel, const pk_catalog *const *a, int n_a,
                                      const pk_catalog *const *b, int n_b, const pk_bins *bins,
                                      const pk_edge_table *table, pk_cuda_pairs **out);
-pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, const int32_t *pair_p, const int32_t *pair_q,
-                                      size_t n_pairs, uint64_t *slots, pk_pair_stats *stats, pk_progress *progress);
+pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, int set_a, int set_b, const int32_t *pair_p,
+                                      const int32_t *pair_q, size_t n_pairs, uint64_t *slots, pk_pair_stats *stats,
+                                      pk_progress *progress);
 void pk_angcorr_cuda_pairs_close(pk_cuda_pairs *s, int failed);
 /* The most batches the GPU takes when it shares jackknife counts with the
  * CPU (-1, the default: no limit; defined in features.c). */

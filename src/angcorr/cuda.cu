@@ -1128,11 +1128,12 @@ static pk_status patch_upload(pk_context *ctx, const PatchLayout *l, float4 **pt
 #define N_PAIR_STREAMS 4
 
 /* The patches of a (and b) on the device, the tables set up and the
- * streams made once; then counts of any pairs of them, batch after batch. */
+ * streams made once; then counts of any pairs of them, batch after batch:
+ * set 0 is a's patches (d.pa, d.a64), set 1 b's (d.pb, d.b64). */
 struct pk_cuda_pairs {
     const KernelSpec *spec;
-    const pk_catalog *const *a, *const *b;
-    int n_a, n_b, same, two, dev, n_sm, per_sm, per_sm9;
+    const pk_catalog *const *a, *const *b; /* b: NULL without set 1 */
+    int n_a, n_b, two, dev, n_sm, per_sm, per_sm9;
     size_t rows, n_slots, batch_cap; /* batch_cap: pairs whose slots fit 64 MiB */
     const pk_edge_table *table;
     cudaStream_t streams[N_PAIR_STREAMS];
@@ -1174,8 +1175,8 @@ extern "C" pk_status pk_angcorr_cuda_pairs_open(pk_context *ctx, int kernel, con
     spec = spec_for_table(spec, table);
     /* the naive and approximate kernels, many bins: one count at a time */
     if (!spec->fn || spec->space == SPACE_APPROX || bins->n_bins > PK_GPU_TABLE_MAX_BINS) return PK_ERR_UNSUPPORTED;
-    const int same = b == NULL; /* pairs of patches of one catalog */
-    if (same) b = a, n_b = n_a;
+    const int same = b == NULL; /* one set of patches */
+    if (same) n_b = 0;
     for (int p = 0; p < n_a; p++)
         if (a[p]->n > (size_t)INT32_MAX / 2) return PK_ERR_UNSUPPORTED;
     for (int q = 0; q < n_b; q++)
@@ -1183,7 +1184,7 @@ extern "C" pk_status pk_angcorr_cuda_pairs_open(pk_context *ctx, int kernel, con
     pk_cuda_pairs *s = (pk_cuda_pairs *)calloc(1, sizeof *s);
     if (!s) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     pk_status st = PK_OK;
-    s->spec = spec, s->a = a, s->b = b, s->n_a = n_a, s->n_b = n_b, s->same = same, s->table = table;
+    s->spec = spec, s->a = a, s->b = b, s->n_a = n_a, s->n_b = n_b, s->table = table;
     s->dev = ctx ? ctx->cuda_device : 0;
     s->rows = (size_t)spec->rows * TILE_THREADS;
     s->n_slots = (size_t)table->n_slots;
@@ -1240,15 +1241,20 @@ done:
     return PK_OK;
 }
 
-extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, const int32_t *pair_p,
-                                                 const int32_t *pair_q, size_t n_pairs, uint64_t *slots,
-                                                 pk_pair_stats *stats, pk_progress *progress) {
+extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, int set_a, int set_b,
+                                                 const int32_t *pair_p, const int32_t *pair_q, size_t n_pairs,
+                                                 uint64_t *slots, pk_pair_stats *stats, pk_progress *progress) {
     if (n_pairs == 0) return PK_OK;
-    const pk_catalog *const *a = s->a, *const *b = s->b;
-    const int same = s->same, two = s->two;
+    if (set_a < 0 || set_a > 1 || set_b < 0 || set_b > 1 || ((set_a || set_b) && !s->b))
+        return pk_fail(ctx, PK_ERR_INVALID, "patch set %d x %d does not exist", set_a, set_b);
+    const pk_catalog *const *a = set_a ? s->b : s->a, *const *b = set_b ? s->b : s->a;
+    const int n_a = set_a ? s->n_b : s->n_a, n_b = set_b ? s->n_b : s->n_a;
+    const int same = set_a == set_b, two = s->two;
     const size_t rows = s->rows, n_slots = s->n_slots;
-    const PatchLayout *la = &s->la, *lbb = same ? &s->la : &s->lb;
+    const PatchLayout *la = set_a ? &s->lb : &s->la, *lbb = set_b ? &s->lb : &s->la;
     DeviceJob *d = &s->d;
+    const float4 *pa = set_a ? d->pb : d->pa, *pb = set_b ? d->pb : d->pa;
+    const double *a64 = set_a ? d->b64 : d->a64, *b64 = set_b ? d->b64 : d->a64;
     pk_status st = PK_OK;
     size_t *items_of = (size_t *)calloc(n_pairs, sizeof(size_t));
     size_t max_items = 1;
@@ -1257,7 +1263,7 @@ extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs 
     /* each pair's items; a pair too large for one launch: one count at a
      * time, before anything is queued */
     for (size_t k = 0; k < n_pairs; k++) {
-        if (pair_p[k] < 0 || pair_p[k] >= s->n_a || pair_q[k] < 0 || pair_q[k] >= s->n_b) {
+        if (pair_p[k] < 0 || pair_p[k] >= n_a || pair_q[k] < 0 || pair_q[k] >= n_b) {
             st = pk_fail(ctx, PK_ERR_INVALID, "patch pair %d, %d does not exist", pair_p[k], pair_q[k]);
             goto done;
         }
@@ -1325,11 +1331,11 @@ extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs 
                 gk.n_a = (int)na;
                 gk.n_b = (int)nb;
                 gk.autocorr = autocorr;
-                gk.pa = d->pa + la->off[p];
-                gk.pb = (same ? d->pa : d->pb) + lbb->off[q];
-                gk.a64.v = d->a64 + la->off[p];
+                gk.pa = pa + la->off[p];
+                gk.pb = pb + lbb->off[q];
+                gk.a64.v = a64 + la->off[p];
                 gk.a64.stride = la->off[la->n];
-                gk.b64.v = (same ? d->a64 : d->b64) + lbb->off[q];
+                gk.b64.v = b64 + lbb->off[q];
                 gk.b64.stride = lbb->off[lbb->n];
                 gk.slots = d->slots + (k - k0) * (n_slots + 1);
                 gk.n_fp64 = d->n_fp64 + (k - k0);
@@ -1393,7 +1399,8 @@ extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, co
     if (n_pairs == 0) return PK_ERR_UNSUPPORTED;
     pk_cuda_pairs *s = NULL;
     pk_status st = pk_angcorr_cuda_pairs_open(ctx, kernel, a, n_a, b, n_b, bins, table, &s);
-    if (st == PK_OK) st = pk_angcorr_cuda_pairs_count(ctx, s, pair_p, pair_q, n_pairs, slots, stats, progress);
+    if (st == PK_OK)
+        st = pk_angcorr_cuda_pairs_count(ctx, s, 0, b ? 1 : 0, pair_p, pair_q, n_pairs, slots, stats, progress);
     pk_angcorr_cuda_pairs_close(s, st != PK_OK);
     return st;
 }

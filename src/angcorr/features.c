@@ -589,8 +589,21 @@ static int share_item_cmp(const void *x, const void *y) {
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-/* The first failure of the shared counts: the lowest task's (the same
- * whatever the threads' timing). */
+#ifdef PK_HAVE_CUDA
+/* Where a batch of list[lo .. hi) taken from the top begins: share of
+ * the work left or more, at least one count, at most cap. */
+static size_t take_from_top(const size_t *list, const count_task *tasks, const double *prefix, size_t lo, size_t hi,
+                            double share, size_t cap) {
+    double target = share * (prefix[hi] - prefix[lo]), w = 0;
+    size_t h = hi;
+    while (h > lo && (h == hi || w < target) && hi - h < cap) w += tasks[list[--h]].work;
+    return h;
+}
+#endif
+
+/* The first failure of the shared counts: the lowest task's among those
+ * that failed (the counts begun before the others stopped depend on the
+ * threads' timing). */
 typedef struct share_failure {
     int failed;
     size_t at;
@@ -629,11 +642,14 @@ int pk_angcorr_share_gpu_batches = -1;
  * Without share: the counts below PARALLEL_TASK_PAIRS (and cpu_max), the
  * largest first. With share, the list is every count the GPU takes in one
  * launch, the smallest first: thread 0 sends the GPU batches from the
- * large end, each a quarter of the work left, while the other threads take
- * counts below PARALLEL_TASK_PAIRS from the small end, until the two meet,
- * so that neither waits for the other whatever their speeds (jackknife
- * K = 300 over 3,000 x 5,000 objects: the CPU's 16 threads the faster;
- * K = 100 over 100,000 x 100,000: the H200). What neither takes is left
+ * large end (the first a sixteenth of the work, then each a quarter of the
+ * work left), while the other threads take counts below
+ * PARALLEL_TASK_PAIRS from the small end, until the two meet; the faster
+ * side takes the more without a model of either's speed (jackknife K = 300
+ * over 3,000 x 5,000 objects: the CPU's 16 threads the faster; K = 100 over
+ * 100,000 x 100,000: the H200). The CPU waits for the GPU only at the end
+ * of a batch, or where the counts left are all too large for one thread;
+ * those would go to the GPU in any case. What neither takes is left
  * uncounted for the caller. */
 static pk_status count_shared(shared_counts *sc) {
     pk_context *ctx = sc->ctx;
@@ -682,6 +698,14 @@ static pk_status count_shared(shared_counts *sc) {
     pk_progress progress;
     pk_progress_begin(&progress, ctx, list_work, sc->done / sc->w_all, list_work / sc->w_all);
     size_t lo = 0, hi = n_list; /* what is left: list[lo .. hi) */
+#ifdef PK_HAVE_CUDA
+    /* the GPU's first batch, a sixteenth of the work (its speed unknown
+     * yet), taken before the threads start so that it is the same
+     * whatever their timing; later ones a quarter of what is left */
+    size_t gpu_cap = ((size_t)256 << 20) / (sc->n_slots * sizeof(uint64_t)), first_b0 = hi, first_b1 = hi;
+    if (gpu_cap < 1) gpu_cap = 1;
+    if (sc->share) first_b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 1.0 / 16, gpu_cap);
+#endif
     int cancelled = 0;
     share_failure fail = {0, n_tasks, PK_OK, ""};
 #pragma omp parallel num_threads(sc->n_threads)
@@ -705,26 +729,18 @@ static pk_status count_shared(shared_counts *sc) {
         int ok = mine.slots && (!sc->weighted_path || mine.wslots) && (!ro->mean_theta || mine.tslots);
 #ifdef PK_HAVE_CUDA
         if (sc->share && owner) {
-            /* the GPU's side: a session a count type (DD, DR, RR) over its
-             * patches, then batches from the large end */
+            /* the GPU's side: one session over the data (set 0) and the
+             * random patches (set 1), then batches from the large end */
             const int kc = sc->kc;
-            const pk_catalog **acat[3] = {NULL, NULL, NULL}, **bcat = malloc((size_t)kc * sizeof(*bcat));
-            pk_cuda_pairs *sess[3] = {NULL, NULL, NULL};
-            size_t cap = ((size_t)256 << 20) / (n_slots * sizeof(uint64_t)); /* host slots of a batch */
-            if (cap < 1) cap = 1;
+            const pk_catalog **dcat = malloc((size_t)kc * sizeof(*dcat)), **rcat = malloc((size_t)kc * sizeof(*rcat));
+            pk_cuda_pairs *sess = NULL;
+            const size_t cap = gpu_cap;
             size_t *sel = malloc(cap * sizeof(size_t));
             int32_t *pp = malloc(cap * sizeof(int32_t)), *qq = malloc(cap * sizeof(int32_t));
             uint64_t *slots = malloc(cap * n_slots * sizeof(uint64_t));
             pk_pair_stats *st_k = malloc(cap * sizeof(pk_pair_stats));
-            int gpu_ok = bcat && sel && pp && qq && slots && st_k;
-            for (int c = 0; c < 3 && gpu_ok; c++) {
-                acat[c] = malloc((size_t)kc * sizeof(**acat));
-                gpu_ok = acat[c] != NULL;
-                for (int p = 0; gpu_ok && p < kc; p++) {
-                    acat[c][p] = c == 2 ? &sc->rp[p].cat : &sc->dp[p].cat;
-                    bcat[p] = &sc->rp[p].cat; /* DR's random patches */
-                }
-            }
+            int gpu_ok = dcat && rcat && sel && pp && qq && slots && st_k;
+            for (int p = 0; gpu_ok && p < kc; p++) dcat[p] = &sc->dp[p].cat, rcat[p] = &sc->rp[p].cat;
             pk_context g = one;
             g.n_threads = ctx->n_threads;
             if (!gpu_ok) share_fail(&fail, 0, pk_fail(&g, PK_ERR_NOMEM, "out of memory"), g.message);
@@ -735,13 +751,13 @@ static pk_status count_shared(shared_counts *sc) {
 #pragma omp atomic read
                 stopped_by_user = cancelled;
                 if (stop || stopped_by_user) break;
-                size_t b0, b1;
+                size_t b0 = first_b0, b1 = first_b1; /* the first batch, taken before the threads started */
+                if (batches > 0) {
 #pragma omp critical(pk_share_list)
-                {
-                    b1 = hi;
-                    double target = 0.25 * (prefix[hi] - prefix[lo]), w = 0;
-                    while (hi > lo && (hi == b1 || w < target) && b1 - hi < cap) w += tasks[list[--hi]].work;
-                    b0 = hi;
+                    {
+                        b1 = hi;
+                        b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 0.25, gpu_cap);
+                    }
                 }
                 if (b0 == b1) break; /* the two ends met */
                 for (int c = 0; c < 3 && gpu_ok; c++) {
@@ -754,12 +770,15 @@ static pk_status count_shared(shared_counts *sc) {
                     }
                     if (m == 0) continue;
                     pk_status sg = PK_OK;
+                    size_t failed_task = sel[0];
                     g.message[0] = '\0';
-                    if (!sess[c])
-                        sg = pk_angcorr_cuda_pairs_open(&g, sc->gpu_kernel, acat[c], kc, c == 1 ? bcat : NULL, kc,
-                                                        sc->bins, sc->table, &sess[c]);
+                    if (!sess)
+                        sg = pk_angcorr_cuda_pairs_open(&g, sc->gpu_kernel, dcat, kc, rcat, kc, sc->bins, sc->table,
+                                                        &sess);
                     double t0 = pk_now();
-                    if (sg == PK_OK) sg = pk_angcorr_cuda_pairs_count(&g, sess[c], pp, qq, m, slots, st_k, &progress);
+                    /* DD: data x data, DR: data x random, RR: random x random */
+                    if (sg == PK_OK)
+                        sg = pk_angcorr_cuda_pairs_count(&g, sess, c == 2, c != 0, pp, qq, m, slots, st_k, &progress);
                     if (sg == PK_ERR_UNSUPPORTED && !g.message[0]) {
                         gpu_ok = 0; /* counts one at a time: left to the caller's loop */
                         break;
@@ -769,12 +788,19 @@ static pk_status count_shared(shared_counts *sc) {
                         const count_task *t = &tasks[sel[k]];
                         const int autocorr = c != 1, as_auto = autocorr && t->p == t->q;
                         count_out co = {slots + k * n_slots, NULL, NULL};
-                        sg = check_slots(&g, sc->gpu_kernel, acat[c][t->p], NULL,
-                                         as_auto  ? NULL
-                                         : c == 1 ? bcat[t->q]
-                                                  : acat[c][t->q],
-                                         NULL, n_slots, &co, &st_k[k], seconds / (double)m);
-                        if (sg) break;
+                        const pk_catalog *a, *b;
+                        const double *wa, *wb;
+                        task_catalogs(c, t->p, t->q, kc, sc->data, sc->random, sc->ro, sc->dp, sc->rp, &a, &wa, &b,
+                                      &wb);
+                        sg = check_slots(&g, sc->gpu_kernel, a, NULL, as_auto ? NULL : b, NULL, n_slots, &co, &st_k[k],
+                                         seconds / (double)m);
+                        if (sg == PK_OK && sc->counted[sel[k]])
+                            sg = pk_fail(&g, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice",
+                                         t->p, t->q, c);
+                        if (sg) {
+                            failed_task = sel[k];
+                            break;
+                        }
                         task_stats[sel[k]] = st_k[k];
                         store_cells(&sc->pc[c], autocorr, t->p, t->q, kc, sc->n, &co);
                         mark[sel[k]] = 2;
@@ -785,16 +811,13 @@ static pk_status count_shared(shared_counts *sc) {
                         cancelled = 1;
                         gpu_ok = 0;
                     } else if (sg != PK_OK) {
-                        share_fail(&fail, sel[0], sg, g.message);
+                        share_fail(&fail, failed_task, sg, g.message);
                         gpu_ok = 0;
                     }
                 }
             }
-            for (int c = 0; c < 3; c++) {
-                pk_angcorr_cuda_pairs_close(sess[c], 0);
-                free(acat[c]);
-            }
-            free(bcat), free(sel), free(pp), free(qq), free(slots), free(st_k);
+            pk_angcorr_cuda_pairs_close(sess, 0); /* every count ended with its work */
+            free(dcat), free(rcat), free(sel), free(pp), free(qq), free(slots), free(st_k);
         }
 #endif
         /* the CPU's side */
@@ -835,6 +858,9 @@ static pk_status count_shared(shared_counts *sc) {
                                                      as_auto ? NULL : wb, sc->bins, sc->table, ro->prune,
                                                      ro->mean_theta, &mine, &task_stats[i], &quiet)
                                     : pk_fail(&one, PK_ERR_NOMEM, "out of memory");
+                if (st_i == PK_OK && sc->counted[i])
+                    st_i =
+                        pk_fail(&one, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice", p, q, c);
                 if (st_i == PK_OK) {
                     store_cells(&sc->pc[c], autocorr, p, q, sc->kc, sc->n, &mine);
                     sc->counted[i] = 1;
