@@ -457,8 +457,8 @@ static void store_cells(patch_counts *pc, int autocorr, int p, int q, int kc, si
         size_t cell = mirror ? (size_t)q * (size_t)kc + (size_t)p : (size_t)p * (size_t)kc + (size_t)q;
         for (size_t b_ = 0; b_ < n; b_++) {
             pc->c[cell * n + b_] = co->slots[b_ + 1];
-            pc->w[cell * n + b_] = co->wslots ? co->wslots[b_ + 1] : (double)co->slots[b_ + 1];
-            pc->t[cell * n + b_] = co->tslots ? co->tslots[b_ + 1] : 0.0;
+            if (co->wslots) pc->w[cell * n + b_] = co->wslots[b_ + 1]; /* else the counts stand for it */
+            if (co->tslots) pc->t[cell * n + b_] = co->tslots[b_ + 1]; /* else left 0 (calloc): no page touched */
         }
     }
 }
@@ -1202,8 +1202,10 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
             for (size_t cell = 0; cell < kk; cell++)
                 for (size_t b_ = 0; b_ < n; b_++) {
                     dst[c][b_] += pc[c].c[cell * n + b_];
-                    wsum[c][b_] += pc[c].w[cell * n + b_];
-                    tsum[c][b_] += pc[c].t[cell * n + b_];
+                    if (weighted_path) { /* else neither is read, nor were they written */
+                        wsum[c][b_] += pc[c].w[cell * n + b_];
+                        tsum[c][b_] += pc[c].t[cell * n + b_];
+                    }
                 }
         if (st == PK_OK) {
             if (weighted) {
@@ -1276,14 +1278,15 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         for (int j = 0; j < k && st == PK_OK; j++) {
             for (int c = 0; c < 3; c++) {
                 const uint64_t *total = c == 0 ? out->dd : c == 1 ? out->dr : out->rr;
+                /* cell by cell along the bins (the cells' own order):
+                 * exact integers, so the order of subtraction is free */
+                memcpy(lc[c], total, n * sizeof(uint64_t));
+                for (int q = 0; q < k; q++) {
+                    const uint64_t *row = pc[c].c + ((size_t)j * (size_t)k + (size_t)q) * n;
+                    const uint64_t *col = pc[c].c + ((size_t)q * (size_t)k + (size_t)j) * n;
+                    for (size_t b_ = 0; b_ < n; b_++) lc[c][b_] -= row[b_] + (q == j ? 0 : col[b_]);
+                }
                 for (size_t b_ = 0; b_ < n; b_++) {
-                    uint64_t cnt = total[b_];
-                    for (int q = 0; q < k; q++) {
-                        size_t row = ((size_t)j * (size_t)k + (size_t)q) * n + b_;
-                        size_t col = ((size_t)q * (size_t)k + (size_t)j) * n + b_;
-                        cnt -= pc[c].c[row] + (q == j ? 0 : pc[c].c[col]);
-                    }
-                    lc[c][b_] = cnt;
                     if (weighted) {
                         double diag = pc[c].w[((size_t)j * (size_t)k + (size_t)j) * n + b_];
                         lw[c][b_] = tw[c][b_] - rw[c][(size_t)j * n + b_] - cw[c][(size_t)j * n + b_] + diag;
@@ -1310,17 +1313,46 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
                 for (int j = 0; j < k; j++) mean[x] += extras->omega_jk[(size_t)j * n + x];
                 mean[x] /= k;
             }
-            for (size_t x = 0; st == PK_OK && x < n; x++) {
-                for (size_t y = 0; y < n; y++) {
-                    double s_ = 0;
-                    for (int j = 0; j < k; j++)
-                        s_ += (extras->omega_jk[(size_t)j * n + x] - mean[x]) *
-                              (extras->omega_jk[(size_t)j * n + y] - mean[y]);
-                    extras->omega_cov[x * n + y] = f * s_;
+            /* cov(x, y) = f sum_j dev_j(x) dev_j(y), j in order, each
+             * product and sum as written (no contraction): row x from
+             * y = x on, along y so that it vectorises, rows shared among
+             * the threads; the lower triangle copied (cov(y, x) is the
+             * same sum of the same products) */
+            double *dev = st == PK_OK ? malloc((size_t)k * n * sizeof(double)) : NULL;
+            if (st == PK_OK && !dev) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            for (int j = 0; dev && j < k; j++)
+                for (size_t x = 0; x < n; x++) dev[(size_t)j * n + x] = extras->omega_jk[(size_t)j * n + x] - mean[x];
+            int stop = 0;
+            double *cov = extras->omega_cov;
+#pragma omp parallel for schedule(dynamic, 8) num_threads(pk_thread_count(ctx)) if (dev && n >= 64)
+            for (size_t x = 0; x < (dev ? n : 0); x++) {
+                int stopped;
+#pragma omp atomic read
+                stopped = stop;
+                if (stopped) continue;
+                double *row = cov + x * n;
+                for (int j = 0; j < k; j++) {
+                    const double *dj = dev + (size_t)j * n;
+                    const double dx = dj[x];
+                    for (size_t y = x; y < n; y++) row[y] += dx * dj[y];
                 }
-                extras->omega_err[x] = sqrt(extras->omega_cov[x * n + x]);
-                if (pk_progress_add(&progress, 0.0, 1)) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+                for (size_t y = x; y < n; y++) row[y] *= f;
+#ifdef _OPENMP
+                const int owner = omp_get_thread_num() == 0;
+#else
+                const int owner = 1;
+#endif
+                if (pk_progress_add(&progress, 0.0, owner)) {
+#pragma omp atomic write
+                    stop = 1;
+                }
             }
+            if (st == PK_OK && stop) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+            for (size_t x = 0; st == PK_OK && x < n; x++) {
+                for (size_t y = 0; y < x; y++) cov[x * n + y] = cov[y * n + x];
+                extras->omega_err[x] = sqrt(cov[x * n + x]);
+            }
+            free(dev);
             free(mean);
         }
         for (int c = 0; c < 3; c++) {
@@ -1351,6 +1383,10 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
                         if (r.theta_sum) r.theta_sum[b_] += pc[2].t[cell * n + b_];
                     }
             }
+            /* unweighted: the cells' weighted sums were not written; they
+             * are the counts (exact in a double below 2^53, as the sums) */
+            if (!weighted_path)
+                for (size_t i = 0; i < kept; i++) r.weighted[i] = (double)r.counts[i];
             *rr_out = r;
         }
     }
