@@ -760,6 +760,7 @@ static pk_status count_shared(shared_counts *sc) {
                     }
                 }
                 if (b0 == b1) break; /* the two ends met */
+                int counted_in_batch = 0;
                 for (int c = 0; c < 3 && gpu_ok; c++) {
                     size_t m = 0;
                     for (size_t j = b0; j < b1; j++) {
@@ -780,9 +781,17 @@ static pk_status count_shared(shared_counts *sc) {
                     if (sg == PK_OK)
                         sg = pk_angcorr_cuda_pairs_count(&g, sess, c == 2, c != 0, pp, qq, m, slots, st_k, &progress);
                     if (sg == PK_ERR_UNSUPPORTED && !g.message[0]) {
-                        gpu_ok = 0; /* counts one at a time: left to the caller's loop */
+                        /* counts one at a time: the batch, when none of it
+                         * was counted and nothing was taken below it, back
+                         * to the CPU's threads; the rest to the caller */
+                        gpu_ok = 0;
+                        if (!counted_in_batch) {
+#pragma omp critical(pk_share_list)
+                            if (hi == b0) hi = b1;
+                        }
                         break;
                     }
+                    counted_in_batch = 1;
                     double seconds = pk_now() - t0;
                     for (size_t k = 0; k < m && sg == PK_OK; k++) {
                         const count_task *t = &tasks[sel[k]];
@@ -1174,8 +1183,11 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
             pairs[4 * c] = stats_of[c]->pairs_total, pairs[4 * c + 1] = stats_of[c]->pairs_in_range;
             pairs[4 * c + 2] = stats_of[c]->pairs_visited, pairs[4 * c + 3] = stats_of[c]->pairs_fp64;
         }
-        int failed_parts = st == PK_OK ? sum(sum_user, 1, all_c, 3 * kk * n + 12, all_wt, 6 * kk * n)
-                                       : sum(sum_user, 0, NULL, 0, NULL, 0);
+        /* an unweighted run's weighted and separation cells are all zero:
+         * not sent (every part runs alike) */
+        int failed_parts = st == PK_OK
+                               ? sum(sum_user, 1, all_c, 3 * kk * n + 12, all_wt, weighted_path ? 6 * kk * n : 0)
+                               : sum(sum_user, 0, NULL, 0, NULL, 0);
         if (failed_parts && st == PK_OK)
             st = pk_fail(ctx, PK_ERR_INTERNAL, "another part of the run failed, or the parts could not be summed");
         for (int c = 0; c < 3 && st == PK_OK; c++) {
