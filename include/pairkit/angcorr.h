@@ -353,7 +353,8 @@ void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells);
  * any call), whether its own counts succeeded (ok) or not (then counts and
  * sums may be NULL): returns 0 when every part succeeded, after summing
  * n_counts counts and n_sums doubles over the parts in place (at least
- * onto part 0); non-zero otherwise. */
+ * onto part 0; n_sums is 0 for a run without weights or mean
+ * separations); non-zero otherwise. */
 typedef int (*pk_angcorr_sum_fn)(void *user, int ok, uint64_t *counts, size_t n_counts, double *sums, size_t n_sums);
 
 /* Part `part` of n_parts of pk_angcorr_run_ex_rr (under mpirun, rank
