@@ -1471,11 +1471,31 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg");
     for (size_t k = 0; k < n; k++) fprintf(f.fp, ",bin_%zu", k);
     fprintf(f.fp, "\n");
-    for (size_t x = 0; x < n; x++) {
-        fprintf(f.fp, "%.15g,%.15g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
-        for (size_t y = 0; y < n; y++) fprintf(f.fp, ",%.17g", extras->omega_cov[x * n + y]);
-        fprintf(f.fp, "\n");
+    /* rows formatted by the threads, 256 at a time, and written in order
+     * (n^2 numbers: 2 million with the default bins, ~0.3 s of printf on
+     * one core) */
+    const size_t block = 256, row_max = 2 * 32 + n * 32 + 2; /* "%.17g" takes at most 24 characters */
+    char *buf = malloc(block * row_max);
+    size_t *len = malloc(block * sizeof(size_t));
+    if (!buf || !len) {
+        free(buf), free(len);
+        pk_atomic_abort(&f);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
+    for (size_t x0 = 0; x0 < n; x0 += block) {
+        const size_t rows = n - x0 < block ? n - x0 : block;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(pk_thread_count(ctx)) if (rows * n >= 65536)
+        for (size_t r = 0; r < rows; r++) {
+            const size_t x = x0 + r;
+            char *p = buf + r * row_max, *end = p + row_max;
+            p += snprintf(p, (size_t)(end - p), "%.15g,%.15g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
+            for (size_t y = 0; y < n; y++) p += snprintf(p, (size_t)(end - p), ",%.17g", extras->omega_cov[x * n + y]);
+            *p++ = '\n';
+            len[r] = (size_t)(p - (buf + r * row_max));
+        }
+        for (size_t r = 0; r < rows; r++) fwrite(buf + r * row_max, 1, len[r], f.fp);
+    }
+    free(buf), free(len);
     return pk_atomic_commit(ctx, &f);
 }
 
