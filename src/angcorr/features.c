@@ -1334,33 +1334,47 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
             if (st == PK_OK && !dev) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
             for (int j = 0; dev && j < k; j++)
                 for (size_t x = 0; x < n; x++) dev[(size_t)j * n + x] = extras->omega_jk[(size_t)j * n + x] - mean[x];
-            int stop = 0;
+            int stop = 0, no_memory = 0;
             double *cov = extras->omega_cov;
-#pragma omp parallel for schedule(dynamic, 8) num_threads(pk_thread_count(ctx)) if (dev && n >= 64)
-            for (size_t x = 0; x < (dev ? n : 0); x++) {
-                int stopped;
-#pragma omp atomic read
-                stopped = stop;
-                if (stopped) continue;
-                double *row = cov + x * n;
-                for (int j = 0; j < k; j++) {
-                    const double *dj = dev + (size_t)j * n;
-                    const double dx = dj[x];
-                    for (size_t y = x; y < n; y++) row[y] += dx * dj[y];
+#pragma omp parallel num_threads(pk_thread_count(ctx)) if (dev && n >= 64)
+            {
+                /* a row summed in the thread's own buffer, then written
+                 * once (its pages faulted in by one write each) */
+                double *acc = dev ? malloc(n * sizeof(double)) : NULL;
+                if (dev && !acc) {
+#pragma omp atomic write
+                    no_memory = 1;
                 }
-                for (size_t y = x; y < n; y++) row[y] *= f;
 #ifdef _OPENMP
                 const int owner = omp_get_thread_num() == 0;
 #else
                 const int owner = 1;
 #endif
-                if (pk_progress_add(&progress, 0.0, owner)) {
+#pragma omp for schedule(dynamic, 8)
+                for (size_t x = 0; x < (dev ? n : 0); x++) {
+                    int stopped;
+#pragma omp atomic read
+                    stopped = stop;
+                    if (stopped || !acc) continue;
+                    for (size_t y = x; y < n; y++) acc[y] = 0;
+                    for (int j = 0; j < k; j++) {
+                        const double *dj = dev + (size_t)j * n;
+                        const double dx = dj[x];
+                        for (size_t y = x; y < n; y++) acc[y] += dx * dj[y];
+                    }
+                    double *row = cov + x * n;
+                    for (size_t y = x; y < n; y++) row[y] = f * acc[y];
+                    if (pk_progress_add(&progress, 0.0, owner)) {
 #pragma omp atomic write
-                    stop = 1;
+                        stop = 1;
+                    }
                 }
+                free(acc);
             }
+            if (st == PK_OK && no_memory) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
             if (st == PK_OK && stop) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-            for (size_t x = 0; st == PK_OK && x < n; x++) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(pk_thread_count(ctx)) if (st == PK_OK && n >= 64)
+            for (size_t x = 0; x < (st == PK_OK ? n : 0); x++) {
                 for (size_t y = 0; y < x; y++) cov[x * n + y] = cov[y * n + x];
                 extras->omega_err[x] = sqrt(cov[x * n + x]);
             }
