@@ -403,21 +403,30 @@ static void check_pairs(check_rng *rng, const char *what, const pk_bins *bins, c
             CHECK(bad == 0, "%s, %s, %s: %zu of %zu pairs counted at once differ from single counts", what,
                   pk_angcorr_kernel_name(ids[x]), cross ? "two catalogs" : "one catalog", bad, n);
             /* the same pairs through sessions over both catalogs' patches
-             * (A as set 0, B as set 1, and the other way round), three
-             * calls each (the buffers grown by the second, the first pairs
-             * again after) */
+             * (A as set 0, B as set 1, and the other way round), in calls
+             * that grow the buffers (one pair, then all), then the first
+             * pairs again with each pair's table judged beforehand, with
+             * every pair on the 8-bit table and with every pair on the
+             * 9-bit one (exact either way, only slower) */
             uint64_t *again = malloc(max_pairs * ns * sizeof(uint64_t));
-            for (int swap = 0; swap < 2 && again; swap++) {
+            unsigned char *use8 = malloc(max_pairs);
+            for (int swap = 0; swap < 2 && again && use8; swap++) {
                 pk_cuda_pairs *sess = NULL;
                 CHECK_OK(
                     pk_angcorr_cuda_pairs_open(&ctx, ids[x], swap ? pb : pa, n_p, swap ? pa : pb, n_p, bins, &t, &sess),
                     &ctx);
                 const int set_a = swap, set_b = cross ? !swap : swap;
-                size_t cuts[4] = {0, 1, n, n < 3 ? n : 3}, bad_s = 0;
-                for (int call = 0; sess && call < 3; call++) {
-                    size_t k0 = call == 2 ? 0 : cuts[call], k1 = call == 2 ? cuts[3] : cuts[call + 1];
-                    pk_status rs = pk_angcorr_cuda_pairs_count(&ctx, sess, set_a, set_b, pp + k0, qq + k0, k1 - k0,
-                                                               again + k0 * ns, st + k0, NULL);
+                size_t bad_s = 0;
+                for (int call = 0; sess && call < 5; call++) {
+                    size_t k0 = call == 1 ? 1 : 0, k1 = call == 0 ? 1 : call == 1 ? n : n < 16 ? n : 16;
+                    for (size_t k = k0; k < k1; k++)
+                        use8[k] = call == 2
+                                      ? (unsigned char)pk_angcorr_cuda_pairs_judge(sess, set_a, set_b, pp[k], qq[k])
+                                  : call == 3 ? 1
+                                              : 0;
+                    pk_status rs =
+                        pk_angcorr_cuda_pairs_count(&ctx, sess, set_a, set_b, pp + k0, qq + k0, k1 - k0,
+                                                    call < 2 ? NULL : use8 + k0, again + k0 * ns, st + k0, NULL);
                     CHECK_OK(rs, &ctx);
                     for (size_t k = k0; k < k1 && rs == PK_OK; k++)
                         bad_s += memcmp(again + k * ns, got + k * ns, ns * sizeof(uint64_t)) != 0;
@@ -426,6 +435,7 @@ static void check_pairs(check_rng *rng, const char *what, const pk_bins *bins, c
                       pk_angcorr_kernel_name(ids[x]), cross ? "two catalogs" : "one catalog", bad_s, set_a, set_b);
                 pk_angcorr_cuda_pairs_close(sess, 0);
             }
+            free(use8);
             free(again);
         }
     }

@@ -285,7 +285,8 @@ pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, const pk_cata
  * above); count counts pairs of set_a's patch pair_p[k] and set_b's
  * patch pair_q[k] (set_a == set_b: pairs within one set, (p, p) an
  * autocorrelation), PK_ERR_UNSUPPORTED when one is beyond one launch,
- * before anything is counted; every call ends with its work (nothing left
+ * before anything is counted; use8: each pair's judgement (below) made
+ * beforehand, or NULL; every call ends with its work (nothing left
  * queued), failed or not. close frees it (failed: after waiting for the
  * device). One thread at a time. */
 typedef struct pk_cuda_pairs pk_cuda_pairs;
@@ -293,8 +294,13 @@ pk_status pk_angcorr_cuda_pairs_open(pk_context *ctx, int kernel, const pk_catal
                                      const pk_catalog *const *b, int n_b, const pk_bins *bins,
                                      const pk_edge_table *table, pk_cuda_pairs **out);
 pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, int set_a, int set_b, const int32_t *pair_p,
-                                      const int32_t *pair_q, size_t n_pairs, uint64_t *slots, pk_pair_stats *stats,
-                                      pk_progress *progress);
+                                      const int32_t *pair_q, size_t n_pairs, const unsigned char *use8, uint64_t *slots,
+                                      pk_pair_stats *stats, pk_progress *progress);
+/* Which of the two tables of 8-bit-cell kernels pair (p, q) of sets
+ * (set_a, set_b) takes, as count judges it when use8 is NULL: 1 the 8-bit
+ * one (also for kernels of one table), 0 the 9-bit one (a sample of 1,024
+ * of its separations). Read-only: any number of threads at once. */
+int pk_angcorr_cuda_pairs_judge(const pk_cuda_pairs *s, int set_a, int set_b, int p, int q);
 void pk_angcorr_cuda_pairs_close(pk_cuda_pairs *s, int failed);
 /* The most batches the GPU takes when it shares jackknife counts with the
  * CPU (-1, the default: no limit; defined in features.c). */

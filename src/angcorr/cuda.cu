@@ -1241,9 +1241,16 @@ done:
     return PK_OK;
 }
 
+extern "C" int pk_angcorr_cuda_pairs_judge(const pk_cuda_pairs *s, int set_a, int set_b, int p, int q) {
+    if (!s->two) return 1;
+    const PatchLayout *la = set_a ? &s->lb : &s->la, *lbb = set_b ? &s->lb : &s->la;
+    return cells8_serve_pair(&s->gt8, &la->v[p], &lbb->v[q]);
+}
+
 extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs *s, int set_a, int set_b,
                                                  const int32_t *pair_p, const int32_t *pair_q, size_t n_pairs,
-                                                 uint64_t *slots, pk_pair_stats *stats, pk_progress *progress) {
+                                                 const unsigned char *use8_of, uint64_t *slots, pk_pair_stats *stats,
+                                                 pk_progress *progress) {
     if (n_pairs == 0) return PK_OK;
     if (set_a < 0 || set_a > 1 || set_b < 0 || set_b > 1 || ((set_a || set_b) && !s->b))
         return pk_fail(ctx, PK_ERR_INVALID, "patch set %d x %d does not exist", set_a, set_b);
@@ -1326,7 +1333,7 @@ extern "C" pk_status pk_angcorr_cuda_pairs_count(pk_context *ctx, pk_cuda_pairs 
             const int p = pair_p[k], q = pair_q[k], autocorr = same && p == q;
             const size_t na = a[p]->n, nb = b[q]->n;
             if (items_of[k] > 0) {
-                const int use8 = two && cells8_serve_pair(&s->gt8, &la->v[p], &lbb->v[q]);
+                const int use8 = two && (use8_of ? use8_of[k] != 0 : cells8_serve_pair(&s->gt8, &la->v[p], &lbb->v[q]));
                 TiledArgs gk = use8 || !two ? s->g : s->g9;
                 gk.n_a = (int)na;
                 gk.n_b = (int)nb;
@@ -1400,7 +1407,7 @@ extern "C" pk_status pk_angcorr_count_cuda_pairs(pk_context *ctx, int kernel, co
     pk_cuda_pairs *s = NULL;
     pk_status st = pk_angcorr_cuda_pairs_open(ctx, kernel, a, n_a, b, n_b, bins, table, &s);
     if (st == PK_OK)
-        st = pk_angcorr_cuda_pairs_count(ctx, s, 0, b ? 1 : 0, pair_p, pair_q, n_pairs, slots, stats, progress);
+        st = pk_angcorr_cuda_pairs_count(ctx, s, 0, b ? 1 : 0, pair_p, pair_q, n_pairs, NULL, slots, stats, progress);
     pk_angcorr_cuda_pairs_close(s, st != PK_OK);
     return st;
 }

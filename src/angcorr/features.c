@@ -474,17 +474,26 @@ static void add_stats(pk_pair_stats *to, const pk_pair_stats *s, int both_orders
 }
 
 #ifdef PK_HAVE_CUDA
+/* Each pair's table for kernels of 8-bit cells (pk_angcorr_cuda_pairs_judge),
+ * judged on the threads (a sample of 1,024 separations a pair: ~0.5 s of
+ * one core for the 20,100 pairs of a 1M x 1M K = 100 run), before the
+ * counts are queued. Inside a parallel region: on the calling thread. */
+static void judge_pairs(const pk_cuda_pairs *s, int set_a, int set_b, const int32_t *pp, const int32_t *qq, size_t n,
+                        unsigned char *use8, int n_threads) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(n_threads) if (n >= 64)
+    for (size_t k = 0; k < n; k++) use8[k] = (unsigned char)pk_angcorr_cuda_pairs_judge(s, set_a, set_b, pp[k], qq[k]);
+}
+
 /* The GPU's patch pairs of count c (0 DD, 1 DR, 2 RR) of this part, all at
- * once: the patches go to the device once and the counts are queued without
- * a wait between them (one at a time, a count costs ~0.3 ms of calls and
- * copies however few its pairs). Tasks left to the CPU (on_cpu) are not
- * taken; those taken are marked counted. PK_OK without counting when the
- * kernel takes counts one at a time only. */
-static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, patch_cat *dp, patch_cat *rp,
-                                 const count_task *tasks, size_t n_tasks, int part, const uint8_t *on_cpu,
-                                 uint8_t *counted, const pk_bins *bins, const pk_edge_table *table, size_t n_slots,
-                                 size_t n, patch_counts *pc, pk_pair_stats *stats_c, int *gpu_counted, double *done,
-                                 double w_all) {
+ * once through session sess (the data patches set 0, the random ones set
+ * 1): the counts are queued without a wait between them (one at a time, a
+ * count costs ~0.3 ms of calls and copies however few its pairs). Tasks
+ * left to the CPU (on_cpu) are not taken; those taken are marked counted.
+ * PK_OK without counting when the kernel takes counts one at a time only. */
+static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kernel, int c, int kc, patch_cat *dp,
+                                 patch_cat *rp, const count_task *tasks, size_t n_tasks, int part,
+                                 const uint8_t *on_cpu, uint8_t *counted, size_t n_slots, size_t n, patch_counts *pc,
+                                 pk_pair_stats *stats_c, int *gpu_counted, double *done, double w_all) {
     const pk_catalog **acat = malloc((size_t)kc * sizeof(*acat)), **bcat = malloc((size_t)kc * sizeof(*bcat));
     /* at most 256 MiB of slots a call, so that the host's share stays small
      * beside the cells; a pair beyond one launch is left to the caller */
@@ -492,10 +501,12 @@ static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, pat
     if (chunk < 2) chunk = 2;
     size_t *sel = malloc(chunk * sizeof(size_t));
     int32_t *pp = malloc(chunk * sizeof(int32_t)), *qq = malloc(chunk * sizeof(int32_t));
+    unsigned char *use8 = malloc(chunk);
     uint64_t *slots = malloc(chunk * n_slots * sizeof(uint64_t));
     pk_pair_stats *st_k = calloc(chunk, sizeof(pk_pair_stats));
     pk_status st = PK_OK;
-    if (!sel || !pp || !qq || !slots || !st_k || !acat || !bcat) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    if (!sel || !pp || !qq || !use8 || !slots || !st_k || !acat || !bcat)
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     for (int p = 0; st == PK_OK && p < kc; p++) {
         acat[p] = c == 2 ? &rp[p].cat : &dp[p].cat;
         bcat[p] = &rp[p].cat; /* DR's random patches */
@@ -518,10 +529,11 @@ static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, pat
         pk_progress progress;
         pk_progress_begin(&progress, ctx, work, *done / w_all, work / w_all);
         pk_clear(ctx);
-        st = pk_angcorr_count_cuda_pairs(ctx, kernel, acat, kc, c == 1 ? bcat : NULL, kc, pp, qq, n_sel, bins, table,
-                                         slots, st_k, &progress);
+        /* DD: data x data, DR: data x random, RR: random x random */
+        judge_pairs(sess, c == 2, c != 0, pp, qq, n_sel, use8, pk_thread_count(ctx));
+        st = pk_angcorr_cuda_pairs_count(ctx, sess, c == 2, c != 0, pp, qq, n_sel, use8, slots, st_k, &progress);
         if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) {
-            st = PK_OK; /* this kernel counts one pair at a time: the caller's loop */
+            st = PK_OK; /* a pair beyond one launch: the caller's loop */
             break;
         }
         if (st) break;
@@ -546,6 +558,7 @@ static pk_status gpu_patch_pairs(pk_context *ctx, int kernel, int c, int kc, pat
     free(sel);
     free(pp);
     free(qq);
+    free(use8);
     free(slots);
     free(st_k);
     free(acat);
@@ -704,7 +717,36 @@ static pk_status count_shared(shared_counts *sc) {
      * whatever their timing; later ones a quarter of what is left */
     size_t gpu_cap = ((size_t)256 << 20) / (sc->n_slots * sizeof(uint64_t)), first_b0 = hi, first_b1 = hi;
     if (gpu_cap < 1) gpu_cap = 1;
-    if (sc->share) first_b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 1.0 / 16, gpu_cap);
+    /* the GPU's session over the data (set 0) and the random patches (set
+     * 1), opened here, where its setup has the threads, and every listed
+     * count's table judged on the threads (those the CPU takes too: ~1 us
+     * a pair on 16 threads) */
+    pk_cuda_pairs *sess = NULL;
+    const pk_catalog **dcat = NULL, **rcat = NULL;
+    unsigned char *judged = NULL; /* by task */
+    if (sc->share) {
+        dcat = malloc((size_t)sc->kc * sizeof(*dcat)), rcat = malloc((size_t)sc->kc * sizeof(*rcat));
+        judged = malloc(n_tasks + 1);
+        pk_status so = dcat && rcat && judged ? PK_OK : pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (int p = 0; so == PK_OK && p < sc->kc; p++) dcat[p] = &sc->dp[p].cat, rcat[p] = &sc->rp[p].cat;
+        if (so == PK_OK) {
+            pk_clear(ctx);
+            so =
+                pk_angcorr_cuda_pairs_open(ctx, sc->gpu_kernel, dcat, sc->kc, rcat, sc->kc, sc->bins, sc->table, &sess);
+            if (so == PK_ERR_UNSUPPORTED && !ctx->message[0]) so = PK_OK; /* the CPU's threads alone */
+        }
+        if (so != PK_OK) {
+            free(dcat), free(rcat), free(judged), free(list), free(prefix), free(mark), free(task_stats);
+            return so;
+        }
+        const pk_cuda_pairs *js = sess;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(sc->n_threads) if (js != NULL)
+        for (size_t j = 0; j < (js ? n_list : 0); j++) {
+            const count_task *t = &tasks[list[j]];
+            judged[list[j]] = (unsigned char)pk_angcorr_cuda_pairs_judge(js, t->c == 2, t->c != 0, t->p, t->q);
+        }
+    }
+    if (sess) first_b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 1.0 / 16, gpu_cap);
 #endif
     int cancelled = 0;
     share_failure fail = {0, n_tasks, PK_OK, ""};
@@ -728,19 +770,16 @@ static pk_status count_shared(shared_counts *sc) {
                           ro->mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
         int ok = mine.slots && (!sc->weighted_path || mine.wslots) && (!ro->mean_theta || mine.tslots);
 #ifdef PK_HAVE_CUDA
-        if (sc->share && owner) {
-            /* the GPU's side: one session over the data (set 0) and the
-             * random patches (set 1), then batches from the large end */
+        if (sess && owner) {
+            /* the GPU's side: batches from the large end */
             const int kc = sc->kc;
-            const pk_catalog **dcat = malloc((size_t)kc * sizeof(*dcat)), **rcat = malloc((size_t)kc * sizeof(*rcat));
-            pk_cuda_pairs *sess = NULL;
             const size_t cap = gpu_cap;
             size_t *sel = malloc(cap * sizeof(size_t));
             int32_t *pp = malloc(cap * sizeof(int32_t)), *qq = malloc(cap * sizeof(int32_t));
+            unsigned char *use8 = malloc(cap);
             uint64_t *slots = malloc(cap * n_slots * sizeof(uint64_t));
             pk_pair_stats *st_k = malloc(cap * sizeof(pk_pair_stats));
-            int gpu_ok = dcat && rcat && sel && pp && qq && slots && st_k;
-            for (int p = 0; gpu_ok && p < kc; p++) dcat[p] = &sc->dp[p].cat, rcat[p] = &sc->rp[p].cat;
+            int gpu_ok = sel && pp && qq && use8 && slots && st_k;
             pk_context g = one;
             g.n_threads = ctx->n_threads;
             if (!gpu_ok) share_fail(&fail, 0, pk_fail(&g, PK_ERR_NOMEM, "out of memory"), g.message);
@@ -766,20 +805,16 @@ static pk_status count_shared(shared_counts *sc) {
                     for (size_t j = b0; j < b1; j++) {
                         const count_task *t = &tasks[list[j]];
                         if (t->c != c) continue;
-                        sel[m] = list[j], pp[m] = t->p, qq[m] = t->q;
+                        sel[m] = list[j], pp[m] = t->p, qq[m] = t->q, use8[m] = judged[list[j]];
                         m++;
                     }
                     if (m == 0) continue;
                     pk_status sg = PK_OK;
                     size_t failed_task = sel[0];
                     g.message[0] = '\0';
-                    if (!sess)
-                        sg = pk_angcorr_cuda_pairs_open(&g, sc->gpu_kernel, dcat, kc, rcat, kc, sc->bins, sc->table,
-                                                        &sess);
                     double t0 = pk_now();
                     /* DD: data x data, DR: data x random, RR: random x random */
-                    if (sg == PK_OK)
-                        sg = pk_angcorr_cuda_pairs_count(&g, sess, c == 2, c != 0, pp, qq, m, slots, st_k, &progress);
+                    sg = pk_angcorr_cuda_pairs_count(&g, sess, c == 2, c != 0, pp, qq, m, use8, slots, st_k, &progress);
                     if (sg == PK_ERR_UNSUPPORTED && !g.message[0]) {
                         /* counts one at a time: the batch, when none of it
                          * was counted and nothing was taken below it, back
@@ -825,8 +860,7 @@ static pk_status count_shared(shared_counts *sc) {
                     }
                 }
             }
-            pk_angcorr_cuda_pairs_close(sess, 0); /* every count ended with its work */
-            free(dcat), free(rcat), free(sel), free(pp), free(qq), free(slots), free(st_k);
+            free(sel), free(pp), free(qq), free(use8), free(slots), free(st_k);
         }
 #endif
         /* the CPU's side */
@@ -887,6 +921,10 @@ static pk_status count_shared(shared_counts *sc) {
         free(mine.wslots);
         free(mine.tslots);
     }
+#ifdef PK_HAVE_CUDA
+    pk_angcorr_cuda_pairs_close(sess, 0); /* every count ended with its work */
+    free(dcat), free(rcat), free(judged);
+#endif
     if (fail.failed) {
         st = fail.st;
         snprintf(ctx->message, sizeof ctx->message, "%s", fail.msg);
@@ -1142,12 +1180,25 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
 #ifdef PK_HAVE_CUDA
     if (st == PK_OK && backend == PK_BACKEND_CUDA && kc > 1 && !weighted_path && ro.prune != PK_PRUNE_ON) {
         uint8_t *on_cpu = calloc(n_tasks + 1, 1);
-        if (!on_cpu) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; on_cpu && i < n_tasks; i++) on_cpu[i] = small_kernel >= 0 && tasks[i].work < small_limit;
-        for (int c = 0; c < 3 && st == PK_OK; c++)
-            st = gpu_patch_pairs(ctx, kernel, c, kc, dp, rp, tasks, n_tasks, part, on_cpu, counted, bins, &table,
-                                 n_slots, n, &pc[c], stats_of[c], &gpu_counted[c], &done, w_all);
-        free(on_cpu);
+        const pk_catalog **dcat = malloc((size_t)kc * sizeof(*dcat)), **rcat = malloc((size_t)kc * sizeof(*rcat));
+        if (!on_cpu || !dcat || !rcat) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        size_t left = 0; /* counts the GPU may take at once */
+        for (size_t i = 0; on_cpu && i < n_tasks; i++) {
+            on_cpu[i] = small_kernel >= 0 && tasks[i].work < small_limit;
+            left += tasks[i].part == part && !counted[i] && !on_cpu[i];
+        }
+        pk_cuda_pairs *sess = NULL;
+        for (int p = 0; st == PK_OK && p < kc; p++) dcat[p] = &dp[p].cat, rcat[p] = &rp[p].cat;
+        if (st == PK_OK && left >= 2) {
+            pk_clear(ctx);
+            st = pk_angcorr_cuda_pairs_open(ctx, kernel, dcat, kc, rcat, kc, bins, &table, &sess);
+            if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) st = PK_OK; /* one at a time: the loop below */
+        }
+        for (int c = 0; c < 3 && st == PK_OK && sess; c++)
+            st = gpu_patch_pairs(ctx, sess, kernel, c, kc, dp, rp, tasks, n_tasks, part, on_cpu, counted, n_slots, n,
+                                 &pc[c], stats_of[c], &gpu_counted[c], &done, w_all);
+        pk_angcorr_cuda_pairs_close(sess, st != PK_OK);
+        free(on_cpu), free(dcat), free(rcat);
     }
 #endif
     for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
