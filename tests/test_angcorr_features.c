@@ -37,6 +37,121 @@ static double *test_weights(check_rng *rng, size_t n) {
     return w;
 }
 
+/* ---- patches: the construction with qsort, as pairkit made it before
+ * its radix sort, to compare with ---------------------------------------- */
+
+static int ref_cmp_double(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* RA measured from the middle of the largest empty RA gap of the randoms,
+ * so that a field across RA = 0 is not cut in two. */
+static double ref_ra_shift(double ra, double origin) {
+    double r = fmod(ra - origin, 2 * M_PI);
+    if (r < 0) r += 2 * M_PI;
+    return r;
+}
+
+/* Index of the last edge <= v among edges[0..n) (0 when below all). */
+static int ref_bucket_of(const double *edges, int n, double v) {
+    int lo = 0, hi = n; /* first edge > v */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (edges[mid] <= v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 ? lo - 1 : 0;
+}
+
+static pk_status ref_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
+                             int32_t *patch) {
+    if (k < 2) return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", k);
+    size_t n = random->n;
+    if ((size_t)k > n)
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k,
+                       n);
+    double *ra = malloc(n * sizeof(double)), *dec = malloc(n * sizeof(double));
+    int n_stripes = (int)floor(sqrt((double)k) + 0.5);
+    if (n_stripes < 1) n_stripes = 1;
+    double *dec_edges = malloc((size_t)n_stripes * sizeof(double));
+    double *ra_edges = malloc((size_t)k * sizeof(double));
+    int *first_patch = malloc(((size_t)n_stripes + 1) * sizeof(int));
+    if (!ra || !dec || !dec_edges || !ra_edges || !first_patch) {
+        free(ra), free(dec), free(dec_edges), free(ra_edges), free(first_patch);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for jackknife patches");
+    }
+    /* the RA origin: middle of the largest gap between sorted RAs */
+    for (size_t i = 0; i < n; i++) ra[i] = ref_ra_shift(random->ra[i], 0.0);
+    qsort(ra, n, sizeof(double), ref_cmp_double);
+    double gap = ra[0] + 2 * M_PI - ra[n - 1], origin = 0.5 * (ra[n - 1] + ra[0] + 2 * M_PI);
+    for (size_t i = 1; i < n; i++)
+        if (ra[i] - ra[i - 1] > gap) gap = ra[i] - ra[i - 1], origin = 0.5 * (ra[i] + ra[i - 1]);
+    /* declination stripes of equal random counts */
+    memcpy(dec, random->dec, n * sizeof(double));
+    qsort(dec, n, sizeof(double), ref_cmp_double);
+    for (int s = 0; s < n_stripes; s++) dec_edges[s] = dec[(size_t)((double)n * s / n_stripes)];
+    dec_edges[0] = -(double)INFINITY;
+    first_patch[0] = 0;
+    for (int s = 0; s < n_stripes; s++) first_patch[s + 1] = first_patch[s] + k / n_stripes + (s < k % n_stripes);
+    /* in each stripe, RA cells of equal random counts */
+    for (int s = 0; s < n_stripes; s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ref_bucket_of(dec_edges, n_stripes, random->dec[i]) == s) ra[m++] = ref_ra_shift(random->ra[i], origin);
+        qsort(ra, m, sizeof(double), ref_cmp_double);
+        int cells = first_patch[s + 1] - first_patch[s];
+        for (int c = 0; c < cells; c++)
+            ra_edges[first_patch[s] + c] = c == 0 || m == 0 ? -(double)INFINITY : ra[(size_t)((double)m * c / cells)];
+    }
+    for (size_t i = 0; i < objects->n; i++) {
+        int s = ref_bucket_of(dec_edges, n_stripes, objects->dec[i]);
+        int cells = first_patch[s + 1] - first_patch[s];
+        patch[i] =
+            first_patch[s] + ref_bucket_of(ra_edges + first_patch[s], cells, ref_ra_shift(objects->ra[i], origin));
+    }
+    free(ra), free(dec), free(dec_edges), free(ra_edges), free(first_patch);
+    return PK_OK;
+}
+
+/* pk_angcorr_patches against the construction above: randoms in a field
+ * across RA = 0, over the sphere, with repeated values and signed zeros,
+ * K from 2 to 300; every object's patch the same. */
+static void patches_as_before(check_rng *rng) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    const int ks[] = {2, 7, 100, 300};
+    for (int c = 0; c < 3; c++) {
+        pk_catalog r = c == 0   ? test_catalog(rng, 5000, -0.3, 0.4, -0.2, 0.5)
+                       : c == 1 ? test_catalog(rng, 70000, 0, 2 * M_PI, -M_PI / 2, M_PI / 2)
+                                : test_catalog(rng, 3000, 0, 1, -0.5, 0.5);
+        if (c == 0)
+            for (size_t i = 0; i < r.n; i++)
+                if (r.ra[i] < 0) r.ra[i] += 2 * M_PI; /* across RA = 0 */
+        if (c == 2)
+            for (size_t i = 0; i < r.n; i++) { /* few distinct values, zeros of both signs */
+                r.dec[i] = (double)((int)(i % 7) - 3) * 0.1;
+                if (r.dec[i] == 0) r.dec[i] = i % 2 ? -0.0 : 0.0;
+                r.ra[i] = (double)(i % 5) * 0.2;
+            }
+        pk_catalog d = test_catalog(rng, 4000, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+        int32_t *got = malloc(d.n * sizeof(int32_t)), *want = malloc(d.n * sizeof(int32_t));
+        int32_t *got_r = malloc(r.n * sizeof(int32_t)), *want_r = malloc(r.n * sizeof(int32_t));
+        for (int x = 0; x < 4 && got && want && got_r && want_r; x++) {
+            if ((size_t)ks[x] > r.n) continue;
+            CHECK_OK(pk_angcorr_patches(&ctx, &r, ks[x], &d, got), &ctx);
+            CHECK_OK(pk_angcorr_patches(&ctx, &r, ks[x], &r, got_r), &ctx);
+            CHECK_OK(ref_patches(&ctx, &r, ks[x], &d, want), &ctx);
+            CHECK_OK(ref_patches(&ctx, &r, ks[x], &r, want_r), &ctx);
+            CHECK(memcmp(got, want, d.n * sizeof(int32_t)) == 0 && memcmp(got_r, want_r, r.n * sizeof(int32_t)) == 0,
+                  "patches (randoms %d, K = %d): not as the plain construction makes them", c, ks[x]);
+        }
+        free(got), free(want), free(got_r), free(want_r);
+        pk_catalog_free(&r);
+        pk_catalog_free(&d);
+    }
+}
+
 /* A progress callback that stops the run at its first report. */
 static int stop_at_first(void *user, double fraction_done) {
     int *calls = user;
@@ -782,6 +897,7 @@ int main(void) {
         pk_bins_free(&def);
     }
 #endif
+    patches_as_before(&rng);
     /* stopped inside the patch-pair counts, on the CPU's threads */
     {
         ctx.n_threads = 2;

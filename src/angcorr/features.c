@@ -258,9 +258,48 @@ void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_
 
 /* ---- jackknife patches ------------------------------------------------------ */
 
-static int cmp_double(const void *pa, const void *pb) {
-    double a = *(const double *)pa, b = *(const double *)pb;
-    return (a > b) - (a < b);
+/* Doubles sorted ascending (finite values; -0 and +0 compare equal, so
+ * either order of them is the same sorted array to the callers): an LSD
+ * radix sort of their order-preserving bit patterns, six passes of 11
+ * bits (a million values in ~10 ms, where qsort took ~100). tmp: n more. */
+static void sort_doubles(double *v, double *tmp, size_t n) {
+    enum { BITS = 11, PASSES = 6, RADIX = 1 << BITS };
+    size_t *count = calloc((size_t)PASSES * RADIX, sizeof(size_t));
+    if (!count) { /* no memory for the counts: the slower sort */
+        for (size_t i = 1; i < n; i++) {
+            double x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    uint64_t *a = (uint64_t *)v, *b = (uint64_t *)tmp;
+    for (size_t i = 0; i < n; i++) { /* to keys: flip all of a negative, the sign bit of a positive */
+        uint64_t u;
+        memcpy(&u, &v[i], sizeof u);
+        u ^= (u >> 63) ? ~(uint64_t)0 : (uint64_t)1 << 63;
+        a[i] = u;
+        for (int p = 0; p < PASSES; p++) count[(size_t)p * RADIX + ((u >> (p * BITS)) & (RADIX - 1))]++;
+    }
+    for (int p = 0; p < PASSES; p++) {
+        size_t *c = count + (size_t)p * RADIX, sum = 0;
+        for (size_t d = 0; d < RADIX; d++) {
+            size_t t = c[d];
+            c[d] = sum;
+            sum += t;
+        }
+        for (size_t i = 0; i < n; i++) b[c[(a[i] >> (p * BITS)) & (RADIX - 1)]++] = a[i];
+        uint64_t *t = a;
+        a = b, b = t;
+    }
+    /* six passes: the keys are back in v */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = a[i];
+        u ^= (u >> 63) ? (uint64_t)1 << 63 : ~(uint64_t)0;
+        memcpy(&v[i], &u, sizeof u);
+    }
+    free(count);
 }
 
 /* RA measured from the middle of the largest empty RA gap of the randoms,
@@ -282,54 +321,86 @@ static int bucket_of(const double *edges, int n, double v) {
     return lo > 0 ? lo - 1 : 0;
 }
 
-pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
-                             int32_t *patch) {
+/* pk_angcorr_patches for up to two catalogs at once (b NULL: one), the
+ * patches made once from the randoms. */
+static pk_status patches_of(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *a, int32_t *patch_a,
+                            const pk_catalog *b, int32_t *patch_b) {
     pk_clear(ctx);
     if (k < 2) return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", k);
     size_t n = random->n;
     if ((size_t)k > n)
         return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k,
                        n);
-    double *ra = malloc(n * sizeof(double)), *dec = malloc(n * sizeof(double));
+    double *ra = malloc(n * sizeof(double)), *dec = malloc(n * sizeof(double)), *tmp = malloc(n * sizeof(double));
+    int32_t *stripe = malloc(n * sizeof(int32_t));
     int n_stripes = (int)floor(sqrt((double)k) + 0.5);
     if (n_stripes < 1) n_stripes = 1;
     double *dec_edges = malloc((size_t)n_stripes * sizeof(double));
     double *ra_edges = malloc((size_t)k * sizeof(double));
     int *first_patch = malloc(((size_t)n_stripes + 1) * sizeof(int));
-    if (!ra || !dec || !dec_edges || !ra_edges || !first_patch) {
-        free(ra), free(dec), free(dec_edges), free(ra_edges), free(first_patch);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for jackknife patches");
+    size_t *stripe_first = calloc((size_t)n_stripes + 1, sizeof(size_t));
+    if (!ra || !dec || !tmp || !stripe || !dec_edges || !ra_edges || !first_patch || !stripe_first) {
+        free(ra), free(dec), free(tmp), free(stripe), free(dec_edges), free(ra_edges), free(first_patch);
+        free(stripe_first);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
     /* the RA origin: middle of the largest gap between sorted RAs */
     for (size_t i = 0; i < n; i++) ra[i] = ra_shift(random->ra[i], 0.0);
-    qsort(ra, n, sizeof(double), cmp_double);
+    sort_doubles(ra, tmp, n);
     double gap = ra[0] + 2 * M_PI - ra[n - 1], origin = 0.5 * (ra[n - 1] + ra[0] + 2 * M_PI);
     for (size_t i = 1; i < n; i++)
         if (ra[i] - ra[i - 1] > gap) gap = ra[i] - ra[i - 1], origin = 0.5 * (ra[i] + ra[i - 1]);
     /* declination stripes of equal random counts */
     memcpy(dec, random->dec, n * sizeof(double));
-    qsort(dec, n, sizeof(double), cmp_double);
+    sort_doubles(dec, tmp, n);
     for (int s = 0; s < n_stripes; s++) dec_edges[s] = dec[(size_t)((double)n * s / n_stripes)];
     dec_edges[0] = -(double)INFINITY;
     first_patch[0] = 0;
     for (int s = 0; s < n_stripes; s++) first_patch[s + 1] = first_patch[s] + k / n_stripes + (s < k % n_stripes);
-    /* in each stripe, RA cells of equal random counts */
+    /* in each stripe, RA cells of equal random counts: the randoms' shifted
+     * RAs grouped by stripe (each stripe's in catalog order), then each
+     * group sorted */
+    for (size_t i = 0; i < n; i++) {
+        stripe[i] = bucket_of(dec_edges, n_stripes, random->dec[i]);
+        stripe_first[stripe[i] + 1]++;
+    }
+    for (int s = 0; s < n_stripes; s++) stripe_first[s + 1] += stripe_first[s];
+    size_t *next = malloc(((size_t)n_stripes + 1) * sizeof(size_t));
+    if (!next) {
+        free(ra), free(dec), free(tmp), free(stripe), free(dec_edges), free(ra_edges), free(first_patch);
+        free(stripe_first);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    memcpy(next, stripe_first, ((size_t)n_stripes + 1) * sizeof(size_t));
+    for (size_t i = 0; i < n; i++) ra[next[stripe[i]]++] = ra_shift(random->ra[i], origin);
+    free(next);
     for (int s = 0; s < n_stripes; s++) {
-        size_t m = 0;
-        for (size_t i = 0; i < n; i++)
-            if (bucket_of(dec_edges, n_stripes, random->dec[i]) == s) ra[m++] = ra_shift(random->ra[i], origin);
-        qsort(ra, m, sizeof(double), cmp_double);
+        size_t m = stripe_first[s + 1] - stripe_first[s];
+        double *ras = ra + stripe_first[s];
+        sort_doubles(ras, tmp, m);
         int cells = first_patch[s + 1] - first_patch[s];
         for (int c = 0; c < cells; c++)
-            ra_edges[first_patch[s] + c] = c == 0 || m == 0 ? -(double)INFINITY : ra[(size_t)((double)m * c / cells)];
+            ra_edges[first_patch[s] + c] = c == 0 || m == 0 ? -(double)INFINITY : ras[(size_t)((double)m * c / cells)];
     }
-    for (size_t i = 0; i < objects->n; i++) {
-        int s = bucket_of(dec_edges, n_stripes, objects->dec[i]);
-        int cells = first_patch[s + 1] - first_patch[s];
-        patch[i] = first_patch[s] + bucket_of(ra_edges + first_patch[s], cells, ra_shift(objects->ra[i], origin));
+    for (int which = 0; which < 2; which++) {
+        const pk_catalog *objects = which ? b : a;
+        int32_t *patch = which ? patch_b : patch_a;
+        if (!objects) continue;
+#pragma omp parallel for schedule(static) num_threads(pk_thread_count(ctx)) if (objects->n >= 65536)
+        for (size_t i = 0; i < objects->n; i++) {
+            int s = bucket_of(dec_edges, n_stripes, objects->dec[i]);
+            int cells = first_patch[s + 1] - first_patch[s];
+            patch[i] = first_patch[s] + bucket_of(ra_edges + first_patch[s], cells, ra_shift(objects->ra[i], origin));
+        }
     }
-    free(ra), free(dec), free(dec_edges), free(ra_edges), free(first_patch);
+    free(ra), free(dec), free(tmp), free(stripe), free(dec_edges), free(ra_edges), free(first_patch);
+    free(stripe_first);
     return PK_OK;
+}
+
+pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
+                             int32_t *patch) {
+    return patches_of(ctx, random, k, objects, patch, NULL, NULL);
 }
 
 /* ---- the whole correlation with extras ----------------------------------- */
@@ -1084,8 +1155,7 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         dp = calloc((size_t)kc, sizeof(patch_cat));
         rp = calloc((size_t)kc, sizeof(patch_cat));
         if (!patch_d || !patch_r || !dp || !rp) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        if (st == PK_OK && k > 1) st = pk_angcorr_patches(ctx, random, k, data, patch_d);
-        if (st == PK_OK && k > 1) st = pk_angcorr_patches(ctx, random, k, random, patch_r);
+        if (st == PK_OK && k > 1) st = patches_of(ctx, random, k, data, patch_d, random, patch_r);
         if (st == PK_OK && k == 1) {
             for (size_t i = 0; i < data->n; i++) patch_d[i] = (int32_t)((uint64_t)i * (uint64_t)kc / data->n);
             for (size_t i = 0; i < random->n; i++) patch_r[i] = (int32_t)((uint64_t)i * (uint64_t)kc / random->n);
