@@ -258,20 +258,21 @@ void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_
 
 /* ---- jackknife patches ------------------------------------------------------ */
 
+static int cmp_double(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
 /* Doubles sorted ascending (finite values; -0 and +0 compare equal, so
  * either order of them is the same sorted array to the callers): an LSD
  * radix sort of their order-preserving bit patterns, six passes of 11
- * bits (a million values in ~10 ms, where qsort took ~100). tmp: n more. */
+ * bits (a million values: 49-70 ms on the 2-core machine, qsort 338-444
+ * ms). tmp: n more. */
 static void sort_doubles(double *v, double *tmp, size_t n) {
     enum { BITS = 11, PASSES = 6, RADIX = 1 << BITS };
     size_t *count = calloc((size_t)PASSES * RADIX, sizeof(size_t));
-    if (!count) { /* no memory for the counts: the slower sort */
-        for (size_t i = 1; i < n; i++) {
-            double x = v[i];
-            size_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
-            v[j] = x;
-        }
+    if (!count) { /* no memory for the counts */
+        qsort(v, n, sizeof(double), cmp_double);
         return;
     }
     uint64_t *a = (uint64_t *)v, *b = (uint64_t *)tmp;
@@ -712,6 +713,17 @@ static void share_fail(share_failure *f, size_t i, pk_status st, const char *msg
 int pk_angcorr_share_gpu_batches = -1;
 #endif
 
+/* Whether the shared counts are to stop: a count failed, or the user
+ * asked to stop. */
+static int share_stopped(share_failure *f, int *cancelled) {
+    int failed, stop;
+#pragma omp atomic read
+    failed = f->failed;
+#pragma omp atomic read
+    stop = *cancelled;
+    return failed || stop;
+}
+
 /* Work a CPU thread takes at once from the shared list (fewer takings of
  * its lock when counts are tiny, as those of K = 300 patches of 10 objects
  * are). */
@@ -783,15 +795,13 @@ static pk_status count_shared(shared_counts *sc) {
     pk_progress_begin(&progress, ctx, list_work, sc->done / sc->w_all, list_work / sc->w_all);
     size_t lo = 0, hi = n_list; /* what is left: list[lo .. hi) */
 #ifdef PK_HAVE_CUDA
-    /* the GPU's first batch, a sixteenth of the work (its speed unknown
-     * yet), taken before the threads start so that it is the same
-     * whatever their timing; later ones a quarter of what is left */
+    /* host slots for at most 256 MiB of a GPU batch's counts */
     size_t gpu_cap = ((size_t)256 << 20) / (sc->n_slots * sizeof(uint64_t)), first_b0 = hi, first_b1 = hi;
     if (gpu_cap < 1) gpu_cap = 1;
     /* the GPU's session over the data (set 0) and the random patches (set
      * 1), opened here, where its setup has the threads, and every listed
-     * count's table judged on the threads (those the CPU takes too: ~1 us
-     * a pair on 16 threads) */
+     * count's table judged on the threads (those the CPU takes too: ~26 us
+     * of one core a pair, in the 1M x 1M K = 100 run's profile) */
     pk_cuda_pairs *sess = NULL;
     const pk_catalog **dcat = NULL, **rcat = NULL;
     unsigned char *judged = NULL; /* by task */
@@ -817,6 +827,9 @@ static pk_status count_shared(shared_counts *sc) {
             judged[list[j]] = (unsigned char)pk_angcorr_cuda_pairs_judge(js, t->c == 2, t->c != 0, t->p, t->q);
         }
     }
+    /* the GPU's first batch, a sixteenth of the work (its speed unknown
+     * yet), taken before the threads start so that it is the same
+     * whatever their timing; later ones a quarter of what is left */
     if (sess) first_b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 1.0 / 16, gpu_cap);
 #endif
     int cancelled = 0;
@@ -855,12 +868,7 @@ static pk_status count_shared(shared_counts *sc) {
             g.n_threads = ctx->n_threads;
             if (!gpu_ok) share_fail(&fail, 0, pk_fail(&g, PK_ERR_NOMEM, "out of memory"), g.message);
             for (int batches = 0; gpu_ok && batches != pk_angcorr_share_gpu_batches; batches++) {
-                int stop, stopped_by_user;
-#pragma omp atomic read
-                stop = fail.failed;
-#pragma omp atomic read
-                stopped_by_user = cancelled;
-                if (stop || stopped_by_user) break;
+                if (share_stopped(&fail, &cancelled)) break;
                 size_t b0 = first_b0, b1 = first_b1; /* the first batch, taken before the threads started */
                 if (batches > 0) {
 #pragma omp critical(pk_share_list)
@@ -936,12 +944,7 @@ static pk_status count_shared(shared_counts *sc) {
 #endif
         /* the CPU's side */
         for (;;) {
-            int stop, stopped_by_user;
-#pragma omp atomic read
-            stop = fail.failed;
-#pragma omp atomic read
-            stopped_by_user = cancelled;
-            if (stop || stopped_by_user) break;
+            if (share_stopped(&fail, &cancelled)) break;
             size_t g0, g1;
 #pragma omp critical(pk_share_list)
             {
@@ -1607,8 +1610,8 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
     for (size_t k = 0; k < n; k++) fprintf(f.fp, ",bin_%zu", k);
     fprintf(f.fp, "\n");
     /* rows formatted by the threads, 256 at a time, and written in order
-     * (n^2 numbers: 2 million with the default bins, ~0.3 s of printf on
-     * one core) */
+     * (n^2 numbers: 2 million with the default bins, ~0.25 s of one core in
+     * a profile of a K = 100 run on the H200 machine) */
     const size_t block = 256, row_max = 2 * 32 + n * 32 + 2; /* "%.17g" takes at most 24 characters */
     char *buf = malloc(block * row_max);
     size_t *len = malloc(block * sizeof(size_t));
