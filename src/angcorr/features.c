@@ -1107,10 +1107,14 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k,
                        random->n);
     }
+    /* the cells' weighted and separation sums: for weights, mean
+     * separations or an RR given in (whose weighted cells come with it) */
+    const int need_wt = weighted_path || rr_in != NULL;
     if (k > 1) {
-        /* the K^2 patch-pair cells, 72 bytes a bin each (three counts and
-         * six sums): refused up front when they cannot fit */
-        double need = 72.0 * (double)kk * (double)n, have = pk_host_memory_bytes();
+        /* the K^2 patch-pair cells, 24 bytes a bin each for the three
+         * counts, 48 more for six sums where they are kept: refused up
+         * front when they cannot fit */
+        double need = (need_wt ? 72.0 : 24.0) * (double)kk * (double)n, have = pk_host_memory_bytes();
         if (have > 0 && need > 0.5 * have) {
             pk_edge_table_free(&table);
             if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
@@ -1142,12 +1146,12 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     /* the three counts' cells one after another, so that the parts sum
      * them in two calls */
     uint64_t *all_c = failed ? NULL : calloc(3 * kk * n + 12, sizeof(uint64_t));
-    double *all_wt = failed ? NULL : calloc(6 * kk * n, sizeof(double));
-    failed = failed || !all_c || !all_wt;
+    double *all_wt = failed || !need_wt ? NULL : calloc(6 * kk * n, sizeof(double));
+    failed = failed || !all_c || (need_wt && !all_wt);
     for (int c = 0; c < 3 && !failed; c++) {
         pc[c].c = all_c + (size_t)c * kk * n;
-        pc[c].w = all_wt + (size_t)c * kk * n;
-        pc[c].t = all_wt + (size_t)(3 + c) * kk * n;
+        pc[c].w = all_wt ? all_wt + (size_t)c * kk * n : NULL; /* NULL: neither written nor read */
+        pc[c].t = all_wt ? all_wt + (size_t)(3 + c) * kk * n : NULL;
     }
     patch_cat *dp = NULL, *rp = NULL;
     int32_t *patch_d = NULL, *patch_r = NULL;
@@ -1309,9 +1313,10 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         }
         /* an unweighted run's weighted and separation cells are all zero:
          * not sent (every part runs alike) */
-        int failed_parts = st == PK_OK
-                               ? sum(sum_user, 1, all_c, 3 * kk * n + 12, all_wt, weighted_path ? 6 * kk * n : 0)
-                               : sum(sum_user, 0, NULL, 0, NULL, 0);
+        double no_sums = 0;
+        int failed_parts = st == PK_OK ? sum(sum_user, 1, all_c, 3 * kk * n + 12, weighted_path ? all_wt : &no_sums,
+                                             weighted_path ? 6 * kk * n : 0)
+                                       : sum(sum_user, 0, NULL, 0, NULL, 0);
         if (failed_parts && st == PK_OK)
             st = pk_fail(ctx, PK_ERR_INTERNAL, "another part of the run failed, or the parts could not be summed");
         for (int c = 0; c < 3 && st == PK_OK; c++) {
@@ -1520,7 +1525,7 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
         } else {
             if (kc == k) {
                 memcpy(r.counts, pc[2].c, kept * sizeof(uint64_t));
-                memcpy(r.weighted, pc[2].w, kept * sizeof(double));
+                if (weighted_path) memcpy(r.weighted, pc[2].w, kept * sizeof(double));
                 if (r.theta_sum) memcpy(r.theta_sum, pc[2].t, kept * sizeof(double));
             } else { /* blocks without patches: one cell, summed in the order of the totals */
                 memset(r.counts, 0, kept * sizeof(uint64_t));
@@ -1529,7 +1534,7 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
                 for (size_t cell = 0; cell < kk; cell++)
                     for (size_t b_ = 0; b_ < n; b_++) {
                         r.counts[b_] += pc[2].c[cell * n + b_];
-                        r.weighted[b_] += pc[2].w[cell * n + b_];
+                        if (weighted_path) r.weighted[b_] += pc[2].w[cell * n + b_];
                         if (r.theta_sum) r.theta_sum[b_] += pc[2].t[cell * n + b_];
                     }
             }
