@@ -687,6 +687,40 @@ static void normalisation(void) {
     CHECK(fabs(w[0] - want) <= 1e-13 * fabs(want), "weighted Hamilton: %.17g vs %.17g", w[0], want);
 }
 
+#ifdef PK_HAVE_CUDA
+/* A run with the backend left to pairkit against the same run on the
+ * CPU: counts and pair totals bit for bit, omega, the leave-one-out omegas
+ * and the covariance bit for bit (exact) or to rounding. The auto run's
+ * result goes to *keep (the caller frees it) where keep is not NULL. */
+static void auto_matches_cpu(pk_context *ctx, const pk_catalog *d, const pk_catalog *r, const pk_bins *bins,
+                             const pk_angcorr_run_options *ro, int exact, const char *what, pk_angcorr_result *keep) {
+    pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
+    pk_angcorr_result ra, rc;
+    pk_angcorr_extras ea, ec;
+    pk_status sa = pk_angcorr_run_ex(ctx, NULL, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, ro, &ra, &ea);
+    CHECK_OK(sa, ctx);
+    pk_status sc = pk_angcorr_run_ex(ctx, &cpu, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, ro, &rc, &ec);
+    CHECK_OK(sc, ctx);
+    if (sa == PK_OK && sc == PK_OK) {
+        size_t n = bins->n_bins, k = ro->jackknife > 1 ? (size_t)ro->jackknife : 0;
+        CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
+                  memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ra.omega, rc.omega, n, exact) &&
+                  agree(ea.omega_jk, ec.omega_jk, k * n, exact) &&
+                  agree(ea.omega_cov, ec.omega_cov, k ? n * n : 0, exact) &&
+                  ra.stats_dd.pairs_total == rc.stats_dd.pairs_total &&
+                  ra.stats_dr.pairs_total == rc.stats_dr.pairs_total &&
+                  ra.stats_dr.pairs_in_range == rc.stats_dr.pairs_in_range &&
+                  ra.stats_rr.pairs_in_range == rc.stats_rr.pairs_in_range,
+              "auto backend, %s: differs from the CPU run", what);
+    }
+    if (sa == PK_OK && keep) *keep = ra;
+    else if (sa == PK_OK) pk_angcorr_result_free(&ra);
+    if (sa == PK_OK) pk_angcorr_extras_free(&ea);
+    if (sc == PK_OK) pk_angcorr_result_free(&rc), pk_angcorr_extras_free(&ec);
+    if (sa != PK_OK && keep) memset(keep, 0, sizeof *keep);
+}
+#endif
+
 int main(void) {
     check_rng rng = check_rng_make(6060606);
     printf("seed %llu\n", rng.s);
@@ -765,26 +799,15 @@ int main(void) {
         double *wd = test_weights(&rng, d.n), *wr = test_weights(&rng, r.n);
         for (int weighted = 0; weighted < 2; weighted++) {
             pk_angcorr_run_options ro = {weighted ? wd : NULL, weighted ? wr : NULL, 0, 4, PK_PRUNE_AUTO};
-            pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
-            pk_angcorr_result ra, rc;
-            pk_angcorr_extras ea, ec;
-            pk_status sa = pk_angcorr_run_ex(&ctx, NULL, &d, &r, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
-            CHECK_OK(sa, &ctx);
-            pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &d, &r, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
-            CHECK_OK(sc, &ctx);
-            if (sa || sc) break;
-            size_t n = logb.n_bins;
-            CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
-                      memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ra.omega, rc.omega, n, !weighted) &&
-                      agree(ea.omega_jk, ec.omega_jk, 4 * n, !weighted) &&
-                      agree(ea.omega_cov, ec.omega_cov, n * n, !weighted),
-                  "auto backend, small patch pairs on the CPU (weighted %d): differs from the CPU run", weighted);
+            pk_angcorr_result ra;
+            auto_matches_cpu(&ctx, &d, &r, &logb, &ro, !weighted,
+                             weighted ? "small patch pairs on the CPU, weighted" : "one GPU batch, unweighted", &ra);
+            if (!ra.dd) break;
             CHECK(strncmp(pk_angcorr_kernel_name(ra.stats_rr.kernel), "cuda", 4) == 0 &&
                       strncmp(pk_angcorr_kernel_name(ra.stats_dd.kernel), "cuda", 4) != 0,
                   "auto backend: RR by %s, DD by %s", pk_angcorr_kernel_name(ra.stats_rr.kernel),
                   pk_angcorr_kernel_name(ra.stats_dd.kernel));
-            pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
-            pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
+            pk_angcorr_result_free(&ra);
         }
         pk_angcorr_share_gpu_batches = -1;
         free(wd), free(wr);
@@ -803,25 +826,12 @@ int main(void) {
             size_t nd = how == 0 ? 3000 : 30000;
             pk_catalog ds = test_catalog(&rng, nd, 0.1, 0.9, 0.1, 0.8), rs = test_catalog(&rng, nd, 0.1, 0.9, 0.1, 0.8);
             pk_angcorr_run_options ro = {NULL, NULL, 0, 4, PK_PRUNE_AUTO};
-            pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
-            pk_angcorr_result ra, rc;
-            pk_angcorr_extras ea, ec;
             pk_angcorr_share_gpu_batches = how == 0 ? -1 : 1;
-            pk_status sa = pk_angcorr_run_ex(&ctx, NULL, &ds, &rs, bb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
+            auto_matches_cpu(&ctx, &ds, &rs, bb, &ro, 1,
+                             how == 0 ? "the GPU stopping early (9,000 bins)"
+                                      : "the GPU stopping early (one batch, then counts of 5.6e7 pairs)",
+                             NULL);
             pk_angcorr_share_gpu_batches = -1;
-            CHECK_OK(sa, &ctx);
-            pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &ds, &rs, bb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
-            CHECK_OK(sc, &ctx);
-            if (sa == PK_OK && sc == PK_OK) {
-                size_t n = bb->n_bins;
-                CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
-                          memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ea.omega_jk, ec.omega_jk, 4 * n, 1) &&
-                          ra.stats_dr.pairs_total == rc.stats_dr.pairs_total,
-                      "auto backend, the GPU stopping early (%s): differs from the CPU run",
-                      how == 0 ? "9,000 bins" : "one batch, then counts of 5.6e7 pairs");
-                pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
-                pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
-            }
             pk_bins_free(&many);
             pk_catalog_free(&ds);
             pk_catalog_free(&rs);
@@ -837,26 +847,9 @@ int main(void) {
             pk_catalog ds = test_catalog(&rng, nd, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
             pk_catalog rs = test_catalog(&rng, nr, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
             pk_angcorr_run_options ro = {NULL, NULL, 0, kp, PK_PRUNE_AUTO};
-            pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
-            pk_angcorr_result ra, rc;
-            pk_angcorr_extras ea, ec;
-            pk_status sa = pk_angcorr_run_ex(&ctx, NULL, &ds, &rs, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &ra, &ea);
-            CHECK_OK(sa, &ctx);
-            pk_status sc = pk_angcorr_run_ex(&ctx, &cpu, &ds, &rs, &logb, PK_ESTIMATOR_LANDY_SZALAY, &ro, &rc, &ec);
-            CHECK_OK(sc, &ctx);
-            if (sa == PK_OK && sc == PK_OK) {
-                size_t n = logb.n_bins;
-                CHECK(memcmp(ra.dd, rc.dd, n * 8) == 0 && memcmp(ra.dr, rc.dr, n * 8) == 0 &&
-                          memcmp(ra.rr, rc.rr, n * 8) == 0 && agree(ra.omega, rc.omega, n, 1) &&
-                          agree(ea.omega_jk, ec.omega_jk, (size_t)kp * n, 1) &&
-                          agree(ea.omega_cov, ec.omega_cov, n * n, 1) &&
-                          ra.stats_dd.pairs_total == rc.stats_dd.pairs_total &&
-                          ra.stats_dr.pairs_in_range == rc.stats_dr.pairs_in_range &&
-                          ra.stats_rr.pairs_in_range == rc.stats_rr.pairs_in_range,
-                      "auto backend, K = %d shared by the GPU and the CPU: differs from the CPU run", kp);
-                pk_angcorr_result_free(&ra), pk_angcorr_result_free(&rc);
-                pk_angcorr_extras_free(&ea), pk_angcorr_extras_free(&ec);
-            }
+            char what[64];
+            snprintf(what, sizeof what, "K = %d shared by the GPU and the CPU", kp);
+            auto_matches_cpu(&ctx, &ds, &rs, &logb, &ro, 1, what, NULL);
             if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL);
             pk_catalog_free(&ds);
             pk_catalog_free(&rs);

@@ -267,7 +267,8 @@ int pk_angcorr_cuda_kernel_from_name(const char *name);
 pk_status pk_angcorr_count_cuda(pk_context *ctx, int kernel, const pk_catalog *a, const pk_catalog *b,
                                 const pk_bins *bins, const pk_edge_table *table, uint64_t *slots, pk_pair_stats *stats,
                                 pk_progress *progress);
-/* Many counts at once: pair k counts patch pair_p[k] of a against patch
+/* Many counts at once, in one call (a session's open, count and close
+ * below; the tests' form): pair k counts patch pair_p[k] of a against patch
  * pair_q[k] of b (b NULL: patches of a, pair (p, p) an autocorrelation), into
  * slots[k * n_slots ...] and stats[k], the slots as pk_angcorr_count_cuda
  * leaves them. The patches are sent to the device once and every count is
