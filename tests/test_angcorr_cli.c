@@ -189,6 +189,35 @@ int main(void) {
                   "%s: staged files left behind", bad[b]);
             free(e), free(o), free(c);
         }
+        /* an output name that a rename would wrongly replace: a pipe (or a
+         * device) keeps its node, a read-only file its contents, and an
+         * empty name is refused; each before the count, older outputs kept */
+        char fifo_cmd[600];
+        snprintf(fifo_cmd, sizeof fifo_cmd, "mkfifo '%s'", cli_path("keep.fifo"));
+        CHECK(system(fifo_cmd) == 0, "mkfifo");
+        cli_write("readonly.out", "read-only\n");
+        chmod(cli_path("readonly.out"), 0444);
+        const char *unfit[4] = {"--csv keep.fifo", "--png keep.fifo", "--csv ''", "--csv readonly.out"};
+        const char *why[4] = {"is not a regular file", "is not a regular file", "is an empty file name", "is read-only"};
+        for (int b = 0; b < 4; b++) {
+            if (b == 3 && geteuid() == 0) {
+                printf("skip: a read-only output (root may write any file)\n");
+                continue;
+            }
+            char args[256];
+            snprintf(args, sizeof args, "angcorr d.txt r.txt -o keep.out -q --nbins 20 %s", unfit[b]);
+            rc = cli_run(args);
+            char *e = cli_stderr(), *o = cli_read(cli_path("keep.out")), *r = cli_read(cli_path("readonly.out"));
+            struct stat sb;
+            CHECK(rc == 1 && e && strstr(e, why[b]), "%s: exit %d, %s", unfit[b], rc, e ? e : "");
+            CHECK(o && strcmp(o, "old omega\n") == 0 && r && strcmp(r, "read-only\n") == 0,
+                  "%s: an older output was changed", unfit[b]);
+            CHECK(lstat(cli_path("keep.fifo"), &sb) == 0 && S_ISFIFO(sb.st_mode), "%s: the pipe was replaced",
+                  unfit[b]);
+            CHECK(cli_count_files("pkstage") == 0 && cli_count_files(".tmp") == 0, "%s: staged files left behind",
+                  unfit[b]);
+            free(e), free(o), free(r);
+        }
         /* no PNG driver (PLplot finds none in an empty folder): the default
          * plot is left out with a warning, one asked for by name fails the
          * run; PLplot neither prompts nor ends the process */

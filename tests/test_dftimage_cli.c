@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -204,6 +205,13 @@ static void test_bad(void) {
     /* the image named like its default PNG: refused, nothing replaced */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.png --size 16", root);
     expect_failure(cmd, "named for two outputs", "image and PNG under one name");
+    /* a pipe as the image: refused before imaging, the pipe kept */
+    snprintf(cmd, sizeof cmd, "mkfifo '%s'", in_dir("pipe.fits"));
+    CHECK(system(cmd) == 0, "mkfifo");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o pipe.fits --size 16 --png none", root);
+    expect_failure(cmd, "pipe.fits: is not a regular file", "a pipe as the image");
+    struct stat sb;
+    CHECK(lstat(in_dir("pipe.fits"), &sb) == 0 && S_ISFIFO(sb.st_mode), "the pipe was replaced");
     /* a compressed name for a plain FITS file, and --check-pixels without --check: refused */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o img.fits.gz --size 16", root);
     expect_failure(cmd, "the image is written as plain FITS", "-o NAME.gz");

@@ -40,6 +40,16 @@ static char *fresh_dir(const char *name) {
     return path;
 }
 
+/* A small text file's contents (NULL if absent); caller frees. */
+static char *read_text(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    char *s = calloc(4096, 1);
+    if (s) (void)fread(s, 1, 4095, fp);
+    fclose(fp);
+    return s;
+}
+
 static int exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
@@ -373,6 +383,29 @@ int main(void) {
                  tmp_root, out);
         CHECK(system(command) == 0, "CLI failed on a good trace: %s", command);
         CHECK(exists(bin), "CLI wrote no %s", bin);
+        /* a pipe where memsort.bin goes: refused before the sort, the pipe
+         * and the older summary.txt kept */
+        char fifo[200], txt[300], path[300];
+        snprintf(fifo, sizeof fifo, "%s/fifo_out", tmp_root);
+        snprintf(command, sizeof command, "mkdir -p %s && mkfifo %s/memsort.bin && echo older > %s/summary.txt", fifo,
+                 fifo, fifo);
+        CHECK(system(command) == 0, "%s", command);
+        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q 2> %s/fifo_err.txt", cli, tmp_root, fifo,
+                 tmp_root);
+        rc = system(command);
+        snprintf(path, sizeof path, "%s/fifo_err.txt", tmp_root);
+        char *fifo_err = read_text(path);
+        snprintf(path, sizeof path, "%s/memsort.bin", fifo);
+        snprintf(txt, sizeof txt, "%s/summary.txt", fifo);
+        char *older = read_text(txt);
+        struct stat sb;
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && fifo_err &&
+                  strstr(fifo_err, "memsort.bin: cannot write: is not a regular"),
+              "a pipe as memsort.bin: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, fifo_err ? fifo_err : "");
+        CHECK(lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode) && older && strcmp(older, "older\n") == 0,
+              "a pipe as memsort.bin: the outputs were changed");
+        free(fifo_err);
+        free(older);
         /* usage errors: exit 2 and a message naming the option */
         struct {
             const char *args, *want;

@@ -60,6 +60,13 @@ typedef struct pk_atomic_file {
 } pk_atomic_file;
 
 pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path);
+
+/* Why a whole new file should not be renamed over `path`, or NULL: an
+ * empty name, a device, pipe or socket (the rename would replace the node
+ * itself), or an existing file without write permission (replacing it
+ * would get round the permission). A directory is left to the rename,
+ * which fails on it; a symbolic link is replaced, not followed. */
+const char *pk_output_unfit(const char *path);
 pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
 
 /* Rename from[k] over to[k] for every k, all or none: the files already at

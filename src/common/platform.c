@@ -120,8 +120,22 @@ pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *s
     return PK_OK;
 }
 
+const char *pk_output_unfit(const char *path) {
+    struct stat sb;
+    if (!path || !*path) return "is an empty file name";
+    if (lstat(path, &sb) != 0) return NULL;
+    if (S_ISDIR(sb.st_mode) || S_ISLNK(sb.st_mode)) return NULL; /* the rename fails, or replaces the link */
+    if (!S_ISREG(sb.st_mode))
+        return "is not a regular file (a device, pipe or socket): outputs are written whole, to a temporary file "
+               "renamed over the name, so give the name of a file";
+    if (access(path, W_OK) != 0) return "is read-only (no permission to write it)";
+    return NULL;
+}
+
 pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     memset(f, 0, sizeof *f);
+    const char *unfit = pk_output_unfit(path);
+    if (unfit) return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: %s", *path ? path : "''", unfit);
     size_t n = strlen(path);
     f->path = malloc(n + 1);
     f->tmp_path = malloc(n + 16);

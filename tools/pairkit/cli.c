@@ -265,8 +265,10 @@ int cli_check_output(const char *cmd, const char *final_path) {
  * after it. */
 static int check_output_place(const char *cmd, const char *path) {
     struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: is a directory, not a file\n", cmd, path);
+    const char *unfit = pk_output_unfit(path);
+    if (!unfit && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+    if (unfit) {
+        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, *path ? path : "''", unfit);
         return 1;
     }
     char dir[4096];
@@ -303,8 +305,10 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     }
     if (cli_check_output(cmd, final_path)) return NULL;
     struct stat sb;
-    if (stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "pairkit %s: %s: is a directory, not a file\n", cmd, final_path);
+    const char *unfit = pk_output_unfit(final_path);
+    if (!unfit && stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+    if (unfit) {
+        fprintf(stderr, "pairkit %s: %s: %s\n", cmd, *final_path ? final_path : "''", unfit);
         return NULL;
     }
     if (o->n == CLI_MAX_OUTPUTS) {

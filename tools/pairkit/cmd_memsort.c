@@ -241,10 +241,25 @@ int cmd_memsort(int argc, char **argv) {
         char parent[4096];
         cli_parent_dir(out_dir, parent, sizeof parent);
         const char *why = NULL;
-        if (stat(out_dir, &sb) == 0) why = S_ISDIR(sb.st_mode) ? NULL : "exists and is not a directory";
-        else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) why = "cannot be made: its parent folder is missing";
+        if (stat(out_dir, &sb) == 0) {
+            why = !S_ISDIR(sb.st_mode)                  ? "exists and is not a directory"
+                  : access(out_dir, W_OK | X_OK) != 0 ? "is not writable"
+                                                        : NULL;
+        } else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            why = "cannot be made: its parent folder is missing";
+        }
         if (why) {
             if (rank == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, out_dir, why);
+            return 1;
+        }
+        /* the two files it will hold (under mpirun, a new worker folder's) */
+        for (int k = 0; n_ranks == 1 && k < 2; k++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%.4000s/%s", out_dir, k ? "summary.txt" : "memsort.bin");
+            const char *unfit = pk_output_unfit(path);
+            if (!unfit && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+            if (!unfit) continue;
+            fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, path, unfit);
             return 1;
         }
     }
