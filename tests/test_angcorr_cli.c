@@ -198,7 +198,8 @@ int main(void) {
         cli_write("readonly.out", "read-only\n");
         chmod(cli_path("readonly.out"), 0444);
         const char *unfit[4] = {"--csv keep.fifo", "--png keep.fifo", "--csv ''", "--csv readonly.out"};
-        const char *why[4] = {"is not a regular file", "is not a regular file", "is an empty file name", "is read-only"};
+        const char *why[4] = {"is not a regular file", "is not a regular file", "is an empty file name",
+                              "is read-only"};
         for (int b = 0; b < 4; b++) {
             if (b == 3 && geteuid() == 0) {
                 printf("skip: a read-only output (root may write any file)\n");

@@ -242,9 +242,9 @@ int cmd_memsort(int argc, char **argv) {
         cli_parent_dir(out_dir, parent, sizeof parent);
         const char *why = NULL;
         if (stat(out_dir, &sb) == 0) {
-            why = !S_ISDIR(sb.st_mode)                  ? "exists and is not a directory"
+            why = !S_ISDIR(sb.st_mode)                ? "exists and is not a directory"
                   : access(out_dir, W_OK | X_OK) != 0 ? "is not writable"
-                                                        : NULL;
+                                                      : NULL;
         } else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
             why = "cannot be made: its parent folder is missing";
         }
