@@ -181,6 +181,20 @@ int main(void) {
     fclose(out);
     expect_error(path, "truncated.npz", "truncated zip");
 
+    /* Damaged: one byte of u's values changed (the zip's CRC no longer
+     * matches; the numpy header still parses, so only the CRC tells). */
+    in = fopen("data/vis/lesson_small.npz", "rb");
+    static unsigned char whole[1 << 20];
+    got = in ? fread(whole, 1, sizeof whole, in) : 0;
+    if (in) fclose(in);
+    CHECK(got > 300 && memcmp(whole + 30, "u.npy", 5) == 0, "lesson_small.npz starts with u.npy");
+    whole[235] ^= 0x55;
+    snprintf(path, sizeof path, "%s/damaged.npz", dir);
+    out = fopen(path, "wb");
+    fwrite(whole, 1, got, out);
+    fclose(out);
+    expect_error(path, "u.npy: CRC error", "a changed byte in u");
+
     snprintf(path, sizeof path, "%s/text.npz", dir);
     out = fopen(path, "wb");
     fputs("u v w\n1 2 3\n", out);

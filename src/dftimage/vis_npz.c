@@ -170,14 +170,27 @@ static pk_status read_member(pk_context *ctx, const char *path, zip_t *za, const
         return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %s", path, member);
     }
     zip_int64_t got = zip_fread(zf, b, sb.size);
-    if (got < 0 || (zip_uint64_t)got != sb.size) {
-        pk_status st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s: read failed (truncated or corrupt zip): %s", path, member,
-                               zip_file_strerror(zf));
+    /* one read past the end: libzip checks the member's CRC when it meets
+     * the end of the data, not when the last byte is read */
+    unsigned char past;
+    zip_int64_t more = got >= 0 && (zip_uint64_t)got == sb.size ? zip_fread(zf, &past, 1) : 0;
+    if (got < 0 || (zip_uint64_t)got != sb.size || more != 0) {
+        pk_status st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s: %s (the .npz is cut short or damaged)", path, member,
+                               more > 0 ? "longer than its stated size" : zip_file_strerror(zf));
         zip_fclose(zf);
         free(b);
         return st;
     }
-    zip_fclose(zf);
+    int closed = zip_fclose(zf);
+    if (closed != 0) {
+        zip_error_t ze;
+        zip_error_init_with_code(&ze, closed);
+        pk_status st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s: %s (the .npz is damaged)", path, member,
+                               zip_error_strerror(&ze));
+        zip_error_fini(&ze);
+        free(b);
+        return st;
+    }
     *buf = b;
     *size = (size_t)sb.size;
     return PK_OK;
