@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -172,6 +173,28 @@ static void copy_file(const char *src, const char *dst, long bytes) {
     fclose(out);
 }
 
+/* A copy of src whose primary header card `key` holds `value` (written as
+ * is from column 11), bytes changed in place, as a damaged file would be. */
+static void copy_with_card(const char *src, const char *dst, const char *key, const char *value) {
+    copy_file(src, dst, -1);
+    FILE *fp = fopen(dst, "r+b");
+    char card[81] = "";
+    CHECK(fp != NULL, "open %s", dst);
+    for (long at = 0; fp && fread(card, 1, 80, fp) == 80; at += 80) {
+        if (strncmp(card, "END     ", 8) == 0) break;
+        size_t n = strlen(key);
+        if (strncmp(card, key, n) != 0 || card[n] != ' ') continue;
+        char fresh[81];
+        snprintf(fresh, sizeof fresh, "%-8.8s= %-70.70s", key, value);
+        fseek(fp, at, SEEK_SET);
+        fwrite(fresh, 1, 80, fp);
+        fclose(fp);
+        return;
+    }
+    CHECK(0, "%s: no card %s", src, key);
+    if (fp) fclose(fp);
+}
+
 static void expect_error(const char *path, pk_weights weights, const char *needle, const char *what) {
     pk_context ctx;
     pk_context_init(&ctx);
@@ -226,6 +249,36 @@ static void test_broken(void) {
         expect_error(path, PK_WEIGHTS_ABS, "weight is not finite", b ? "inf weight, abs" : "NaN weight, abs");
         expect_error(path, PK_WEIGHTS_UNIT, "weight is not finite", b ? "inf weight, unit" : "NaN weight, unit");
     }
+
+    /* header values that would be misread without a word: an unknown data
+     * axis (here the 2-long STOKES axis renamed), a scale or a reference
+     * value that is not a number, a phase centre off the sphere, a BITPIX
+     * or an axis length that moves where the next HDU starts */
+    struct {
+        const char *key, *value, *says, *what;
+    } cards[] = {
+        {"CTYPE3", "'FOO     '", "axis 3 (CTYPE3 = 'FOO') has 4 elements", "unknown axis"},
+        {"CTYPE5", "'STOKES  '", "two STOKES axes (3 and 5)", "two STOKES axes"},
+        {"PSCAL1", "'x'", "PSCAL1 = 'x' is not a finite number", "PSCAL not a number"},
+        {"CRVAL4", "abc", "CRVAL4", "CRVAL not a number"},
+        {"CRVAL7", "123.9", "CRVAL7 = 123.9: the phase centre's declination", "declination past 90"},
+        {"CRVAL6", "987.7", "CRVAL6 = 987.7: the phase centre's right ascension", "RA past 360"},
+        {"BITPIX", "17", "BITPIX = 17", "BITPIX 17"},
+        {"BITPIX", "16", "HDU 2 does not start where HDU 1's BITPIX", "BITPIX 16"},
+        {"NAXIS2", "2", "HDU 2 does not start where HDU 1's BITPIX", "NAXIS2 changed"},
+        {"GCOUNT", "3000", "HDU 2 does not start where HDU 1's BITPIX", "GCOUNT changed"},
+    };
+    for (size_t c = 0; c < sizeof cards / sizeof cards[0]; c++) {
+        snprintf(path, sizeof path, "%s/card%zu.uvfits", dir, c);
+        copy_with_card(MOJAVE, path, cards[c].key, cards[c].value);
+        expect_error(path, PK_WEIGHTS_DATA, cards[c].says, cards[c].what);
+    }
+    /* cut inside the last table (the antennas, which the image does not use) */
+    struct stat sb;
+    CHECK(stat(MOJAVE, &sb) == 0, "stat");
+    snprintf(path, sizeof path, "%s/no_an_end.uvfits", dir);
+    copy_file(MOJAVE, path, (long)sb.st_size - 2880);
+    expect_error(path, PK_WEIGHTS_DATA, "truncated: HDU", "cut in the last table");
 
     snprintf(path, sizeof path, "%s/truncated.uvfits", dir);
     copy_file(MOJAVE, path, 100000);

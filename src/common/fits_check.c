@@ -93,14 +93,27 @@ static int card_bad(pk_context *ctx, pk_status *st, const char *path, int hdu, c
     return 0;
 }
 
-/* The walk follows the HDU sizes; where it cannot (a truncated or
- * malformed header) it stops and leaves the verdict to cfitsio. */
+/* Whether a block is blank (zeros or spaces): padding after the last HDU. */
+static int blank_block(const char *block, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (block[k] != 0 && block[k] != ' ') return 0;
+    return 1;
+}
+
+/* The walk follows the HDU sizes: every header card is checked, every
+ * HDU after the first must start where the one before it ends (a wrong
+ * BITPIX, NAXISn, PCOUNT or GCOUNT puts it elsewhere), and the file must
+ * hold every HDU's data (its last HDU may lack the padding to a whole
+ * block). Where it cannot follow a header (a malformed one) it stops and
+ * leaves the verdict to cfitsio. */
 static pk_status check_headers(pk_context *ctx, const char *path, const fits_bytes *b) {
     /* cfitsio takes any file whose first card starts with SIMPLE (the "="
      * may sit elsewhere), so the check does too */
     char magic[6];
     if (bytes_read(b, 0, magic, sizeof magic) != sizeof magic || memcmp(magic, "SIMPLE", 6) != 0)
         return PK_OK; /* not FITS: cfitsio says so */
+    long long file_size = (long long)b->size;
+    if (b->fp) file_size = fseeko(b->fp, 0, SEEK_END) == 0 ? (long long)ftello(b->fp) : -1;
     char block[2880];
     long long offset = 0;
     pk_status st = PK_OK;
@@ -108,6 +121,17 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
         long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, dims[1000] = {0}, n_dims = 0;
         int ended = 0;
         int partial = 0;
+        const long long hdu_start = offset;
+        if (hdu > 1) {
+            size_t got = bytes_read(b, offset, block, sizeof block);
+            if (got == 0 || blank_block(block, got)) break; /* the end, or padding after the last HDU */
+            if (got < 8 || memcmp(block, "XTENSION", 8) != 0)
+                return pk_fail(ctx, PK_ERR_PARSE,
+                               "%s: HDU %d does not start where HDU %d's BITPIX, NAXISn, PCOUNT and GCOUNT put "
+                               "the end of its data (byte %lld holds no XTENSION card): one of them is wrong, or "
+                               "the file is damaged",
+                               path, hdu, hdu - 1, offset);
+        }
         while (!ended && !partial && st == PK_OK) {
             size_t got = bytes_read(b, offset, block, sizeof block);
             partial = got < sizeof block; /* a truncated file: its whole cards are still checked */
@@ -136,7 +160,16 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                 }
             }
         }
-        if (st || !ended || partial) break;
+        if (st) break;
+        if (!ended && partial && file_size >= 0)
+            return pk_fail(
+                ctx, PK_ERR_PARSE,
+                "%s: truncated: HDU %d's header, from byte %lld, has no END card before the file ends at byte %lld",
+                path, hdu, hdu_start, file_size);
+        if (!ended || partial) break;
+        if (bitpix != 8 && bitpix != 16 && bitpix != 32 && bitpix != 64 && bitpix != -32 && bitpix != -64)
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: BITPIX = %lld; FITS allows 8, 16, 32, 64, -32 or -64", path,
+                           hdu, bitpix);
         /* data size: |BITPIX|/8 * GCOUNT * (PCOUNT + NAXIS1 * ... * NAXISn),
          * NAXIS1 = 0 standing for 1 in random groups */
         if (naxis < 0 || naxis > 999 || n_dims < naxis || bitpix == 0 || pcount < 0 || gcount < 0) break;
@@ -152,6 +185,11 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
         long long items = elems + pcount;
         if (gcount > 0 && items > (1LL << 52) / gcount / (bytes_per ? bytes_per : 1)) break;
         long long data = items * gcount * bytes_per;
+        if (file_size >= 0 && offset + data > file_size)
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s: truncated: HDU %d announces %lld bytes of data from byte %lld, the file holds %lld of "
+                           "them",
+                           path, hdu, data, offset, file_size > offset ? file_size - offset : 0);
         offset += (data + 2879) / 2880 * 2880;
     }
     return st;

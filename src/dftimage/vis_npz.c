@@ -185,8 +185,8 @@ static pk_status read_member(pk_context *ctx, const char *path, zip_t *za, const
     if (closed != 0) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, closed);
-        pk_status st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s: %s (the .npz is damaged)", path, member,
-                               zip_error_strerror(&ze));
+        pk_status st =
+            pk_fail(ctx, PK_ERR_PARSE, "%s: %s: %s (the .npz is damaged)", path, member, zip_error_strerror(&ze));
         zip_error_fini(&ze);
         free(b);
         return st;

@@ -59,6 +59,26 @@ static void trim(char *s) {
     while (n && s[n - 1] == ' ') s[--n] = '\0';
 }
 
+/* An optional real keyword: *value as it was when the keyword is absent,
+ * an error naming the keyword when its value is not a finite number. */
+static pk_status read_real_key(pk_context *ctx, const char *path, fitsfile *f, const char *key, double *value) {
+    int status = 0;
+    char text[FLEN_VALUE] = "";
+    if (fits_read_keyword(f, key, text, NULL, &status)) {
+        fits_clear_errmsg();
+        if (status == KEY_NO_EXIST) return PK_OK;
+        return fits_error(ctx, path, key, status);
+    }
+    double v = 0;
+    if (fits_read_key(f, TDOUBLE, key, &v, NULL, &status) || !isfinite(v)) {
+        fits_clear_errmsg();
+        trim(text);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: %s = %s is not a finite number", path, key, text);
+    }
+    *value = v;
+    return PK_OK;
+}
+
 static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfits_axes *ax) {
     int status = 0;
     memset(ax, 0, sizeof *ax);
@@ -89,21 +109,40 @@ static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfit
         }
         trim(ax->ctype[k]);
         ax->crval[k] = 0, ax->cdelt[k] = 1, ax->crpix[k] = 1;
-        snprintf(key, sizeof key, "CRVAL%d", k + 1);
-        if (fits_read_key(f, TDOUBLE, key, &ax->crval[k], NULL, &status)) status = 0;
-        snprintf(key, sizeof key, "CDELT%d", k + 1);
-        if (fits_read_key(f, TDOUBLE, key, &ax->cdelt[k], NULL, &status)) status = 0;
-        snprintf(key, sizeof key, "CRPIX%d", k + 1);
-        if (fits_read_key(f, TDOUBLE, key, &ax->crpix[k], NULL, &status)) status = 0;
-        fits_clear_errmsg();
+        const char *names[3] = {"CRVAL", "CDELT", "CRPIX"};
+        double *values[3] = {&ax->crval[k], &ax->cdelt[k], &ax->crpix[k]};
+        for (int q = 0; q < 3; q++) {
+            snprintf(key, sizeof key, "%s%d", names[q], k + 1);
+            pk_status st = read_real_key(ctx, path, f, key, values[q]);
+            if (st) return st;
+        }
         const char *t = ax->ctype[k];
-        if (strcmp(t, "COMPLEX") == 0) ax->complex_ax = k;
-        else if (strcmp(t, "STOKES") == 0) ax->stokes_ax = k;
-        else if (strcmp(t, "FREQ") == 0) ax->freq_ax = k;
-        else if (strcmp(t, "IF") == 0) ax->if_ax = k;
-        else if (strncmp(t, "RA", 2) == 0) ax->ra_ax = k;
-        else if (strncmp(t, "DEC", 3) == 0) ax->dec_ax = k;
+        int *slot = strcmp(t, "COMPLEX") == 0   ? &ax->complex_ax
+                    : strcmp(t, "STOKES") == 0  ? &ax->stokes_ax
+                    : strcmp(t, "FREQ") == 0    ? &ax->freq_ax
+                    : strcmp(t, "IF") == 0      ? &ax->if_ax
+                    : strncmp(t, "RA", 2) == 0  ? &ax->ra_ax
+                    : strncmp(t, "DEC", 3) == 0 ? &ax->dec_ax
+                                                : NULL;
+        /* an axis not read would be summed over or dropped without a word */
+        if (!slot && ax->len[k] > 1)
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s: axis %d (CTYPE%d = '%s') has %ld elements; the data axes read are COMPLEX, STOKES, "
+                           "FREQ, IF, RA and DEC",
+                           path, k + 1, k + 1, t, ax->len[k]);
+        if (slot && *slot >= 0)
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: two %s axes (%d and %d)", path, t, *slot + 1, k + 1);
+        if (slot) *slot = k;
     }
+    /* the phase centre, copied into the image's WCS */
+    if (ax->ra_ax >= 0 && fabs(ax->crval[ax->ra_ax]) > 360)
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: CRVAL%d = %g: the phase centre's right ascension is not an angle in degrees", path,
+                       ax->ra_ax + 1, ax->crval[ax->ra_ax]);
+    if (ax->dec_ax >= 0 && fabs(ax->crval[ax->dec_ax]) > 90)
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: CRVAL%d = %g: the phase centre's declination is outside -90 .. 90 degrees", path,
+                       ax->dec_ax + 1, ax->crval[ax->dec_ax]);
     if (ax->complex_ax < 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: no COMPLEX axis (CTYPEn = 'COMPLEX')", path);
     if (ax->len[ax->complex_ax] < 2 || ax->len[ax->complex_ax] > 3)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: the COMPLEX axis has %ld elements; expected 3 (re, im, weight) or 2",
@@ -245,10 +284,9 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         pscal[p] = 1.0;
         pzero[p] = 0.0;
         snprintf(key, sizeof key, "PSCAL%ld", p + 1);
-        if (fits_read_key(f, TDOUBLE, key, &pscal[p], NULL, &status)) status = 0;
+        if ((st = read_real_key(ctx, path, f, key, &pscal[p])) != PK_OK) goto done;
         snprintf(key, sizeof key, "PZERO%ld", p + 1);
-        if (fits_read_key(f, TDOUBLE, key, &pzero[p], NULL, &status)) status = 0;
-        fits_clear_errmsg();
+        if ((st = read_real_key(ctx, path, f, key, &pzero[p])) != PK_OK) goto done;
         if (param_is(ptype, "UU") && iu < 0) iu = (int)p;
         else if (param_is(ptype, "VV") && iv < 0) iv = (int)p;
         else if (param_is(ptype, "WW") && iw < 0) iw = (int)p;
