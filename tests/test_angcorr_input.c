@@ -51,6 +51,10 @@ int main(void) {
     expect_bad("count_small.txt", "2\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, ":4:", "more rows than the 2 objects");
     expect_bad("text.txt", "3\n60 60\n61 abc\n62 61\n", PK_ERR_PARSE, ":3:", "'abc' is not a number");
     expect_bad("text_suffix.txt", "3\n60 60\n61 60x\n62 61\n", PK_ERR_PARSE, ":3:", "'60x' is not a number");
+    /* bytes a terminal would not show, shown escaped */
+    expect_bad("two_cr.txt", "3\n60 60\n61 20\r\r\n62 61\n", PK_ERR_PARSE, ":3:", "dec '20\\r' is not a number");
+    expect_bad("form_feed.txt", "3\n60 60\n61 20\f\n62 61\n", PK_ERR_PARSE, ":3:", "dec '20\\f' is not a number");
+    expect_bad("control.txt", "3\n60 60\n61\x01 20\n62 61\n", PK_ERR_PARSE, ":3:", "ra '61\\x01' is not a number");
     expect_bad("nan.txt", "3\n60 60\nnan 60\n62 61\n", PK_ERR_PARSE, ":3:", "ra is not a finite number");
     expect_bad("inf.txt", "3\n60 60\n61 -inf\n62 61\n", PK_ERR_PARSE, ":3:", "dec is not a finite number");
     expect_bad("overflow.txt", "3\n60 60\n61 1e999\n62 61\n", PK_ERR_PARSE, ":3:", "not a finite number");

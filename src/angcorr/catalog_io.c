@@ -114,13 +114,30 @@ static int is_blank(const char *s) {
 }
 
 /* Parse one double token from *s; fails on text, leaves *s past it. */
+/* The first 40 bytes of a token as a message shows them: a byte that is
+ * not printable ASCII (a stray carriage return, a form feed) written as
+ * \r, \f or \xNN, so that it can be seen. */
+static void show_token(char *dst, size_t size, const char *src, size_t len) {
+    size_t at = 0;
+    dst[0] = '\0';
+    for (size_t k = 0; k < len && k < 40 && at + 5 < size; k++) {
+        unsigned char c = (unsigned char)src[k];
+        if (c >= 0x20 && c < 0x7f) dst[at++] = (char)c;
+        else if (c == '\r') at += (size_t)snprintf(dst + at, size - at, "\\r");
+        else if (c == '\f') at += (size_t)snprintf(dst + at, size - at, "\\f");
+        else if (c == '\v') at += (size_t)snprintf(dst + at, size - at, "\\v");
+        else at += (size_t)snprintf(dst + at, size - at, "\\x%02x", c);
+        dst[at] = '\0';
+    }
+}
+
 static int parse_double(char **s, double *v, char *token, size_t token_size) {
     char *p = *s;
     while (*p == ' ' || *p == '\t') p++;
     char *start = p;
     while (*p && *p != ' ' && *p != '\t') p++;
     size_t len = (size_t)(p - start);
-    snprintf(token, token_size, "%.*s", (int)(len < 40 ? len : 40), start);
+    show_token(token, token_size, start, len);
     if (len == 0) return 0;
     char saved = *p;
     *p = '\0';
@@ -169,7 +186,7 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
                            path, r.line, n, count_line);
         }
         double v[2];
-        char token[48];
+        char token[200];
         p = line;
         for (int c = 0; c < 2; c++) {
             if (!parse_double(&p, &v[c], token, sizeof token)) {
