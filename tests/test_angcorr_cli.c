@@ -219,6 +219,14 @@ int main(void) {
                   unfit[b]);
             free(e), free(o), free(r);
         }
+        /* jackknife errors that cannot be had (every random in one patch):
+         * the run goes through and says so */
+        cli_write("same.txt", "3\n600 600\n600 600\n600 600\n");
+        rc = cli_run("angcorr d.txt same.txt -o jk.out -q --png none --nbins 20 --jackknife 2");
+        char *jk_err = cli_stderr();
+        CHECK(rc == 0 && jk_err && strstr(jk_err, "have no jackknife error (nan)"),
+              "jackknife errors of nan: exit %d, %s", rc, jk_err ? jk_err : "");
+        free(jk_err);
         /* no PNG driver (PLplot finds none in an empty folder): the default
          * plot is left out with a warning, one asked for by name fails the
          * run; PLplot neither prompts nor ends the process */

@@ -486,6 +486,22 @@ int cmd_angcorr(int argc, char **argv) {
         }
         if (!rc) rc = cli_commit(cmd, &outs);
         else cli_discard(&outs);
+        if (!rc && extras.omega_err && cli_mpi_rank() == 0) {
+            /* bins with a w(theta) but no error: some patch left out takes
+             * every random pair of the bin, or its DD or DR */
+            size_t with_w = 0, no_err = 0;
+            for (size_t k = 0; k < result.n_bins; k++) {
+                if (result.rr[k] == 0 || !isfinite(result.omega[k])) continue;
+                with_w++;
+                no_err += !isfinite(extras.omega_err[k]);
+            }
+            if (no_err)
+                fprintf(stderr,
+                        "pairkit %s: warning: %zu of the %zu bins with a w(theta) have no jackknife error (nan): "
+                        "leaving out one of the %d patches leaves a count of zero there (too few objects for that "
+                        "many patches?)\n",
+                        cmd, no_err, with_w, jackknife);
+        }
         if (!rc && !quiet) {
             const pk_pair_stats *s[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
             const char *names[3] = {"DD", "DR", "RR"};
