@@ -222,7 +222,7 @@ typedef enum pk_catalog_format {
     PK_FORMAT_AUTO = 0, /* by extension: .csv -> CSV, .fits/.fit/.fts (+.gz) -> FITS, else native */
     PK_FORMAT_NATIVE,   /* the object count, then rows "ra dec" */
     PK_FORMAT_CSV,      /* a header line naming the columns, then comma-separated rows */
-    PK_FORMAT_FITS      /* the first binary table HDU with the named columns (cfitsio) */
+    PK_FORMAT_FITS      /* the first table HDU (binary or ASCII) with the named columns (cfitsio) */
 } pk_catalog_format;
 
 pk_status pk_catalog_format_parse(const char *name, pk_catalog_format *out);
@@ -312,10 +312,11 @@ typedef struct pk_angcorr_extras {
 } pk_angcorr_extras;
 
 /* pk_angcorr_run with weights, mean separations and jackknife errors.
- * Jackknife patches are made from the random catalog: declination stripes
- * of equal random counts, each cut in RA into cells of equal random counts
- * (K = stripes x cells when K factors so; otherwise the last stripe takes
- * the remainder); data objects take the patch of their position. Leaving
+ * Jackknife patches are made from the random catalog: round(sqrt(K))
+ * declination stripes, each cut in RA into cells of equal random counts,
+ * K / stripes cells a stripe and one more in the first K % stripes
+ * stripes (K = 7: 3, 2 and 2 cells), the stripes' random counts in
+ * proportion to their cells; data objects take the patch of their position. Leaving
  * patch k out removes its objects from both catalogs; the normalisation
  * uses the remaining totals. With weights, result->omega is the weighted
  * estimate. Free extras with pk_angcorr_extras_free. */
@@ -399,8 +400,9 @@ pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, c
  * jackknife error (when computed), counts and weighted counts. Atomic. */
 pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                   const pk_angcorr_extras *extras, const pk_bins *bins);
-/* The jackknife covariance of w(theta) as a CSV matrix: a header of bin
- * centres in degrees, then one row per bin. Atomic. */
+/* The jackknife covariance of w(theta) as a CSV matrix: a header
+ * theta_lo_deg,theta_hi_deg,bin_0,...,bin_{n-1}, then one row per bin:
+ * its two edges in degrees and its n covariances. Atomic. */
 pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
                                       const pk_bins *bins);
 

@@ -128,7 +128,7 @@ typedef struct pk_dftimage_stats {
 } pk_dftimage_stats;
 
 const char *pk_dftimage_kernel_name(int kernel);
-/* Look a kernel up by name ("ref", "avx512", "cuda-final", ...); -1 if unknown. */
+/* Look a kernel up by its exact name ("ref", "avx512", "cuda-final-f32", ...); -1 if unknown. */
 int pk_dftimage_kernel_from_name(const char *name);
 /* 1 if the kernel can run here (built in, CPU supports it, device present). */
 int pk_dftimage_kernel_available(int kernel);

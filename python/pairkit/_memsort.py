@@ -364,8 +364,8 @@ def memsort_pin(addr):
 
 def memsort(addr, chunk_entries=None, chunk_start=None, regions="default", workers=1, worker=0, backend="auto",
             kernel=None, nthreads=0):
-    """Plan and fill for worker `worker` of `workers` (SPEC and
-    docs/memsort.md): addr is the trace (raw u32 addresses, entry i having
+    """Plan and fill for worker `worker` of `workers`
+    (docs/memsort.md): addr is the trace (raw u32 addresses, entry i having
     the value i), cut into chunks of chunk_entries (None: 2^18, the
     prover's steps) or at chunk_start (the start of each chunk plus the
     end; not both). The trace is checked first: an unaligned address, one

@@ -1,7 +1,7 @@
 /* ref.c - the reference of memsort, and the specification every backend is
  * tested against: one stable sort of (compact address, trace position)
  * over the whole trace, then every field of every instance read off the
- * sorted rows by plain loops, exactly as SPEC.md section 3 defines it.
+ * sorted rows by plain loops, exactly as docs/memsort.md defines it.
  * Kept simple and never optimised.
  */
 #include <stdlib.h>

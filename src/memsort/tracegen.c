@@ -1,7 +1,7 @@
 /* tracegen.c - synthetic zkVM memory traces, deterministic from a seed.
  *
  * No real traces are public, so the generator imitates what a RISC-V guest
- * running an Ethereum block does to memory (SPEC.md section 3): most
+ * running an Ethereum block does to memory (docs/memsort.md): most
  * accesses hit a hot window near the stack pointer at the top of RAM; a
  * bump allocator hands out fresh heap words from the bottom of RAM, each
  * written once and touched a few more times while it is recent; memcpy-like
