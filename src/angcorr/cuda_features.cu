@@ -254,12 +254,35 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     unsigned long long n_fp64 = 0;
     size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
-    /* an item: a unit's rows (at most 256) against a column range of at
-     * most FEATURE_ITEM_COLS, so that it holds at most 2^24 pairs */
+    uint32_t item_cols = FEATURE_ITEM_COLS;
+    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    {
+        int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
+        PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+        PK_CUDA_GOTO(ctx, st, done,
+                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, smem));
+        if (per_sm < 1) per_sm = 1;
+        n_blocks = (size_t)n_sm * (size_t)per_sm;
+    }
+    {
+        /* an item: a unit's rows (at most 256) against a column range of at
+         * most FEATURE_ITEM_COLS, so that it holds at most 2^24 pairs; the
+         * ranges cut narrower (down to 256 columns) where that gives every
+         * block eight items or more, so that a small count (a jackknife
+         * patch pair of a few thousand objects) still fills the device */
+        double cols = 0;
+        for (size_t u = 0; u < plan.n_units; u++)
+            for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++)
+                cols += gbp->cell_start[plan.ranges[2 * r + 1]] - gbp->cell_start[plan.ranges[2 * r]];
+        double want = cols / (8.0 * (double)n_blocks);
+        while (item_cols > 256 && (double)item_cols / 2 >= want) item_cols /= 2;
+    }
     for (size_t u = 0; u < plan.n_units; u++)
         for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
             uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
-            n_items += j1 > j0 ? (j1 - j0 + FEATURE_ITEM_COLS - 1) / FEATURE_ITEM_COLS : 1;
+            n_items += j1 > j0 ? (j1 - j0 + item_cols - 1) / item_cols : 1;
         }
     items = (uint4 *)malloc((n_items ? n_items : 1) * sizeof(uint4));
     if (!items) {
@@ -270,13 +293,13 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     for (size_t u = 0; u < plan.n_units; u++)
         for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
             uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
-            if (autocorr && j1 <= plan.units[u].i0 + 1) continue;
-            for (uint32_t c0 = j0; c0 < j1; c0 += FEATURE_ITEM_COLS) {
-                uint32_t c1 = j1 - c0 > FEATURE_ITEM_COLS ? c0 + FEATURE_ITEM_COLS : j1;
+            for (uint32_t c0 = j0; c0 < j1; c0 += item_cols) {
+                uint32_t c1 = j1 - c0 > item_cols ? c0 + item_cols : j1;
+                /* autocorrelations count j > i: nothing in a range left of the unit's rows */
+                if (autocorr && c1 <= plan.units[u].i0 + 1) continue;
                 items[n_items++] = make_uint4(plan.units[u].i0, plan.units[u].i1, c0, c1);
             }
         }
-    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     if ((st = upload_grid(ctx, &ga, &d.pa, &d.a64, &d.wa)) != PK_OK) goto done;
     if (!autocorr && (st = upload_grid(ctx, &gb, &d.pb, &d.b64, &d.wb)) != PK_OK) goto done;
     if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
@@ -321,16 +344,6 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     g.n_fp64 = d.n_fp64;
     g.wslots = d.wslots;
     g.tslots = d.tslots;
-    PK_CUDA_GOTO(ctx, st, done,
-                 cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    {
-        int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
-        PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        PK_CUDA_GOTO(ctx, st, done,
-                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, smem));
-        if (per_sm < 1) per_sm = 1;
-        n_blocks = (size_t)n_sm * (size_t)per_sm;
-    }
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
     PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
