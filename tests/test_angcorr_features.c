@@ -786,12 +786,11 @@ int main(void) {
         pk_bins_free(&def);
     }
 #ifdef PK_HAVE_CUDA
-    /* the backend left to pairkit on a GPU machine, two threads: weighted,
-     * patch pairs below 2^20 pairs (DD here) are counted on the CPU, the
-     * others (DR, RR) on the GPU; unweighted, the GPU and the CPU share
-     * them, the GPU taking one batch (the largest quarter of the work: RR
-     * pairs) and the CPU the rest; counts and unweighted results as the
-     * CPU's, sums to rounding */
+    /* the backend left to pairkit on a GPU machine, two threads: the GPU
+     * and the CPU share the patch pairs, the GPU taking one batch
+     * (unweighted: the largest quarter of the work, RR pairs) or one count
+     * (weighted: the largest, an RR pair) and the CPU the rest; counts and
+     * unweighted results as the CPU's, sums to rounding */
     if (pk_cuda_device_count() > 0) {
         ctx.n_threads = 2;
         pk_angcorr_share_gpu_batches = 1;
@@ -847,10 +846,18 @@ int main(void) {
             pk_catalog ds = test_catalog(&rng, nd, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
             pk_catalog rs = test_catalog(&rng, nr, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
             pk_angcorr_run_options ro = {NULL, NULL, 0, kp, PK_PRUNE_AUTO};
-            char what[64];
+            char what[96];
             snprintf(what, sizeof what, "K = %d shared by the GPU and the CPU", kp);
             auto_matches_cpu(&ctx, &ds, &rs, &logb, &ro, 1, what, NULL);
             if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL);
+            /* weighted and pruned counts, which the GPU takes one at a time */
+            double *wds = test_weights(&rng, ds.n), *wrs = test_weights(&rng, rs.n);
+            pk_angcorr_run_options rw = {wds, wrs, 0, kp, PK_PRUNE_AUTO}, rp = {NULL, NULL, 0, kp, PK_PRUNE_ON};
+            snprintf(what, sizeof what, "K = %d weighted, shared by the GPU and the CPU", kp);
+            auto_matches_cpu(&ctx, &ds, &rs, &logb, &rw, 0, what, NULL);
+            snprintf(what, sizeof what, "K = %d pruned, shared by the GPU and the CPU", kp);
+            auto_matches_cpu(&ctx, &ds, &rs, &logb, &rp, 1, what, NULL);
+            free(wds), free(wrs);
             pk_catalog_free(&ds);
             pk_catalog_free(&rs);
         }

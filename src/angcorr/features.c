@@ -643,6 +643,7 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
 typedef struct shared_counts {
     pk_context *ctx;
     int share;      /* a GPU counts too, from the large end */
+    int share_one;  /* share, the GPU's counts one at a time (weighted or pruned ones) */
     int cpu_kernel; /* the CPU threads' kernel */
     int gpu_kernel; /* share: the device's */
     double cpu_max; /* without share: the work below which a count is the CPU's */
@@ -707,8 +708,9 @@ static void share_fail(share_failure *f, size_t i, pk_status st, const char *msg
     f->failed = 1;
 }
 
-/* The most batches the GPU takes from a shared list (-1: no limit); the
- * tests set 1, so that both sides count whatever their speeds. */
+/* The most batches (with share_one, counts) the GPU takes from a shared
+ * list (-1: no limit); the tests set 1, so that both sides count whatever
+ * their speeds. */
 #ifdef PK_HAVE_CUDA
 int pk_angcorr_share_gpu_batches = -1;
 #endif
@@ -745,8 +747,10 @@ static int share_stopped(share_failure *f, int *cancelled) {
  * over 3,000 x 5,000 objects: the CPU's 16 threads the faster; K = 100 over
  * 100,000 x 100,000: the H200). The CPU waits for the GPU only at the end
  * of a batch, or where the counts left are all too large for one thread;
- * those would go to the GPU in any case. What neither takes is left
- * uncounted for the caller. */
+ * those would go to the GPU in any case. With share_one (weighted or
+ * pruned counts, which the GPU takes one at a time) every count is listed
+ * and thread 0 sends the GPU one count at a time from the large end. What
+ * neither takes is left uncounted for the caller. */
 static pk_status count_shared(shared_counts *sc) {
     pk_context *ctx = sc->ctx;
     const count_task *tasks = sc->tasks;
@@ -764,7 +768,8 @@ static pk_status count_shared(shared_counts *sc) {
         if (t->part != sc->part || sc->counted[i]) continue;
         int take = t->work < PARALLEL_TASK_PAIRS && t->work < sc->cpu_max;
 #ifdef PK_HAVE_CUDA
-        if (sc->share) {
+        if (sc->share_one) take = 1; /* the device counts any size */
+        else if (sc->share) {
             const pk_catalog *a, *b;
             const double *wa, *wb;
             task_catalogs(t->c, t->p, t->q, sc->kc, sc->data, sc->random, sc->ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
@@ -805,7 +810,7 @@ static pk_status count_shared(shared_counts *sc) {
     pk_cuda_pairs *sess = NULL;
     const pk_catalog **dcat = NULL, **rcat = NULL;
     unsigned char *judged = NULL; /* by task */
-    if (sc->share) {
+    if (sc->share && !sc->share_one) {
         dcat = malloc((size_t)sc->kc * sizeof(*dcat)), rcat = malloc((size_t)sc->kc * sizeof(*rcat));
         judged = malloc(n_tasks + 1);
         pk_status so = dcat && rcat && judged ? PK_OK : pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
@@ -854,6 +859,50 @@ static pk_status count_shared(shared_counts *sc) {
                           ro->mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
         int ok = mine.slots && (!sc->weighted_path || mine.wslots) && (!ro->mean_theta || mine.tslots);
 #ifdef PK_HAVE_CUDA
+        if (sc->share_one && owner && ok) {
+            /* the GPU's side, weighted or pruned counts: one at a time,
+             * the largest first */
+            pk_context g = one;
+            g.n_threads = ctx->n_threads;
+            for (int taken = 0; taken != pk_angcorr_share_gpu_batches; taken++) {
+                if (share_stopped(&fail, &cancelled)) break;
+                size_t j = SIZE_MAX;
+#pragma omp critical(pk_share_list)
+                if (hi > lo) j = --hi;
+                if (j == SIZE_MAX) break; /* the two ends met */
+                const size_t i = list[j];
+                const count_task *t = &tasks[i];
+                const int c = t->c, autocorr = c != 1, as_auto = autocorr && t->p == t->q;
+                const pk_catalog *a, *b;
+                const double *wa, *wb;
+                task_catalogs(c, t->p, t->q, sc->kc, sc->data, sc->random, ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
+                pk_progress quiet;
+                pk_progress_begin(&quiet, &g, t->work, 0.0, 1.0);
+                g.message[0] = '\0';
+                pk_status sg =
+                    count_slots_ex(&g, PK_BACKEND_CUDA, sc->gpu_kernel, a, wa, as_auto ? NULL : b, as_auto ? NULL : wb,
+                                   sc->bins, sc->table, ro->prune, ro->mean_theta, &mine, &task_stats[i], &quiet);
+                if (sg == PK_OK && sc->counted[i])
+                    sg = pk_fail(&g, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice", t->p, t->q,
+                                 c);
+                if (sg == PK_ERR_CANCELLED) {
+#pragma omp atomic write
+                    cancelled = 1;
+                    break;
+                }
+                if (sg != PK_OK) {
+                    share_fail(&fail, i, sg, g.message);
+                    break;
+                }
+                store_cells(&sc->pc[c], autocorr, t->p, t->q, sc->kc, sc->n, &mine);
+                mark[i] = 2;
+                sc->counted[i] = 1;
+                if (pk_progress_add(&progress, t->work, owner)) {
+#pragma omp atomic write
+                    cancelled = 1;
+                }
+            }
+        }
         if (sess && owner) {
             /* the GPU's side: batches from the large end */
             const int kc = sc->kc;
@@ -1216,17 +1265,18 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
     uint8_t *counted = st == PK_OK ? calloc(n_tasks + 1, 1) : NULL;
     if (st == PK_OK && !counted) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     /* With the backend left to pairkit on a GPU, the GPU and the CPU's
-     * threads count the patch pairs at once (unweighted, unpruned counts,
-     * which the GPU takes many at a time); otherwise the small counts on
-     * the CPU, one thread each. */
-    int share = 0;
+     * threads count the patch pairs at once (unweighted, unpruned counts
+     * many at a time on the GPU, weighted or pruned ones one at a time);
+     * otherwise the small counts on the CPU, one thread each. */
+    int share = 0, share_one = 0;
 #ifdef PK_HAVE_CUDA
-    share = backend == PK_BACKEND_CUDA && small_kernel >= 0 && kc > 1 && !weighted_path && ro.prune != PK_PRUNE_ON &&
-            n_threads > 1;
+    share = backend == PK_BACKEND_CUDA && small_kernel >= 0 && kc > 1 && n_threads > 1;
+    share_one = share && (weighted_path || ro.prune == PK_PRUNE_ON); /* the device counts these one at a time */
 #endif
     if (st == PK_OK && n_threads > 1 && (backend == PK_BACKEND_CPU || small_kernel >= 0)) {
         shared_counts sc = {.ctx = ctx,
                             .share = share,
+                            .share_one = share_one,
                             .cpu_kernel = backend == PK_BACKEND_CPU ? kernel : small_kernel,
                             .gpu_kernel = kernel,
                             .cpu_max = backend == PK_BACKEND_CPU ? (double)INFINITY : small_limit,
