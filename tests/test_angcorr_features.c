@@ -164,16 +164,16 @@ static int stop_at_first(void *user, double fraction_done) {
  * under auto): it ends cancelled, with no report after that one (a stage
  * that went on regardless would report again). */
 static void cancel_in_counts(pk_context *ctx, const pk_catalog *d, const pk_catalog *r, const pk_bins *bins, int k,
-                             const pk_angcorr_options *opts) {
+                             const pk_angcorr_options *opts, const double *wd, const double *wr) {
     int calls = 0;
     ctx->progress = stop_at_first;
     ctx->progress_user = &calls;
-    pk_angcorr_run_options ro = {NULL, NULL, 0, k, PK_PRUNE_AUTO};
+    pk_angcorr_run_options ro = {wd, wr, 0, k, PK_PRUNE_AUTO};
     pk_angcorr_result res;
     pk_angcorr_extras ex;
     pk_status st = pk_angcorr_run_ex(ctx, opts, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, &ro, &res, &ex);
-    CHECK(st == PK_ERR_CANCELLED && calls == 1, "jackknife K = %d (%s), stopped at its first report: %s, %d reports", k,
-          opts ? pk_angcorr_kernel_name(opts->kernel) : "auto", pk_status_str(st), calls);
+    CHECK(st == PK_ERR_CANCELLED && calls == 1, "jackknife K = %d (%s%s), stopped at its first report: %s, %d reports",
+          k, opts ? pk_angcorr_kernel_name(opts->kernel) : "auto", wd ? ", weighted" : "", pk_status_str(st), calls);
     pk_angcorr_result_free(&res);
     pk_angcorr_extras_free(&ex);
     ctx->progress = NULL;
@@ -814,22 +814,26 @@ int main(void) {
         pk_catalog_free(&r);
         ctx.n_threads = 0;
         /* the GPU stopping early: bins beyond its table (the session
-         * refused: every count the CPU's or the later loops'), and one
-         * batch with the rest too large for a CPU thread (left to the GPU's
-         * later pass); both as the CPU counts them */
-        for (int how = 0; how < 2; how++) {
+         * refused: every count the CPU's or the later loops'; weighted, the
+         * first count refused and handed back), and one batch with the rest
+         * too large for a CPU thread (left to the GPU's later pass); each as
+         * the CPU counts them */
+        for (int how = 0; how < 3; how++) {
             ctx.n_threads = 2;
             pk_bins many;
             CHECK_OK(pk_bins_log(&ctx, 0.001, 3.0, 9000, &many), &ctx);
-            const pk_bins *bb = how == 0 ? &many : &logb;
-            size_t nd = how == 0 ? 3000 : 30000;
+            const pk_bins *bb = how != 1 ? &many : &logb;
+            size_t nd = how != 1 ? 3000 : 30000;
             pk_catalog ds = test_catalog(&rng, nd, 0.1, 0.9, 0.1, 0.8), rs = test_catalog(&rng, nd, 0.1, 0.9, 0.1, 0.8);
-            pk_angcorr_run_options ro = {NULL, NULL, 0, 4, PK_PRUNE_AUTO};
-            pk_angcorr_share_gpu_batches = how == 0 ? -1 : 1;
-            auto_matches_cpu(&ctx, &ds, &rs, bb, &ro, 1,
-                             how == 0 ? "the GPU stopping early (9,000 bins)"
-                                      : "the GPU stopping early (one batch, then counts of 5.6e7 pairs)",
+            double *wds = how == 2 ? test_weights(&rng, ds.n) : NULL, *wrs = how == 2 ? test_weights(&rng, rs.n) : NULL;
+            pk_angcorr_run_options ro = {wds, wrs, 0, 4, PK_PRUNE_AUTO};
+            pk_angcorr_share_gpu_batches = how != 1 ? -1 : 1;
+            auto_matches_cpu(&ctx, &ds, &rs, bb, &ro, how != 2,
+                             how == 0   ? "the GPU stopping early (9,000 bins)"
+                             : how == 1 ? "the GPU stopping early (one batch, then counts of 5.6e7 pairs)"
+                                        : "the GPU refusing a weighted count (9,000 bins)",
                              NULL);
+            free(wds), free(wrs);
             pk_angcorr_share_gpu_batches = -1;
             pk_bins_free(&many);
             pk_catalog_free(&ds);
@@ -849,12 +853,13 @@ int main(void) {
             char what[96];
             snprintf(what, sizeof what, "K = %d shared by the GPU and the CPU", kp);
             auto_matches_cpu(&ctx, &ds, &rs, &logb, &ro, 1, what, NULL);
-            if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL);
+            if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL, NULL, NULL);
             /* weighted and pruned counts, which the GPU takes one at a time */
             double *wds = test_weights(&rng, ds.n), *wrs = test_weights(&rng, rs.n);
             pk_angcorr_run_options rw = {wds, wrs, 0, kp, PK_PRUNE_AUTO}, rp = {NULL, NULL, 0, kp, PK_PRUNE_ON};
             snprintf(what, sizeof what, "K = %d weighted, shared by the GPU and the CPU", kp);
             auto_matches_cpu(&ctx, &ds, &rs, &logb, &rw, 0, what, NULL);
+            if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL, wds, wrs);
             snprintf(what, sizeof what, "K = %d pruned, shared by the GPU and the CPU", kp);
             auto_matches_cpu(&ctx, &ds, &rs, &logb, &rp, 1, what, NULL);
             free(wds), free(wrs);
@@ -903,7 +908,7 @@ int main(void) {
         ctx.n_threads = 2;
         pk_catalog d = test_catalog(&rng, 2000, 0.1, 0.9, 0.1, 0.8), r = test_catalog(&rng, 3000, 0.1, 0.9, 0.1, 0.8);
         pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
-        cancel_in_counts(&ctx, &d, &r, &logb, 8, &cpu);
+        cancel_in_counts(&ctx, &d, &r, &logb, 8, &cpu, NULL, NULL);
         pk_catalog_free(&d);
         pk_catalog_free(&r);
         ctx.n_threads = 0;

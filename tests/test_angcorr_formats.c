@@ -242,6 +242,20 @@ int main(void) {
                 same_catalog(&cp, &cz, "FITS named cat[1].fits");
                 free(wz);
                 pk_catalog_free(&cz);
+                /* bytes after the last HDU that start no XTENSION (the
+                 * standard's special records; a stray line end): read */
+                char special[2881];
+                memset(special, 'S', 2880);
+                const char *tails[2] = {special, "\n"};
+                size_t tail_len[2] = {2880, 1};
+                for (int k = 0; k < 2; k++) {
+                    FILE *tf = fopen(cli_path("tail.fits"), "wb");
+                    if (tf) fwrite(bytes, 1, len, tf), fwrite(tails[k], 1, tail_len[k], tf), fclose(tf);
+                    CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("tail.fits"), &spw, &cz, &wz), &ctx);
+                    same_catalog(&cp, &cz, k ? "FITS with a line end after it" : "FITS with a special record");
+                    free(wz);
+                    pk_catalog_free(&cz);
+                }
                 gz_write(cli_path("cat[2].fits.gz"), bytes, len); /* [2]: an HDU that does not exist */
                 CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat[2].fits.gz"), &spw, &cz, &wz), &ctx);
                 same_catalog(&cp, &cz, "gzip FITS named cat[2].fits.gz");
@@ -253,6 +267,29 @@ int main(void) {
                             "text.fits.gz: gzip-compressed, but not a FITS file inside", "gzip of text");
             }
             free(bytes);
+        }
+        /* a primary image of NAXIS1 = 0 (no data; not random groups),
+         * then the table: read */
+        {
+            fitsfile *f;
+            int status = 0;
+            char fname[600];
+            snprintf(fname, sizeof fname, "!%s", cli_path("empty_primary.fits"));
+            long axes[2] = {0, 10};
+            char *ttype[2] = {(char *)"ra", (char *)"dec"}, *tform[2] = {(char *)"D", (char *)"D"};
+            double ra3[3] = {10, 20, 30}, dec3[3] = {-5, 0, 5};
+            fits_create_file(&f, fname, &status);
+            fits_create_img(f, BYTE_IMG, 2, axes, &status);
+            fits_create_tbl(f, BINARY_TBL, 3, 2, ttype, tform, NULL, "CATALOG", &status);
+            fits_write_col(f, TDOUBLE, 1, 1, 1, 3, ra3, &status);
+            fits_write_col(f, TDOUBLE, 2, 1, 1, 3, dec3, &status);
+            fits_close_file(f, &status);
+            CHECK(status == 0, "writing empty_primary.fits: cfitsio status %d", status);
+            pk_catalog_spec spd = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog e3;
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("empty_primary.fits"), &spd, &e3, NULL), &ctx);
+            CHECK(e3.n == 3, "a FITS table behind an empty NAXIS1 = 0 image: %zu objects", e3.n);
+            pk_catalog_free(&e3);
         }
         sp.weight_column = "w";
         check_error(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &sp, &c, &wb), &ctx,

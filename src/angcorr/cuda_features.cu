@@ -269,9 +269,10 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     {
         /* an item: a unit's rows (at most 256) against a column range of at
          * most FEATURE_ITEM_COLS, so that it holds at most 2^24 pairs; the
-         * ranges cut narrower (down to 256 columns) where that gives every
-         * block eight items or more, so that a small count (a jackknife
-         * patch pair of a few thousand objects) still fills the device */
+         * ranges cut in halves (down to 256 columns) while every block
+         * would still get four items or more (four to eight, as cut), so
+         * that a small count (a jackknife patch pair of a few thousand
+         * objects) still fills the device */
         double cols = 0;
         for (size_t u = 0; u < plan.n_units; u++)
             for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++)

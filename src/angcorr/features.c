@@ -864,8 +864,15 @@ static pk_status count_shared(shared_counts *sc) {
              * the largest first */
             pk_context g = one;
             g.n_threads = ctx->n_threads;
+            g.progress = ctx->progress; /* thread 0 reports, and sees Ctrl-C, within a count */
+            g.progress_user = ctx->progress_user;
             for (int taken = 0; taken != pk_angcorr_share_gpu_batches; taken++) {
                 if (share_stopped(&fail, &cancelled)) break;
+                if (progress.cancelled) { /* seen by thread 0's own reports */
+#pragma omp atomic write
+                    cancelled = 1;
+                    break;
+                }
                 size_t j = SIZE_MAX;
 #pragma omp critical(pk_share_list)
                 if (hi > lo) j = --hi;
@@ -876,12 +883,28 @@ static pk_status count_shared(shared_counts *sc) {
                 const pk_catalog *a, *b;
                 const double *wa, *wb;
                 task_catalogs(c, t->p, t->q, sc->kc, sc->data, sc->random, ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
-                pk_progress quiet;
-                pk_progress_begin(&quiet, &g, t->work, 0.0, 1.0);
+                /* the count's own progress: its share of the shared line, from where that stands */
+                double done_now;
+#pragma omp atomic read
+                done_now = progress.done;
+                pk_progress gp;
+                pk_progress_begin(&gp, &g, t->work, progress.base + progress.span * done_now / progress.total,
+                                  progress.span * t->work / progress.total);
                 g.message[0] = '\0';
-                pk_status sg =
-                    count_slots_ex(&g, PK_BACKEND_CUDA, sc->gpu_kernel, a, wa, as_auto ? NULL : b, as_auto ? NULL : wb,
-                                   sc->bins, sc->table, ro->prune, ro->mean_theta, &mine, &task_stats[i], &quiet);
+                pk_status sg = gp.cancelled
+                                   ? pk_fail(&g, PK_ERR_CANCELLED, "cancelled")
+                                   : count_slots_ex(&g, PK_BACKEND_CUDA, sc->gpu_kernel, a, wa, as_auto ? NULL : b,
+                                                    as_auto ? NULL : wb, sc->bins, sc->table, ro->prune, ro->mean_theta,
+                                                    &mine, &task_stats[i], &gp);
+                if (sg == PK_ERR_UNSUPPORTED) {
+                    /* the device cannot take it (a table too large for its
+                     * shared memory): the count back to the list, the GPU's
+                     * side done; what the threads do not take, the
+                     * caller's loop counts */
+#pragma omp critical(pk_share_list)
+                    if (hi == j) hi = j + 1;
+                    break;
+                }
                 if (sg == PK_OK && sc->counted[i])
                     sg = pk_fail(&g, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice", t->p, t->q,
                                  c);

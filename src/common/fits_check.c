@@ -100,12 +100,25 @@ static int blank_block(const char *block, size_t n) {
     return 1;
 }
 
+/* Whether an XTENSION card starts a block at or after `offset`: an HDU
+ * that the sizes before it did not lead to. */
+static int xtension_later(const fits_bytes *b, long long offset) {
+    char head[8];
+    for (;; offset += 2880) {
+        size_t got = bytes_read(b, offset, head, sizeof head);
+        if (got < sizeof head) return 0;
+        if (memcmp(head, "XTENSION", 8) == 0) return 1;
+    }
+}
+
 /* The walk follows the HDU sizes: every header card is checked, every
  * HDU after the first must start where the one before it ends (a wrong
- * BITPIX, NAXISn, PCOUNT or GCOUNT puts it elsewhere), and the file must
- * hold every HDU's data (its last HDU may lack the padding to a whole
- * block). Where it cannot follow a header (a malformed one) it stops and
- * leaves the verdict to cfitsio. */
+ * BITPIX, NAXISn, PCOUNT or GCOUNT puts it elsewhere, which an XTENSION
+ * card further on shows; other bytes after the last HDU are allowed, as
+ * the standard's special records), and the file must hold every HDU's
+ * data (its last HDU may lack the padding to a whole block). Where it
+ * cannot follow a header (a malformed one) it stops and leaves the verdict
+ * to cfitsio. */
 static pk_status check_headers(pk_context *ctx, const char *path, const fits_bytes *b) {
     /* cfitsio takes any file whose first card starts with SIMPLE (the "="
      * may sit elsewhere), so the check does too */
@@ -119,18 +132,20 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
     pk_status st = PK_OK;
     for (int hdu = 1; hdu <= 1000 && st == PK_OK; hdu++) {
         long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, dims[1000] = {0}, n_dims = 0;
-        int ended = 0;
+        int ended = 0, groups = 0;
         int partial = 0;
         const long long hdu_start = offset;
         if (hdu > 1) {
             size_t got = bytes_read(b, offset, block, sizeof block);
             if (got == 0 || blank_block(block, got)) break; /* the end, or padding after the last HDU */
-            if (got < 8 || memcmp(block, "XTENSION", 8) != 0)
+            if (got < 8 || memcmp(block, "XTENSION", 8) != 0) {
+                if (!xtension_later(b, offset + 2880)) break; /* special records after the last HDU */
                 return pk_fail(ctx, PK_ERR_PARSE,
                                "%s: HDU %d does not start where HDU %d's BITPIX, NAXISn, PCOUNT and GCOUNT put "
                                "the end of its data (byte %lld holds no XTENSION card): one of them is wrong, or "
                                "the file is damaged",
                                path, hdu, hdu - 1, offset);
+            }
         }
         while (!ended && !partial && st == PK_OK) {
             size_t got = bytes_read(b, offset, block, sizeof block);
@@ -146,7 +161,11 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                 else if (card_int(card, "NAXIS", &v)) naxis = v;
                 else if (card_int(card, "PCOUNT", &v)) pcount = v;
                 else if (card_int(card, "GCOUNT", &v)) gcount = v;
-                else if (strncmp(card, "NAXIS", 5) == 0 && card[5] >= '1' && card[5] <= '9') {
+                else if (hdu == 1 && strncmp(card, "GROUPS  =", 9) == 0) {
+                    int k = 9;
+                    while (k < 80 && card[k] == ' ') k++;
+                    groups = k < 80 && card[k] == 'T';
+                } else if (strncmp(card, "NAXIS", 5) == 0 && card[5] >= '1' && card[5] <= '9') {
                     char key[9];
                     memcpy(key, card, 8);
                     key[8] = '\0';
@@ -171,12 +190,13 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
             return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: BITPIX = %lld; FITS allows 8, 16, 32, 64, -32 or -64", path,
                            hdu, bitpix);
         /* data size: |BITPIX|/8 * GCOUNT * (PCOUNT + NAXIS1 * ... * NAXISn),
-         * NAXIS1 = 0 standing for 1 in random groups */
+         * NAXIS1 = 0 standing for 1 in random groups (a primary HDU with
+         * GROUPS = T) */
         if (naxis < 0 || naxis > 999 || n_dims < naxis || bitpix == 0 || pcount < 0 || gcount < 0) break;
         long long elems = naxis > 0 ? 1 : 0;
         int ok = 1;
         for (long long k = 0; k < naxis && ok; k++) {
-            long long d = dims[k] == 0 && k == 0 && naxis > 1 ? 1 : dims[k];
+            long long d = dims[k] == 0 && k == 0 && naxis > 1 && groups ? 1 : dims[k];
             if (d < 0 || (d > 0 && elems > (1LL << 50) / d)) ok = 0;
             else elems *= d;
         }

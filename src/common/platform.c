@@ -135,7 +135,7 @@ const char *pk_output_unfit(const char *path) {
 pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     const char *unfit = pk_output_unfit(path);
-    if (unfit) return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: %s", *path ? path : "''", unfit);
+    if (unfit) return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: %s", path && *path ? path : "''", unfit);
     size_t n = strlen(path);
     f->path = malloc(n + 1);
     f->tmp_path = malloc(n + 16);
