@@ -254,7 +254,7 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     unsigned long long n_fp64 = 0;
     size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
-    uint32_t item_cols = FEATURE_ITEM_COLS;
+    uint32_t item_cols = FEATURE_ITEM_COLS, item_rows = 256;
     PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     PK_CUDA_GOTO(ctx, st, done,
                  cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -267,24 +267,30 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
         n_blocks = (size_t)n_sm * (size_t)per_sm;
     }
     {
-        /* an item: a unit's rows (at most 256) against a column range of at
-         * most FEATURE_ITEM_COLS, so that it holds at most 2^24 pairs; the
-         * ranges cut in halves (down to 256 columns) while every block
-         * would still get four items or more (four to eight, as cut), so
-         * that a small count (a jackknife patch pair of a few thousand
-         * objects) still fills the device */
-        double cols = 0;
-        for (size_t u = 0; u < plan.n_units; u++)
+        /* an item: some of a unit's rows (at most 256) against a column
+         * range of at most FEATURE_ITEM_COLS, so that it holds at most 2^24
+         * pairs; the ranges cut in halves (down to 64 columns), then the
+         * rows (down to 32), while every block would still get eight items'
+         * worth of pairs or more, so that a small count (a jackknife patch
+         * pair of a few thousand objects) still fills the device */
+        double pairs = 0;
+        for (size_t u = 0; u < plan.n_units; u++) {
+            double cols = 0;
             for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++)
                 cols += gbp->cell_start[plan.ranges[2 * r + 1]] - gbp->cell_start[plan.ranges[2 * r]];
-        double want = cols / (8.0 * (double)n_blocks);
-        while (item_cols > 256 && (double)item_cols / 2 >= want) item_cols /= 2;
+            pairs += (double)(plan.units[u].i1 - plan.units[u].i0) * cols;
+        }
+        double want = pairs / (8.0 * (double)n_blocks);
+        while (item_cols > 64 && 256.0 * item_cols / 2 >= want) item_cols /= 2;
+        while (item_rows > 32 && (double)item_rows * item_cols / 2 >= want) item_rows /= 2;
     }
-    for (size_t u = 0; u < plan.n_units; u++)
+    for (size_t u = 0; u < plan.n_units; u++) {
+        uint32_t row_chunks = (plan.units[u].i1 - plan.units[u].i0 + item_rows - 1) / item_rows;
         for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
             uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
-            n_items += j1 > j0 ? (j1 - j0 + item_cols - 1) / item_cols : 1;
+            n_items += (size_t)row_chunks * (j1 > j0 ? (j1 - j0 + item_cols - 1) / item_cols : 1);
         }
+    }
     items = (uint4 *)malloc((n_items ? n_items : 1) * sizeof(uint4));
     if (!items) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
@@ -292,13 +298,16 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     }
     n_items = 0;
     for (size_t u = 0; u < plan.n_units; u++)
-        for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
-            uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
-            for (uint32_t c0 = j0; c0 < j1; c0 += item_cols) {
-                uint32_t c1 = j1 - c0 > item_cols ? c0 + item_cols : j1;
-                /* autocorrelations count j > i: nothing in a range left of the unit's rows */
-                if (autocorr && c1 <= plan.units[u].i0 + 1) continue;
-                items[n_items++] = make_uint4(plan.units[u].i0, plan.units[u].i1, c0, c1);
+        for (uint32_t a0 = plan.units[u].i0; a0 < plan.units[u].i1; a0 += item_rows) {
+            uint32_t a1 = plan.units[u].i1 - a0 > item_rows ? a0 + item_rows : plan.units[u].i1;
+            for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
+                uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
+                for (uint32_t c0 = j0; c0 < j1; c0 += item_cols) {
+                    uint32_t c1 = j1 - c0 > item_cols ? c0 + item_cols : j1;
+                    /* autocorrelations count j > i: nothing in a range left of the rows */
+                    if (autocorr && c1 <= a0 + 1) continue;
+                    items[n_items++] = make_uint4(a0, a1, c0, c1);
+                }
             }
         }
     if ((st = upload_grid(ctx, &ga, &d.pa, &d.a64, &d.wa)) != PK_OK) goto done;
