@@ -149,6 +149,7 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
 /* ---- host ------------------------------------------------------------------ */
 
 struct FeatureDevice {
+    void *arena; /* every buffer below, in one allocation */
     float4 *pa, *pb;
     double *a64, *b64, *wa, *wb, *thr, *wslots, *tslots;
     int *cells;
@@ -160,39 +161,37 @@ struct FeatureDevice {
 /* failed: as release() in cuda.cu, queued work waited for first. */
 static void release(FeatureDevice *d, int failed) {
     if (failed) cudaDeviceSynchronize();
-    void *ptrs[] = {d->pa,     d->pb,    d->a64, d->b64, d->wa,    d->wb,    d->thr,   d->wslots,
-                    d->tslots, d->cells, d->lo,  d->hi,  d->items, d->slots, d->n_fp64};
-    for (size_t k = 0; k < sizeof ptrs / sizeof ptrs[0]; k++) pk_cuda_pool_free(ptrs[k]);
+    pk_cuda_pool_free(d->arena);
     memset(d, 0, sizeof *d);
 }
 
-static pk_status upload(pk_context *ctx, void **dev, const void *host, size_t bytes) {
-    PK_CUDA(ctx, pk_cuda_pool_malloc(dev, bytes ? bytes : 1));
-    if (bytes) PK_CUDA(ctx, cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice));
-    return PK_OK;
+/* A count's buffers laid out in one arena: the inputs first (copied up in
+ * one transfer), then the outputs (zeroed, and copied back, in one each):
+ * a count of a small jackknife patch pair costs a few calls instead of a
+ * few dozen. */
+struct FeatureLayout {
+    size_t pa, pb, a64, b64, wa, wb, thr, cells, lo, hi, items, in_bytes; /* inputs */
+    size_t slots, n_fp64, wslots, tslots, bytes;                          /* outputs, from in_bytes */
+};
+
+static size_t arena_take(size_t *at, size_t bytes) {
+    size_t here = *at;
+    *at += (bytes + 255) / 256 * 256;
+    return here;
 }
 
-static pk_status upload_grid(pk_context *ctx, const pk_grid *g, float4 **p, double **v64, double **w) {
+/* The grid's float and float64 vectors and weights into the host staging. */
+static void stage_grid(const pk_grid *g, unsigned char *host, size_t p_at, size_t v_at, size_t w_at) {
     size_t n = g->n;
-    float4 *host = (float4 *)malloc((n ? n : 1) * sizeof(float4));
-    double *v = (double *)malloc(3 * (n ? n : 1) * sizeof(double));
-    if (!host || !v) {
-        free(host);
-        free(v);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    }
+    float4 *p = (float4 *)(host + p_at);
+    double *v = (double *)(host + v_at);
     for (size_t i = 0; i < n; i++) {
-        host[i] = make_float4(g->fx[i], g->fy[i], g->fz[i], 0.0f);
+        p[i] = make_float4(g->fx[i], g->fy[i], g->fz[i], 0.0f);
         v[i] = g->v.x[i];
         v[n + i] = g->v.y[i];
         v[2 * n + i] = g->v.z[i];
     }
-    pk_status st = upload(ctx, (void **)p, host, n * sizeof(float4));
-    if (st == PK_OK) st = upload(ctx, (void **)v64, v, 3 * n * sizeof(double));
-    if (st == PK_OK && g->w) st = upload(ctx, (void **)w, g->w, n * sizeof(double));
-    free(host);
-    free(v);
-    return st;
+    if (g->w) memcpy(host + w_at, g->w, n * sizeof(double));
 }
 
 extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
@@ -255,6 +254,8 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
     uint32_t item_cols = FEATURE_ITEM_COLS, item_rows = 256;
+    unsigned char *host_io = NULL; /* the inputs staged for the device, then the outputs read back */
+    size_t out_at = 0, out_bytes = 0, out_offs[4] = {0, 0, 0, 0};
     PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     PK_CUDA_GOTO(ctx, st, done,
                  cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -310,25 +311,62 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
                 }
             }
         }
-    if ((st = upload_grid(ctx, &ga, &d.pa, &d.a64, &d.wa)) != PK_OK) goto done;
-    if (!autocorr && (st = upload_grid(ctx, &gb, &d.pb, &d.b64, &d.wb)) != PK_OK) goto done;
-    if ((st = upload(ctx, (void **)&d.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double))) != PK_OK)
-        goto done;
-    if ((st = upload(ctx, (void **)&d.cells, table->cell_slot, (size_t)table->n_cells * sizeof(int))) != PK_OK)
-        goto done;
-    if ((st = upload(ctx, (void **)&d.lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK)
-        goto done;
-    if ((st = upload(ctx, (void **)&d.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float))) != PK_OK)
-        goto done;
-    if ((st = upload(ctx, (void **)&d.items, items, n_items * sizeof(uint4))) != PK_OK) goto done;
-    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.slots, n_slots * sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.slots, 0, n_slots * sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.n_fp64, sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.n_fp64, 0, sizeof(unsigned long long)));
-    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.wslots, n_slots * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.wslots, 0, n_slots * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc((void **)&d.tslots, n_slots * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.tslots, 0, n_slots * sizeof(double)));
+    {
+        FeatureLayout L;
+        size_t at = 0, nb = autocorr ? 0 : gb.n;
+        L.pa = arena_take(&at, ga.n * sizeof(float4));
+        L.pb = arena_take(&at, nb * sizeof(float4));
+        L.a64 = arena_take(&at, 3 * ga.n * sizeof(double));
+        L.b64 = arena_take(&at, 3 * nb * sizeof(double));
+        L.wa = arena_take(&at, ga.w ? ga.n * sizeof(double) : 0);
+        L.wb = arena_take(&at, !autocorr && gb.w ? nb * sizeof(double) : 0);
+        L.thr = arena_take(&at, (size_t)table->n_bounds * sizeof(double));
+        L.cells = arena_take(&at, (size_t)table->n_cells * sizeof(int));
+        L.lo = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
+        L.hi = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
+        L.items = arena_take(&at, n_items * sizeof(uint4));
+        L.in_bytes = at;
+        L.slots = arena_take(&at, n_slots * sizeof(unsigned long long));
+        L.n_fp64 = arena_take(&at, sizeof(unsigned long long));
+        L.wslots = arena_take(&at, n_slots * sizeof(double));
+        L.tslots = arena_take(&at, n_slots * sizeof(double));
+        L.bytes = at;
+        host_io = (unsigned char *)malloc(L.bytes);
+        if (!host_io) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        stage_grid(&ga, host_io, L.pa, L.a64, L.wa);
+        if (!autocorr) stage_grid(&gb, host_io, L.pb, L.b64, L.wb);
+        memcpy(host_io + L.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double));
+        memcpy(host_io + L.cells, table->cell_slot, (size_t)table->n_cells * sizeof(int));
+        memcpy(host_io + L.lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float));
+        memcpy(host_io + L.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float));
+        memcpy(host_io + L.items, items, n_items * sizeof(uint4));
+        PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc(&d.arena, L.bytes));
+        unsigned char *base = (unsigned char *)d.arena;
+        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(base, host_io, L.in_bytes, cudaMemcpyHostToDevice));
+        PK_CUDA_GOTO(ctx, st, done, cudaMemset(base + L.in_bytes, 0, L.bytes - L.in_bytes));
+        d.pa = (float4 *)(base + L.pa);
+        d.pb = (float4 *)(base + L.pb);
+        d.a64 = (double *)(base + L.a64);
+        d.b64 = (double *)(base + L.b64);
+        d.wa = ga.w ? (double *)(base + L.wa) : NULL;
+        d.wb = !autocorr && gb.w ? (double *)(base + L.wb) : NULL;
+        d.thr = (double *)(base + L.thr);
+        d.cells = (int *)(base + L.cells);
+        d.lo = (float *)(base + L.lo);
+        d.hi = (float *)(base + L.hi);
+        d.items = (uint4 *)(base + L.items);
+        d.slots = (unsigned long long *)(base + L.slots);
+        d.n_fp64 = (unsigned long long *)(base + L.n_fp64);
+        d.wslots = (double *)(base + L.wslots);
+        d.tslots = (double *)(base + L.tslots);
+        out_at = L.in_bytes;
+        out_bytes = L.bytes - L.in_bytes;
+        out_offs[0] = L.slots - L.in_bytes, out_offs[1] = L.n_fp64 - L.in_bytes;
+        out_offs[2] = L.wslots - L.in_bytes, out_offs[3] = L.tslots - L.in_bytes;
+    }
     g.pa = d.pa;
     g.pb = autocorr ? d.pa : d.pb;
     g.a64 = d.a64;
@@ -389,12 +427,14 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
     PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
     PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(slots, d.slots, n_slots * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(&n_fp64, d.n_fp64, sizeof n_fp64, cudaMemcpyDeviceToHost));
-    if (weighted)
-        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(wslots, d.wslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
-    if (tslots)
-        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(tslots, d.tslots, n_slots * sizeof(double), cudaMemcpyDeviceToHost));
+    /* every output in one transfer, into the staging's input part (no
+     * longer needed) */
+    PK_CUDA_GOTO(ctx, st, done,
+                 cudaMemcpy(host_io, (unsigned char *)d.arena + out_at, out_bytes, cudaMemcpyDeviceToHost));
+    memcpy(slots, host_io + out_offs[0], n_slots * sizeof(uint64_t));
+    memcpy(&n_fp64, host_io + out_offs[1], sizeof n_fp64);
+    if (weighted) memcpy(wslots, host_io + out_offs[2], n_slots * sizeof(double));
+    if (tslots) memcpy(tslots, host_io + out_offs[3], n_slots * sizeof(double));
     /* the pairs the plan skipped are beyond the last edge */
     slots[n_slots - 1] += plan.pairs_all - plan.pairs_visited;
     if (weighted) wslots[n_slots - 1] += pk_grid_plan_skipped_weight(&plan, &ga, gbp, autocorr);
@@ -423,6 +463,7 @@ done:
     if (ev0) cudaEventDestroy(ev0);
     if (ev1) cudaEventDestroy(ev1);
     free(items);
+    free(host_io);
     release(&d, st != PK_OK);
     pk_grid_plan_free(&plan);
     pk_grid_free(&ga);
