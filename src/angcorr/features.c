@@ -864,7 +864,6 @@ static pk_status count_shared(shared_counts *sc) {
              * the largest first */
             pk_context g = one;
             g.n_threads = ctx->n_threads;
-            g.progress = ctx->progress; /* thread 0 reports, and sees Ctrl-C, within a count */
             g.progress_user = ctx->progress_user;
             for (int taken = 0; taken != pk_angcorr_share_gpu_batches; taken++) {
                 if (share_stopped(&fail, &cancelled)) break;
@@ -883,7 +882,10 @@ static pk_status count_shared(shared_counts *sc) {
                 const pk_catalog *a, *b;
                 const double *wa, *wb;
                 task_catalogs(c, t->p, t->q, sc->kc, sc->data, sc->random, ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
-                /* the count's own progress: its share of the shared line, from where that stands */
+                /* a large count's own progress (thread 0 reports, and sees
+                 * Ctrl-C, within it): its share of the shared line, from
+                 * where that stands; a small one reports when it ends */
+                g.progress = t->work >= PARALLEL_TASK_PAIRS ? ctx->progress : NULL;
                 double done_now;
 #pragma omp atomic read
                 done_now = progress.done;
