@@ -256,6 +256,22 @@ int main(void) {
                     free(wz);
                     pk_catalog_free(&cz);
                 }
+                /* a table's NAXIS1 that is not a whole number (cfitsio
+                 * would size the table by whatever it reads from it) */
+                char *odd = malloc(len);
+                if (odd) {
+                    memcpy(odd, bytes, len);
+                    for (size_t at = 2880; at + 80 <= len; at += 80)
+                        if (memcmp(odd + at, "NAXIS1  =", 9) == 0) {
+                            memcpy(odd + at + 10, "                  )6", 20);
+                            break;
+                        }
+                    FILE *bf = fopen(cli_path("naxis1.fits"), "wb");
+                    if (bf) fwrite(odd, 1, len, bf), fclose(bf);
+                    check_error(pk_catalog_read_spec(&ctx, cli_path("naxis1.fits"), &spw, &cz, &wz), &ctx,
+                                "naxis1.fits: HDU 2: NAXIS1 = ')6' is not a whole number", "NAXIS1 not a number");
+                    free(odd);
+                }
                 gz_write(cli_path("cat[2].fits.gz"), bytes, len); /* [2]: an HDU that does not exist */
                 CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat[2].fits.gz"), &spw, &cz, &wz), &ctx);
                 same_catalog(&cp, &cz, "gzip FITS named cat[2].fits.gz");

@@ -46,7 +46,9 @@ static size_t bytes_read(const fits_bytes *b, long long offset, void *dst, size_
     return n;
 }
 
-/* An integer keyword's value from one header card, if the card holds it. */
+/* An integer keyword's value from one header card: 1 when the card holds
+ * it, 0 when the card is another keyword's, -1 when the value is not a
+ * whole number (only spaces or a comment may follow it). */
 static int card_int(const char *card, const char *key, long long *value) {
     size_t n = strlen(key);
     if (strncmp(card, key, n) != 0 || card[n] != ' ' || card[8] != '=') return 0;
@@ -54,10 +56,30 @@ static int card_int(const char *card, const char *key, long long *value) {
     memcpy(text, card + 10, 70);
     text[70] = '\0';
     char *end;
+    errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (end == text) return 0;
+    if (end == text || errno == ERANGE) return -1;
+    while (*end == ' ') end++;
+    if (*end && *end != '/') return -1;
     *value = v;
     return 1;
+}
+
+/* The error for a structural keyword whose value is not a whole number
+ * (cfitsio would read some other number from it, and size the HDU by it). */
+static pk_status bad_int(pk_context *ctx, const char *path, int hdu, const char *card) {
+    char key[9], value[71];
+    memcpy(key, card, 8);
+    key[8] = '\0';
+    for (int k = 7; k >= 0 && key[k] == ' '; k--) key[k] = '\0';
+    memcpy(value, card + 10, 70);
+    value[70] = '\0';
+    char *comment = strchr(value, '/');
+    if (comment) *comment = '\0';
+    for (int k = (int)strlen(value) - 1; k >= 0 && value[k] == ' '; k--) value[k] = '\0';
+    const char *v = value;
+    while (*v == ' ') v++;
+    return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: %s = '%s' is not a whole number", path, hdu, key, v);
 }
 
 /* Characters of the value of a keyword card when that value is not a
@@ -156,12 +178,15 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                 const char *card = block + 80 * c;
                 if (card_bad(ctx, &st, path, hdu, card, offset - (long long)sizeof block + 80 * c)) break;
                 long long v;
+                int r = 0;
                 if (strncmp(card, "END     ", 8) == 0) ended = 1;
-                else if (card_int(card, "BITPIX", &v)) bitpix = v;
-                else if (card_int(card, "NAXIS", &v)) naxis = v;
-                else if (card_int(card, "PCOUNT", &v)) pcount = v;
-                else if (card_int(card, "GCOUNT", &v)) gcount = v;
-                else if (hdu == 1 && strncmp(card, "GROUPS  =", 9) == 0) {
+                else if ((r = card_int(card, "BITPIX", &v)) > 0) bitpix = v;
+                else if (!r && (r = card_int(card, "NAXIS", &v)) > 0) naxis = v;
+                else if (!r && (r = card_int(card, "PCOUNT", &v)) > 0) pcount = v;
+                else if (!r && (r = card_int(card, "GCOUNT", &v)) > 0) gcount = v;
+                if (r < 0) return bad_int(ctx, path, hdu, card);
+                if (ended || r) continue;
+                if (hdu == 1 && strncmp(card, "GROUPS  =", 9) == 0) {
                     int k = 9;
                     while (k < 80 && card[k] == ' ') k++;
                     groups = k < 80 && card[k] == 'T';
@@ -172,7 +197,9 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                     char *sp = strchr(key, ' ');
                     if (sp) *sp = '\0';
                     long idx = strtol(key + 5, NULL, 10);
-                    if (idx >= 1 && idx <= 999 && card_int(card, key, &v)) {
+                    r = idx >= 1 && idx <= 999 ? card_int(card, key, &v) : 0;
+                    if (r < 0) return bad_int(ctx, path, hdu, card);
+                    if (r > 0) {
                         dims[idx - 1] = v;
                         if (idx > n_dims) n_dims = idx;
                     }
