@@ -219,6 +219,12 @@ int main(void) {
                   unfit[b]);
             free(e), free(o), free(r);
         }
+        /* an empty name for an input */
+        rc = cli_run("angcorr '' r.txt -o keep.out -q --png none --nbins 20");
+        char *empty_err = cli_stderr();
+        CHECK(rc == 1 && empty_err && strstr(empty_err, "'': an empty file name"), "an empty input name: exit %d, %s",
+              rc, empty_err ? empty_err : "");
+        free(empty_err);
         /* jackknife errors that cannot be had (every random in one patch):
          * the run goes through and says so */
         cli_write("same.txt", "3\n600 600\n600 600\n600 600\n");

@@ -411,6 +411,8 @@ int main(void) {
             const char *args, *want;
         } usage[] = {
             {"memsort %s/roundtrip -o %s/w -q --workers 3", "give --worker w too"},
+            {"memsort %s/roundtrip -o '' -q%s", "-o: the output directory is an empty name"},
+            {"memsort-gen ''%.0s%s --entries 100", "the output directory is an empty name"},
             {"memsort-gen %s/g%s --entries 4096 --seed 18446744073709551616",
              "--seed: 18446744073709551616 is too large"},
             {"memsort-gen %s/g%s --entries 17592186044417M", "--entries: '17592186044417M' is not a count"},

@@ -69,6 +69,7 @@ void pk_aligned_free(void *p) {
 
 pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out) {
     *out = NULL;
+    if (!path || !*path) return pk_fail(ctx, PK_ERR_IO, "'': an empty file name");
     FILE *fp = fopen(path, "rb");
     if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;

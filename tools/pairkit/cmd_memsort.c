@@ -202,6 +202,8 @@ int cmd_memsort(int argc, char **argv) {
     }
     if (!trace_dir) return cli_usage_error(cmd, "expected a trace directory");
     if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
+    if (!*trace_dir) return cli_usage_error(cmd, "the trace directory is an empty name");
+    if (!*out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
     char out_buf[4096]; /* without trailing slashes, for the paths made from it */
     size_t out_len = strlen(out_dir);
     while (out_len > 1 && out_dir[out_len - 1] == '/') out_len--;
@@ -364,6 +366,7 @@ int cmd_memsort_gen(int argc, char **argv) {
         }
     }
     if (!out_dir) return cli_usage_error(cmd, "expected an output directory");
+    if (!*out_dir) return cli_usage_error(cmd, "the output directory is an empty name");
     if (!have_entries) return cli_usage_error(cmd, "expected --entries N");
     pk_memsort_regions regions;
     pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
