@@ -138,7 +138,9 @@ static int xtension_later(const fits_bytes *b, long long offset) {
  * BITPIX, NAXISn, PCOUNT or GCOUNT puts it elsewhere, which an XTENSION
  * card further on shows; other bytes after the last HDU are allowed, as
  * the standard's special records), and the file must hold every HDU's
- * data (its last HDU may lack the padding to a whole block). Where it
+ * data (the walk lets the last HDU lack the padding to a whole block;
+ * cfitsio reads whole blocks, so a reader checks the padded end of the HDU
+ * it reads, and a table it does not read may lack it). Where it
  * cannot follow a header (a malformed one) it stops and leaves the verdict
  * to cfitsio. */
 static pk_status check_headers(pk_context *ctx, const char *path, const fits_bytes *b) {
