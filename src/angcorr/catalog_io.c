@@ -113,7 +113,6 @@ static int is_blank(const char *s) {
     return *s == '\0';
 }
 
-/* Parse one double token from *s; fails on text, leaves *s past it. */
 /* The first 40 bytes of a token as a message shows them: a byte that is
  * not printable ASCII (a stray carriage return, a form feed) written as
  * \r, \f or \xNN, so that it can be seen. */
@@ -131,6 +130,7 @@ static void show_token(char *dst, size_t size, const char *src, size_t len) {
     }
 }
 
+/* Parse one double token from *s; fails on text, leaves *s past it. */
 static int parse_double(char **s, double *v, char *token, size_t token_size) {
     char *p = *s;
     while (*p == ' ' || *p == '\t') p++;

@@ -260,13 +260,19 @@ int cli_check_output(const char *cmd, const char *final_path) {
     return 0;
 }
 
+const char *cli_output_unfit(const char *path) {
+    struct stat sb;
+    const char *unfit = pk_output_unfit(path);
+    if (!unfit && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+    return unfit;
+}
+
 /* 1 after printing an error when the output's folder is missing or not
  * writable, or the output's name is a folder: found before the work, not
  * after it. */
 static int check_output_place(const char *cmd, const char *path) {
     struct stat sb;
-    const char *unfit = pk_output_unfit(path);
-    if (!unfit && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+    const char *unfit = cli_output_unfit(path);
     if (unfit) {
         if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, *path ? path : "''", unfit);
         return 1;
@@ -304,9 +310,7 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
         return NULL;
     }
     if (cli_check_output(cmd, final_path)) return NULL;
-    struct stat sb;
-    const char *unfit = pk_output_unfit(final_path);
-    if (!unfit && stat(final_path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+    const char *unfit = cli_output_unfit(final_path);
     if (unfit) {
         fprintf(stderr, "pairkit %s: %s: %s\n", cmd, *final_path ? final_path : "''", unfit);
         return NULL;

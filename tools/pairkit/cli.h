@@ -84,6 +84,9 @@ void cli_input(const char *path);
 /* 1 after printing an error when final_path is an existing file that is
  * one of the inputs (by device and inode, so another name for it counts). */
 int cli_check_output(const char *cmd, const char *final_path);
+/* Why an output cannot be written under `path` (pk_output_unfit, or a
+ * directory, a link to one included), or NULL. */
+const char *cli_output_unfit(const char *path);
 
 /* An output's name and how the user gave it (an option, or the default it
  * took from another output's name). */

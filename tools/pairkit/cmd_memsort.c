@@ -258,8 +258,7 @@ int cmd_memsort(int argc, char **argv) {
         for (int k = 0; n_ranks == 1 && k < 2; k++) {
             char path[4200];
             snprintf(path, sizeof path, "%.4000s/%s", out_dir, k ? "summary.txt" : "memsort.bin");
-            const char *unfit = pk_output_unfit(path);
-            if (!unfit && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) unfit = "is a directory, not a file";
+            const char *unfit = cli_output_unfit(path);
             if (!unfit) continue;
             fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, path, unfit);
             return 1;
