@@ -271,9 +271,10 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
         /* an item: some of a unit's rows (at most 256) against a column
          * range of at most FEATURE_ITEM_COLS, so that it holds at most 2^24
          * pairs; the ranges cut in halves (down to 64 columns), then the
-         * rows (down to 32), while every block would still get eight items'
-         * worth of pairs or more, so that a small count (a jackknife patch
-         * pair of a few thousand objects) still fills the device */
+         * rows (down to 32), while an item would still hold an eighth of a
+         * block's share of the pairs or more (four to eight items a block,
+         * as cut), so that a small count (a jackknife patch pair of a few
+         * thousand objects) still fills the device */
         double pairs = 0;
         for (size_t u = 0; u < plan.n_units; u++) {
             double cols = 0;
