@@ -692,12 +692,13 @@ static void normalisation(void) {
  * CPU: counts and pair totals bit for bit, omega, the leave-one-out omegas
  * and the covariance bit for bit (exact) or to rounding. The auto run's
  * result goes to *keep (the caller frees it) where keep is not NULL. */
-static void auto_matches_cpu(pk_context *ctx, const pk_catalog *d, const pk_catalog *r, const pk_bins *bins,
-                             const pk_angcorr_run_options *ro, int exact, const char *what, pk_angcorr_result *keep) {
+static void backend_matches_cpu(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *d,
+                                const pk_catalog *r, const pk_bins *bins, const pk_angcorr_run_options *ro, int exact,
+                                const char *what, pk_angcorr_result *keep) {
     pk_angcorr_options cpu = {PK_BACKEND_CPU, 0};
     pk_angcorr_result ra, rc;
     pk_angcorr_extras ea, ec;
-    pk_status sa = pk_angcorr_run_ex(ctx, NULL, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, ro, &ra, &ea);
+    pk_status sa = pk_angcorr_run_ex(ctx, opts, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, ro, &ra, &ea);
     CHECK_OK(sa, ctx);
     pk_status sc = pk_angcorr_run_ex(ctx, &cpu, d, r, bins, PK_ESTIMATOR_LANDY_SZALAY, ro, &rc, &ec);
     CHECK_OK(sc, ctx);
@@ -711,13 +712,26 @@ static void auto_matches_cpu(pk_context *ctx, const pk_catalog *d, const pk_cata
                   ra.stats_dr.pairs_total == rc.stats_dr.pairs_total &&
                   ra.stats_dr.pairs_in_range == rc.stats_dr.pairs_in_range &&
                   ra.stats_rr.pairs_in_range == rc.stats_rr.pairs_in_range,
-              "auto backend, %s: differs from the CPU run", what);
+              "%s backend, %s: differs from the CPU run", opts ? "cuda" : "auto", what);
+        CHECK(agree(ea.dd_w, ec.dd_w, ea.dd_w ? n : 0, exact) && agree(ea.dr_w, ec.dr_w, ea.dr_w ? n : 0, exact) &&
+                  agree(ea.rr_w, ec.rr_w, ea.rr_w ? n : 0, exact) && !ea.dd_w == !ec.dd_w,
+              "%s: weighted counts differ from the CPU run's", what);
+        CHECK(agree(ea.theta_mean_dd, ec.theta_mean_dd, ea.theta_mean_dd ? n : 0, exact) &&
+                  agree(ea.theta_mean_dr, ec.theta_mean_dr, ea.theta_mean_dr ? n : 0, exact) &&
+                  agree(ea.theta_mean_rr, ec.theta_mean_rr, ea.theta_mean_rr ? n : 0, exact) &&
+                  !ea.theta_mean_dd == !ec.theta_mean_dd && !ea.theta_mean_dd == !ro->mean_theta,
+              "%s: mean separations differ from the CPU run's", what);
     }
     if (sa == PK_OK && keep) *keep = ra;
     else if (sa == PK_OK) pk_angcorr_result_free(&ra);
     if (sa == PK_OK) pk_angcorr_extras_free(&ea);
     if (sc == PK_OK) pk_angcorr_result_free(&rc), pk_angcorr_extras_free(&ec);
     if (sa != PK_OK && keep) memset(keep, 0, sizeof *keep);
+}
+
+static void auto_matches_cpu(pk_context *ctx, const pk_catalog *d, const pk_catalog *r, const pk_bins *bins,
+                             const pk_angcorr_run_options *ro, int exact, const char *what, pk_angcorr_result *keep) {
+    backend_matches_cpu(ctx, NULL, d, r, bins, ro, exact, what, keep);
 }
 #endif
 
@@ -862,6 +876,36 @@ int main(void) {
             if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, NULL, wds, wrs);
             snprintf(what, sizeof what, "K = %d pruned, shared by the GPU and the CPU", kp);
             auto_matches_cpu(&ctx, &ds, &rs, &logb, &rp, 1, what, NULL);
+            free(wds), free(wrs);
+            pk_catalog_free(&ds);
+            pk_catalog_free(&rs);
+        }
+        /* --backend cuda alone: weighted, weighted with mean separations,
+         * and pruned patch pairs in batches (K = 300: 44 batches of at most
+         * 4,096 counts; K = 40 also with batches of one count, the objects
+         * a batch holds lowered below a count's), as the CPU counts them */
+        for (int big = 0; big < 2; big++) {
+            size_t nd = big ? 30000 : 2000, nr = big ? 30000 : 3000;
+            int kp = big ? 40 : 300;
+            pk_catalog ds = test_catalog(&rng, nd, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+            pk_catalog rs = test_catalog(&rng, nr, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+            double *wds = test_weights(&rng, ds.n), *wrs = test_weights(&rng, rs.n);
+            pk_angcorr_options gpu = {PK_BACKEND_CUDA, 0};
+            pk_angcorr_run_options rw = {wds, wrs, 0, kp, PK_PRUNE_AUTO}, rt = {wds, wrs, 1, kp, PK_PRUNE_ON};
+            pk_angcorr_run_options rp = {NULL, NULL, 0, kp, PK_PRUNE_ON};
+            for (int one = 0; one < 1 + big; one++) {
+                char what[96];
+                if (one) pk_angcorr_feature_batch_objects = 100; /* every count alone */
+                snprintf(what, sizeof what, "K = %d weighted on the GPU%s", kp, one ? ", one count a batch" : "");
+                backend_matches_cpu(&ctx, &gpu, &ds, &rs, &logb, &rw, 0, what, NULL);
+                snprintf(what, sizeof what, "K = %d weighted, mean separations, pruned on the GPU%s", kp,
+                         one ? ", one count a batch" : "");
+                backend_matches_cpu(&ctx, &gpu, &ds, &rs, &logb, &rt, 0, what, NULL);
+                snprintf(what, sizeof what, "K = %d pruned on the GPU%s", kp, one ? ", one count a batch" : "");
+                backend_matches_cpu(&ctx, &gpu, &ds, &rs, &logb, &rp, 1, what, NULL);
+                pk_angcorr_feature_batch_objects = (size_t)1 << 20;
+            }
+            if (big) cancel_in_counts(&ctx, &ds, &rs, &logb, kp, &gpu, wds, wrs);
             free(wds), free(wrs);
             pk_catalog_free(&ds);
             pk_catalog_free(&rs);

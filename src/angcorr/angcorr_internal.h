@@ -306,6 +306,9 @@ void pk_angcorr_cuda_pairs_close(pk_cuda_pairs *s, int failed);
 /* The most batches the GPU takes when it shares jackknife counts with the
  * CPU (-1, the default: no limit; defined in features.c). */
 extern int pk_angcorr_share_gpu_batches;
+/* The most objects a batch of weighted or pruned counts on the GPU holds
+ * (a count larger alone; defined in features.c, 2^20; tests lower it). */
+extern size_t pk_angcorr_feature_batch_objects;
 /* Pairs per launch of the tiled kernels (2^34, defined in cuda.cu); the
  * tests lower it so that small counts take many launches. */
 extern uint64_t pk_angcorr_cuda_chunk_pairs;

@@ -36,22 +36,49 @@ extern "C" {
 #define FEATURE_ITEM_COLS \
     (1u << 16) /* 256 rows x 2^16 columns: 2^24 pairs at most an item, and items enough for every SM */
 
+/* One count of a batch on the device: where its objects lie in the arena
+ * (float4 and float64 indices from the arena's start; x[n], y[n], z[n]
+ * follow one another; weights at w, or none when ~0) and its objects. */
+struct FeatureJob {
+    unsigned long long pa, pb, a64, b64, wa, wb;
+    unsigned na, nb;
+    int autocorr, pad;
+};
+
+#define NO_WEIGHTS (~0ull)
+
 struct FeatureArgs {
-    const float4 *pa, *pb;   /* float unit vectors, sorted */
-    const double *a64, *b64; /* x[n], y[n], z[n] at strides na, nb */
-    size_t na, nb;
-    const double *wa, *wb; /* sorted weights or NULL */
-    const double *thr;     /* dot thresholds [n_bounds] */
+    const float4 *p;        /* the arena as float4 */
+    const double *v;        /* the arena as double */
+    const FeatureJob *jobs; /* [n_jobs] */
+    const double *thr;      /* dot thresholds [n_bounds] */
     int n_bounds, n_slots, n_bins;
     const int *cell_slot;       /* [n_cells] */
     const float *c2_lo, *c2_hi; /* [n_bounds + 1] */
     int n_cells, cell_shift, cell_base;
-    const uint4 *items; /* i0, i1, j0, j1 */
+    const uint4 *items;       /* i0, i1, j0, j1 */
+    const unsigned *item_job; /* the job of each item; items in job order */
     int n_items;
-    int autocorr, weighted, mean_theta;
-    unsigned long long *slots, *n_fp64;
-    double *wslots, *tslots;
+    int weighted, mean_theta;
+    unsigned long long *slots, *n_fp64; /* [n_jobs][n_slots], [n_jobs] */
+    double *wslots, *tslots;            /* [n_jobs][n_slots] */
 };
+
+/* A block's shared sums into job's slots, then zeroed for the next job
+ * (called by every thread of the block between barriers). */
+__device__ static void flush_job(const FeatureArgs &g, unsigned job, double *s_w, double *s_t, unsigned *s_cnt) {
+    size_t at = (size_t)job * (size_t)g.n_slots;
+    for (int s = threadIdx.x; s < g.n_slots; s += FEATURE_THREADS) {
+        if (s_cnt[s]) atomicAdd(&g.slots[at + s], (unsigned long long)s_cnt[s]);
+        if (g.weighted) {
+            if (s_w[s] != 0) atomicAdd(&g.wslots[at + s], s_w[s]);
+            if (g.mean_theta && s_t[s] != 0) atomicAdd(&g.tslots[at + s], s_t[s]);
+        }
+        s_w[s] = 0;
+        s_t[s] = 0;
+        s_cnt[s] = 0;
+    }
+}
 
 __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -61,7 +88,6 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
     int *s_cells = (int *)(s_cnt + g.n_slots);
     float *s_lo = (float *)(s_cells + g.n_cells);
     float *s_hi = s_lo + g.n_bounds + 1;
-    __shared__ unsigned s_fp64;
     for (int s = threadIdx.x; s < g.n_slots; s += FEATURE_THREADS) {
         s_w[s] = 0;
         s_t[s] = 0;
@@ -72,14 +98,35 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
         s_lo[s] = g.c2_lo[s];
         s_hi[s] = g.c2_hi[s];
     }
-    if (threadIdx.x == 0) s_fp64 = 0;
     __syncthreads();
 
-    /* Persistent blocks: the tables are loaded once per block, then the
-     * block takes items grid-stride. An item's rows share the threads: tpr
-     * threads per row, each walking every tpr-th column. */
-    unsigned fp64 = 0;
-    for (int item = blockIdx.x; item < g.n_items; item += gridDim.x) {
+    /* Each block takes a contiguous run of items (the tables loaded once),
+     * so that it meets few jobs: its sums go out when the job changes. An
+     * item's rows share the threads: tpr threads per row, each walking
+     * every tpr-th column. */
+    unsigned per = (unsigned)((g.n_items + gridDim.x - 1) / gridDim.x);
+    unsigned first = blockIdx.x * per, last = min(first + per, (unsigned)g.n_items);
+    unsigned cur = ~0u, fp64 = 0;
+    FeatureJob J;
+    const float4 *pa = NULL, *pb = NULL;
+    const double *a64 = NULL, *b64 = NULL, *wa = NULL, *wb = NULL;
+    for (unsigned item = first; item < last; item++) {
+        unsigned jb = g.item_job[item];
+        if (jb != cur) { /* the same for the whole block */
+            if (cur != ~0u) {
+                if (fp64) atomicAdd(&g.n_fp64[cur], (unsigned long long)fp64);
+                fp64 = 0;
+                __syncthreads();
+                flush_job(g, cur, s_w, s_t, s_cnt);
+                __syncthreads();
+            }
+            cur = jb;
+            J = g.jobs[jb];
+            pa = g.p + J.pa, pb = g.p + J.pb;
+            a64 = g.v + J.a64, b64 = g.v + J.b64;
+            wa = J.wa == NO_WEIGHTS ? NULL : g.v + J.wa;
+            wb = J.wb == NO_WEIGHTS ? NULL : g.v + J.wb;
+        }
         uint4 it = g.items[item];
         unsigned n_rows = it.y - it.x;
         unsigned tpr = FEATURE_THREADS / n_rows;
@@ -87,11 +134,11 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
         unsigned r = threadIdx.x / tpr, c = threadIdx.x % tpr;
         if (r >= n_rows) continue;
         size_t i = it.x + r;
-        float4 p = g.pa[i];
-        double wi = g.wa ? g.wa[i] : 1.0;
+        float4 p = pa[i];
+        double wi = wa ? wa[i] : 1.0;
         for (size_t j = it.z + c; j < it.w; j += tpr) {
-            if (g.autocorr && j <= i) continue;
-            float4 q = g.pb[j];
+            if (J.autocorr && j <= i) continue;
+            float4 q = pb[j];
             float dx = p.x - q.x, dy = p.y - q.y, dz = p.z - q.z;
             float c2 = fmaf(dz, dz, fmaf(dy, dy, dx * dx));
             int cell = (int)(__float_as_uint(c2) >> g.cell_shift) - g.cell_base;
@@ -114,65 +161,34 @@ __global__ void __launch_bounds__(FEATURE_THREADS) features_kernel(FeatureArgs g
             double dot = 0;
             bool have_dot = false;
             if (s < 0) {
-                dot = pk_dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
-                                g.b64[2 * g.nb + j]);
+                dot = pk_dot_rn(a64[i], a64[J.na + i], a64[2 * (size_t)J.na + i], b64[j], b64[J.nb + j],
+                                b64[2 * (size_t)J.nb + j]);
                 have_dot = true;
                 s = pk_slot_of_dot(g.thr, g.n_bounds, dot);
                 fp64++;
             }
             atomicAdd(&s_cnt[s], 1u);
             if (g.weighted) {
-                double w = wi * (g.wb ? g.wb[j] : 1.0);
+                double w = wi * (wb ? wb[j] : 1.0);
                 atomicAdd(&s_w[s], w);
                 if (g.mean_theta && s >= 1 && s <= g.n_bins) {
                     if (!have_dot)
-                        dot = pk_dot_rn(g.a64[i], g.a64[g.na + i], g.a64[2 * g.na + i], g.b64[j], g.b64[g.nb + j],
-                                        g.b64[2 * g.nb + j]);
+                        dot = pk_dot_rn(a64[i], a64[J.na + i], a64[2 * (size_t)J.na + i], b64[j], b64[J.nb + j],
+                                        b64[2 * (size_t)J.nb + j]);
                     dot = fmin(fmax(dot, -1.0), 1.0);
                     atomicAdd(&s_t[s], w * acos(dot));
                 }
             }
         }
     }
-    if (fp64) atomicAdd(&s_fp64, fp64);
-    __syncthreads();
-    for (int s = threadIdx.x; s < g.n_slots; s += FEATURE_THREADS) {
-        if (s_cnt[s]) atomicAdd(&g.slots[s], (unsigned long long)s_cnt[s]);
-        if (g.weighted) {
-            if (s_w[s] != 0) atomicAdd(&g.wslots[s], s_w[s]);
-            if (g.mean_theta && s_t[s] != 0) atomicAdd(&g.tslots[s], s_t[s]);
-        }
+    if (cur != ~0u) {
+        if (fp64) atomicAdd(&g.n_fp64[cur], (unsigned long long)fp64);
+        __syncthreads();
+        flush_job(g, cur, s_w, s_t, s_cnt);
     }
-    if (threadIdx.x == 0 && s_fp64) atomicAdd(g.n_fp64, (unsigned long long)s_fp64);
 }
 
 /* ---- host ------------------------------------------------------------------ */
-
-struct FeatureDevice {
-    void *arena; /* every buffer below, in one allocation */
-    float4 *pa, *pb;
-    double *a64, *b64, *wa, *wb, *thr, *wslots, *tslots;
-    int *cells;
-    float *lo, *hi;
-    uint4 *items;
-    unsigned long long *slots, *n_fp64;
-};
-
-/* failed: as release() in cuda.cu, queued work waited for first. */
-static void release(FeatureDevice *d, int failed) {
-    if (failed) cudaDeviceSynchronize();
-    pk_cuda_pool_free(d->arena);
-    memset(d, 0, sizeof *d);
-}
-
-/* A count's buffers laid out in one arena: the inputs first (copied up in
- * one transfer), then the outputs (zeroed, and copied back, in one each):
- * a count of a small jackknife patch pair costs a few calls instead of a
- * few dozen. */
-struct FeatureLayout {
-    size_t pa, pb, a64, b64, wa, wb, thr, cells, lo, hi, items, in_bytes; /* inputs */
-    size_t slots, n_fp64, wslots, tslots, bytes;                          /* outputs, from in_bytes */
-};
 
 static size_t arena_take(size_t *at, size_t bytes) {
     size_t here = *at;
@@ -194,20 +210,91 @@ static void stage_grid(const pk_grid *g, unsigned char *host, size_t p_at, size_
     if (g->w) memcpy(host + w_at, g->w, n * sizeof(double));
 }
 
-extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
-                                                    const pk_catalog *b, const double *wb, const pk_bins *bins,
-                                                    const pk_edge_table *table, int prune, int mean_theta,
-                                                    uint64_t *slots, double *wslots, double *tslots,
-                                                    pk_pair_stats *stats, pk_progress *progress) {
-    (void)kernel;
-    int autocorr = b == NULL;
-    int weighted = wslots != NULL;
-    if (!mean_theta || !weighted) tslots = NULL;
-    size_t n_slots = (size_t)table->n_slots;
-    double theta_max = bins->edges[bins->n_bins];
-    double chord2 = prune == PK_PRUNE_OFF ? 0.0 : pk_grid_prune_chord2(table);
-    if (prune == PK_PRUNE_AUTO && theta_max >= M_PI / 3) chord2 = 0;
-    if (prune == PK_PRUNE_AUTO && chord2 <= 0 && !weighted) return PK_ERR_UNSUPPORTED;
+/* A grid staged once for every job of a batch that uses it: a jackknife
+ * patch takes part in ~2K counts, and its grid is the same in each that
+ * builds it with the same band height (pk_grid_build is deterministic in
+ * the catalog, its weights and h). An open-addressed table over
+ * (catalog, weights, h). */
+struct StagedGrid {
+    const pk_catalog *cat;
+    const double *w;
+    double h;
+    const pk_grid *grid; /* NULL: an empty entry */
+    size_t p_at, v_at, w_at;
+};
+
+struct StageTable {
+    StagedGrid *at;
+    size_t cap; /* a power of two, at least twice the entries */
+};
+
+static const StagedGrid *stage_find(StageTable *t, const pk_catalog *cat, const double *w, const pk_grid *g,
+                                    size_t *arena_at) {
+    uint64_t hb;
+    memcpy(&hb, &g->h, sizeof hb);
+    uint64_t key = (uint64_t)(uintptr_t)cat * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)w * 0xC2B2AE3D27D4EB4Full ^
+                   hb * 0x165667B19E3779F9ull;
+    for (size_t probe = 0; probe < t->cap; probe++) {
+        StagedGrid *e = &t->at[(size_t)(key >> 20) + probe & (t->cap - 1)];
+        if (!e->grid) {
+            e->cat = cat, e->w = w, e->h = g->h, e->grid = g;
+            e->p_at = arena_take(arena_at, g->n * sizeof(float4));
+            e->v_at = arena_take(arena_at, 3 * g->n * sizeof(double));
+            e->w_at = g->w ? arena_take(arena_at, g->n * sizeof(double)) : 0;
+            return e;
+        }
+        if (e->cat == cat && e->w == w && memcmp(&e->h, &g->h, sizeof e->h) == 0 && e->grid->n == g->n) return e;
+    }
+    return NULL;
+}
+
+/* The items of one job: a unit's rows (item_rows at most) against a column
+ * range (item_cols at most), into items (NULL: only counted). */
+static size_t job_items(const pk_feature_job *job, uint32_t item_rows, uint32_t item_cols, uint4 *items) {
+    const int autocorr = job->b == NULL;
+    const pk_grid *gbp = autocorr ? &job->ga : &job->gb;
+    const pk_grid_plan *plan = &job->plan;
+    size_t n = 0;
+    for (size_t u = 0; u < plan->n_units; u++)
+        for (uint32_t a0 = plan->units[u].i0; a0 < plan->units[u].i1; a0 += item_rows) {
+            uint32_t a1 = plan->units[u].i1 - a0 > item_rows ? a0 + item_rows : plan->units[u].i1;
+            for (size_t r = plan->units[u].r0; r < plan->units[u].r1; r++) {
+                uint32_t j0 = gbp->cell_start[plan->ranges[2 * r]], j1 = gbp->cell_start[plan->ranges[2 * r + 1]];
+                for (uint32_t c0 = j0; c0 < j1; c0 += item_cols) {
+                    uint32_t c1 = j1 - c0 > item_cols ? c0 + item_cols : j1;
+                    /* autocorrelations count j > i: nothing in a range left of the rows */
+                    if (autocorr && c1 <= a0 + 1) continue;
+                    if (items) items[n] = make_uint4(a0, a1, c0, c1);
+                    n++;
+                }
+            }
+        }
+    return n;
+}
+
+/* Pairs of a job's units before row trimming. */
+static double job_pairs(const pk_feature_job *job) {
+    const pk_grid *gbp = job->b == NULL ? &job->ga : &job->gb;
+    const pk_grid_plan *plan = &job->plan;
+    double pairs = 0;
+    for (size_t u = 0; u < plan->n_units; u++) {
+        double cols = 0;
+        for (size_t r = plan->units[u].r0; r < plan->units[u].r1; r++)
+            cols += gbp->cell_start[plan->ranges[2 * r + 1]] - gbp->cell_start[plan->ranges[2 * r]];
+        pairs += (double)(plan->units[u].i1 - plan->units[u].i0) * cols;
+    }
+    return pairs;
+}
+
+/* A batch's buffers in one arena: the tables, every job's objects, the job
+ * list and the items (copied up in one transfer), then the outputs (zeroed
+ * and read back in one each): a batch of small jackknife patch pairs costs
+ * a few calls instead of a few for each. */
+extern "C" pk_status pk_angcorr_cuda_feature_batch(pk_context *ctx, pk_feature_job *jobs, size_t n_jobs,
+                                                   const pk_bins *bins, const pk_edge_table *table, int weighted,
+                                                   int mean_theta, pk_progress *progress) {
+    const size_t n_slots = (size_t)table->n_slots;
+    if (!weighted) mean_theta = 0;
     size_t smem = n_slots * (2 * sizeof(double) + sizeof(unsigned)) + (size_t)table->n_cells * sizeof(int) +
                   2 * ((size_t)table->n_bounds + 1) * sizeof(float) + 64;
     if (smem > 200 * 1024) {
@@ -217,45 +304,23 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
                        "%zu bytes of shared memory)",
                        bins->n_bins, smem);
     }
-
-    pk_grid ga, gb;
-    memset(&ga, 0, sizeof ga);
-    memset(&gb, 0, sizeof gb);
-    pk_status st;
-    if (chord2 > 0) {
-        st = pk_grid_build_pair(ctx, a, wa, b, wb, theta_max, &ga, autocorr ? NULL : &gb);
-    } else {
-        st = pk_grid_build(ctx, a, wa, 0, &ga);
-        if (st == PK_OK && !autocorr && (st = pk_grid_build(ctx, b, wb, 0, &gb)) != PK_OK) pk_grid_free(&ga);
-    }
-    if (st) return st;
-    const pk_grid *gbp = autocorr ? &ga : &gb;
-    pk_grid_plan plan;
-    memset(&plan, 0, sizeof plan);
-    if ((st = pk_grid_plan_build(ctx, &ga, autocorr ? NULL : &gb, theta_max, chord2, &plan)) != PK_OK) {
-        pk_grid_free(&ga);
-        pk_grid_free(&gb);
-        return st;
-    }
-    if (prune == PK_PRUNE_AUTO && !weighted && (double)plan.pairs_visited > 0.67 * (double)plan.pairs_all) {
-        pk_grid_plan_free(&plan);
-        pk_grid_free(&ga);
-        pk_grid_free(&gb);
-        return PK_ERR_UNSUPPORTED;
-    }
-
-    FeatureDevice d;
-    memset(&d, 0, sizeof d);
-    FeatureArgs g;
-    memset(&g, 0, sizeof g);
+    if (n_jobs == 0) return PK_OK;
+    if (n_jobs > UINT32_MAX - 1) return pk_fail(ctx, PK_ERR_INVALID, "too many counts in one batch");
+    pk_status st = PK_OK;
+    void *arena = NULL;
     cudaEvent_t ev0 = NULL, ev1 = NULL;
     float ms = 0;
-    unsigned long long n_fp64 = 0;
     size_t n_items = 0, n_blocks = 1;
     uint4 *items = NULL;
+    unsigned *item_job = NULL;
+    size_t *job_first = NULL; /* [n_jobs + 1] each job's first item */
+    FeatureJob *fj = NULL;
+    StageTable staged = {NULL, 0};
     uint32_t item_cols = FEATURE_ITEM_COLS, item_rows = 256;
     unsigned char *host_io = NULL; /* the inputs staged for the device, then the outputs read back */
-    size_t out_at = 0, out_bytes = 0, out_offs[4] = {0, 0, 0, 0};
+    size_t in_bytes = 0, bytes = 0, at_slots = 0, at_fp64 = 0, at_w = 0, at_t = 0;
+    size_t at_thr = 0, at_cells = 0, at_lo = 0, at_hi = 0, at_jobs = 0, at_items = 0, at_item_job = 0;
+    double pairs = 0;
     PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     PK_CUDA_GOTO(ctx, st, done,
                  cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -272,131 +337,115 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
          * range of at most FEATURE_ITEM_COLS, so that it holds at most 2^24
          * pairs; the ranges cut in halves (down to 64 columns), then the
          * rows (down to 32), while an item would still hold an eighth of a
-         * block's share of the pairs or more (four to eight items a block,
-         * as cut), so that a small count (a jackknife patch pair of a few
-         * thousand objects) still fills the device */
-        double pairs = 0;
-        for (size_t u = 0; u < plan.n_units; u++) {
-            double cols = 0;
-            for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++)
-                cols += gbp->cell_start[plan.ranges[2 * r + 1]] - gbp->cell_start[plan.ranges[2 * r]];
-            pairs += (double)(plan.units[u].i1 - plan.units[u].i0) * cols;
-        }
+         * block's share of the batch's pairs or more (four to eight items a
+         * block, as cut), so that a small count (a jackknife patch pair of a
+         * few thousand objects) still fills the device */
+        for (size_t k = 0; k < n_jobs; k++) pairs += job_pairs(&jobs[k]);
         double want = pairs / (8.0 * (double)n_blocks);
         while (item_cols > 64 && 256.0 * item_cols / 2 >= want) item_cols /= 2;
         while (item_rows > 32 && (double)item_rows * item_cols / 2 >= want) item_rows /= 2;
     }
-    for (size_t u = 0; u < plan.n_units; u++) {
-        uint32_t row_chunks = (plan.units[u].i1 - plan.units[u].i0 + item_rows - 1) / item_rows;
-        for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
-            uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
-            n_items += (size_t)row_chunks * (j1 > j0 ? (j1 - j0 + item_cols - 1) / item_cols : 1);
-        }
-    }
-    items = (uint4 *)malloc((n_items ? n_items : 1) * sizeof(uint4));
-    if (!items) {
+    job_first = (size_t *)malloc((n_jobs + 1) * sizeof(size_t));
+    fj = (FeatureJob *)calloc(n_jobs, sizeof(FeatureJob));
+    staged.cap = 16;
+    while (staged.cap < 4 * n_jobs) staged.cap *= 2;
+    staged.at = (StagedGrid *)calloc(staged.cap, sizeof(StagedGrid));
+    if (!job_first || !fj || !staged.at) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
         goto done;
     }
-    n_items = 0;
-    for (size_t u = 0; u < plan.n_units; u++)
-        for (uint32_t a0 = plan.units[u].i0; a0 < plan.units[u].i1; a0 += item_rows) {
-            uint32_t a1 = plan.units[u].i1 - a0 > item_rows ? a0 + item_rows : plan.units[u].i1;
-            for (size_t r = plan.units[u].r0; r < plan.units[u].r1; r++) {
-                uint32_t j0 = gbp->cell_start[plan.ranges[2 * r]], j1 = gbp->cell_start[plan.ranges[2 * r + 1]];
-                for (uint32_t c0 = j0; c0 < j1; c0 += item_cols) {
-                    uint32_t c1 = j1 - c0 > item_cols ? c0 + item_cols : j1;
-                    /* autocorrelations count j > i: nothing in a range left of the rows */
-                    if (autocorr && c1 <= a0 + 1) continue;
-                    items[n_items++] = make_uint4(a0, a1, c0, c1);
-                }
-            }
-        }
-    {
-        FeatureLayout L;
-        size_t at = 0, nb = autocorr ? 0 : gb.n;
-        L.pa = arena_take(&at, ga.n * sizeof(float4));
-        L.pb = arena_take(&at, nb * sizeof(float4));
-        L.a64 = arena_take(&at, 3 * ga.n * sizeof(double));
-        L.b64 = arena_take(&at, 3 * nb * sizeof(double));
-        L.wa = arena_take(&at, ga.w ? ga.n * sizeof(double) : 0);
-        L.wb = arena_take(&at, !autocorr && gb.w ? nb * sizeof(double) : 0);
-        L.thr = arena_take(&at, (size_t)table->n_bounds * sizeof(double));
-        L.cells = arena_take(&at, (size_t)table->n_cells * sizeof(int));
-        L.lo = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
-        L.hi = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
-        L.items = arena_take(&at, n_items * sizeof(uint4));
-        L.in_bytes = at;
-        L.slots = arena_take(&at, n_slots * sizeof(unsigned long long));
-        L.n_fp64 = arena_take(&at, sizeof(unsigned long long));
-        L.wslots = arena_take(&at, n_slots * sizeof(double));
-        L.tslots = arena_take(&at, n_slots * sizeof(double));
-        L.bytes = at;
-        host_io = (unsigned char *)malloc(L.bytes);
-        if (!host_io) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        stage_grid(&ga, host_io, L.pa, L.a64, L.wa);
-        if (!autocorr) stage_grid(&gb, host_io, L.pb, L.b64, L.wb);
-        memcpy(host_io + L.thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double));
-        memcpy(host_io + L.cells, table->cell_slot, (size_t)table->n_cells * sizeof(int));
-        memcpy(host_io + L.lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float));
-        memcpy(host_io + L.hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float));
-        memcpy(host_io + L.items, items, n_items * sizeof(uint4));
-        PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc(&d.arena, L.bytes));
-        unsigned char *base = (unsigned char *)d.arena;
-        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(base, host_io, L.in_bytes, cudaMemcpyHostToDevice));
-        PK_CUDA_GOTO(ctx, st, done, cudaMemset(base + L.in_bytes, 0, L.bytes - L.in_bytes));
-        d.pa = (float4 *)(base + L.pa);
-        d.pb = (float4 *)(base + L.pb);
-        d.a64 = (double *)(base + L.a64);
-        d.b64 = (double *)(base + L.b64);
-        d.wa = ga.w ? (double *)(base + L.wa) : NULL;
-        d.wb = !autocorr && gb.w ? (double *)(base + L.wb) : NULL;
-        d.thr = (double *)(base + L.thr);
-        d.cells = (int *)(base + L.cells);
-        d.lo = (float *)(base + L.lo);
-        d.hi = (float *)(base + L.hi);
-        d.items = (uint4 *)(base + L.items);
-        d.slots = (unsigned long long *)(base + L.slots);
-        d.n_fp64 = (unsigned long long *)(base + L.n_fp64);
-        d.wslots = (double *)(base + L.wslots);
-        d.tslots = (double *)(base + L.tslots);
-        out_at = L.in_bytes;
-        out_bytes = L.bytes - L.in_bytes;
-        out_offs[0] = L.slots - L.in_bytes, out_offs[1] = L.n_fp64 - L.in_bytes;
-        out_offs[2] = L.wslots - L.in_bytes, out_offs[3] = L.tslots - L.in_bytes;
+    for (size_t k = 0; k < n_jobs; k++) {
+        job_first[k] = n_items;
+        n_items += job_items(&jobs[k], item_rows, item_cols, NULL);
     }
-    g.pa = d.pa;
-    g.pb = autocorr ? d.pa : d.pb;
-    g.a64 = d.a64;
-    g.b64 = autocorr ? d.a64 : d.b64;
-    g.na = ga.n;
-    g.nb = gbp->n;
-    g.wa = d.wa;
-    g.wb = autocorr ? d.wa : d.wb;
-    g.thr = d.thr;
-    g.n_bounds = table->n_bounds;
-    g.n_slots = (int)n_slots;
-    g.n_bins = (int)bins->n_bins;
-    g.cell_slot = d.cells;
-    g.c2_lo = d.lo;
-    g.c2_hi = d.hi;
-    g.n_cells = table->n_cells;
-    g.cell_shift = table->cell_shift;
-    g.cell_base = table->cell_base;
-    g.autocorr = autocorr;
-    g.weighted = weighted;
-    g.mean_theta = tslots != NULL;
-    g.slots = d.slots;
-    g.n_fp64 = d.n_fp64;
-    g.wslots = d.wslots;
-    g.tslots = d.tslots;
+    job_first[n_jobs] = n_items;
+    if (n_items > (size_t)INT32_MAX) {
+        st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "a batch of %zu work items is too large for the device", n_items);
+        goto done;
+    }
+    {
+        /* the layout: inputs, then outputs */
+        size_t at = 0;
+        at_thr = arena_take(&at, (size_t)table->n_bounds * sizeof(double));
+        at_cells = arena_take(&at, (size_t)table->n_cells * sizeof(int));
+        at_lo = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
+        at_hi = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
+        for (size_t k = 0; k < n_jobs; k++) {
+            const pk_feature_job *job = &jobs[k];
+            const int autocorr = job->b == NULL;
+            const StagedGrid *sa = stage_find(&staged, job->a, job->wa, &job->ga, &at);
+            const StagedGrid *sb = autocorr ? sa : stage_find(&staged, job->b, job->wb, &job->gb, &at);
+            if (!sa || !sb) {
+                st = pk_fail(ctx, PK_ERR_INTERNAL, "the batch's table of staged catalogs is full");
+                goto done;
+            }
+            FeatureJob *d = &fj[k];
+            d->pa = sa->p_at / sizeof(float4), d->pb = sb->p_at / sizeof(float4);
+            d->a64 = sa->v_at / sizeof(double), d->b64 = sb->v_at / sizeof(double);
+            d->wa = sa->grid->w ? sa->w_at / sizeof(double) : NO_WEIGHTS;
+            d->wb = sb->grid->w ? sb->w_at / sizeof(double) : NO_WEIGHTS;
+            d->na = (unsigned)sa->grid->n, d->nb = (unsigned)sb->grid->n;
+            d->autocorr = autocorr;
+        }
+        at_jobs = arena_take(&at, n_jobs * sizeof(FeatureJob));
+        at_items = arena_take(&at, n_items * sizeof(uint4));
+        at_item_job = arena_take(&at, n_items * sizeof(unsigned));
+        in_bytes = at;
+        at_slots = arena_take(&at, n_jobs * n_slots * sizeof(unsigned long long));
+        at_fp64 = arena_take(&at, n_jobs * sizeof(unsigned long long));
+        at_w = arena_take(&at, weighted ? n_jobs * n_slots * sizeof(double) : 0);
+        at_t = arena_take(&at, mean_theta ? n_jobs * n_slots * sizeof(double) : 0);
+        bytes = at;
+    }
+    host_io = (unsigned char *)malloc(bytes);
+    if (!host_io) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for a batch of %zu counts (%zu bytes)", n_jobs, bytes);
+        goto done;
+    }
+    memcpy(host_io + at_thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double));
+    memcpy(host_io + at_cells, table->cell_slot, (size_t)table->n_cells * sizeof(int));
+    memcpy(host_io + at_lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float));
+    memcpy(host_io + at_hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float));
+    items = (uint4 *)(host_io + at_items);
+    item_job = (unsigned *)(host_io + at_item_job);
+    for (size_t e = 0; e < staged.cap; e++)
+        if (staged.at[e].grid)
+            stage_grid(staged.at[e].grid, host_io, staged.at[e].p_at, staged.at[e].v_at, staged.at[e].w_at);
+    for (size_t k = 0; k < n_jobs; k++) {
+        const pk_feature_job *job = &jobs[k];
+        size_t made = job_items(job, item_rows, item_cols, items + job_first[k]);
+        for (size_t q = 0; q < made; q++) item_job[job_first[k] + q] = (unsigned)k;
+    }
+    memcpy(host_io + at_jobs, fj, n_jobs * sizeof(FeatureJob));
+    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc(&arena, bytes));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(arena, host_io, in_bytes, cudaMemcpyHostToDevice));
+    PK_CUDA_GOTO(ctx, st, done, cudaMemset((unsigned char *)arena + in_bytes, 0, bytes - in_bytes));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
     PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
     {
+        unsigned char *base = (unsigned char *)arena;
+        FeatureArgs g;
+        memset(&g, 0, sizeof g);
+        g.p = (const float4 *)base;
+        g.v = (const double *)base;
+        g.jobs = (const FeatureJob *)(base + at_jobs);
+        g.thr = (const double *)(base + at_thr);
+        g.n_bounds = table->n_bounds;
+        g.n_slots = (int)n_slots;
+        g.n_bins = (int)bins->n_bins;
+        g.cell_slot = (const int *)(base + at_cells);
+        g.c2_lo = (const float *)(base + at_lo);
+        g.c2_hi = (const float *)(base + at_hi);
+        g.n_cells = table->n_cells;
+        g.cell_shift = table->cell_shift;
+        g.cell_base = table->cell_base;
+        g.weighted = weighted;
+        g.mean_theta = mean_theta;
+        g.slots = (unsigned long long *)(base + at_slots);
+        g.n_fp64 = (unsigned long long *)(base + at_fp64);
+        g.wslots = weighted ? (double *)(base + at_w) : NULL;
+        g.tslots = mean_theta ? (double *)(base + at_t) : NULL;
         /* launches of at most 2^16 items (2^31 pairs of 256-row units at most
          * 2^15 columns wide would take well under a second), with progress
          * and cancellation between them */
@@ -409,11 +458,12 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
         while (per_launch > 1 &&
                (double)((per_launch + n_blocks - 1) / n_blocks) * 256.0 * (double)widest > 2147483648.0)
             per_launch /= 2;
-        double scale = progress && plan.pairs_visited ? progress->total / (double)n_items : 0;
+        double scale = progress && n_items ? progress->total / (double)n_items : 0;
         for (size_t first = 0; first < n_items; first += per_launch) {
             size_t count = n_items - first < per_launch ? n_items - first : per_launch;
             FeatureArgs gk = g;
-            gk.items = d.items + first;
+            gk.items = (const uint4 *)(base + at_items) + first;
+            gk.item_job = (const unsigned *)(base + at_item_job) + first;
             gk.n_items = (int)count;
             unsigned grid = (unsigned)(n_blocks < count ? n_blocks : count);
             features_kernel<<<grid, FEATURE_THREADS, smem>>>(gk);
@@ -431,43 +481,56 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     /* every output in one transfer, into the staging's input part (no
      * longer needed) */
     PK_CUDA_GOTO(ctx, st, done,
-                 cudaMemcpy(host_io, (unsigned char *)d.arena + out_at, out_bytes, cudaMemcpyDeviceToHost));
-    memcpy(slots, host_io + out_offs[0], n_slots * sizeof(uint64_t));
-    memcpy(&n_fp64, host_io + out_offs[1], sizeof n_fp64);
-    if (weighted) memcpy(wslots, host_io + out_offs[2], n_slots * sizeof(double));
-    if (tslots) memcpy(tslots, host_io + out_offs[3], n_slots * sizeof(double));
-    /* the pairs the plan skipped are beyond the last edge */
-    slots[n_slots - 1] += plan.pairs_all - plan.pairs_visited;
-    if (weighted) wslots[n_slots - 1] += pk_grid_plan_skipped_weight(&plan, &ga, gbp, autocorr);
-    if (autocorr) {
-        for (size_t s = 0; s < n_slots; s++) {
-            slots[s] *= 2;
-            if (weighted) wslots[s] *= 2;
-            if (tslots) tslots[s] *= 2;
+                 cudaMemcpy(host_io, (unsigned char *)arena + in_bytes, bytes - in_bytes, cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < n_jobs; k++) {
+        pk_feature_job *job = &jobs[k];
+        const size_t off = k * n_slots;
+        const uint64_t *cnt = (const uint64_t *)(host_io + (at_slots - in_bytes)) + off;
+        for (size_t s = 0; s < n_slots; s++) job->slots[s] += cnt[s];
+        job->n_fp64 += ((const uint64_t *)(host_io + (at_fp64 - in_bytes)))[k];
+        if (weighted && job->wslots) {
+            const double *w = (const double *)(host_io + (at_w - in_bytes)) + off;
+            for (size_t s = 0; s < n_slots; s++) job->wslots[s] += w[s];
         }
-        for (size_t i = 0; i < ga.n; i++) {
-            double dot = pk_angcorr_dot_ref(ga.v.x[i], ga.v.y[i], ga.v.z[i], ga.v.x[i], ga.v.y[i], ga.v.z[i]);
-            int32_t s = pk_edge_table_slot_fp64(table, dot);
-            slots[s]++;
-            if (weighted) {
-                double w = ga.w ? ga.w[i] * ga.w[i] : 1.0;
-                wslots[s] += w;
-                if (tslots && s >= 1 && s <= (int32_t)bins->n_bins) tslots[s] += w * acos(fmin(fmax(dot, -1.0), 1.0));
-            }
+        if (mean_theta && job->tslots) {
+            const double *t = (const double *)(host_io + (at_t - in_bytes)) + off;
+            for (size_t s = 0; s < n_slots; s++) job->tslots[s] += t[s];
         }
-        n_fp64 += ga.n;
+        /* the batch's kernel time shared by the jobs' pairs */
+        job->stats->kernel_ms = pairs > 0 ? ms * job_pairs(job) / pairs : ms / (double)n_jobs;
     }
-    stats->kernel_ms = ms;
-    stats->pairs_visited = plan.pairs_visited + (autocorr ? ga.n : 0);
-    stats->pairs_fp64 = n_fp64;
 done:
     if (ev0) cudaEventDestroy(ev0);
     if (ev1) cudaEventDestroy(ev1);
-    free(items);
+    if (st != PK_OK && arena) cudaDeviceSynchronize(); /* queued work first */
+    pk_cuda_pool_free(arena);
     free(host_io);
-    release(&d, st != PK_OK);
-    pk_grid_plan_free(&plan);
-    pk_grid_free(&ga);
-    pk_grid_free(&gb);
+    free(job_first);
+    free(fj);
+    free(staged.at);
+    return st;
+}
+
+extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa,
+                                                    const pk_catalog *b, const double *wb, const pk_bins *bins,
+                                                    const pk_edge_table *table, int prune, int mean_theta,
+                                                    uint64_t *slots, double *wslots, double *tslots,
+                                                    pk_pair_stats *stats, pk_progress *progress) {
+    (void)kernel;
+    int weighted = wslots != NULL;
+    if (!mean_theta || !weighted) tslots = NULL;
+    size_t n_slots = (size_t)table->n_slots;
+    pk_feature_job job;
+    memset(&job, 0, sizeof job);
+    job.a = a, job.wa = wa, job.b = b, job.wb = b ? wb : NULL;
+    job.slots = slots, job.wslots = wslots, job.tslots = tslots, job.stats = stats;
+    pk_status st = pk_feature_job_prepare(ctx, &job, bins, table, prune, weighted);
+    if (st) return st;
+    memset(slots, 0, n_slots * sizeof(uint64_t));
+    if (wslots) memset(wslots, 0, n_slots * sizeof(double));
+    if (tslots) memset(tslots, 0, n_slots * sizeof(double));
+    st = pk_angcorr_cuda_feature_batch(ctx, &job, 1, bins, table, weighted, tslots != NULL, progress);
+    if (st == PK_OK) pk_feature_job_finish(&job, bins, table);
+    pk_feature_job_free(&job);
     return st;
 }

@@ -637,6 +637,228 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
     free(bcat);
     return st;
 }
+
+/* The most objects (of the distinct catalogs its counts use: a patch is
+ * staged once a batch) and counts a batch of weighted or pruned counts
+ * sends to the device at once: ~56 bytes an object staged, so a batch's
+ * inputs stay within the device pool's 64 MiB blocks (a larger single
+ * count goes alone). */
+size_t pk_angcorr_feature_batch_objects = (size_t)1 << 20;
+#define FEATURE_BATCH_COUNTS 4096
+
+/* Whether catalog c is new to a batch's set (then added): open addressing
+ * over cap (a power of two) slots, cleared per batch. */
+static int first_in_batch(const pk_catalog **set, size_t cap, const pk_catalog *c) {
+    size_t h = (size_t)(((uint64_t)(uintptr_t)c * 0x9E3779B97F4A7C15ull) >> 24);
+    for (size_t probe = 0; probe < cap; probe++) {
+        const pk_catalog **e = &set[(h + probe) & (cap - 1)];
+        if (*e == c) return 0;
+        if (!*e) {
+            *e = c;
+            return 1;
+        }
+    }
+    return 1; /* full: cannot happen, the set holds four times the catalogs a batch names */
+}
+
+/* A batch's outputs and jobs, for at most cap counts. */
+typedef struct feature_batch {
+    size_t cap;
+    size_t *sel; /* the task of each job */
+    pk_feature_job *jobs;
+    pk_status *jst;
+    uint64_t *slots;
+    double *wslots, *tslots;
+} feature_batch;
+
+static void feature_batch_free(feature_batch *fb) {
+    free(fb->sel), free(fb->jobs), free(fb->jst), free(fb->slots), free(fb->wslots), free(fb->tslots);
+    memset(fb, 0, sizeof *fb);
+}
+
+/* Buffers for batches of count_cap counts at most (fewer where their
+ * outputs would pass 128 MiB). 0 when out of memory. */
+static int feature_batch_alloc(feature_batch *fb, size_t count_cap, size_t n_slots, int weighted, int mean_theta) {
+    size_t cap = ((size_t)128 << 20) / (n_slots * 3 * sizeof(uint64_t));
+    if (cap > count_cap) cap = count_cap;
+    if (cap < 1) cap = 1;
+    fb->cap = cap;
+    fb->sel = malloc(cap * sizeof(size_t));
+    fb->jobs = calloc(cap, sizeof(pk_feature_job));
+    fb->jst = malloc(cap * sizeof(pk_status));
+    fb->slots = malloc(cap * n_slots * sizeof(uint64_t));
+    fb->wslots = weighted ? malloc(cap * n_slots * sizeof(double)) : NULL;
+    fb->tslots = mean_theta ? malloc(cap * n_slots * sizeof(double)) : NULL;
+    if (fb->sel && fb->jobs && fb->jst && fb->slots && (!weighted || fb->wslots) && (!mean_theta || fb->tslots))
+        return 1;
+    feature_batch_free(fb);
+    return 0;
+}
+
+/* Job m of a batch: task i's catalogs, the batch's m-th outputs, stats. */
+static void feature_batch_set(feature_batch *fb, size_t m, size_t i, const pk_catalog *a, const double *wa,
+                              const pk_catalog *b, const double *wb, size_t n_slots, pk_pair_stats *stats) {
+    pk_feature_job *job = &fb->jobs[m];
+    memset(job, 0, sizeof *job);
+    job->a = a, job->wa = fb->wslots ? wa : NULL;
+    job->b = b, job->wb = fb->wslots && b ? wb : NULL;
+    job->slots = fb->slots + m * n_slots;
+    job->wslots = fb->wslots ? fb->wslots + m * n_slots : NULL;
+    job->tslots = fb->tslots ? fb->tslots + m * n_slots : NULL;
+    job->stats = stats;
+    memset(job->slots, 0, n_slots * sizeof(uint64_t));
+    if (job->wslots) memset(job->wslots, 0, n_slots * sizeof(double));
+    if (job->tslots) memset(job->tslots, 0, n_slots * sizeof(double));
+    memset(stats, 0, sizeof *stats);
+    fb->sel[m] = i;
+}
+
+/* The m jobs of a batch counted: grids and plans built (on n_threads
+ * threads), the batch on the device, the counts finished. The jobs the
+ * device took come first on return, *ready of them (sel reordered with
+ * them), each then to be checked; the others (pruning would not pay,
+ * nothing weighted: PK_ERR_UNSUPPORTED) are left uncounted. *refused: the
+ * device took none (its shared memory too small for the table, nothing
+ * weighted). Every job's grids are freed. */
+static pk_status feature_batch_count(pk_context *ctx, feature_batch *fb, size_t m, int n_threads, const pk_bins *bins,
+                                     const pk_edge_table *table, pk_prune prune, int mean_theta, pk_progress *progress,
+                                     size_t *ready, int *refused) {
+    pk_feature_job *jobs = fb->jobs;
+    pk_status *jst = fb->jst, st = PK_OK;
+    const int weighted = fb->wslots != NULL;
+    *ready = 0;
+    *refused = 0;
+    /* the grids and plans on the threads (their errors, out of memory or a
+     * grid that could not be sized, told again below with ctx) */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (m > 1 && n_threads > 1)
+    for (size_t k = 0; k < m; k++) jst[k] = pk_feature_job_prepare(NULL, &jobs[k], bins, table, prune, weighted);
+    for (size_t k = 0; k < m && st == PK_OK; k++) {
+        if (jst[k] == PK_OK || jst[k] == PK_ERR_UNSUPPORTED) continue;
+        pk_status again = pk_feature_job_prepare(ctx, &jobs[k], bins, table, prune, weighted);
+        if (again == PK_OK) {
+            pk_feature_job_free(&jobs[k]);
+            again = pk_fail(ctx, jst[k], "a count's grid could not be built (out of memory?)");
+        }
+        st = again;
+    }
+    size_t n_ready = 0;
+    for (size_t k = 0; k < m; k++)
+        if (jst[k] == PK_OK) {
+            if (n_ready != k) {
+                pk_feature_job tj = jobs[n_ready];
+                jobs[n_ready] = jobs[k], jobs[k] = tj;
+                size_t ts = fb->sel[n_ready];
+                fb->sel[n_ready] = fb->sel[k], fb->sel[k] = ts;
+                pk_status tst = jst[n_ready];
+                jst[n_ready] = jst[k], jst[k] = tst;
+            }
+            n_ready++;
+        }
+    if (st == PK_OK && n_ready > 0) {
+        pk_clear(ctx);
+        st = pk_angcorr_cuda_feature_batch(ctx, jobs, n_ready, bins, table, weighted, mean_theta, progress);
+        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) {
+            *refused = 1;
+            st = PK_OK;
+            n_ready = 0;
+        } else if (st == PK_OK) {
+#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads) if (n_ready > 1 && n_threads > 1)
+            for (size_t k = 0; k < n_ready; k++) pk_feature_job_finish(&jobs[k], bins, table);
+        }
+    }
+    for (size_t k = 0; k < m; k++)
+        if (jst[k] == PK_OK) pk_feature_job_free(&jobs[k]);
+    if (st == PK_OK) *ready = n_ready;
+    return st;
+}
+
+/* The weighted, pruned or mean-separation patch pairs of this part that
+ * the GPU counts (those not on_cpu and not yet counted), in batches: the
+ * CPU's threads build each count's grids and visit plan, the device counts
+ * the whole batch from one upload (pk_angcorr_cuda_feature_batch), the
+ * threads finish the counts (skipped pairs, self-pairs), then each is
+ * checked and stored as a count of its own would be. Counts the device
+ * refuses without a message (the table too large for its shared memory,
+ * nothing weighted) are left to the caller's loop. */
+static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const pk_catalog *data,
+                                    const pk_catalog *random, const pk_angcorr_run_options *ro, patch_cat *dp,
+                                    patch_cat *rp, const pk_bins *bins, const pk_edge_table *table,
+                                    const count_task *tasks, size_t n_tasks, int part, const uint8_t *on_cpu,
+                                    uint8_t *counted, size_t n_slots, size_t n, patch_counts *pc,
+                                    pk_pair_stats **stats_of, int *gpu_counted, int weighted, double *done,
+                                    double w_all) {
+    const int n_threads = pk_thread_count(ctx), mean_theta = weighted && ro->mean_theta;
+    feature_batch fb;
+    memset(&fb, 0, sizeof fb);
+    pk_pair_stats *st_k = NULL;
+    const pk_catalog **set = NULL;
+    size_t set_cap = 16;
+    pk_status st = PK_OK;
+    if (!feature_batch_alloc(&fb, n_tasks < FEATURE_BATCH_COUNTS ? n_tasks : FEATURE_BATCH_COUNTS, n_slots, weighted,
+                             mean_theta))
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    while (st == PK_OK && set_cap < 4 * fb.cap) set_cap *= 2;
+    if (st == PK_OK) {
+        st_k = calloc(fb.cap, sizeof(pk_pair_stats));
+        set = calloc(set_cap, sizeof(*set));
+        if (!st_k || !set) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    size_t next = 0;
+    while (st == PK_OK) {
+        size_t m = 0, objects = 0;
+        double work = 0;
+        memset(set, 0, set_cap * sizeof(*set));
+        for (; next < n_tasks && m < fb.cap; next++) {
+            const count_task *t = &tasks[next];
+            if (t->part != part || counted[next] || on_cpu[next]) continue;
+            const int autocorr = t->c != 1, as_auto = autocorr && t->p == t->q;
+            const pk_catalog *a, *b;
+            const double *wa, *wb;
+            task_catalogs(t->c, t->p, t->q, kc, data, random, ro, dp, rp, &a, &wa, &b, &wb);
+            /* the objects of catalogs new to the batch (a first count's own both) */
+            int new_a = first_in_batch(set, set_cap, a), new_b = !as_auto && first_in_batch(set, set_cap, b);
+            size_t here = (new_a ? a->n : 0) + (new_b ? b->n : 0);
+            if (m > 0 && objects + here > pk_angcorr_feature_batch_objects) break; /* the next batch's first */
+            feature_batch_set(&fb, m, next, a, wa, as_auto ? NULL : b, wb, n_slots, &st_k[m]);
+            m++;
+            objects += here;
+            work += t->work;
+        }
+        if (m == 0) break;
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, work, *done / w_all, work / w_all);
+        if (progress.cancelled) {
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+            break;
+        }
+        double t0 = pk_now();
+        size_t ready = 0;
+        int refused = 0;
+        st = feature_batch_count(ctx, &fb, m, n_threads, bins, table, ro->prune, mean_theta, &progress, &ready,
+                                 &refused);
+        if (refused) break; /* the device takes none of these: all to the caller's loop */
+        double seconds = pk_now() - t0;
+        for (size_t k = 0; k < ready && st == PK_OK; k++) {
+            const pk_feature_job *job = &fb.jobs[k];
+            const count_task *t = &tasks[fb.sel[k]];
+            const int c = t->c, autocorr = c != 1;
+            count_out co = {job->slots, job->wslots, job->tslots};
+            st = check_slots(ctx, kernel, job->a, job->wa, job->b, job->wb, n_slots, &co, job->stats,
+                             seconds / (double)ready);
+            if (st) break;
+            add_stats(stats_of[c], job->stats, autocorr && t->p != t->q);
+            stats_of[c]->kernel = kernel;
+            gpu_counted[c] = 1;
+            store_cells(&pc[c], autocorr, t->p, t->q, kc, n, &co);
+            counted[fb.sel[k]] = 1;
+        }
+        if (st == PK_OK) *done += work;
+    }
+    feature_batch_free(&fb);
+    free(st_k);
+    free(set);
+    return st;
+}
 #endif
 
 /* The counts that threads share out: see count_shared. */
@@ -1351,6 +1573,17 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
                                  &pc[c], stats_of[c], &gpu_counted[c], &done, w_all);
         pk_angcorr_cuda_pairs_close(sess, st != PK_OK);
         free(on_cpu), free(dcat), free(rcat);
+    }
+    if (st == PK_OK && backend == PK_BACKEND_CUDA && kc > 1 && (weighted_path || ro.prune == PK_PRUNE_ON)) {
+        /* weighted, pruned or mean-separation patch pairs: in batches */
+        uint8_t *on_cpu = calloc(n_tasks + 1, 1);
+        if (!on_cpu) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; on_cpu && i < n_tasks; i++) on_cpu[i] = small_kernel >= 0 && tasks[i].work < small_limit;
+        if (st == PK_OK)
+            st =
+                gpu_feature_counts(ctx, kernel, kc, data, random, &ro, dp, rp, bins, &table, tasks, n_tasks, part,
+                                   on_cpu, counted, n_slots, n, pc, stats_of, gpu_counted, weighted_path, &done, w_all);
+        free(on_cpu);
     }
 #endif
     for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {

@@ -132,6 +132,30 @@ uint64_t pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *
 uint64_t pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i, size_t j0, size_t j1,
                                          int32_t *out);
 
+/* One count for the device's feature kernel (weighted sums, mean
+ * separations, the pruned plan), its host parts in feature_jobs.c. The
+ * caller fills the inputs and outputs; prepare builds the grids and the
+ * plan (PK_ERR_UNSUPPORTED without a message when pruning would not pay
+ * and nothing is weighted; nothing is left to free on failure), the device
+ * adds the visited pairs into the outputs (zeroed by the caller), finish
+ * adds the pairs the plan skipped and, for autocorrelations, doubles the
+ * counts and adds each object's pair with itself; free releases the grids. */
+typedef struct pk_feature_job {
+    const pk_catalog *a, *b; /* b NULL: the autocorrelation of a */
+    const double *wa, *wb;   /* weights or NULL */
+    uint64_t *slots;         /* [n_slots] */
+    double *wslots, *tslots; /* [n_slots] each, or NULL */
+    pk_pair_stats *stats;    /* pairs_visited, pairs_fp64 and kernel_ms set */
+    pk_grid ga, gb;          /* built by prepare */
+    pk_grid_plan plan;
+    uint64_t n_fp64; /* pairs the device settled in float64 */
+} pk_feature_job;
+
+pk_status pk_feature_job_prepare(pk_context *ctx, pk_feature_job *job, const pk_bins *bins, const pk_edge_table *table,
+                                 int prune, int weighted);
+void pk_feature_job_finish(pk_feature_job *job, const pk_bins *bins, const pk_edge_table *table);
+void pk_feature_job_free(pk_feature_job *job);
+
 #ifdef PK_HAVE_CUDA
 /* The CUDA counterpart of pk_angcorr_count_grid (cuda_features.cu): weighted
  * sums, mean separations and the pruned plan on the device. Same contract,
@@ -141,6 +165,16 @@ pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_c
                                          const pk_catalog *b, const double *wb, const pk_bins *bins,
                                          const pk_edge_table *table, int prune, int mean_theta, uint64_t *slots,
                                          double *wslots, double *tslots, pk_pair_stats *stats, pk_progress *progress);
+/* Prepared jobs counted on the device in one batch: one upload, launches
+ * over every job's items, one download. Each job's outputs receive the
+ * visited pairs (then pk_feature_job_finish); weighted: wslots are summed
+ * (tslots too when mean_theta). PK_ERR_UNSUPPORTED without a message when
+ * the table does not fit the device's shared memory and nothing is
+ * weighted. progress (may be NULL) advances to its total over the batch's
+ * launches, and a cancellation seen there ends the batch. */
+pk_status pk_angcorr_cuda_feature_batch(pk_context *ctx, pk_feature_job *jobs, size_t n_jobs, const pk_bins *bins,
+                                        const pk_edge_table *table, int weighted, int mean_theta,
+                                        pk_progress *progress);
 #endif
 
 #endif
