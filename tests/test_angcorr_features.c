@@ -881,7 +881,7 @@ int main(void) {
             pk_catalog_free(&rs);
         }
         /* --backend cuda alone: weighted, weighted with mean separations,
-         * and pruned patch pairs in batches (K = 300: 44 batches of at most
+         * and pruned patch pairs in batches (K = 300: 45 batches of at most
          * 4,096 counts; K = 40 also with batches of one count, the objects
          * a batch holds lowered below a count's), as the CPU counts them */
         for (int big = 0; big < 2; big++) {

@@ -8,13 +8,16 @@
  * evaluated with __dmul_rn/__dadd_rn so that no fma contraction changes it.
  * Skipped pairs are counted into the top slot on the host.
  *
- * Work items are a unit of the plan (at most 256 rows) against one range of
- * cells; persistent blocks (as many as fit the device) load the tables into
- * shared memory once and take items grid-stride, the rows of an item
- * sharing the 256 threads (each row's columns split among 256 / rows
- * threads). Counts go to shared u32 slots,
- * weights and weighted separations to shared float64 sums (atomicAdd), all
- * flushed once per block. The float64 sums therefore depend on the order in
+ * Work items are some rows of a unit of the plan (at most 256) against one
+ * range of cells, tagged with their count: a launch can carry a batch of
+ * counts (the patch pairs of a jackknife), each with its own objects in the
+ * arena and its own slots. Persistent blocks (as many as fit the device)
+ * load the tables into shared memory once and take a contiguous run of
+ * items each, the rows of an item sharing the 256 threads (each row's
+ * columns split among 256 / rows threads). Counts go to shared u32 slots,
+ * weights and weighted separations to shared float64 sums (atomicAdd),
+ * flushed to the count's slots when a block's run passes to the next count
+ * and at its end. The float64 sums therefore depend on the order in
  * which blocks and threads add: they agree with the reference to float64
  * rounding (tests/test_angcorr_features.c bounds the difference), not bit
  * for bit; the integer counts are exact.
@@ -210,6 +213,28 @@ static void stage_grid(const pk_grid *g, unsigned char *host, size_t p_at, size_
     if (g->w) memcpy(host + w_at, g->w, n * sizeof(double));
 }
 
+/* The kernel's shared memory for a table: its slots' counts and sums, the
+ * cells and the windows' bounds. */
+#define FEATURE_SMEM_MAX (200 * 1024)
+static size_t feature_smem(const pk_edge_table *table) {
+    return (size_t)table->n_slots * (2 * sizeof(double) + sizeof(unsigned)) + (size_t)table->n_cells * sizeof(int) +
+           2 * ((size_t)table->n_bounds + 1) * sizeof(float) + 64;
+}
+
+extern "C" int pk_angcorr_cuda_features_fit(const pk_edge_table *table) {
+    return feature_smem(table) <= FEATURE_SMEM_MAX;
+}
+
+/* A table too large for the kernel: PK_ERR_UNSUPPORTED, without a message
+ * when nothing is weighted (the full-range kernels count those). */
+static pk_status feature_refused(pk_context *ctx, const pk_bins *bins, const pk_edge_table *table, int weighted) {
+    if (!weighted) return PK_ERR_UNSUPPORTED;
+    return pk_fail(ctx, PK_ERR_UNSUPPORTED,
+                   "weighted CUDA counts take at most about 4000 bins here (%zu needed "
+                   "%zu bytes of shared memory)",
+                   bins->n_bins, feature_smem(table));
+}
+
 /* A grid staged once for every job of a batch that uses it: a jackknife
  * patch takes part in ~2K counts, and its grid is the same in each that
  * builds it with the same band height (pk_grid_build is deterministic in
@@ -235,7 +260,7 @@ static const StagedGrid *stage_find(StageTable *t, const pk_catalog *cat, const 
     uint64_t key = (uint64_t)(uintptr_t)cat * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)w * 0xC2B2AE3D27D4EB4Full ^
                    hb * 0x165667B19E3779F9ull;
     for (size_t probe = 0; probe < t->cap; probe++) {
-        StagedGrid *e = &t->at[(size_t)(key >> 20) + probe & (t->cap - 1)];
+        StagedGrid *e = &t->at[((size_t)(key >> 20) + probe) & (t->cap - 1)];
         if (!e->grid) {
             e->cat = cat, e->w = w, e->h = g->h, e->grid = g;
             e->p_at = arena_take(arena_at, g->n * sizeof(float4));
@@ -295,15 +320,8 @@ extern "C" pk_status pk_angcorr_cuda_feature_batch(pk_context *ctx, pk_feature_j
                                                    int mean_theta, pk_progress *progress) {
     const size_t n_slots = (size_t)table->n_slots;
     if (!weighted) mean_theta = 0;
-    size_t smem = n_slots * (2 * sizeof(double) + sizeof(unsigned)) + (size_t)table->n_cells * sizeof(int) +
-                  2 * ((size_t)table->n_bounds + 1) * sizeof(float) + 64;
-    if (smem > 200 * 1024) {
-        if (!weighted) return PK_ERR_UNSUPPORTED;
-        return pk_fail(ctx, PK_ERR_UNSUPPORTED,
-                       "weighted CUDA counts take at most about 4000 bins here (%zu needed "
-                       "%zu bytes of shared memory)",
-                       bins->n_bins, smem);
-    }
+    size_t smem = feature_smem(table);
+    if (smem > FEATURE_SMEM_MAX) return feature_refused(ctx, bins, table, weighted);
     if (n_jobs == 0) return PK_OK;
     if (n_jobs > UINT32_MAX - 1) return pk_fail(ctx, PK_ERR_INVALID, "too many counts in one batch");
     pk_status st = PK_OK;
@@ -446,12 +464,10 @@ extern "C" pk_status pk_angcorr_cuda_feature_batch(pk_context *ctx, pk_feature_j
         g.n_fp64 = (unsigned long long *)(base + at_fp64);
         g.wslots = weighted ? (double *)(base + at_w) : NULL;
         g.tslots = mean_theta ? (double *)(base + at_t) : NULL;
-        /* launches of at most 2^16 items (2^31 pairs of 256-row units at most
-         * 2^15 columns wide would take well under a second), with progress
-         * and cancellation between them */
-        /* the u32 shared counts of a block take fewer than 2^32 pairs: a
-         * block takes ceil(per_launch / blocks) items of at most 256 rows x
-         * the widest range (FEATURE_ITEM_COLS at most: 2^24 pairs) */
+        /* launches of at most 2^16 items, with progress and cancellation
+         * between them; fewer where a block's u32 shared counts could pass
+         * 2^31 pairs (a block takes ceil(per_launch / blocks) items of at
+         * most 256 rows x the widest range, FEATURE_ITEM_COLS at most) */
         size_t per_launch = 65536, widest = 1;
         for (size_t q = 0; q < n_items; q++)
             if (items[q].w - items[q].z > widest) widest = items[q].w - items[q].z;
@@ -520,6 +536,7 @@ extern "C" pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel,
     int weighted = wslots != NULL;
     if (!mean_theta || !weighted) tslots = NULL;
     size_t n_slots = (size_t)table->n_slots;
+    if (!pk_angcorr_cuda_features_fit(table)) return feature_refused(ctx, bins, table, weighted); /* before the grids */
     pk_feature_job job;
     memset(&job, 0, sizeof job);
     job.a = a, job.wa = wa, job.b = b, job.wb = b ? wb : NULL;

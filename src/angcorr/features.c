@@ -638,12 +638,14 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
     return st;
 }
 
-/* The most objects (of the distinct catalogs its counts use: a patch is
- * staged once a batch) and counts a batch of weighted or pruned counts
- * sends to the device at once: ~56 bytes an object staged, so a batch's
- * inputs stay within the device pool's 64 MiB blocks (a larger single
- * count goes alone). */
+/* The most objects of the distinct catalogs a batch of weighted or pruned
+ * counts uses (40-48 bytes an object staged on the device, once a batch
+ * for each band height a patch is gridded with), the most objects summed
+ * over its counts (each count's grids live on the host until the batch
+ * ends, ~60 bytes an object: ~1 GiB), and the most counts. A count larger
+ * than a limit goes alone. */
 size_t pk_angcorr_feature_batch_objects = (size_t)1 << 20;
+#define FEATURE_BATCH_GRID_OBJECTS ((size_t)1 << 24)
 #define FEATURE_BATCH_COUNTS 4096
 
 /* Whether catalog c is new to a batch's set (then added): open addressing
@@ -804,8 +806,11 @@ static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const p
         if (!st_k || !set) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
     size_t next = 0;
+    /* a table too large for the kernel: every count to the caller's loop
+     * (the full-range kernels, or the error that says so when weighted) */
+    if (st == PK_OK && !pk_angcorr_cuda_features_fit(table)) next = n_tasks;
     while (st == PK_OK) {
-        size_t m = 0, objects = 0;
+        size_t m = 0, objects = 0, grid_objects = 0;
         double work = 0;
         memset(set, 0, set_cap * sizeof(*set));
         for (; next < n_tasks && m < fb.cap; next++) {
@@ -818,10 +823,14 @@ static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const p
             /* the objects of catalogs new to the batch (a first count's own both) */
             int new_a = first_in_batch(set, set_cap, a), new_b = !as_auto && first_in_batch(set, set_cap, b);
             size_t here = (new_a ? a->n : 0) + (new_b ? b->n : 0);
-            if (m > 0 && objects + here > pk_angcorr_feature_batch_objects) break; /* the next batch's first */
+            size_t gridded = a->n + (as_auto ? 0 : b->n);
+            if (m > 0 && (objects + here > pk_angcorr_feature_batch_objects ||
+                          grid_objects + gridded > FEATURE_BATCH_GRID_OBJECTS))
+                break; /* the next batch's first */
             feature_batch_set(&fb, m, next, a, wa, as_auto ? NULL : b, wb, n_slots, &st_k[m]);
             m++;
             objects += here;
+            grid_objects += gridded;
             work += t->work;
         }
         if (m == 0) break;

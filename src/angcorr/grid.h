@@ -165,6 +165,9 @@ pk_status pk_angcorr_count_cuda_features(pk_context *ctx, int kernel, const pk_c
                                          const pk_catalog *b, const double *wb, const pk_bins *bins,
                                          const pk_edge_table *table, int prune, int mean_theta, uint64_t *slots,
                                          double *wslots, double *tslots, pk_pair_stats *stats, pk_progress *progress);
+/* Whether the feature kernel's shared memory holds the table's slots
+ * (about 4,000 bins at most). */
+int pk_angcorr_cuda_features_fit(const pk_edge_table *table);
 /* Prepared jobs counted on the device in one batch: one upload, launches
  * over every job's items, one download. Each job's outputs receive the
  * visited pairs (then pk_feature_job_finish); weighted: wslots are summed
