@@ -669,6 +669,66 @@ static void parts_case(check_rng *rng, int n_parts, int jackknife, int bad_part)
 
 /* ---- normalisation ------------------------------------------------------------ */
 
+/* pk_acos within one ulp of the C library's acos everywhere on [-1, 1]
+ * (uniform draws, draws crowded towards both ends, where the mean
+ * separations of small scales live, and the branch points), and a row's
+ * separations from pk_angcorr_row_theta (vectorised) the scalar's bits. */
+static void acos_fast(check_rng *rng) {
+    double worst = 0, worst_x = 0;
+    for (int k = 0; k < 3000000; k++) {
+        double u = check_uniform(rng), x;
+        if (k % 3 == 0) x = 2 * u - 1;
+        else x = (k % 3 == 1 ? 1 : -1) * (1 - u * ldexp(1.0, -(k % 50)));
+        double want = acos(x), got = pk_acos(x);
+        double ulp = nextafter(want, INFINITY) - want;
+        double e = fabs(got - want) / ulp;
+        if (e > worst) worst = e, worst_x = x;
+    }
+    CHECK(worst <= 1.0, "pk_acos: %.3g ulp from acos at x = %.17g", worst, worst_x);
+    const double special[] = {
+        1.0,    -1.0,  0.5, -0.5, 0.0, -0.0, nextafter(0.5, 0), nextafter(0.5, 1), nextafter(1, 0), nextafter(-1, 0),
+        1e-300, -1e-20};
+    for (size_t k = 0; k < sizeof special / sizeof special[0]; k++) {
+        double want = acos(special[k]), got = pk_acos(special[k]);
+        CHECK(fabs(got - want) <= nextafter(want, INFINITY) - want, "pk_acos(%.17g) = %.17g, acos %.17g", special[k],
+              got, want);
+    }
+    pk_catalog a = test_catalog(rng, 37, 0, 2 * M_PI, -M_PI / 2, M_PI / 2);
+    pk_catalog b = test_catalog(rng, 1001, 0.1, 0.2, 0.1, 0.2);
+    pk_unit_vectors va, vb;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    CHECK_OK(pk_unit_vectors_make(&ctx, &a, &va), &ctx);
+    CHECK_OK(pk_unit_vectors_make(&ctx, &b, &vb), &ctx);
+    pk_pair_job job;
+    memset(&job, 0, sizeof job);
+    job.xa = va.x, job.ya = va.y, job.za = va.z, job.xb = vb.x, job.yb = vb.y, job.zb = vb.z;
+    job.n_a = a.n, job.n_b = b.n;
+    double theta[1001];
+    int bad = 0;
+    for (int path = 0; path < 3; path++) {
+        if ((path == 2 && !pk_cpu_has_avx512()) || (path == 1 && !pk_cpu_has_avx2_fma())) continue;
+        pk_angcorr_row_theta_path = path;
+        for (size_t i = 0; i < a.n; i++) {
+            size_t j0 = i % 7, j1 = b.n - i % 5; /* odd starts and lengths: the vector loops' tails */
+            pk_angcorr_row_theta(&job, i, j0, j1, theta);
+            for (size_t j = j0; j < j1 && bad < 3; j++) {
+                double d = pk_angcorr_dot_ref(va.x[i], va.y[i], va.z[i], vb.x[j], vb.y[j], vb.z[j]);
+                d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
+                double want = pk_acos(d);
+                if (memcmp(&want, &theta[j - j0], sizeof want) != 0) bad++;
+                CHECK(memcmp(&want, &theta[j - j0], sizeof want) == 0,
+                      "row separations, path %d: row %zu column %zu %.17g, %.17g", path, i, j, theta[j - j0], want);
+            }
+        }
+    }
+    pk_angcorr_row_theta_path = -1;
+    pk_unit_vectors_free(&va);
+    pk_unit_vectors_free(&vb);
+    pk_catalog_free(&a);
+    pk_catalog_free(&b);
+}
+
 static void normalisation(void) {
     uint64_t dd[1] = {1000}, dr[1] = {3000}, rr[1] = {5000};
     double w[1], want;
@@ -967,6 +1027,7 @@ int main(void) {
     parts_case(&rng, 3, 4, 1);
     parts_case(&rng, 4, 0, 3);
     normalisation();
+    acos_fast(&rng);
 
     /* bad values */
     {

@@ -30,6 +30,48 @@ static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double 
     return d + z1 * z2;
 }
 
+/* acos(x) for x in [-1, 1], within 1 ulp, branch-free so that loops of it
+ * vectorise (the fast paths' mean separations; the reference uses the C
+ * library's acos). The algorithm and coefficients are fdlibm's e_acos.c:
+ *   Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
+ *   Developed at SunSoft, a Sun Microsystems, Inc. business. Permission
+ *   to use, copy, modify, and distribute this software is freely granted,
+ *   provided that this notice is preserved.
+ * |x| < 0.5: pi/2 - (x + x r(x^2)); x > 0.5: 2 asin(sqrt((1 - x) / 2)),
+ * with sqrt's high half split off to keep the last bits; x < -0.5:
+ * pi - 2 asin(sqrt((1 + x) / 2)). The same operations in the same order on
+ * every path (compiled with -ffp-contract=off), so a vectorised loop gives
+ * the scalar's bits. */
+static inline double pk_acos(double x) {
+    const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17;
+    const double pi = 3.14159265358979311600e+00;
+    const double pS0 = 1.66666666666666657415e-01, pS1 = -3.25565818622400915405e-01, pS2 = 2.01212532134862925881e-01,
+                 pS3 = -4.00555345006794114027e-02, pS4 = 7.91534994289814532176e-04, pS5 = 3.47933107596021167570e-05;
+    const double qS1 = -2.40339491173441421878e+00, qS2 = 2.02094576023350569471e+00, qS3 = -6.88283971605453293030e-01,
+                 qS4 = 7.70381505559019352791e-02;
+    double ax = fabs(x);
+    int small = ax < 0.5;
+    double z_small = x * x, z_large = (1.0 - ax) * 0.5; /* both evaluated, then chosen: no branch */
+    double z = small ? z_small : z_large;
+    double p = z * (pS0 + z * (pS1 + z * (pS2 + z * (pS3 + z * (pS4 + z * pS5)))));
+    double q = 1.0 + z * (qS1 + z * (qS2 + z * (qS3 + z * qS4)));
+    double r = p / q;
+    double s = sqrt(z);
+    uint64_t bits;
+    memcpy(&bits, &s, sizeof bits);
+    bits &= 0xffffffff00000000ull;
+    double df;
+    memcpy(&df, &bits, sizeof df);
+    double den = s + df;
+    den = den > 0 ? den : 1.0; /* x = 1: z = s = df = 0 */
+    double c = (z - df * df) / den;
+    double small_r = pio2_hi - (x - (pio2_lo - x * r));
+    double neg_r = pi - 2.0 * (s + (r * s - pio2_lo));
+    double pos_r = 2.0 * (df + (r * s + c));
+    double large_r = x < 0 ? neg_r : pos_r;
+    return small ? small_r : large_r;
+}
+
 /* Unit vectors in double, the reference's: x = cos(dec) cos(ra),
  * y = cos(dec) sin(ra), z = sin(dec). One allocation (x owns it). */
 typedef struct pk_unit_vectors {
@@ -232,6 +274,13 @@ uint64_t pk_angcorr_row_slots_avx512_linear(const pk_pair_job *job, size_t i, si
 uint64_t pk_angcorr_row_slots_avx2_linear(const pk_pair_job *job, size_t i, size_t j0, size_t j1, int32_t *out);
 /* The same through the edge table, for any bins. */
 uint64_t pk_angcorr_row_slots_avx2_table(const pk_pair_job *job, size_t i, size_t j0, size_t j1, int32_t *out);
+/* The float64 separations (radians) of row i against columns [j0, j1) into
+ * theta[j1 - j0]: pk_acos of the clamped reference dot product, vectorised
+ * where the CPU allows (cpu_theta.c), the same bits on every path. */
+void pk_angcorr_row_theta(const pk_pair_job *job, size_t i, size_t j0, size_t j1, double *theta);
+/* Its path: 2 AVX-512, 1 AVX2, 0 plain, -1 (the start) chosen from the CPU
+ * at the first call; tests set the others the CPU has. */
+extern int pk_angcorr_row_theta_path;
 
 /* The reference count: slots[n_bins + 2] += every ordered pair (i, j) with
  * i in [i0, i1), j in [0, n_b), through acos in double. */

@@ -421,7 +421,7 @@ static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const d
             if (mean_theta && s >= 1 && s <= n_bins) {
                 double d = pk_angcorr_dot_ref(job->xa[i], job->ya[i], job->za[i], job->xb[j], job->yb[j], job->zb[j]);
                 d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
-                tsum[s] += w * acos(d);
+                tsum[s] += w * pk_acos(d);
             }
         }
     }
@@ -633,6 +633,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
             uint32_t *hist = pk_aligned_alloc(GRID_HIST_COPIES * stride * sizeof(uint32_t));
             size_t *row_j = malloc(2 * GRID_UNIT_ROWS * sizeof(size_t));
             int32_t row_slots[GRID_TILE_COLS + 16];
+            double row_theta[GRID_TILE_COLS]; /* a row's separations, for the mean-separation sums */
             uint64_t *mine = thread_slots + (size_t)tid * n_slots;
             uint64_t visited = 0, n_fp64 = 0, pending = 0; /* pending: pairs in hist since its last flush */
             if (!hist || !row_j) {
@@ -707,18 +708,14 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                         mine[s_]++;
                                         gw[s_] += wi * (w_cols ? w_cols[j] : 1.0);
                                     }
+                                    /* as block_weighted: the separation in float64, the row's at once */
+                                    if (gt) pk_angcorr_row_theta(&job, i, j0, j1, row_theta);
                                     for (size_t j = j0; j < j1 && gt; j++) {
                                         int32_t s_ = row_slots[j - j0];
                                         double w_ = wi * (w_cols ? w_cols[j] : 1.0);
                                         mine[s_]++;
                                         gw[s_] += w_;
-                                        if (s_ >= 1 && s_ <= (int32_t)bins->n_bins) {
-                                            /* as block_weighted: the separation in float64 */
-                                            double d = pk_angcorr_dot_ref(job.xa[i], job.ya[i], job.za[i], job.xb[j],
-                                                                          job.yb[j], job.zb[j]);
-                                            d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
-                                            gt[s_] += w_ * acos(d);
-                                        }
+                                        if (s_ >= 1 && s_ <= (int32_t)bins->n_bins) gt[s_] += w_ * row_theta[j - j0];
                                     }
                                 } else if (weighted_path) {
                                     n_fp64 += block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
@@ -824,7 +821,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                     wslots[s] += w;
                     if (tslots && s >= 1 && s <= (int32_t)bins->n_bins) {
                         d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
-                        tslots[s] += w * acos(d);
+                        tslots[s] += w * pk_acos(d);
                     }
                 }
             }
