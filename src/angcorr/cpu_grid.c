@@ -404,9 +404,19 @@ int pk_angcorr_grid_wanted(int kernel, const pk_bins *bins) {
     return bins->edges[bins->n_bins] < M_PI / 3;
 }
 
-/* The weighted / mean-separation block: rows [i0, i1) against [j0, j1). */
+/* Weighted sums go to GRID_LANES copies of the slots, a pair to copy
+ * (column mod GRID_LANES), so that neighbouring columns in one bin (the
+ * usual case: columns are sorted on the sky) do not wait on each other's
+ * load-add-store through memory; a group's copies are added in a fixed
+ * order when it ends. Every weighted path sends a pair to the same copy,
+ * in the same order, so their sums are the same bit for bit. */
+#define GRID_LANES 4
+
+/* The weighted / mean-separation block: rows [i0, i1) against [j0, j1),
+ * into the lanes (cnt, wsum, tsum: GRID_LANES copies stride apart). */
 static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const double *wb, int mean_theta, int n_bins,
-                               size_t i0, size_t i1, size_t j0, size_t j1, uint64_t *cnt, double *wsum, double *tsum) {
+                               size_t i0, size_t i1, size_t j0, size_t j1, uint64_t *cnt, double *wsum, double *tsum,
+                               size_t stride) {
     uint64_t n_fp64 = 0;
     for (size_t i = i0; i < i1; i++) {
         size_t js = j0;
@@ -416,16 +426,38 @@ static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const d
         for (size_t j = js; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
             double w = wi * (wb ? wb[j] : 1.0);
-            cnt[s]++;
-            wsum[s] += w;
+            size_t at = (j % GRID_LANES) * stride + (size_t)s;
+            cnt[at]++;
+            wsum[at] += w;
             if (mean_theta && s >= 1 && s <= n_bins) {
                 double d = pk_angcorr_dot_ref(job->xa[i], job->ya[i], job->za[i], job->xb[j], job->yb[j], job->zb[j]);
                 d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
-                tsum[s] += w * pk_acos(d);
+                tsum[at] += w * pk_acos(d);
             }
         }
     }
     return n_fp64;
+}
+
+/* A group's lanes added into its slots (gw, gt: the group's; mine: the
+ * thread's counts), in a fixed order, and cleared. */
+static void merge_lanes(uint64_t *lane_c, double *lane_w, double *lane_t, size_t stride, size_t n_slots, uint64_t *mine,
+                        double *gw, double *gt) {
+    for (size_t s = 0; s < n_slots; s++) {
+        uint64_t c = 0;
+        double w = lane_w[s], t = lane_t ? lane_t[s] : 0;
+        for (size_t l = 0; l < GRID_LANES; l++) c += lane_c[l * stride + s];
+        for (size_t l = 1; l < GRID_LANES; l++) {
+            w += lane_w[l * stride + s];
+            if (lane_t) t += lane_t[l * stride + s];
+        }
+        mine[s] += c;
+        gw[s] += w;
+        if (gt) gt[s] += t;
+    }
+    memset(lane_c, 0, GRID_LANES * stride * sizeof(uint64_t));
+    memset(lane_w, 0, GRID_LANES * stride * sizeof(double));
+    if (lane_t) memset(lane_t, 0, GRID_LANES * stride * sizeof(double));
 }
 
 /* Band height for theta_max: GRID_REFINE cells across theta_max, but no
@@ -636,6 +668,16 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
             double row_theta[GRID_TILE_COLS]; /* a row's separations, for the mean-separation sums */
             uint64_t *mine = thread_slots + (size_t)tid * n_slots;
             uint64_t visited = 0, n_fp64 = 0, pending = 0; /* pending: pairs in hist since its last flush */
+            /* the weighted path's lanes (GRID_LANES) */
+            uint64_t *lane_c = weighted_path ? calloc(GRID_LANES * stride, sizeof(uint64_t)) : NULL;
+            double *lane_w = weighted_path ? calloc(GRID_LANES * stride, sizeof(double)) : NULL;
+            double *lane_t = tslots ? calloc(GRID_LANES * stride, sizeof(double)) : NULL;
+            if (weighted_path && (!lane_c || !lane_w || (tslots && !lane_t))) {
+                free(lane_c), free(lane_w), free(lane_t);
+                lane_c = NULL, lane_w = lane_t = NULL;
+                free(row_j);
+                row_j = NULL; /* seen as a failed allocation below */
+            }
             if (!hist || !row_j) {
 #pragma omp atomic write
                 alloc_failed = 1;
@@ -703,23 +745,26 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #endif
                                     double wi = ga.w ? ga.w[i] : 1.0;
                                     const double *w_cols = gbp->w;
+                                    /* as block_weighted: each pair to its column's lane */
                                     for (size_t j = j0; j < j1 && !gt; j++) {
-                                        int32_t s_ = row_slots[j - j0];
-                                        mine[s_]++;
-                                        gw[s_] += wi * (w_cols ? w_cols[j] : 1.0);
+                                        size_t at = (j % GRID_LANES) * stride + (size_t)row_slots[j - j0];
+                                        lane_c[at]++;
+                                        lane_w[at] += wi * (w_cols ? w_cols[j] : 1.0);
                                     }
-                                    /* as block_weighted: the separation in float64, the row's at once */
+                                    /* the separation in float64, the row's at once */
                                     if (gt) pk_angcorr_row_theta(&job, i, j0, j1, row_theta);
                                     for (size_t j = j0; j < j1 && gt; j++) {
                                         int32_t s_ = row_slots[j - j0];
+                                        size_t at = (j % GRID_LANES) * stride + (size_t)s_;
                                         double w_ = wi * (w_cols ? w_cols[j] : 1.0);
-                                        mine[s_]++;
-                                        gw[s_] += w_;
-                                        if (s_ >= 1 && s_ <= (int32_t)bins->n_bins) gt[s_] += w_ * row_theta[j - j0];
+                                        lane_c[at]++;
+                                        lane_w[at] += w_;
+                                        if (s_ >= 1 && s_ <= (int32_t)bins->n_bins)
+                                            lane_t[at] += w_ * row_theta[j - j0];
                                     }
                                 } else if (weighted_path) {
                                     n_fp64 += block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
-                                                             i + 1, j0, j1, mine, gw, gt);
+                                                             i + 1, j0, j1, lane_c, lane_w, lane_t, stride);
                                 }
 #if defined(__x86_64__)
                                 else if (use_log) {
@@ -761,6 +806,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                         done += (double)p * work_scale;
                     }
                 }
+                if (weighted_path) merge_lanes(lane_c, lane_w, lane_t, stride, n_slots, mine, gw, gt);
                 if (progress && pk_progress_add(progress, done, tid == 0)) {
 #pragma omp atomic write
                     cancelled = 1;
@@ -770,6 +816,9 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
             thread_visited[tid] += visited;
             pk_aligned_free(hist);
             free(row_j);
+            free(lane_c);
+            free(lane_w);
+            free(lane_t);
         }
     }
     pk_status result = PK_OK;
