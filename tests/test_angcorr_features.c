@@ -208,6 +208,10 @@ static void compare_weighted(const char *what, const pk_catalog *a, const double
     int ids[8];
     int nk = kernels_to_test(ids);
     pk_prune prunes[2] = {PK_PRUNE_ON, PK_PRUNE_OFF};
+    /* the first CPU kernel's sums, per pruning: every CPU kernel's the same bits */
+    double *first_w[2] = {calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+    double *first_t[2] = {calloc(n, sizeof(double)), calloc(n, sizeof(double))};
+    int have_first[2] = {0, 0};
     for (int k = 0; k < nk; k++) {
         for (int p = 0; p < 2; p++) {
             pk_angcorr_options opts = {PK_BACKEND_AUTO, ids[k]};
@@ -216,6 +220,18 @@ static void compare_weighted(const char *what, const pk_catalog *a, const double
             pk_status st = pk_angcorr_count_ex(&ctx, &opts, a, b, bins, &f, gc, gw, mean_theta ? gt : NULL, &stats);
             CHECK_OK(st, &ctx);
             if (st) continue;
+            if (strncmp(pk_angcorr_kernel_name(ids[k]), "cuda", 4) != 0) {
+                if (!have_first[p]) {
+                    memcpy(first_w[p], gw, n * sizeof(double));
+                    memcpy(first_t[p], gt, n * sizeof(double));
+                    have_first[p] = 1;
+                } else {
+                    CHECK(memcmp(first_w[p], gw, n * sizeof(double)) == 0 &&
+                              (!mean_theta || memcmp(first_t[p], gt, n * sizeof(double)) == 0),
+                          "%s: CPU kernel %s prune %d: sums not the first CPU kernel's bits", what,
+                          pk_angcorr_kernel_name(ids[k]), p == 0);
+                }
+            }
             int bad = 0;
             for (size_t q = 0; q < n && bad < 3; q++) {
                 double m = (double)rc[q] + 2;
@@ -233,6 +249,7 @@ static void compare_weighted(const char *what, const pk_catalog *a, const double
         }
     }
     free(rc), free(gc), free(rw), free(rt), free(gw), free(gt), free(abs_w);
+    free(first_w[0]), free(first_w[1]), free(first_t[0]), free(first_t[1]);
 }
 
 /* The unweighted pruned path forced on, every kernel, against the reference. */
