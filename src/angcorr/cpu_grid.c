@@ -404,19 +404,24 @@ int pk_angcorr_grid_wanted(int kernel, const pk_bins *bins) {
     return bins->edges[bins->n_bins] < M_PI / 3;
 }
 
-/* Weighted sums go to GRID_LANES copies of the slots, a pair to copy
- * (column mod GRID_LANES), so that neighbouring columns in one bin (the
- * usual case: columns are sorted on the sky) do not wait on each other's
- * load-add-store through memory; a group's copies are added in a fixed
- * order when it ends. Every weighted path sends a pair to the same copy,
- * in the same order, so their sums are the same bit for bit. */
+/* With few slots (GRID_LANE_SLOTS at most), weighted sums go to GRID_LANES
+ * copies of the slots, a pair to copy (column mod GRID_LANES), so that
+ * neighbouring columns in one bin (the usual case: columns are sorted on
+ * the sky) do not wait on each other's load-add-store through memory; a
+ * group's copies are added in a fixed order when it ends. With more slots
+ * pairs spread over more bins and four copies would crowd the cache: one
+ * copy, the group's own sums. Every weighted path sends a pair to the same
+ * copy, in the same order, so their sums are the same bit for bit. */
 #define GRID_LANES 4
+#define GRID_LANE_SLOTS 256
 
 /* The weighted / mean-separation block: rows [i0, i1) against [j0, j1),
- * into the lanes (cnt, wsum, tsum: GRID_LANES copies stride apart). */
-static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const double *wb, int mean_theta, int n_bins,
-                               size_t i0, size_t i1, size_t j0, size_t j1, uint64_t *cnt, double *wsum, double *tsum,
-                               size_t stride) {
+ * into the lanes (cnt, wsum, tsum: lane_mask + 1 copies stride apart). */
+static inline __attribute__((always_inline)) uint64_t block_weighted(const pk_pair_job *job, const double *wa,
+                                                                     const double *wb, int mean_theta, int n_bins,
+                                                                     size_t i0, size_t i1, size_t j0, size_t j1,
+                                                                     uint64_t *cnt, double *wsum, double *tsum,
+                                                                     size_t stride, size_t lane_mask) {
     uint64_t n_fp64 = 0;
     for (size_t i = i0; i < i1; i++) {
         size_t js = j0;
@@ -426,7 +431,7 @@ static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const d
         for (size_t j = js; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
             double w = wi * (wb ? wb[j] : 1.0);
-            size_t at = (j % GRID_LANES) * stride + (size_t)s;
+            size_t at = (j & lane_mask) * stride + (size_t)s;
             cnt[at]++;
             wsum[at] += w;
             if (mean_theta && s >= 1 && s <= n_bins) {
@@ -437,6 +442,31 @@ static uint64_t block_weighted(const pk_pair_job *job, const double *wa, const d
         }
     }
     return n_fp64;
+}
+
+/* A row's slots (row_slots[j - j0]) and weights into the lanes, as
+ * block_weighted does (theta NULL: no separations). Inlined with lane_mask
+ * a constant, one copy a case. */
+static inline __attribute__((always_inline)) void add_row_weighted(const int32_t *row_slots, size_t j0, size_t j1,
+                                                                   double wi, const double *w_cols, const double *theta,
+                                                                   int32_t n_bins, uint64_t *cnt, double *wsum,
+                                                                   double *tsum, size_t stride, size_t lane_mask) {
+    if (!theta) {
+        for (size_t j = j0; j < j1; j++) {
+            size_t at = (j & lane_mask) * stride + (size_t)row_slots[j - j0];
+            cnt[at]++;
+            wsum[at] += wi * (w_cols ? w_cols[j] : 1.0);
+        }
+        return;
+    }
+    for (size_t j = j0; j < j1; j++) {
+        int32_t s = row_slots[j - j0];
+        size_t at = (j & lane_mask) * stride + (size_t)s;
+        double w = wi * (w_cols ? w_cols[j] : 1.0);
+        cnt[at]++;
+        wsum[at] += w;
+        if (s >= 1 && s <= n_bins) tsum[at] += w * theta[j - j0];
+    }
 }
 
 /* A group's lanes added into its slots (gw, gt: the group's; mine: the
@@ -668,11 +698,12 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
             double row_theta[GRID_TILE_COLS]; /* a row's separations, for the mean-separation sums */
             uint64_t *mine = thread_slots + (size_t)tid * n_slots;
             uint64_t visited = 0, n_fp64 = 0, pending = 0; /* pending: pairs in hist since its last flush */
-            /* the weighted path's lanes (GRID_LANES) */
-            uint64_t *lane_c = weighted_path ? calloc(GRID_LANES * stride, sizeof(uint64_t)) : NULL;
-            double *lane_w = weighted_path ? calloc(GRID_LANES * stride, sizeof(double)) : NULL;
-            double *lane_t = tslots ? calloc(GRID_LANES * stride, sizeof(double)) : NULL;
-            if (weighted_path && (!lane_c || !lane_w || (tslots && !lane_t))) {
+            /* the weighted path's lanes (GRID_LANES), with few slots */
+            const size_t lane_mask = weighted_path && n_slots <= GRID_LANE_SLOTS ? GRID_LANES - 1 : 0;
+            uint64_t *lane_c = lane_mask ? calloc(GRID_LANES * stride, sizeof(uint64_t)) : NULL;
+            double *lane_w = lane_mask ? calloc(GRID_LANES * stride, sizeof(double)) : NULL;
+            double *lane_t = lane_mask && tslots ? calloc(GRID_LANES * stride, sizeof(double)) : NULL;
+            if (lane_mask && (!lane_c || !lane_w || (tslots && !lane_t))) {
                 free(lane_c), free(lane_w), free(lane_t);
                 lane_c = NULL, lane_w = lane_t = NULL;
                 free(row_j);
@@ -693,6 +724,9 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                 double done = 0;
                 double *gw = weighted_path ? group_w + gi * n_slots : NULL;
                 double *gt = group_t ? group_t + gi * n_slots : NULL;
+                /* where the pairs go: the lanes, or the group's sums (stride unused) */
+                uint64_t *lc = lane_mask ? lane_c : mine;
+                double *lw = lane_mask ? lane_w : gw, *lt = lane_mask ? lane_t : gt;
                 size_t u_end = (gi + 1) * units_per_group < plan.n_units ? (gi + 1) * units_per_group : plan.n_units;
                 for (size_t ui = gi * units_per_group; ui < u_end; ui++) {
                     const pk_grid_unit *u = &plan.units[ui];
@@ -744,27 +778,20 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                                                   : pk_angcorr_row_slots_avx2_table(&job, i, j0, j1, row_slots);
 #endif
                                     double wi = ga.w ? ga.w[i] : 1.0;
-                                    const double *w_cols = gbp->w;
-                                    /* as block_weighted: each pair to its column's lane */
-                                    for (size_t j = j0; j < j1 && !gt; j++) {
-                                        size_t at = (j % GRID_LANES) * stride + (size_t)row_slots[j - j0];
-                                        lane_c[at]++;
-                                        lane_w[at] += wi * (w_cols ? w_cols[j] : 1.0);
-                                    }
                                     /* the separation in float64, the row's at once */
                                     if (gt) pk_angcorr_row_theta(&job, i, j0, j1, row_theta);
-                                    for (size_t j = j0; j < j1 && gt; j++) {
-                                        int32_t s_ = row_slots[j - j0];
-                                        size_t at = (j % GRID_LANES) * stride + (size_t)s_;
-                                        double w_ = wi * (w_cols ? w_cols[j] : 1.0);
-                                        lane_c[at]++;
-                                        lane_w[at] += w_;
-                                        if (s_ >= 1 && s_ <= (int32_t)bins->n_bins)
-                                            lane_t[at] += w_ * row_theta[j - j0];
-                                    }
+                                    if (lane_mask)
+                                        add_row_weighted(row_slots, j0, j1, wi, gbp->w, gt ? row_theta : NULL,
+                                                         (int32_t)bins->n_bins, lc, lw, lt, stride, GRID_LANES - 1);
+                                    else
+                                        add_row_weighted(row_slots, j0, j1, wi, gbp->w, gt ? row_theta : NULL,
+                                                         (int32_t)bins->n_bins, lc, lw, lt, stride, 0);
                                 } else if (weighted_path) {
-                                    n_fp64 += block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
-                                                             i + 1, j0, j1, lane_c, lane_w, lane_t, stride);
+                                    n_fp64 += lane_mask
+                                                  ? block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
+                                                                   i + 1, j0, j1, lc, lw, lt, stride, GRID_LANES - 1)
+                                                  : block_weighted(&job, ga.w, gbp->w, gt != NULL, (int)bins->n_bins, i,
+                                                                   i + 1, j0, j1, lc, lw, lt, stride, 0);
                                 }
 #if defined(__x86_64__)
                                 else if (use_log) {
@@ -806,7 +833,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                         done += (double)p * work_scale;
                     }
                 }
-                if (weighted_path) merge_lanes(lane_c, lane_w, lane_t, stride, n_slots, mine, gw, gt);
+                if (lane_mask) merge_lanes(lane_c, lane_w, lane_t, stride, n_slots, mine, gw, gt);
                 if (progress && pk_progress_add(progress, done, tid == 0)) {
 #pragma omp atomic write
                     cancelled = 1;
