@@ -10,7 +10,9 @@ static inline __attribute__((always_inline)) void row_theta(const pk_pair_job *j
                                                             double *theta) {
     const double xi = job->xa[i], yi = job->ya[i], zi = job->za[i];
     const double *xb = job->xb, *yb = job->yb, *zb = job->zb;
+#if !defined(__clang__) /* clang warns where it cannot honour the request (sanitizer builds) */
 #pragma omp simd
+#endif
     for (size_t j = j0; j < j1; j++) {
         double d = pk_angcorr_dot_ref(xi, yi, zi, xb[j], yb[j], zb[j]);
         d = d > 1.0 ? 1.0 : d;
