@@ -740,6 +740,47 @@ static void acos_fast(check_rng *rng) {
         }
     }
     pk_angcorr_row_theta_path = -1;
+    /* dot products exactly d (a = (1, 0, 0), b = (d, 0, 0)): both ends,
+     * the branch points and their neighbours, and beyond +-1 (clamped) */
+    {
+        const double ds[] = {1.0,
+                             -1.0,
+                             0.5,
+                             -0.5,
+                             0.0,
+                             nextafter(1.0, 0),
+                             nextafter(-1.0, 0),
+                             nextafter(0.5, 0),
+                             nextafter(0.5, 1),
+                             nextafter(-0.5, 0),
+                             nextafter(-0.5, -1),
+                             nextafter(1.0, 2),
+                             nextafter(-1.0, -2),
+                             1.0 + 1e-12,
+                             -1.0 - 1e-12,
+                             1e-300,
+                             -1e-300,
+                             0.999999999,
+                             -0.999999999};
+        enum { N_D = sizeof ds / sizeof ds[0] };
+        double one = 1.0, zero = 0.0, zb[N_D], got[N_D];
+        for (int k = 0; k < N_D; k++) zb[k] = 0.0;
+        pk_pair_job dj;
+        memset(&dj, 0, sizeof dj);
+        dj.xa = &one, dj.ya = &zero, dj.za = &zero, dj.xb = ds, dj.yb = zb, dj.zb = zb;
+        for (int path = 0; path < 3; path++) {
+            if ((path == 2 && !pk_cpu_has_avx512()) || (path == 1 && !pk_cpu_has_avx2_fma())) continue;
+            pk_angcorr_row_theta_path = path;
+            pk_angcorr_row_theta(&dj, 0, 0, N_D, got);
+            for (int k = 0; k < N_D; k++) {
+                double c = ds[k] > 1.0 ? 1.0 : ds[k] < -1.0 ? -1.0 : ds[k];
+                double want = acos(c);
+                CHECK(fabs(got[k] - want) <= nextafter(want, INFINITY) - want && !isnan(got[k]),
+                      "row separations, path %d: dot %.17g gives %.17g, acos %.17g", path, ds[k], got[k], want);
+            }
+        }
+        pk_angcorr_row_theta_path = -1;
+    }
     pk_unit_vectors_free(&va);
     pk_unit_vectors_free(&vb);
     pk_catalog_free(&a);

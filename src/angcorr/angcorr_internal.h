@@ -37,8 +37,8 @@ static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double 
  *   Developed at SunSoft, a Sun Microsystems, Inc. business. Permission
  *   to use, copy, modify, and distribute this software is freely granted,
  *   provided that this notice is preserved.
- * |x| < 0.5: pi/2 - (x + x r(x^2)); x > 0.5: 2 asin(sqrt((1 - x) / 2)),
- * with sqrt's high half split off to keep the last bits; x < -0.5:
+ * |x| < 0.5: pi/2 - (x + x r(x^2)); x >= 0.5: 2 asin(sqrt((1 - x) / 2)),
+ * with sqrt's high half split off to keep the last bits; x <= -0.5:
  * pi - 2 asin(sqrt((1 + x) / 2)). The same operations in the same order on
  * every path (compiled with -ffp-contract=off), so a vectorised loop gives
  * the scalar's bits. */
