@@ -269,6 +269,96 @@ static void test_bad(void) {
     expect_failure(cmd, "--weights abs", "MWA with data weights");
 }
 
+/* --weighting, --robust and --psf: the beam next to the image, written
+ * with it or not at all, its keywords, and its peak at the centre. */
+static void test_weighting_psf(void) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "'%s/data/vis/1133866760.uvfits' --weights abs -o mwa.fits --psf mwa_psf.fits --size 33 --cell 2e-4 "
+             "--weighting briggs --robust 0.5",
+             root);
+    int rc = run(cmd);
+    char *err = slurp(in_dir("err.txt"));
+    CHECK(rc == 0, "briggs image with its beam: rc %d, %s", rc, err ? err : "");
+    CHECK(err && strstr(err, "briggs weighting (robust 0.5)") && strstr(err, "beam:"), "summary: %s", err ? err : "");
+    printf("weighted run: %s", err ? err : "");
+    int drawn = count_files("mwa.png") == 1;
+    CHECK(count_files("mwa_psf.png") == drawn, "the beam's PNG goes with the image's (%d)", drawn);
+    const char *names[2] = {"mwa.fits", "mwa_psf.fits"};
+    for (int which = 0; which < 2; which++) {
+        fitsfile *f;
+        int status = 0;
+        char btype[FLEN_VALUE] = "", weighting[FLEN_VALUE] = "", extname[FLEN_VALUE] = "";
+        double robust = -9, weights = 0;
+        fits_open_file(&f, in_dir(names[which]), READONLY, &status);
+        fits_read_key(f, TSTRING, "BTYPE", btype, NULL, &status);
+        fits_read_key(f, TSTRING, "WEIGHTNG", weighting, NULL, &status);
+        fits_read_key(f, TSTRING, "EXTNAME", extname, NULL, &status);
+        fits_read_key(f, TDOUBLE, "ROBUST", &robust, NULL, &status);
+        fits_read_key(f, TDOUBLE, "WEIGHTS", &weights, NULL, &status);
+        float pix[33 * 33];
+        int anynul;
+        fits_read_img_flt(f, 0, 1, 33 * 33, 0.0f, pix, &anynul, &status);
+        fits_close_file(f, &status);
+        CHECK(status == 0 && strcmp(weighting, "briggs") == 0 && robust == 0.5 && weights > 0,
+              "%s: WEIGHTNG '%s', ROBUST %g, WEIGHTS %g (status %d)", names[which], weighting, robust, weights, status);
+        if (which) {
+            /* the phase centre is FITS pixel (33 - 16, 16) 0-based: column n - 1 - c */
+            float centre = pix[16 * 33 + 16], top = pix[0];
+            for (int p = 0; p < 33 * 33; p++) top = pix[p] > top ? pix[p] : top;
+            CHECK(strcmp(btype, "dirty beam") == 0 && strcmp(extname, "PSF") == 0, "beam keywords: %s, %s", btype,
+                  extname);
+            CHECK(fabs((double)centre - 1.0) < 1e-5 && top == centre, "the beam peaks at 1 at the centre: %.7g, %.7g",
+                  (double)centre, (double)top);
+        } else {
+            CHECK(strcmp(btype, "dirty image") == 0 && strcmp(extname, "REAL") == 0, "image keywords: %s, %s", btype,
+                  extname);
+        }
+    }
+    /* uniform weighting changes the image (and natural is the default) */
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' --weights abs -o nat.fits --size 33 --cell 2e-4 -q",
+             root);
+    CHECK(run(cmd) == 0, "natural image");
+    snprintf(cmd, sizeof cmd,
+             "'%s/data/vis/1133866760.uvfits' --weights abs -o uni.fits --size 33 --cell 2e-4 -q --weighting uniform",
+             root);
+    CHECK(run(cmd) == 0, "uniform image");
+    {
+        fitsfile *f;
+        int status = 0, anynul;
+        float a[33 * 33], b[33 * 33];
+        char wa[FLEN_VALUE] = "", wb[FLEN_VALUE] = "";
+        fits_open_file(&f, in_dir("nat.fits"), READONLY, &status);
+        fits_read_key(f, TSTRING, "WEIGHTNG", wa, NULL, &status);
+        fits_read_img_flt(f, 0, 1, 33 * 33, 0.0f, a, &anynul, &status);
+        fits_close_file(f, &status);
+        fits_open_file(&f, in_dir("uni.fits"), READONLY, &status);
+        fits_read_key(f, TSTRING, "WEIGHTNG", wb, NULL, &status);
+        fits_read_img_flt(f, 0, 1, 33 * 33, 0.0f, b, &anynul, &status);
+        fits_close_file(f, &status);
+        CHECK(status == 0 && strcmp(wa, "natural") == 0 && strcmp(wb, "uniform") == 0, "WEIGHTNG %s, %s", wa, wb);
+        CHECK(memcmp(a, b, sizeof a) != 0, "uniform and natural images differ");
+    }
+    /* bad options and names: refused, nothing written */
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --robust 0", root);
+    expect_failure(cmd, "--robust is the robustness of --weighting briggs", "--robust without briggs");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --weighting robust", root);
+    expect_failure(cmd, "--weighting: 'robust' is not natural, uniform or briggs", "unknown weighting");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --weighting briggs --robust 9",
+             root);
+    expect_failure(cmd, "--robust must lie in [-5, 5]", "robust out of range");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --robust 1x --weighting briggs",
+             root);
+    expect_failure(cmd, "--robust", "robust not a number");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --psf beam.fits.gz", root);
+    expect_failure(cmd, "--psf beam.fits.gz: the image is written as plain FITS", "--psf NAME.gz");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --psf old.fits", root);
+    expect_failure(cmd, "named for two outputs", "image and beam under one name");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --psf nodir/beam.fits", root);
+    expect_failure(cmd, "nodir", "beam in a missing folder");
+    CHECK(count_files("beam") == 0, "no beam written");
+}
+
 /* Ctrl-C during a long CPU run: exit 130, nothing written. */
 static void test_interrupt(void) {
     pk_context ctx;
@@ -303,6 +393,7 @@ int main(void) {
     if (!mkdtemp(dir)) return 1;
     test_good();
     test_bad();
+    test_weighting_psf();
     test_interrupt();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

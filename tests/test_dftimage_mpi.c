@@ -1,4 +1,5 @@
-/* test_dftimage_mpi.c - `mpirun -np K pairkit dftimage` for K = 1, 2, 3:
+/* test_dftimage_mpi.c - `mpirun -np K pairkit dftimage` for K = 1, 2, 3
+ * (Briggs weights from every visibility, the image and its beam):
  * each rank images a share of the visibilities and rank 0 sums the partial
  * images, so the result equals the one-process image up to the order of the
  * float sums: a relative L2 difference within twice the kernel's own error
@@ -57,7 +58,7 @@ int main(void) {
         char args[1024];
         snprintf(args, sizeof args,
                  "dftimage %s/data/vis/1133866760.uvfits --weights abs --size 96 -o one.fits -q --backend cpu "
-                 "--precision %s",
+                 "--precision %s --weighting briggs --robust 0.5 --psf one_psf.fits",
                  cwd, precisions[p]);
         int rc = cli_run(args);
         CHECK(rc == 0, "one process (%s): exit %d", precisions[p], rc);
@@ -65,8 +66,9 @@ int main(void) {
             char cmd[2048];
             snprintf(cmd, sizeof cmd,
                      "cd '%s' && %s -np %d '%s' dftimage %s/data/vis/1133866760.uvfits --weights abs --size 96 "
-                     "-o k%d.fits -q --backend cpu --threads 1 --precision %s > mpi.log 2>&1",
-                     cli_dir, mpirun, k, cli_binary(), cwd, k, precisions[p]);
+                     "-o k%d.fits -q --backend cpu --threads 1 --precision %s --weighting briggs --robust 0.5 "
+                     "--psf k%d_psf.fits > mpi.log 2>&1",
+                     cli_dir, mpirun, k, cli_binary(), cwd, k, precisions[p], k);
             rc = system(cmd);
             CHECK(rc == 0, "np %d (%s): exit status %d", k, precisions[p], rc);
             char one[600], kk[600];
@@ -76,6 +78,11 @@ int main(void) {
             printf("np %d, %s: relative L2 difference from one process %.3g (bound %.0e)\n", k, precisions[p], d,
                    bounds[p]);
             CHECK(d <= bounds[p], "np %d (%s): relative L2 difference %.3g > %.0e", k, precisions[p], d, bounds[p]);
+            snprintf(one, sizeof one, "%s/one_psf.fits", cli_dir);
+            snprintf(kk, sizeof kk, "%s/k%d_psf.fits", cli_dir, k);
+            d = rel_diff(kk, one);
+            CHECK(d <= bounds[p], "np %d (%s): the beams' relative L2 difference %.3g > %.0e", k, precisions[p], d,
+                  bounds[p]);
         }
     }
     /* Rank 1 reads a file that is not there: the job fails, nothing written. */

@@ -4,6 +4,7 @@
 pk_test(test_dftimage_kernels)
 pk_test(test_dftimage_npz)
 pk_test(test_dftimage_uvfits)
+pk_test(test_dftimage_weighting)
 pk_test(test_dftimage_cuda LABELS cuda)
 pk_test(test_dftimage_sky)
 pk_test(test_dftimage_cli)

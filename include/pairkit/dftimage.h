@@ -31,11 +31,12 @@ extern "C" {
 /* ---- visibilities ------------------------------------------------------ */
 
 /* A set of visibilities, one per baseline, time and channel. u, v, w in
- * wavelengths; re, im the visibility times its weight (flagged data are
- * dropped by the readers, never stored). Every value is finite. A pk_vis
- * from pk_vis_alloc or a reader holds its five arrays in one allocation,
- * which pk_vis_free releases; one built by the caller (its own arrays) is
- * the caller's to free, not pk_vis_free's. */
+ * wavelengths; re, im the visibility times its weight, and weight that
+ * weight (flagged data are dropped by the readers, never stored). Every
+ * value is finite. A pk_vis from pk_vis_alloc or a reader holds its six
+ * arrays in one allocation, which pk_vis_free releases; one built by the
+ * caller (its own arrays) is the caller's to free, not pk_vis_free's, and
+ * may leave weight NULL: a weight of 1 for every visibility. */
 typedef struct pk_vis {
     size_t n;
     double *u, *v, *w;
@@ -49,6 +50,9 @@ typedef struct pk_vis {
     size_t n_records;  /* visibilities in the file before flagging */
     size_t n_flagged;  /* of those, dropped as flagged */
     double weight_sum; /* sum of the weights used */
+    double *weight;    /* each visibility's weight (> 0), or NULL: 1 each */
+    int weighting;     /* pk_weighting applied (pk_vis_weighting), NATURAL as read */
+    double robust;     /* its robustness, for BRIGGS */
 } pk_vis;
 
 /* How UVFITS weights are used. DATA: weight as stored, weight <= 0 is
@@ -80,11 +84,34 @@ pk_status pk_vis_write_npz(pk_context *ctx, const char *path, const pk_vis *vis)
  * every machine. sign = +1. */
 pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out);
 
-/* An empty pk_vis with arrays for n visibilities (contents undefined). */
+/* An empty pk_vis with arrays for n visibilities (contents undefined but
+ * for weight, 1 for each). */
 pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out);
 /* Frees what pk_vis_alloc or a reader allocated; NULL and an emptied pk_vis
  * are fine. */
 void pk_vis_free(pk_vis *vis);
+
+/* ---- imaging weights ---------------------------------------------------- */
+
+/* How the visibilities are weighted in the image, as imagers (CASA, WSClean)
+ * do it. NATURAL: each by its own weight (as read). UNIFORM: weight w_k /
+ * W(k), where W(k) is the sum of the weights in visibility k's uv cell, so
+ * that every sampled cell weighs the same. BRIGGS (robust R): w_k / (1 +
+ * W(k) f^2), f^2 = (5 10^-R)^2 / (sum_cells W^2 / sum_k w_k); R = -2 is
+ * close to uniform, R = +2 close to natural. The uv cells are those of the
+ * image, 1 / (n cell) wavelengths a side, with (u, v) and (-u, -v) in one
+ * cell. */
+typedef enum pk_weighting { PK_WEIGHTING_NATURAL = 0, PK_WEIGHTING_UNIFORM, PK_WEIGHTING_BRIGGS } pk_weighting;
+
+pk_status pk_weighting_parse(const char *name, pk_weighting *out);
+const char *pk_weighting_name(pk_weighting weighting);
+
+/* Reweights vis in place for an image of n x n pixels of cell radians:
+ * re, im and weight of each visibility times its factor above, weight_sum
+ * their new sum, weighting and robust recorded. NATURAL changes nothing.
+ * vis->weight must be set; every weight finite and > 0, robust finite.
+ * Errors name the visibility. */
+pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting, double robust, size_t n, double cell);
 
 /* ---- imaging ----------------------------------------------------------- */
 
@@ -118,6 +145,7 @@ typedef struct pk_image {
     double *re, *im;
     int sign; /* the sign used */
     pk_precision precision;
+    int psf; /* 1: a point spread function (pk_dftimage_psf) */
 } pk_image;
 
 typedef struct pk_dftimage_stats {
@@ -148,6 +176,15 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
 pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                           pk_image *out, pk_dftimage_stats *stats);
 void pk_image_free(pk_image *image);
+
+/* The point spread function (dirty beam) of vis on the same grid: the
+ * image of the weights alone (V_k = weight_k, 1 where weight is NULL),
+ * divided by vis->weight_sum, so 1 at the phase centre when weight_sum is
+ * the sum of the weights (a caller imaging a share of the visibilities
+ * keeps the whole set's weight_sum, and the shares' PSFs add up). Real
+ * part only; opts as for pk_dftimage_run (want_imag ignored); out->psf is 1. */
+pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
+                          pk_image *out, pk_dftimage_stats *stats);
 
 /* The float64 reference at arbitrary direction cosines: for each point p,
  * re[p] + i im[p] = sum_k V_k exp(sign 2 pi i (u l_p + v m_p + w n'_p)),

@@ -15,6 +15,7 @@ transform with the w term kept, on the CPU and on a CUDA GPU.
 
     d = pairkit.read_vis("obs.uvfits")                   # or a .npz
     img = pairkit.dft_image(d["u"], d["v"], d["w"], d["vis"], npix=512, cell=2e-5, sign=d["sign"])
+    psf = pairkit.dft_psf(d["u"], d["v"], d["w"], d["weight"], npix=512, cell=2e-5, sign=d["sign"])
 
     addr, chunk_start = pairkit.memsort_generate(1 << 25, seed=7)     # or read_trace("trace/")
     res = pairkit.memsort(addr, chunk_start=chunk_start, workers=16, worker=3)
@@ -28,9 +29,9 @@ library), then by the system's library search.
 """
 from ._core import PairkitError, library_path
 from ._angcorr import DDtheta_mocks, w_theta
-from ._dftimage import dft_image, dft_points, read_vis
+from ._dftimage import dft_image, dft_points, dft_psf, read_vis
 from ._memsort import Memsort, memsort, memsort_generate, memsort_pin, memsort_rows, read_memsort, read_trace
 
-__all__ = ["DDtheta_mocks", "w_theta", "read_vis", "dft_image", "dft_points", "memsort", "Memsort",
+__all__ = ["DDtheta_mocks", "w_theta", "read_vis", "dft_image", "dft_psf", "dft_points", "memsort", "Memsort",
            "memsort_generate", "memsort_pin", "memsort_rows", "read_memsort", "read_trace", "PairkitError",
            "library_path"]

@@ -18,7 +18,8 @@ class _Vis(ctypes.Structure):
                 ("sign", ctypes.c_int), ("has_phase_centre", ctypes.c_int), ("ra0_deg", ctypes.c_double),
                 ("dec0_deg", ctypes.c_double), ("freq_hz", ctypes.c_double), ("object", ctypes.c_char * 72),
                 ("date_obs", ctypes.c_char * 32), ("n_records", ctypes.c_size_t), ("n_flagged", ctypes.c_size_t),
-                ("weight_sum", ctypes.c_double)]
+                ("weight_sum", ctypes.c_double), ("weight", _D), ("weighting", ctypes.c_int),
+                ("robust", ctypes.c_double)]
 
 
 class _Options(ctypes.Structure):
@@ -28,7 +29,7 @@ class _Options(ctypes.Structure):
 
 class _Image(ctypes.Structure):
     _fields_ = [("n", ctypes.c_size_t), ("cell", ctypes.c_double), ("re", _D), ("im", _D), ("sign", ctypes.c_int),
-                ("precision", ctypes.c_int)]
+                ("precision", ctypes.c_int), ("psf", ctypes.c_int)]
 
 
 class _Stats(ctypes.Structure):
@@ -38,6 +39,7 @@ class _Stats(ctypes.Structure):
 
 _WEIGHTS = {"data": 0, "abs": 1, "unit": 2}
 _PRECISION = {"single": 0, "double": 1}
+_WEIGHTING = {"natural": 0, "uniform": 1, "briggs": 2}
 
 
 def _declare(lib):
@@ -48,14 +50,17 @@ def _declare(lib):
     lib.pk_dftimage_run.argtypes = [P(_Context), P(_Options), P(_Vis), ctypes.c_size_t, ctypes.c_double, P(_Image),
                                     P(_Stats)]
     lib.pk_image_free.argtypes = [P(_Image)]
+    lib.pk_dftimage_psf.argtypes = lib.pk_dftimage_run.argtypes
+    lib.pk_vis_weighting.argtypes = [P(_Context), P(_Vis), ctypes.c_int, ctypes.c_double, ctypes.c_size_t,
+                                     ctypes.c_double]
     lib.pk_dftimage_ref_points.argtypes = [P(_Context), P(_Vis), ctypes.c_int, ctypes.c_size_t, _D, _D, _D, _D]
     lib.pk_dftimage_kernel_from_name.argtypes = [ctypes.c_char_p]
     lib.pk_dftimage_kernel_name.argtypes = [ctypes.c_int]
     lib.pk_dftimage_kernel_name.restype = ctypes.c_char_p
     lib.pk_dftimage_kernel_precision.argtypes = [ctypes.c_int]
     lib.pk_cuda_built.argtypes = []
-    for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_ref_points", "pk_dftimage_kernel_from_name",
-                 "pk_dftimage_kernel_precision", "pk_cuda_built"):
+    for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_psf", "pk_vis_weighting", "pk_dftimage_ref_points",
+                 "pk_dftimage_kernel_from_name", "pk_dftimage_kernel_precision", "pk_cuda_built"):
         getattr(lib, name).restype = ctypes.c_int
 
 
@@ -89,7 +94,7 @@ def _sign(sign):
 class _VisArrays:
     """A _Vis over the caller's arrays (checked and kept alive here)."""
 
-    def __init__(self, u, v, w, vis, sign):
+    def __init__(self, u, v, w, vis, sign, weight=None):
         self.u = _finite(_array(u, "u"), "u")
         self.v = _finite(_array(v, "v", self.u.size), "v")
         self.w = _finite(_array(w, "w", self.u.size), "w")
@@ -107,7 +112,33 @@ class _VisArrays:
         self.c.re, self.c.im = _ptr(self.re), _ptr(self.im)
         self.c.sign = _sign(sign)
         self.c.n_records = self.u.size
-        self.c.weight_sum = float(self.u.size)
+        if weight is None:
+            self.weight = np.ones(self.u.size)
+        else:
+            self.weight = _finite(np.array(_array(weight, "weight", self.u.size), dtype=np.float64), "weight")
+            bad = np.flatnonzero(self.weight <= 0)
+            if bad.size:
+                raise PairkitError("weight[%d] is %r: every weight must be > 0" % (bad[0], _plain(self.weight[bad[0]])))
+        self.c.weight = _ptr(self.weight)
+        self.c.weight_sum = float(self.weight.sum()) if weight is not None else float(self.u.size)
+
+    def reweight(self, weighting, robust, npix, cell):
+        """Imaging weights (pk_vis_weighting) on these copies of the arrays."""
+        if weighting not in _WEIGHTING:
+            raise PairkitError("weighting must be natural, uniform or briggs (got %r)" % (weighting,))
+        if isinstance(robust, (bool, str, bytes)) or not isinstance(robust, (int, float, np.integer, np.floating)):
+            raise PairkitError("robust must be a number, got %r" % (_plain(robust),))
+        if robust != 0 and weighting != "briggs":
+            raise PairkitError("robust is the robustness of weighting='briggs'; give that too (or drop robust)")
+        if not -5 <= robust <= 5:
+            raise PairkitError("robust must lie in [-5, 5] (-2: near uniform, 2: near natural), got %r"
+                               % (_plain(robust),))
+        if weighting == "natural":
+            return
+        lib = _load()
+        ctx = new_context(0)
+        _check_dft(lib.pk_vis_weighting(ctypes.byref(ctx), ctypes.byref(self.c), _WEIGHTING[weighting],
+                                        float(robust), npix, cell), ctx)
 
 
 def read_vis(path, weights="data"):
@@ -122,8 +153,9 @@ def read_vis(path, weights="data"):
     not flagged). Returns a dict with "u", "v", "w", "vis" (complex128),
     "sign" (the format's convention: -1 for UVFITS, +1 for .npz; give it
     to dft_image), "phase_centre" ((ra0, dec0) in degrees, or None),
-    "freq_hz", "object", "date_obs", "n_records", "n_flagged" and
-    "weight_sum"."""
+    "freq_hz", "object", "date_obs", "n_records", "n_flagged",
+    "weight" (each visibility's weight; "vis" is the visibility times it)
+    and "weight_sum"."""
     if weights not in _WEIGHTS:
         raise PairkitError("weights must be data, abs or unit (got %r)" % (weights,))
     lib = _load()
@@ -147,6 +179,7 @@ def read_vis(path, weights="data"):
 
         out = {"u": take(vis.u), "v": take(vis.v), "w": take(vis.w)}
         out["vis"] = take(vis.re) + 1j * take(vis.im)
+        out["weight"] = take(vis.weight)
         out["sign"] = vis.sign
         out["phase_centre"] = (vis.ra0_deg, vis.dec0_deg) if vis.has_phase_centre else None
         out["freq_hz"] = vis.freq_hz
@@ -159,7 +192,7 @@ def read_vis(path, weights="data"):
 
 
 def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=False, backend="auto",
-              kernel=None, nthreads=0):
+              kernel=None, nthreads=0, weight=None, weighting="natural", robust=0.0):
     """The exact dirty image, w term kept:
 
         I(l, m) = sum_k vis_k exp(sign 2 pi i (u_k l + v_k m + w_k (sqrt(1 - l^2 - m^2) - 1)))
@@ -177,15 +210,40 @@ def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=
     Nyquist cell) or "double" (near 1e-14). backend:
     "auto" (a CUDA GPU when there is one), "cpu" or "cuda"; kernel: a name
     from `pairkit bench dftimage` to force one (its precision, unless
-    precision says otherwise, which is an error). Ctrl-C stops the call."""
+    precision says otherwise, which is an error). Ctrl-C stops the call.
+
+    weight: each visibility's weight (> 0; vis is the visibility times
+    it, as read_vis gives both), 1 each when None. weighting: "natural"
+    (as given), "uniform" or "briggs" with robust (-2 near uniform, 2 near
+    natural), from the summed weights of the image's uv cells (1 / (npix
+    cell) wavelengths; (u, v) and (-u, -v) share one), as
+    `pairkit dftimage --weighting` does."""
+    return _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nthreads, weight, weighting,
+                  robust, psf=False)
+
+
+def dft_psf(u, v, w, weight=None, npix=700, cell=0.0005, sign=1, precision=None, backend="auto", kernel=None,
+            nthreads=0, weighting="natural", robust=0.0):
+    """The point spread function (dirty beam) on the grid of dft_image: the
+    image of the weights alone, divided by their sum, so 1 at the phase
+    centre; weighting and robust as for dft_image. A float64 array
+    psf[b, a]."""
+    u_arr = _array(u, "u")
+    return _image(u_arr, v, w, np.zeros(u_arr.size), npix, cell, sign, precision, False, backend, kernel, nthreads,
+                  weight, weighting, robust, psf=True)
+
+
+def _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nthreads, weight, weighting, robust,
+           psf):
     lib = _load()
     if precision is not None and precision not in _PRECISION:
         raise PairkitError("precision must be single or double (got %r)" % (precision,))
-    data = _VisArrays(u, v, w, vis, sign)
+    data = _VisArrays(u, v, w, vis, sign, weight)
     npix = _count(npix, "npix", 1, 1 << 20)
     if isinstance(cell, (bool, str, bytes)) or not isinstance(cell, (int, float, np.integer, np.floating)):
         raise PairkitError("cell must be a number of radians, got %r" % (_plain(cell),))
     cell = float(cell)
+    data.reweight(weighting, robust, npix, cell)
     code = 0
     if kernel is not None:
         code = lib.pk_dftimage_kernel_from_name(str(kernel).encode())
@@ -203,8 +261,9 @@ def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=
     image, stats = _Image(), _Stats()
     try:  # the image is freed however the call ends (Ctrl-C included)
         with interruptible(ctx):
-            st = lib.pk_dftimage_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(data.c), npix, cell,
-                                     ctypes.byref(image), ctypes.byref(stats))
+            run = lib.pk_dftimage_psf if psf else lib.pk_dftimage_run
+            st = run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(data.c), npix, cell, ctypes.byref(image),
+                     ctypes.byref(stats))
         _check_dft(st, ctx)
         out = np.ctypeslib.as_array(image.re, (npix, npix)).copy()
         if imag:

@@ -186,3 +186,69 @@ def test_ctrl_c_stops_a_long_image(random_vis):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     # and the next call runs as usual
     assert pairkit.dft_image(u[:10], v[:10], w[:10], vis[:10], npix=4, cell=1e-3).shape == (4, 4)
+
+
+def numpy_weights(u, v, weight, npix, cell, weighting, robust=0.0):
+    """Imaging weights written with numpy: cells of 1 / (npix cell)
+    wavelengths, (u, v) and (-u, -v) in one, summed with np.unique."""
+    x = np.sign(u * npix * cell) * np.floor(np.abs(u * npix * cell) + 0.5)
+    y = np.sign(v * npix * cell) * np.floor(np.abs(v * npix * cell) + 0.5)
+    flip = (y < 0) | ((y == 0) & (x < 0))
+    x, y = np.where(flip, -x, x), np.where(flip, -y, y)
+    _, cell_of, = np.unique(np.stack([x, y], axis=1), axis=0, return_inverse=True)[:2]
+    cell_of = cell_of.ravel()
+    W = np.bincount(cell_of, weights=weight)[cell_of]
+    if weighting == "uniform":
+        return weight / W
+    f2 = (5 * 10.0 ** -robust) ** 2 / ((weight * W).sum() / weight.sum())
+    return weight / (1 + W * f2)
+
+
+@pytest.mark.parametrize("weighting,robust", [("uniform", 0.0), ("briggs", 0.0), ("briggs", -1.0), ("briggs", 1.5)])
+def test_weighting_against_numpy(random_vis, weighting, robust):
+    u, v, w, vis = random_vis
+    u, v = u / 10, v / 10  # several visibilities a cell
+    rng = np.random.default_rng(5)
+    weight = rng.uniform(0.5, 2, u.size)
+    npix, cell = 24, 0.002
+    new = numpy_weights(u, v, weight, npix, cell, weighting, robust)
+    l, m = grid(npix, cell)
+    want = numpy_dft(u, v, w, vis * new / weight, l, m, 1).real.reshape(npix, npix)
+    got = pairkit.dft_image(u, v, w, vis, npix=npix, cell=cell, precision="double", weight=weight,
+                            weighting=weighting, robust=robust)
+    assert rel(got, want) < 1e-12
+    psf = pairkit.dft_psf(u, v, w, weight, npix=npix, cell=cell, precision="double", weighting=weighting,
+                          robust=robust)
+    want_psf = numpy_dft(u, v, w, new, l, m, 1).real.reshape(npix, npix) / new.sum()
+    assert rel(psf, want_psf) < 1e-12
+    assert psf[npix // 2, npix // 2] == pytest.approx(1, abs=1e-12)
+
+
+def test_psf_of_read_vis():
+    d = pairkit.read_vis(MOJAVE)
+    assert d["weight"].size == d["u"].size and np.all(d["weight"] > 0)
+    assert d["weight"].sum() == pytest.approx(d["weight_sum"], rel=1e-12)
+    psf = pairkit.dft_psf(d["u"], d["v"], d["w"], d["weight"], npix=33, cell=2e-10, sign=d["sign"])
+    assert psf[16, 16] == pytest.approx(1, abs=1e-5) and psf.max() == psf[16, 16]
+    uniform = pairkit.dft_psf(d["u"], d["v"], d["w"], d["weight"], npix=33, cell=2e-10, sign=d["sign"],
+                              weighting="uniform")
+    assert (uniform >= 0.5).sum() < (psf >= 0.5).sum()  # a narrower main lobe
+
+
+def test_weighting_errors(random_vis):
+    u, v, w, vis = random_vis
+    with pytest.raises(pairkit.PairkitError, match="natural, uniform or briggs"):
+        pairkit.dft_image(u, v, w, vis, npix=8, weighting="robust")
+    with pytest.raises(pairkit.PairkitError, match="weighting='briggs'"):
+        pairkit.dft_image(u, v, w, vis, npix=8, robust=1)
+    with pytest.raises(pairkit.PairkitError, match=r"\[-5, 5\]"):
+        pairkit.dft_image(u, v, w, vis, npix=8, weighting="briggs", robust=7)
+    bad = np.ones(u.size)
+    bad[3] = 0
+    with pytest.raises(pairkit.PairkitError, match=r"weight\[3\]"):
+        pairkit.dft_psf(u, v, w, bad, npix=8)
+    bad[3] = np.nan
+    with pytest.raises(pairkit.PairkitError, match=r"weight\[3\]"):
+        pairkit.dft_image(u, v, w, vis, npix=8, weight=bad)
+    with pytest.raises(pairkit.PairkitError, match="weight has"):
+        pairkit.dft_image(u, v, w, vis, npix=8, weight=np.ones(3))

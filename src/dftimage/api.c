@@ -130,14 +130,6 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
     return PK_OK;
 }
 
-/* The largest |u|, |v|, |w| imaged, in wavelengths: with |l|, |m|, |n'| <= 1
- * a phase stays below 3 * 2^38 < 2^40 turns, the range over which the
- * kernels' phase reduction (pk_dft_sincos2pi_d) is exact. 2.7e11
- * wavelengths is the longest baseline flown (RadioAstron at 1.3 cm, 3.5e5
- * km); the EHT's reach 8.3e9. Beyond it a float64 phase has lost its
- * fraction of a turn anyway. */
-#define PK_DFT_MAX_UVW 274877906944.0 /* 2^38 */
-
 static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
     if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
     for (size_t k = 0; k < vis->n; k++) {
@@ -281,6 +273,42 @@ void pk_image_free(pk_image *image) {
     memset(image, 0, sizeof *image);
 }
 
+pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
+                          pk_image *out, pk_dftimage_stats *stats) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
+    if (!(vis->weight_sum > 0) || !isfinite(vis->weight_sum))
+        return pk_fail(ctx, PK_ERR_INVALID, "the sum of the weights is %g: the beam cannot be normalised",
+                       vis->weight_sum);
+    if (vis->n > SIZE_MAX / (2 * sizeof(double)))
+        return pk_fail(ctx, PK_ERR_NOMEM, "%zu visibilities do not fit in memory", vis->n);
+    double *mem = malloc(2 * vis->n * sizeof(double));
+    if (!mem) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the beam's %zu visibilities", vis->n);
+    pk_vis beam = *vis;
+    beam.re = mem;
+    beam.im = mem + vis->n;
+    for (size_t k = 0; k < vis->n; k++) {
+        double wk = vis->weight ? vis->weight[k] : 1.0;
+        if (!isfinite(wk)) {
+            free(mem);
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: the weight is not finite (%g)", k, wk);
+        }
+        beam.re[k] = wk;
+        beam.im[k] = 0.0;
+    }
+    pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
+    if (opts) o = *opts;
+    o.want_imag = 0;
+    pk_status st = pk_dftimage_run(ctx, &o, &beam, n, cell, out, stats);
+    free(mem);
+    if (st) return st;
+    double scale = 1.0 / vis->weight_sum;
+    for (size_t p = 0; p < n * n; p++) out->re[p] *= scale;
+    out->psf = 1;
+    return PK_OK;
+}
+
 /* ---- comparison with the reference -------------------------------------- */
 
 static uint64_t splitmix64(uint64_t *s) {
@@ -351,9 +379,9 @@ const char *pk_weights_name(pk_weights weights) {
 pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
-    if (n > SIZE_MAX / (5 * sizeof(double)) - 16)
+    if (n > SIZE_MAX / (6 * sizeof(double)) - 16)
         return pk_fail(ctx, PK_ERR_NOMEM, "%zu visibilities do not fit in memory", n);
-    double *mem = malloc((5 * n + 5) * sizeof(double));
+    double *mem = malloc((6 * n + 6) * sizeof(double));
     if (!mem) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu visibilities", n);
     out->n = n;
     out->u = mem;
@@ -361,6 +389,8 @@ pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out) {
     out->w = mem + 2 * (n + 1);
     out->re = mem + 3 * (n + 1);
     out->im = mem + 4 * (n + 1);
+    out->weight = mem + 5 * (n + 1);
+    for (size_t k = 0; k < n; k++) out->weight[k] = 1.0;
     out->sign = 1;
     return PK_OK;
 }

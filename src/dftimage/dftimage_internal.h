@@ -26,6 +26,14 @@
 
 #define PK_DFT_TWO_PI 6.283185307179586476925286766559
 
+/* The largest |u|, |v|, |w| imaged, in wavelengths: with |l|, |m|, |n'| <= 1
+ * a phase stays below 3 * 2^38 < 2^40 turns, the range over which the
+ * kernels' phase reduction (pk_dft_sincos2pi_d) is exact. 2.7e11
+ * wavelengths is the longest baseline flown (RadioAstron at 1.3 cm, 3.5e5
+ * km); the EHT's reach 8.3e9. Beyond it a float64 phase has lost its
+ * fraction of a turn anyway. */
+#define PK_DFT_MAX_UVW 274877906944.0 /* 2^38 */
+
 /* Direction cosine of pixel index a on an n-pixel axis. */
 static inline double pk_dft_pixel_lm(size_t a, size_t n, double cell) {
     return ((double)a - (double)(n / 2)) * cell;

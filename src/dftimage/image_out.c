@@ -80,13 +80,26 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
     long nvis = vis ? (long)vis->n : 0;
     int sign = image->sign;
     double cell = image->cell;
-    fits_write_key(f, TSTRING, "BTYPE", "dirty image", "sum_k V_k exp(s 2 pi i (u l + v m + w (n-1)))", status);
+    if (image->psf)
+        fits_write_key(f, TSTRING, "BTYPE", "dirty beam", "sum_k w_k exp(s 2 pi i (u l + v m + w (n-1))) / WEIGHTS",
+                       status);
+    else fits_write_key(f, TSTRING, "BTYPE", "dirty image", "sum_k V_k exp(s 2 pi i (u l + v m + w (n-1)))", status);
     fits_write_key(f, TLONG, "NVIS", &nvis, "visibilities summed", status);
     if (vis) {
         double ws = vis->weight_sum;
         fits_write_key(f, TDOUBLE, "WEIGHTS", &ws, "sum of the weights used", status);
-        fits_write_comment(f, "Pixels: the unnormalised sum of the weighted visibilities.", status);
-        fits_write_comment(f, "Divided by WEIGHTS: their weighted mean (Jy/beam for data in Jy).", status);
+        fits_write_key(f, TSTRING, "WEIGHTNG", (void *)pk_weighting_name((pk_weighting)vis->weighting),
+                       "imaging weights: natural, uniform or briggs", status);
+        if (vis->weighting == PK_WEIGHTING_BRIGGS) {
+            double r = vis->robust;
+            fits_write_key(f, TDOUBLE, "ROBUST", &r, "Briggs robustness", status);
+        }
+        if (image->psf) {
+            fits_write_comment(f, "Pixels: the point spread function of the weights, 1 at the phase centre.", status);
+        } else {
+            fits_write_comment(f, "Pixels: the unnormalised sum of the weighted visibilities.", status);
+            fits_write_comment(f, "Divided by WEIGHTS: their weighted mean (Jy/beam for data in Jy).", status);
+        }
     }
     fits_write_key(f, TINT, "DFTSIGN", &sign, "sign s of the transform", status);
     fits_write_key(f, TDOUBLE, "CELLRAD", &cell, "[rad] cell size", status);
@@ -118,7 +131,8 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     fits_create_diskfile(&f, tmp, &status);
     fits_create_img(f, bitpix, 2, naxes, &status);
     write_wcs(f, image, vis, &status);
-    fits_write_key(f, TSTRING, "EXTNAME", "REAL", "real part of the dirty image", &status);
+    fits_write_key(f, TSTRING, "EXTNAME", image->psf ? "PSF" : "REAL",
+                   image->psf ? "point spread function (dirty beam)" : "real part of the dirty image", &status);
     write_plane(f, image, image->re, &status);
     if (with_imag) {
         fits_create_img(f, bitpix, 2, naxes, &status);

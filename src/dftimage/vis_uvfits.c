@@ -438,11 +438,13 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                     /* Unit weight for the Stokes I visibility: the mean of the hands. */
                     out->re[n_out] = sum_re / sum_w;
                     out->im[n_out] = sum_im / sum_w;
+                    out->weight[n_out] = 1.0;
                     out->weight_sum += 1.0;
                 } else {
                     /* Weight sum_w times the weighted mean sum / sum_w. */
                     out->re[n_out] = sum_re;
                     out->im[n_out] = sum_im;
+                    out->weight[n_out] = sum_w;
                     out->weight_sum += sum_w;
                 }
                 n_out++;

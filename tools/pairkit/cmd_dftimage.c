@@ -27,6 +27,10 @@ static void usage(FILE *out) {
             "  --kernel K           a specific kernel (see 'pairkit bench dftimage --list')\n"
             "  --sign S             +1 or -1: overrides the format's sign convention\n"
             "  --weights W          UVFITS weights: data (default; <= 0 flagged), abs, unit\n"
+            "  --weighting M        imaging weights: natural (default), uniform or briggs\n"
+            "  --robust R           Briggs robustness (with --weighting briggs; default 0)\n"
+            "  --psf FILE           also the point spread function (dirty beam) as FITS, 1 at\n"
+            "                       the phase centre, and its PNG (FILE's name with .png)\n"
             "  --imag               also compute and write the imaginary part (extension IMAG)\n"
             "  --check              report the relative L2 error against the float64 reference\n"
             "                       (on a subset of pixels when the job is large)\n"
@@ -47,8 +51,8 @@ static void angle_unit(double extent_rad, const char **name, double *per_rad) {
 
 /* The options that take a value. */
 static const char *const value_options[] = {
-    "-o",       "--output", "--png",     "--size",         "--cell",    "--backend", "--precision",
-    "--kernel", "--sign",   "--weights", "--check-pixels", "--threads", NULL};
+    "-o",     "--output",  "--png",          "--size",    "--cell",      "--backend", "--precision", "--kernel",
+    "--sign", "--weights", "--check-pixels", "--threads", "--weighting", "--robust",  "--psf",       NULL};
 
 int cmd_dftimage(int argc, char **argv) {
     const char *cmd = "dftimage";
@@ -60,6 +64,10 @@ int cmd_dftimage(int argc, char **argv) {
     pk_weights weights = PK_WEIGHTS_DATA;
     const char *precision_given = NULL;
     int weights_given = 0;
+    pk_weighting weighting = PK_WEIGHTING_NATURAL;
+    double robust = 0.0;
+    int robust_given = 0;
+    const char *psf_path = NULL;
     pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
     pk_context ctx;
     pk_context_init(&ctx);
@@ -105,6 +113,19 @@ int cmd_dftimage(int argc, char **argv) {
                 weights_given = 1;
                 if (pk_weights_parse(v, &weights))
                     return cli_usage_error(cmd, "--weights: '%s' is not data, abs or unit", v);
+            } else if (strcmp(a, "--weighting") == 0) {
+                if (pk_weighting_parse(v, &weighting))
+                    return cli_usage_error(cmd, "--weighting: '%s' is not natural, uniform or briggs", v);
+            } else if (strcmp(a, "--robust") == 0) {
+                if (cli_parse_double(cmd, a, v, &robust)) return 2;
+                if (!(robust >= -5 && robust <= 5))
+                    return cli_usage_error(cmd,
+                                           "--robust must lie in [-5, 5] (-2: near uniform, 2: near natural), "
+                                           "got '%s'",
+                                           v);
+                robust_given = 1;
+            } else if (strcmp(a, "--psf") == 0) {
+                psf_path = v;
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;
                 check_pixels_given = 1;
@@ -119,14 +140,19 @@ int cmd_dftimage(int argc, char **argv) {
         }
     }
     if (!vis_path) return cli_usage_error(cmd, "expected a visibility file (.npz or UVFITS)");
+    if (robust_given && weighting != PK_WEIGHTING_BRIGGS)
+        return cli_usage_error(cmd, "--robust is the robustness of --weighting briggs; add that (or drop --robust)");
     if (check_pixels_given && !do_check)
         return cli_usage_error(cmd, "--check-pixels sets how many pixels --check compares; add --check");
-    size_t out_len = strlen(out_path);
-    if (out_len >= 3 && strcasecmp(out_path + out_len - 3, ".gz") == 0)
-        return cli_usage_error(cmd,
-                               "-o %s: the image is written as plain FITS; give a name without .gz (and gzip "
-                               "the file afterwards if it should be compressed)",
-                               out_path);
+    const char *fits_names[2] = {out_path, psf_path};
+    for (int f = 0; f < 2; f++) {
+        size_t len = fits_names[f] ? strlen(fits_names[f]) : 0;
+        if (len >= 3 && strcasecmp(fits_names[f] + len - 3, ".gz") == 0)
+            return cli_usage_error(cmd,
+                                   "%s %s: the image is written as plain FITS; give a name without .gz (and gzip "
+                                   "the file afterwards if it should be compressed)",
+                                   f ? "--psf" : "-o", fits_names[f]);
+    }
     /* the outputs' final names, the default PNG's included, checked before
      * the work; no output may replace the visibility file */
     cli_input(vis_path);
@@ -135,13 +161,19 @@ int cmd_dftimage(int argc, char **argv) {
     int want_png = cli_want_png(cmd, png_path, cli_mpi_rank() == 0); /* the same on every rank */
     if (want_png && !png_path) png_path = png_default = cli_sibling_into(out_path, ".png", png_buf, sizeof png_buf);
     if (!want_png) png_path = NULL;
+    /* the beam's PNG goes with the image's: left out by --png none, or where PLplot cannot draw the default one */
+    char psf_png_buf[4200];
+    const char *psf_png =
+        psf_path && want_png ? cli_sibling_into(psf_path, ".png", psf_png_buf, sizeof psf_png_buf) : NULL;
     const cli_named outputs[] = {
         {out_path, "-o (the FITS image, default image.fits)"},
         {png_path, png_default
                        ? "the PNG preview (by default the -o name with .png; --png names it, --png none leaves it out)"
                        : "--png"},
+        {psf_path, "--psf"},
+        {psf_png, "the beam's PNG (the --psf name with .png; --png none leaves it out)"},
     };
-    int names_bad = cli_check_names(cmd, outputs, 2);
+    int names_bad = cli_check_names(cmd, outputs, 4);
     if (!cli_mpi_all_ok(!names_bad)) return names_bad == 3 ? 1 : 2; /* every rank stops, or none */
     if (precision_given && opts.kernel && pk_dftimage_kernel_precision(opts.kernel) != opts.precision)
         return cli_usage_error(cmd, "--kernel %s computes in %s precision, --precision says %s: give one of the two",
@@ -167,10 +199,21 @@ int cmd_dftimage(int argc, char **argv) {
         return cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)",
                                vis_path);
     }
-    pk_image image;
+    /* imaging weights from every visibility, before any share is taken */
+    if (st == PK_OK && weighting != PK_WEIGHTING_NATURAL) {
+        st = pk_vis_weighting(&ctx, &vis, weighting, robust, size, cell);
+        if (st) {
+            char rest[PK_MESSAGE_MAX];
+            snprintf(rest, sizeof rest, "%s", ctx.message);
+            snprintf(ctx.message, sizeof ctx.message, "%.200s: %.300s", vis_path, rest);
+        }
+    }
+    pk_image image, psf;
     memset(&image, 0, sizeof image);
-    pk_dftimage_stats stats;
+    memset(&psf, 0, sizeof psf);
+    pk_dftimage_stats stats, psf_stats;
     memset(&stats, 0, sizeof stats);
+    memset(&psf_stats, 0, sizeof psf_stats);
     if (st == PK_OK) {
         pk_vis part = vis;
         size_t v0 = 0; /* the first visibility of this rank's share */
@@ -178,12 +221,18 @@ int cmd_dftimage(int argc, char **argv) {
             size_t v1 = vis.n * (size_t)(rank + 1) / (size_t)n_ranks;
             v0 = vis.n * (size_t)rank / (size_t)n_ranks;
             part.u += v0, part.v += v0, part.w += v0, part.re += v0, part.im += v0;
+            if (part.weight) part.weight += v0; /* weight_sum stays the whole set's: the beams' shares add up */
             part.n = v1 - v0;
             if (opts.sign == 0) opts.sign = vis.sign;
         }
         cli_progress_attach(&ctx, "dftimage", quiet || rank != 0);
         st = pk_dftimage_run(&ctx, &opts, &part, size, cell, &image, &stats);
         cli_progress_done(&ctx);
+        if (st == PK_OK && psf_path) {
+            cli_progress_attach(&ctx, "dftimage psf", quiet || rank != 0);
+            st = pk_dftimage_psf(&ctx, &opts, &part, size, cell, &psf, &psf_stats);
+            cli_progress_done(&ctx);
+        }
         size_t k_local;
         int used = 0;
         if (st && sscanf(ctx.message, "visibility %zu%n", &k_local, &used) == 1 && used > 0) {
@@ -197,6 +246,7 @@ int cmd_dftimage(int argc, char **argv) {
     int rc_mine = st ? cli_error(cmd, st, &ctx) : 0;
     if (!cli_mpi_all_ok(st == PK_OK)) {
         pk_image_free(&image);
+        pk_image_free(&psf);
         pk_vis_free(&vis);
         /* one exit code for the job: the failing rank's (the highest) */
         return n_ranks > 1 ? (int)cli_mpi_max((double)rc_mine) : rc_mine;
@@ -204,12 +254,16 @@ int cmd_dftimage(int argc, char **argv) {
     if (n_ranks > 1) {
         int failed = cli_mpi_sum_double(image.re, size * size);
         if (image.im) failed |= cli_mpi_sum_double(image.im, size * size);
+        if (psf.re) failed |= cli_mpi_sum_double(psf.re, size * size);
         stats.seconds = cli_mpi_max(stats.seconds);
         stats.kernel_ms = cli_mpi_max(stats.kernel_ms);
+        psf_stats.seconds = cli_mpi_max(psf_stats.seconds);
+        psf_stats.kernel_ms = cli_mpi_max(psf_stats.kernel_ms);
         stats.terms = (double)vis.n * (double)size * (double)size;
         if (rank != 0 || failed) {
             if (failed) fprintf(stderr, "pairkit %s: summing the ranks' images failed\n", cmd);
             pk_image_free(&image);
+            pk_image_free(&psf);
             pk_vis_free(&vis);
             return failed;
         }
@@ -225,6 +279,7 @@ int cmd_dftimage(int argc, char **argv) {
     cli_progress_done(&ctx);
     if (st) {
         int rc = cli_error(cmd, st, &ctx);
+        pk_image_free(&psf);
         pk_vis_free(&vis);
         return rc;
     }
@@ -234,33 +289,50 @@ int cmd_dftimage(int argc, char **argv) {
     cli_outputs outs = {0};
     const char *s_out = cli_stage(cmd, &outs, out_path);
     const char *s_png = s_out && want_png ? cli_stage(cmd, &outs, png_path) : NULL;
-    if (!s_out || (want_png && !s_png)) rc = 1;
+    const char *s_psf = s_out && psf_path ? cli_stage(cmd, &outs, psf_path) : NULL;
+    const char *s_psf_png = s_psf && psf_png ? cli_stage(cmd, &outs, psf_png) : NULL;
+    if (!s_out || (want_png && !s_png) || (psf_path && !s_psf) || (psf_png && !s_psf_png)) rc = 1;
     if (!rc && (st = pk_image_write_fits(&ctx, s_out, &image, &vis, opts.want_imag)) != PK_OK)
         rc = cli_output_error(cmd, st, &ctx, &outs);
-    if (!rc && want_png) {
+    if (!rc && psf_path && (st = pk_image_write_fits(&ctx, s_psf, &psf, &vis, 0)) != PK_OK)
+        rc = cli_output_error(cmd, st, &ctx, &outs);
+    char weighting_text[48] = "";
+    if (vis.weighting == PK_WEIGHTING_BRIGGS) snprintf(weighting_text, sizeof weighting_text, ", briggs %g", robust);
+    else if (vis.weighting == PK_WEIGHTING_UNIFORM) snprintf(weighting_text, sizeof weighting_text, ", uniform");
+    for (int which = 0; which < 2 && !rc && want_png; which++) {
+        const pk_image *im = which ? &psf : &image;
+        if (which && !psf_path) break;
         double extent = (double)size * cell;
         const char *unit;
         double per_rad;
         angle_unit(extent, &unit, &per_rad);
-        char title[160], xlabel[64], ylabel[64];
-        snprintf(title, sizeof title, "%s%sdirty image, %zu visibilit%s, s = %+d", vis.object,
-                 vis.object[0] ? ": " : "", vis.n, vis.n == 1 ? "y" : "ies", image.sign);
+        char title[200], xlabel[64], ylabel[64];
+        snprintf(title, sizeof title, "%s%s%s, %zu visibilit%s, s = %+d%s", vis.object, vis.object[0] ? ": " : "",
+                 which ? "dirty beam" : "dirty image", vis.n, vis.n == 1 ? "y" : "ies", im->sign, weighting_text);
         snprintf(xlabel, sizeof xlabel, "l (east) [%s]", unit);
         snprintf(ylabel, sizeof ylabel, "m (north) [%s]", unit);
         double c = (double)(size / 2);
-        cli_image plot = {title,         xlabel, ylabel, image.re, size, -c * cell * per_rad, -c * cell * per_rad,
+        cli_image plot = {title,         xlabel, ylabel, im->re, size, -c * cell * per_rad, -c * cell * per_rad,
                           cell * per_rad};
-        if (cli_image_png(cmd, s_png, png_path, &plot)) rc = 1;
+        if (cli_image_png(cmd, which ? s_psf_png : s_png, which ? psf_png : png_path, &plot)) rc = 1;
     }
     if (!rc) rc = cli_commit(cmd, &outs);
     else cli_discard(&outs);
     if (!rc && !quiet) {
         double secs = stats.kernel_ms > 0 ? stats.kernel_ms * 1e-3 : stats.seconds;
-        fprintf(stderr, "%zu visibilities (%zu of %zu records flagged), %zu x %zu pixels, sign %+d\n", vis.n,
-                vis.n_flagged, vis.n_records, size, size, image.sign);
+        char robust_text[40] = "";
+        if (vis.weighting == PK_WEIGHTING_BRIGGS) snprintf(robust_text, sizeof robust_text, " (robust %g)", robust);
+        fprintf(stderr, "%zu visibilities (%zu of %zu records flagged), %zu x %zu pixels, sign %+d, %s weighting%s\n",
+                vis.n, vis.n_flagged, vis.n_records, size, size, image.sign,
+                pk_weighting_name((pk_weighting)vis.weighting), robust_text);
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
                 secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path, png_path ? ", " : "",
                 png_path ? png_path : "");
+        if (psf_path) {
+            double psecs = psf_stats.kernel_ms > 0 ? psf_stats.kernel_ms * 1e-3 : psf_stats.seconds;
+            fprintf(stderr, "beam: %.3f s%s; wrote %s%s%s\n", psecs, psf_stats.kernel_ms > 0 ? " of device time" : "",
+                    psf_path, psf_png ? ", " : "", psf_png ? psf_png : "");
+        }
         if (n_ranks > 1)
             fprintf(stderr, "%d ranks: %.3f s of rank 0 in MPI collectives (reductions and waiting for the others)\n",
                     n_ranks, cli_mpi_comm_seconds());
@@ -271,6 +343,7 @@ int cmd_dftimage(int argc, char **argv) {
         printf("%.6g\n", rel_l2);
     }
     pk_image_free(&image);
+    pk_image_free(&psf);
     pk_vis_free(&vis);
     return rc;
 }

@@ -1,0 +1,170 @@
+/* weighting.c - imaging weights: natural, uniform and Briggs (robust),
+ * from the summed weights of the image's uv cells.
+ *
+ * A visibility's cell is (round(u n d), round(v n d)) for an image of n
+ * pixels of d radians (cells of 1 / (n d) wavelengths), folded so that
+ * (u, v) and (-u, -v) share one: the image is the real part of the sum,
+ * which is the sum over both. The DFT has no grid edge, so every cell
+ * counts, however far out; the cells are kept in a hash table that grows
+ * with the number of distinct cells.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dftimage_internal.h"
+
+static const char *const weighting_names[] = {"natural", "uniform", "briggs"};
+
+pk_status pk_weighting_parse(const char *name, pk_weighting *out) {
+    for (int k = 0; k < 3; k++)
+        if (name && strcmp(name, weighting_names[k]) == 0) {
+            *out = (pk_weighting)k;
+            return PK_OK;
+        }
+    return PK_ERR_INVALID;
+}
+
+const char *pk_weighting_name(pk_weighting weighting) {
+    return (unsigned)weighting < 3 ? weighting_names[weighting] : "unknown";
+}
+
+typedef struct cell_slot {
+    int64_t x, y; /* the folded cell; y == INT64_MIN: empty */
+    double sum;   /* its summed weights, then its factor */
+} cell_slot;
+
+typedef struct cell_table {
+    cell_slot *slot;
+    size_t mask, used;
+} cell_table;
+
+static uint64_t cell_hash(int64_t x, int64_t y) {
+    uint64_t z = (uint64_t)x * 0x9E3779B97F4A7C15ull ^ ((uint64_t)y + 0x632BE59BD9B4E019ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int table_init(cell_table *t, size_t capacity) {
+    t->slot = malloc(capacity * sizeof *t->slot);
+    if (!t->slot) return 1;
+    for (size_t i = 0; i < capacity; i++) t->slot[i].y = INT64_MIN;
+    t->mask = capacity - 1;
+    t->used = 0;
+    return 0;
+}
+
+/* The slot of cell (x, y), or the empty slot where it would go. */
+static cell_slot *table_probe(const cell_table *t, int64_t x, int64_t y) {
+    size_t j = (size_t)cell_hash(x, y) & t->mask;
+    while (t->slot[j].y != INT64_MIN && (t->slot[j].x != x || t->slot[j].y != y)) j = (j + 1) & t->mask;
+    return &t->slot[j];
+}
+
+/* Doubles the table; 1 when memory runs out (the table is left as it was). */
+static int table_grow(cell_table *t) {
+    cell_table bigger;
+    if ((t->mask + 1) > SIZE_MAX / (2 * sizeof(cell_slot)) || table_init(&bigger, 2 * (t->mask + 1))) return 1;
+    for (size_t i = 0; i <= t->mask; i++)
+        if (t->slot[i].y != INT64_MIN) *table_probe(&bigger, t->slot[i].x, t->slot[i].y) = t->slot[i];
+    bigger.used = t->used;
+    free(t->slot);
+    *t = bigger;
+    return 0;
+}
+
+/* The slot of cell (x, y), added (sum 0) if new; NULL when growing fails. */
+static cell_slot *table_add(cell_table *t, int64_t x, int64_t y) {
+    cell_slot *s = table_probe(t, x, y);
+    if (s->y != INT64_MIN) return s;
+    if (2 * (t->used + 1) > t->mask + 1) { /* keep the load at most 1/2 */
+        if (table_grow(t)) return NULL;
+        s = table_probe(t, x, y);
+    }
+    *s = (cell_slot){x, y, 0.0};
+    t->used++;
+    return s;
+}
+
+/* Visibility k's folded cell. |u|, |v| <= 2^38 and n d < 2^20 (checked
+ * by the caller), so the indices fit in 64 bits. llround rounds
+ * halves away from zero, so -u lands in the cell of u negated. */
+static void vis_cell(const pk_vis *vis, size_t k, double per_cell, int64_t *x, int64_t *y) {
+    int64_t a = (int64_t)llround(vis->u[k] * per_cell), b = (int64_t)llround(vis->v[k] * per_cell);
+    if (b < 0 || (b == 0 && a < 0)) a = -a, b = -b;
+    *x = a, *y = b;
+}
+
+pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting, double robust, size_t n, double cell) {
+    pk_clear(ctx);
+    if ((unsigned)weighting > PK_WEIGHTING_BRIGGS)
+        return pk_fail(ctx, PK_ERR_INVALID, "unknown weighting %d", (int)weighting);
+    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to weight");
+    if (weighting == PK_WEIGHTING_NATURAL) {
+        vis->weighting = PK_WEIGHTING_NATURAL;
+        return PK_OK;
+    }
+    if (!vis->weight)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s weighting needs each visibility's weight (weight is NULL)",
+                       pk_weighting_name(weighting));
+    if (weighting == PK_WEIGHTING_BRIGGS && !isfinite(robust))
+        return pk_fail(ctx, PK_ERR_INVALID, "the robustness of Briggs weighting must be finite, got %g", robust);
+    if (n == 0 || !(cell > 0) || !((double)n * cell < 1048576.0)) /* the image checks the sky itself */
+        return pk_fail(ctx, PK_ERR_INVALID, "weighting for %zu pixels of %g rad: not an image", n, cell);
+    for (size_t k = 0; k < vis->n; k++) {
+        if (!(fabs(vis->u[k]) <= PK_DFT_MAX_UVW) || !(fabs(vis->v[k]) <= PK_DFT_MAX_UVW))
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v = (%g, %g) wavelengths; at most 2^38 (%.3g)", k,
+                           vis->u[k], vis->v[k], PK_DFT_MAX_UVW);
+        if (!(vis->weight[k] > 0) || !isfinite(vis->weight[k]))
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: weight %g; %s weighting needs weights > 0", k,
+                           vis->weight[k], pk_weighting_name(weighting));
+    }
+    const double per_cell = (double)n * cell; /* cells per wavelength */
+    cell_table t;
+    if (table_init(&t, 1024)) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells");
+    double total = 0.0;
+    for (size_t k = 0; k < vis->n; k++) {
+        int64_t x, y;
+        vis_cell(vis, k, per_cell, &x, &y);
+        cell_slot *s = table_add(&t, x, y);
+        if (!s) {
+            free(t.slot);
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells (%zu so far)", t.used);
+        }
+        s->sum += vis->weight[k];
+        total += vis->weight[k];
+    }
+    /* each cell's factor in place of its sum */
+    if (weighting == PK_WEIGHTING_UNIFORM) {
+        for (size_t i = 0; i <= t.mask; i++)
+            if (t.slot[i].y != INT64_MIN) t.slot[i].sum = 1.0 / t.slot[i].sum;
+    } else {
+        double sum_sq = 0.0;
+        for (size_t i = 0; i <= t.mask; i++)
+            if (t.slot[i].y != INT64_MIN) sum_sq += t.slot[i].sum * t.slot[i].sum;
+        double root = 5.0 * pow(10.0, -robust);
+        double f2 = root * root / (sum_sq / total);
+        for (size_t i = 0; i <= t.mask; i++)
+            if (t.slot[i].y != INT64_MIN) t.slot[i].sum = 1.0 / (1.0 + t.slot[i].sum * f2);
+    }
+    double new_sum = 0.0;
+    for (size_t k = 0; k < vis->n; k++) {
+        int64_t x, y;
+        vis_cell(vis, k, per_cell, &x, &y);
+        double f = table_probe(&t, x, y)->sum; /* every cell is there */
+        vis->re[k] *= f;
+        vis->im[k] *= f;
+        vis->weight[k] *= f;
+        new_sum += vis->weight[k];
+    }
+    free(t.slot);
+    if (!(new_sum > 0) || !isfinite(new_sum))
+        return pk_fail(ctx, PK_ERR_INVALID, "%s weighting left a weight sum of %g", pk_weighting_name(weighting),
+                       new_sum);
+    vis->weight_sum = new_sum;
+    vis->weighting = weighting;
+    vis->robust = weighting == PK_WEIGHTING_BRIGGS ? robust : 0.0;
+    return PK_OK;
+}

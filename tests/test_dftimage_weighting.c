@@ -1,0 +1,387 @@
+/* test_dftimage_weighting.c - imaging weights and the point spread function.
+ *
+ * pk_vis_weighting against a reference written here another way (the
+ * visibilities sorted by their folded uv cell and summed group by group,
+ * where the library hashes): every cell's uniform weights sum to 1, Briggs
+ * weights follow the formula with f^2 from sum_k w_k W(k) (= the sum of
+ * the cells' squared weights), the robust limits approach natural and
+ * uniform, (u, v) and (-u, -v) share a cell (halves included), enough
+ * distinct cells to grow the table many times, and bad arguments.
+ * pk_dftimage_psf against the float64 reference on the weights, every
+ * CPU kernel, random data, and the MWA file: 1 at the phase centre, and
+ * uniform weighting's main lobe narrower than natural's. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "pairkit/dftimage.h"
+
+static double normal(check_rng *r) {
+    double a = check_uniform(r) + 1e-300, b = check_uniform(r);
+    return sqrt(-2.0 * log(a)) * cos(2.0 * M_PI * b);
+}
+
+static void random_vis(check_rng *r, size_t n, double uv_sigma, pk_vis *vis) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    CHECK_OK(pk_vis_alloc(&ctx, n, vis), &ctx);
+    vis->weight_sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        vis->u[k] = uv_sigma * normal(r);
+        vis->v[k] = uv_sigma * normal(r);
+        vis->w[k] = 0.1 * uv_sigma * normal(r);
+        vis->weight[k] = 0.25 + 2.0 * check_uniform(r);
+        vis->re[k] = vis->weight[k] * normal(r);
+        vis->im[k] = vis->weight[k] * normal(r);
+        vis->weight_sum += vis->weight[k];
+    }
+    vis->sign = 1;
+}
+
+static pk_vis copy_vis(const pk_vis *a) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis b;
+    CHECK_OK(pk_vis_alloc(&ctx, a->n, &b), &ctx);
+    memcpy(b.u, a->u, a->n * sizeof(double));
+    memcpy(b.v, a->v, a->n * sizeof(double));
+    memcpy(b.w, a->w, a->n * sizeof(double));
+    memcpy(b.re, a->re, a->n * sizeof(double));
+    memcpy(b.im, a->im, a->n * sizeof(double));
+    memcpy(b.weight, a->weight, a->n * sizeof(double));
+    b.weight_sum = a->weight_sum;
+    b.sign = a->sign;
+    return b;
+}
+
+/* ---- the reference: sort by cell ------------------------------------------ */
+
+typedef struct cell_ref {
+    long long x, y;
+    size_t k;
+} cell_ref;
+
+static int cell_cmp(const void *pa, const void *pb) {
+    const cell_ref *a = pa, *b = pb;
+    if (a->x != b->x) return a->x < b->x ? -1 : 1;
+    if (a->y != b->y) return a->y < b->y ? -1 : 1;
+    return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/* Half away from zero, written out. */
+static long long round_half_away(double x) {
+    return x >= 0 ? (long long)floor(x + 0.5) : -(long long)floor(-x + 0.5);
+}
+
+/* W[k]: the summed weights of visibility k's cell (both signs of (u, v)). */
+static void cell_sums(const pk_vis *vis, size_t n, double cell, double *W) {
+    cell_ref *c = malloc(vis->n * sizeof *c);
+    for (size_t k = 0; k < vis->n; k++) {
+        long long x = round_half_away(vis->u[k] * (double)n * cell);
+        long long y = round_half_away(vis->v[k] * (double)n * cell);
+        if (y < 0 || (y == 0 && x < 0)) x = -x, y = -y;
+        c[k] = (cell_ref){x, y, k};
+    }
+    qsort(c, vis->n, sizeof *c, cell_cmp);
+    for (size_t a = 0; a < vis->n;) {
+        size_t b = a;
+        double s = 0;
+        while (b < vis->n && c[b].x == c[a].x && c[b].y == c[a].y) s += vis->weight[c[b++].k];
+        for (size_t j = a; j < b; j++) W[c[j].k] = s;
+        a = b;
+    }
+    free(c);
+}
+
+static size_t distinct_cells(const pk_vis *vis, size_t n, double cell) {
+    double *W = malloc(vis->n * sizeof(double));
+    cell_sums(vis, n, cell, W);
+    double cells = 0;
+    for (size_t k = 0; k < vis->n; k++) cells += vis->weight[k] / W[k];
+    free(W);
+    return (size_t)llround(cells);
+}
+
+/* The library's weighting of a copy of vis against the formula. */
+static void check_weighting(const pk_vis *vis, pk_weighting mode, double robust, size_t n, double cell,
+                            const char *what) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis out = copy_vis(vis);
+    pk_status st = pk_vis_weighting(&ctx, &out, mode, robust, n, cell);
+    CHECK_OK(st, &ctx);
+    double *W = malloc(vis->n * sizeof(double));
+    cell_sums(vis, n, cell, W);
+    double total = 0, sum_wW = 0;
+    for (size_t k = 0; k < vis->n; k++) total += vis->weight[k], sum_wW += vis->weight[k] * W[k];
+    double f2 = 25.0 * pow(10.0, -2.0 * robust) / (sum_wW / total);
+    double worst = 0, new_sum = 0;
+    for (size_t k = 0; k < vis->n && st == PK_OK; k++) {
+        double factor = mode == PK_WEIGHTING_NATURAL   ? 1.0
+                        : mode == PK_WEIGHTING_UNIFORM ? 1.0 / W[k]
+                                                       : 1.0 / (1.0 + W[k] * f2);
+        double want = vis->weight[k] * factor;
+        double e = fabs(out.weight[k] - want) / want;
+        e = fmax(e, fabs(out.re[k] - vis->re[k] * factor) / (fabs(vis->re[k] * factor) + 1e-300));
+        e = fmax(e, fabs(out.im[k] - vis->im[k] * factor) / (fabs(vis->im[k] * factor) + 1e-300));
+        if (e > worst) worst = e;
+        new_sum += want;
+    }
+    if (st == PK_OK) {
+        CHECK(worst < 1e-12, "%s: weights off the formula by %.3g (relative)", what, worst);
+        CHECK(fabs(out.weight_sum - new_sum) <= 1e-12 * new_sum, "%s: weight_sum %.17g, want %.17g", what,
+              out.weight_sum, new_sum);
+        CHECK(out.weighting == (int)mode, "%s: weighting recorded %d", what, out.weighting);
+        CHECK(out.robust == (mode == PK_WEIGHTING_BRIGGS ? robust : 0.0), "%s: robust recorded %g", what, out.robust);
+        if (mode == PK_WEIGHTING_UNIFORM) /* every sampled cell weighs 1 in all */
+            CHECK(fabs(out.weight_sum - (double)distinct_cells(vis, n, cell)) < 1e-9 * out.weight_sum,
+                  "%s: uniform weights sum to %.17g over %zu cells", what, out.weight_sum,
+                  distinct_cells(vis, n, cell));
+    }
+    free(W);
+    pk_vis_free(&out);
+}
+
+/* Spread of new_weight / old_weight after weighting, max / min. */
+static double factor_spread(const pk_vis *vis, pk_weighting mode, double robust, size_t n, double cell,
+                            const double *relative_to) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis out = copy_vis(vis);
+    CHECK_OK(pk_vis_weighting(&ctx, &out, mode, robust, n, cell), &ctx);
+    double lo = INFINITY, hi = 0;
+    for (size_t k = 0; k < vis->n; k++) {
+        double f = out.weight[k] / (relative_to ? relative_to[k] : vis->weight[k]);
+        lo = fmin(lo, f), hi = fmax(hi, f);
+    }
+    pk_vis_free(&out);
+    return hi / lo;
+}
+
+static double rel_l2(const double *a, const double *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t p = 0; p < n; p++) num += (a[p] - b[p]) * (a[p] - b[p]), den += b[p] * b[p];
+    return sqrt(num / den);
+}
+
+/* The PSF of vis from every CPU kernel against the reference on the weights. */
+static void check_psf(const pk_vis *vis, size_t n, double cell, const char *what) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    size_t np = n * n;
+    double *l = malloc(np * sizeof(double)), *m = malloc(np * sizeof(double)), *ref = malloc(np * sizeof(double));
+    for (size_t p = 0; p < np; p++) {
+        l[p] = ((double)(p % n) - (double)(n / 2)) * cell;
+        m[p] = ((double)(p / n) - (double)(n / 2)) * cell;
+    }
+    pk_vis beam = *vis;
+    beam.re = malloc(vis->n * sizeof(double));
+    beam.im = malloc(vis->n * sizeof(double));
+    for (size_t k = 0; k < vis->n; k++) beam.re[k] = vis->weight ? vis->weight[k] : 1.0, beam.im[k] = 0;
+    CHECK_OK(pk_dftimage_ref_points(&ctx, &beam, vis->sign, np, l, m, ref, NULL), &ctx);
+    for (size_t p = 0; p < np; p++) ref[p] /= vis->weight_sum;
+    const int kernels[] = {PK_DFTIMAGE_KERNEL_CPU_F64, PK_DFTIMAGE_KERNEL_CPU_SCALAR, PK_DFTIMAGE_KERNEL_CPU_AVX2,
+                           PK_DFTIMAGE_KERNEL_CPU_AVX512};
+    for (size_t ki = 0; ki < 4; ki++) {
+        if (!pk_dftimage_kernel_available(kernels[ki])) continue;
+        pk_dftimage_options o = {PK_BACKEND_CPU, kernels[ki], PK_PRECISION_SINGLE, 0, 1};
+        pk_image psf;
+        pk_status st = pk_dftimage_psf(&ctx, &o, vis, n, cell, &psf, NULL);
+        CHECK_OK(st, &ctx);
+        if (st) continue;
+        int f64 = kernels[ki] == PK_DFTIMAGE_KERNEL_CPU_F64;
+        double err = rel_l2(psf.re, ref, np), limit = f64 ? 1e-12 : 3e-6;
+        CHECK(err <= limit, "%s: PSF from %s: rel L2 %.3g > %.3g", what, pk_dftimage_kernel_name(kernels[ki]), err,
+              limit);
+        double centre = psf.re[(n / 2) * n + n / 2];
+        CHECK(fabs(centre - 1.0) <= (f64 ? 1e-12 : 1e-5), "%s: PSF from %s is %.17g at the centre", what,
+              pk_dftimage_kernel_name(kernels[ki]), centre);
+        CHECK(psf.psf == 1 && psf.im == NULL, "%s: a real PSF, marked as one", what);
+        pk_image_free(&psf);
+    }
+    free(beam.re);
+    free(beam.im);
+    free(l);
+    free(m);
+    free(ref);
+}
+
+/* Pixels of the PSF at or above half its peak, the main lobe's area. */
+static size_t half_power_pixels(const pk_image *psf) {
+    size_t count = 0;
+    for (size_t p = 0; p < psf->n * psf->n; p++) count += psf->re[p] >= 0.5;
+    return count;
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(20261130);
+    printf("seed %llu\n", rng.s);
+    pk_context ctx;
+    pk_context_init(&ctx);
+
+    /* names */
+    pk_weighting wm;
+    CHECK(pk_weighting_parse("briggs", &wm) == PK_OK && wm == PK_WEIGHTING_BRIGGS, "parse briggs");
+    CHECK(pk_weighting_parse("uniform", &wm) == PK_OK && wm == PK_WEIGHTING_UNIFORM, "parse uniform");
+    CHECK(pk_weighting_parse("Natural", &wm) != PK_OK, "names are lower case");
+    CHECK(strcmp(pk_weighting_name(PK_WEIGHTING_NATURAL), "natural") == 0, "name natural");
+
+    /* dense (many visibilities a cell) and sparse random sets */
+    const double sigmas[] = {20.0, 300.0};
+    for (int si = 0; si < 2; si++) {
+        pk_vis vis;
+        random_vis(&rng, 3000, sigmas[si], &vis);
+        /* conjugate twins and exact half-cell ties: (u, v) and (-u, -v) share a cell */
+        for (size_t k = 0; k < 200; k++) {
+            vis.u[2 * k + 1] = -vis.u[2 * k];
+            vis.v[2 * k + 1] = -vis.v[2 * k];
+        }
+        double per_cell = 64 * 0.002;
+        vis.u[500] = 0.5 / per_cell, vis.v[500] = 0;
+        vis.u[501] = -0.5 / per_cell, vis.v[501] = 0;
+        vis.u[502] = 3.5 / per_cell, vis.v[502] = -2.5 / per_cell;
+        vis.u[503] = -3.5 / per_cell, vis.v[503] = 2.5 / per_cell;
+        char what[64];
+        snprintf(what, sizeof what, "sigma %g uniform", sigmas[si]);
+        check_weighting(&vis, PK_WEIGHTING_UNIFORM, 0, 64, 0.002, what);
+        const double robusts[] = {-2, -0.5, 0, 0.5, 2};
+        for (int r = 0; r < 5; r++) {
+            snprintf(what, sizeof what, "sigma %g briggs %g", sigmas[si], robusts[r]);
+            check_weighting(&vis, PK_WEIGHTING_BRIGGS, robusts[r], 64, 0.002, what);
+        }
+        /* the twins' factors are equal */
+        pk_vis out = copy_vis(&vis);
+        CHECK_OK(pk_vis_weighting(&ctx, &out, PK_WEIGHTING_UNIFORM, 0, 64, 0.002), &ctx);
+        int twins_ok = 1;
+        for (size_t k = 0; k < 200; k++)
+            twins_ok &= fabs(out.weight[2 * k] / vis.weight[2 * k] - out.weight[2 * k + 1] / vis.weight[2 * k + 1]) <=
+                        1e-15 * out.weight[2 * k] / vis.weight[2 * k];
+        for (size_t k = 500; k < 504; k += 2)
+            twins_ok &= fabs(out.weight[k] / vis.weight[k] - out.weight[k + 1] / vis.weight[k + 1]) <=
+                        1e-15 * out.weight[k] / vis.weight[k];
+        CHECK(twins_ok, "sigma %g: conjugate visibilities share their cell", sigmas[si]);
+        pk_vis_free(&out);
+        /* natural changes nothing, not a bit */
+        out = copy_vis(&vis);
+        CHECK_OK(pk_vis_weighting(&ctx, &out, PK_WEIGHTING_NATURAL, 0, 64, 0.002), &ctx);
+        CHECK(memcmp(out.weight, vis.weight, vis.n * sizeof(double)) == 0 &&
+                  memcmp(out.re, vis.re, vis.n * sizeof(double)) == 0 && out.weight_sum == vis.weight_sum,
+              "natural weighting leaves the visibilities as they are");
+        pk_vis_free(&out);
+        /* robust limits: +5 is natural within 0.1%, -5 uniform within 1e-5 */
+        double *uni = malloc(vis.n * sizeof(double));
+        out = copy_vis(&vis);
+        CHECK_OK(pk_vis_weighting(&ctx, &out, PK_WEIGHTING_UNIFORM, 0, 64, 0.002), &ctx);
+        memcpy(uni, out.weight, vis.n * sizeof(double));
+        pk_vis_free(&out);
+        double nat_spread = factor_spread(&vis, PK_WEIGHTING_BRIGGS, 5, 64, 0.002, NULL);
+        double uni_spread = factor_spread(&vis, PK_WEIGHTING_BRIGGS, -5, 64, 0.002, uni);
+        CHECK(nat_spread < 1.001, "sigma %g: robust 5 scales weights by factors spread %.6g (natural: 1)", sigmas[si],
+              nat_spread);
+        CHECK(uni_spread < 1.00001, "sigma %g: robust -5 against uniform: factors spread %.8g", sigmas[si], uni_spread);
+        CHECK(factor_spread(&vis, PK_WEIGHTING_UNIFORM, 0, 64, 0.002, NULL) > (si == 0 ? 10.0 : 1.5),
+              "sigma %g: uniform weighting changes the weights", sigmas[si]);
+        free(uni);
+        check_psf(&vis, 33, 0.002, si ? "random sparse" : "random dense");
+        out = copy_vis(&vis);
+        CHECK_OK(pk_vis_weighting(&ctx, &out, PK_WEIGHTING_BRIGGS, 0.5, 33, 0.002), &ctx);
+        check_psf(&out, 33, 0.002, si ? "random sparse, briggs 0.5" : "random dense, briggs 0.5");
+        pk_vis_free(&out);
+        pk_vis_free(&vis);
+    }
+
+    /* many distinct cells: the table grows from 1024 slots many times */
+    {
+        pk_vis vis;
+        random_vis(&rng, 200000, 3e4, &vis);
+        size_t cells = distinct_cells(&vis, 700, 0.0005);
+        printf("%zu visibilities in %zu cells\n", vis.n, cells);
+        CHECK(cells > 100000, "a set of many cells (%zu)", cells);
+        check_weighting(&vis, PK_WEIGHTING_UNIFORM, 0, 700, 0.0005, "200k uniform");
+        check_weighting(&vis, PK_WEIGHTING_BRIGGS, 1, 700, 0.0005, "200k briggs 1");
+        pk_vis_free(&vis);
+    }
+
+    /* a caller's visibilities without weights: the PSF takes 1 each */
+    {
+        pk_vis vis;
+        random_vis(&rng, 500, 100, &vis);
+        pk_vis bare = vis;
+        bare.weight = NULL;
+        bare.weight_sum = (double)vis.n;
+        check_psf(&bare, 17, 0.001, "no weights");
+        pk_status st = pk_vis_weighting(&ctx, &bare, PK_WEIGHTING_UNIFORM, 0, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "weight is NULL"), "uniform without weights: %s",
+              ctx.message);
+        /* bad arguments, each naming what is wrong, nothing changed */
+        pk_vis bad = copy_vis(&vis);
+        bad.weight[7] = 0;
+        st = pk_vis_weighting(&ctx, &bad, PK_WEIGHTING_BRIGGS, 0, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "visibility 7") && strstr(ctx.message, "> 0"),
+              "a zero weight: %s", ctx.message);
+        CHECK(memcmp(bad.re, vis.re, vis.n * sizeof(double)) == 0, "nothing reweighted after an error");
+        bad.weight[7] = (double)NAN;
+        st = pk_vis_weighting(&ctx, &bad, PK_WEIGHTING_UNIFORM, 0, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "visibility 7"), "a NaN weight: %s", ctx.message);
+        bad.weight[7] = -1;
+        st = pk_vis_weighting(&ctx, &bad, PK_WEIGHTING_UNIFORM, 0, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "visibility 7"), "a negative weight: %s", ctx.message);
+        bad.weight[7] = 1;
+        bad.u[9] = 1e12;
+        st = pk_vis_weighting(&ctx, &bad, PK_WEIGHTING_UNIFORM, 0, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "visibility 9"), "u beyond 2^38: %s", ctx.message);
+        bad.u[9] = 1;
+        st = pk_vis_weighting(&ctx, &bad, PK_WEIGHTING_BRIGGS, (double)NAN, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "robustness"), "a NaN robustness: %s", ctx.message);
+        st = pk_vis_weighting(&ctx, &bad, PK_WEIGHTING_UNIFORM, 0, 0, 0.001);
+        CHECK(st == PK_ERR_INVALID, "no pixels: %s", ctx.message);
+        st = pk_vis_weighting(&ctx, &bad, (pk_weighting)7, 0, 17, 0.001);
+        CHECK(st == PK_ERR_INVALID, "an unknown weighting: %s", ctx.message);
+        bad.weight_sum = 0;
+        pk_image psf;
+        st = pk_dftimage_psf(&ctx, NULL, &bad, 17, 0.001, &psf, NULL);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "normalised") && psf.re == NULL,
+              "a PSF with no weight sum: %s", ctx.message);
+        pk_vis_free(&bad);
+        pk_vis_free(&vis);
+    }
+
+    /* the MWA file: the beam is 1 at the centre, and uniform weighting
+     * narrows its main lobe (the core of the array is dense) */
+    {
+        pk_vis vis;
+        pk_status st = pk_vis_read(&ctx, "data/vis/1133866760.uvfits", PK_WEIGHTS_ABS, &vis);
+        CHECK_OK(st, &ctx);
+        if (st == PK_OK) {
+            size_t n = 65;
+            double cell = 2e-4; /* the longest baselines, 1475 wavelengths, resolve 7e-4 rad */
+            pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+            pk_image nat, uni, bri;
+            CHECK_OK(pk_dftimage_psf(&ctx, &o, &vis, n, cell, &nat, NULL), &ctx);
+            pk_vis u = copy_vis(&vis), b = copy_vis(&vis);
+            u.sign = b.sign = vis.sign;
+            CHECK_OK(pk_vis_weighting(&ctx, &u, PK_WEIGHTING_UNIFORM, 0, n, cell), &ctx);
+            CHECK_OK(pk_vis_weighting(&ctx, &b, PK_WEIGHTING_BRIGGS, 0, n, cell), &ctx);
+            CHECK_OK(pk_dftimage_psf(&ctx, &o, &u, n, cell, &uni, NULL), &ctx);
+            CHECK_OK(pk_dftimage_psf(&ctx, &o, &b, n, cell, &bri, NULL), &ctx);
+            size_t c = (n / 2) * n + n / 2;
+            CHECK(fabs(nat.re[c] - 1) < 1e-5 && fabs(uni.re[c] - 1) < 1e-5 && fabs(bri.re[c] - 1) < 1e-5,
+                  "MWA beams at the centre: %.9g %.9g %.9g", nat.re[c], uni.re[c], bri.re[c]);
+            size_t a_nat = half_power_pixels(&nat), a_uni = half_power_pixels(&uni), a_bri = half_power_pixels(&bri);
+            printf("MWA main lobe (pixels >= 0.5): natural %zu, briggs 0 %zu, uniform %zu\n", a_nat, a_bri, a_uni);
+            CHECK(a_uni < a_bri && a_bri < a_nat, "main lobes: uniform %zu < briggs 0 %zu < natural %zu", a_uni, a_bri,
+                  a_nat);
+            check_psf(&u, 21, 0.004, "MWA uniform");
+            pk_image_free(&nat);
+            pk_image_free(&uni);
+            pk_image_free(&bri);
+            pk_vis_free(&u);
+            pk_vis_free(&b);
+            pk_vis_free(&vis);
+        }
+    }
+    return check_finish("test_dftimage_weighting");
+}
