@@ -5,8 +5,9 @@
  * pixels of d radians (cells of 1 / (n d) wavelengths), folded so that
  * (u, v) and (-u, -v) share one: the image is the real part of the sum,
  * which is the sum over both. The DFT has no grid edge, so every cell
- * counts, however far out; the cells are kept in a hash table that grows
- * with the number of distinct cells.
+ * counts, however far out; the cells' sums are kept in a dense grid over
+ * their extent when that is small, else in a hash table that grows with
+ * the number of distinct cells.
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,6 +30,10 @@ pk_status pk_weighting_parse(const char *name, pk_weighting *out) {
 const char *pk_weighting_name(pk_weighting weighting) {
     return (unsigned)weighting < 3 ? weighting_names[weighting] : "unknown";
 }
+
+/* Cells in a dense grid of sums when their extent has at most this many
+ * (64 MiB); else a hash table. */
+#define DENSE_CELLS (1ull << 23)
 
 typedef struct cell_slot {
     int64_t x, y; /* the folded cell; y == INT64_MIN: empty */
@@ -88,11 +93,19 @@ static cell_slot *table_add(cell_table *t, int64_t x, int64_t y) {
     return s;
 }
 
+/* x rounded to an integer, halves away from zero (llround without the
+ * library call): |x| < 2^62 here, and x - trunc(x) is exact. */
+static inline int64_t round_half_away(double x) {
+    int64_t i = (int64_t)x;
+    double frac = x - (double)i;
+    return i + (frac >= 0.5) - (frac <= -0.5);
+}
+
 /* Visibility k's folded cell. |u|, |v| <= 2^38 and n d < 2^20 (checked
- * by the caller), so the indices fit in 64 bits. llround rounds
- * halves away from zero, so -u lands in the cell of u negated. */
-static void vis_cell(const pk_vis *vis, size_t k, double per_cell, int64_t *x, int64_t *y) {
-    int64_t a = (int64_t)llround(vis->u[k] * per_cell), b = (int64_t)llround(vis->v[k] * per_cell);
+ * by the caller), so the indices fit in 64 bits. Halves round away from
+ * zero, so -u lands in the cell of u negated. */
+static inline void vis_cell(const pk_vis *vis, size_t k, double per_cell, int64_t *x, int64_t *y) {
+    int64_t a = round_half_away(vis->u[k] * per_cell), b = round_half_away(vis->v[k] * per_cell);
     if (b < 0 || (b == 0 && a < 0)) a = -a, b = -b;
     *x = a, *y = b;
 }
@@ -122,47 +135,83 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
                            vis->weight[k], pk_weighting_name(weighting));
     }
     const double per_cell = (double)n * cell; /* cells per wavelength */
-    cell_table t;
-    if (table_init(&t, 1024)) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells");
+    /* The cells' extent: a dense grid of their sums where it is small (an
+     * image's own uv plane and a little more: every visibility inside the
+     * image's Nyquist limit lies within n x n / 2 cells), else the hash
+     * table. Both sum each cell's weights in visibility order. */
+    int64_t x_lo = INT64_MAX, x_hi = INT64_MIN, y_hi = 0;
+    for (size_t k = 0; k < vis->n; k++) {
+        int64_t x, y;
+        vis_cell(vis, k, per_cell, &x, &y);
+        x_lo = x < x_lo ? x : x_lo, x_hi = x > x_hi ? x : x_hi, y_hi = y > y_hi ? y : y_hi;
+    }
+    const uint64_t width = (uint64_t)(x_hi - x_lo) + 1, height = (uint64_t)y_hi + 1;
+    double *grid = NULL;
+    cell_table t = {NULL, 0, 0};
+    double *factor = malloc(vis->n * sizeof(double));
+    if (!factor) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu weighting factors", vis->n);
+    if (width <= DENSE_CELLS && height <= DENSE_CELLS / width) {
+        grid = calloc(width * height, sizeof(double));
+        if (!grid) {
+            free(factor);
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %llu uv cells", (unsigned long long)(width * height));
+        }
+    } else if (table_init(&t, 1024)) {
+        free(factor);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells");
+    }
     double total = 0.0;
     for (size_t k = 0; k < vis->n; k++) {
         int64_t x, y;
         vis_cell(vis, k, per_cell, &x, &y);
-        cell_slot *s = table_add(&t, x, y);
-        if (!s) {
-            free(t.slot);
-            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells (%zu so far)", t.used);
+        double *sum;
+        if (grid) {
+            sum = &grid[(uint64_t)y * width + (uint64_t)(x - x_lo)];
+        } else {
+            cell_slot *c = table_add(&t, x, y);
+            if (!c) {
+                free(t.slot);
+                free(factor);
+                return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells (%zu so far)", t.used);
+            }
+            sum = &c->sum;
         }
-        s->sum += vis->weight[k];
+        *sum += vis->weight[k];
         total += vis->weight[k];
     }
-    /* each cell's factor in place of its sum */
-    if (weighting == PK_WEIGHTING_UNIFORM) {
-        for (size_t i = 0; i <= t.mask; i++)
-            if (t.slot[i].y != INT64_MIN) t.slot[i].sum = 1.0 / t.slot[i].sum;
-    } else {
-        double sum_sq = 0.0;
-        for (size_t i = 0; i <= t.mask; i++)
-            if (t.slot[i].y != INT64_MIN) sum_sq += t.slot[i].sum * t.slot[i].sum;
-        double root = 5.0 * pow(10.0, -robust);
-        double f2 = root * root / (sum_sq / total);
-        for (size_t i = 0; i <= t.mask; i++)
-            if (t.slot[i].y != INT64_MIN) t.slot[i].sum = 1.0 / (1.0 + t.slot[i].sum * f2);
-    }
-    double new_sum = 0.0;
+    /* Briggs' f^2 needs sum_cells W^2 / sum_k w_k; sum_cells W^2 is taken
+     * as sum_k w_k W(k), the same in visibility order whichever store */
     for (size_t k = 0; k < vis->n; k++) {
         int64_t x, y;
         vis_cell(vis, k, per_cell, &x, &y);
-        double f = table_probe(&t, x, y)->sum; /* every cell is there */
-        vis->re[k] *= f;
-        vis->im[k] *= f;
-        vis->weight[k] *= f;
-        new_sum += vis->weight[k];
+        factor[k] = grid ? grid[(uint64_t)y * width + (uint64_t)(x - x_lo)] : table_probe(&t, x, y)->sum;
     }
+    free(grid);
     free(t.slot);
-    if (!(new_sum > 0) || !isfinite(new_sum))
-        return pk_fail(ctx, PK_ERR_INVALID, "%s weighting left a weight sum of %g", pk_weighting_name(weighting),
+    double f2 = 0.0;
+    if (weighting == PK_WEIGHTING_BRIGGS) {
+        double sum_sq = 0.0;
+        for (size_t k = 0; k < vis->n; k++) sum_sq += vis->weight[k] * factor[k];
+        double root = 5.0 * pow(10.0, -robust);
+        f2 = root * root / (sum_sq / total);
+    }
+    double new_sum = 0.0;
+    for (size_t k = 0; k < vis->n; k++) {
+        double W = factor[k];
+        factor[k] = weighting == PK_WEIGHTING_UNIFORM ? 1.0 / W : 1.0 / (1.0 + W * f2);
+        new_sum += vis->weight[k] * factor[k];
+    }
+    if (!(new_sum > 0) || !isfinite(new_sum)) { /* weights near the ends of the double range */
+        free(factor);
+        return pk_fail(ctx, PK_ERR_INVALID, "%s weighting would leave a weight sum of %g", pk_weighting_name(weighting),
                        new_sum);
+    }
+    for (size_t k = 0; k < vis->n; k++) {
+        vis->re[k] *= factor[k];
+        vis->im[k] *= factor[k];
+        vis->weight[k] *= factor[k];
+    }
+    free(factor);
     vis->weight_sum = new_sum;
     vis->weighting = weighting;
     vis->robust = weighting == PK_WEIGHTING_BRIGGS ? robust : 0.0;
