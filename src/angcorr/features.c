@@ -716,26 +716,28 @@ static void feature_batch_set(feature_batch *fb, size_t m, size_t i, const pk_ca
 }
 
 /* The m jobs of a batch counted: grids and plans built (on n_threads
- * threads), the batch on the device, the counts finished. The jobs the
- * device took come first on return, *ready of them (sel reordered with
- * them), each then to be checked; the others (pruning would not pay,
- * nothing weighted: PK_ERR_UNSUPPORTED) are left uncounted. *refused: the
- * device took none (its shared memory too small for the table, nothing
- * weighted). Every job's grids are freed. */
+ * threads), the batch on the device, the counts finished, each then to be
+ * checked. The jobs are weighted or pruned with --prune on, whose grids
+ * are always built (never PK_ERR_UNSUPPORTED), and gpu_feature_counts has
+ * checked that the table fits the kernel: a job or a batch refused anyway
+ * is an internal error, not a silent fallback. Every job's grids are
+ * freed. */
 static pk_status feature_batch_count(pk_context *ctx, feature_batch *fb, size_t m, int n_threads, const pk_bins *bins,
-                                     const pk_edge_table *table, pk_prune prune, int mean_theta, pk_progress *progress,
-                                     size_t *ready, int *refused) {
+                                     const pk_edge_table *table, pk_prune prune, int mean_theta,
+                                     pk_progress *progress) {
     pk_feature_job *jobs = fb->jobs;
     pk_status *jst = fb->jst, st = PK_OK;
     const int weighted = fb->wslots != NULL;
-    *ready = 0;
-    *refused = 0;
     /* the grids and plans on the threads (their errors, out of memory or a
      * grid that could not be sized, told again below with ctx) */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads) if (m > 1 && n_threads > 1)
     for (size_t k = 0; k < m; k++) jst[k] = pk_feature_job_prepare(NULL, &jobs[k], bins, table, prune, weighted);
     for (size_t k = 0; k < m && st == PK_OK; k++) {
-        if (jst[k] == PK_OK || jst[k] == PK_ERR_UNSUPPORTED) continue;
+        if (jst[k] == PK_OK) continue;
+        if (jst[k] == PK_ERR_UNSUPPORTED) {
+            st = pk_fail(ctx, PK_ERR_INTERNAL, "a weighted or pruned count of a GPU batch was not gridded");
+            break;
+        }
         pk_status again = pk_feature_job_prepare(ctx, &jobs[k], bins, table, prune, weighted);
         if (again == PK_OK) {
             pk_feature_job_free(&jobs[k]);
@@ -743,34 +745,18 @@ static pk_status feature_batch_count(pk_context *ctx, feature_batch *fb, size_t 
         }
         st = again;
     }
-    size_t n_ready = 0;
-    for (size_t k = 0; k < m; k++)
-        if (jst[k] == PK_OK) {
-            if (n_ready != k) {
-                pk_feature_job tj = jobs[n_ready];
-                jobs[n_ready] = jobs[k], jobs[k] = tj;
-                size_t ts = fb->sel[n_ready];
-                fb->sel[n_ready] = fb->sel[k], fb->sel[k] = ts;
-                pk_status tst = jst[n_ready];
-                jst[n_ready] = jst[k], jst[k] = tst;
-            }
-            n_ready++;
-        }
-    if (st == PK_OK && n_ready > 0) {
+    if (st == PK_OK) {
         pk_clear(ctx);
-        st = pk_angcorr_cuda_feature_batch(ctx, jobs, n_ready, bins, table, weighted, mean_theta, progress);
-        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) {
-            *refused = 1;
-            st = PK_OK;
-            n_ready = 0;
-        } else if (st == PK_OK) {
-#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads) if (n_ready > 1 && n_threads > 1)
-            for (size_t k = 0; k < n_ready; k++) pk_feature_job_finish(&jobs[k], bins, table);
+        st = pk_angcorr_cuda_feature_batch(ctx, jobs, m, bins, table, weighted, mean_theta, progress);
+        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0])
+            st = pk_fail(ctx, PK_ERR_INTERNAL, "the device refused a batch of weighted or pruned counts");
+        else if (st == PK_OK) {
+#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads) if (m > 1 && n_threads > 1)
+            for (size_t k = 0; k < m; k++) pk_feature_job_finish(&jobs[k], bins, table);
         }
     }
     for (size_t k = 0; k < m; k++)
         if (jst[k] == PK_OK) pk_feature_job_free(&jobs[k]);
-    if (st == PK_OK) *ready = n_ready;
     return st;
 }
 
@@ -779,9 +765,8 @@ static pk_status feature_batch_count(pk_context *ctx, feature_batch *fb, size_t 
  * CPU's threads build each count's grids and visit plan, the device counts
  * the whole batch from one upload (pk_angcorr_cuda_feature_batch), the
  * threads finish the counts (skipped pairs, self-pairs), then each is
- * checked and stored as a count of its own would be. Counts the device
- * refuses without a message (the table too large for its shared memory,
- * nothing weighted) are left to the caller's loop. */
+ * checked and stored as a count of its own would be. A table too large
+ * for the kernel's shared memory leaves every count to the caller's loop. */
 static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const pk_catalog *data,
                                     const pk_catalog *random, const pk_angcorr_run_options *ro, patch_cat *dp,
                                     patch_cat *rp, const pk_bins *bins, const pk_edge_table *table,
@@ -841,19 +826,15 @@ static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const p
             break;
         }
         double t0 = pk_now();
-        size_t ready = 0;
-        int refused = 0;
-        st = feature_batch_count(ctx, &fb, m, n_threads, bins, table, ro->prune, mean_theta, &progress, &ready,
-                                 &refused);
-        if (refused) break; /* the device takes none of these: all to the caller's loop */
+        st = feature_batch_count(ctx, &fb, m, n_threads, bins, table, ro->prune, mean_theta, &progress);
         double seconds = pk_now() - t0;
-        for (size_t k = 0; k < ready && st == PK_OK; k++) {
+        for (size_t k = 0; k < m && st == PK_OK; k++) {
             const pk_feature_job *job = &fb.jobs[k];
             const count_task *t = &tasks[fb.sel[k]];
             const int c = t->c, autocorr = c != 1;
             count_out co = {job->slots, job->wslots, job->tslots};
             st = check_slots(ctx, kernel, job->a, job->wa, job->b, job->wb, n_slots, &co, job->stats,
-                             seconds / (double)ready);
+                             seconds / (double)m);
             if (st) break;
             add_stats(stats_of[c], job->stats, autocorr && t->p != t->q);
             stats_of[c]->kernel = kernel;
