@@ -280,7 +280,9 @@ static void test_weighting_psf(void) {
     int rc = run(cmd);
     char *err = slurp(in_dir("err.txt"));
     CHECK(rc == 0, "briggs image with its beam: rc %d, %s", rc, err ? err : "");
-    CHECK(err && strstr(err, "briggs weighting (robust 0.5)") && strstr(err, "beam:"), "summary: %s", err ? err : "");
+    CHECK(err && strstr(err, "briggs weighting (robust 0.5)") && strstr(err, "beam:") && strstr(err, "fitted beam") &&
+              strstr(err, "arcmin"),
+          "summary: %s", err ? err : "");
     printf("weighted run: %s", err ? err : "");
     int drawn = count_files("mwa.png") == 1;
     CHECK(count_files("mwa_psf.png") == drawn, "the beam's PNG goes with the image's (%d)", drawn);
@@ -289,19 +291,25 @@ static void test_weighting_psf(void) {
         fitsfile *f;
         int status = 0;
         char btype[FLEN_VALUE] = "", weighting[FLEN_VALUE] = "", extname[FLEN_VALUE] = "";
-        double robust = -9, weights = 0;
+        double robust = -9, weights = 0, bmaj = 0, bmin = 0, bpa = -999;
         fits_open_file(&f, in_dir(names[which]), READONLY, &status);
         fits_read_key(f, TSTRING, "BTYPE", btype, NULL, &status);
         fits_read_key(f, TSTRING, "WEIGHTNG", weighting, NULL, &status);
         fits_read_key(f, TSTRING, "EXTNAME", extname, NULL, &status);
         fits_read_key(f, TDOUBLE, "ROBUST", &robust, NULL, &status);
         fits_read_key(f, TDOUBLE, "WEIGHTS", &weights, NULL, &status);
+        fits_read_key(f, TDOUBLE, "BMAJ", &bmaj, NULL, &status);
+        fits_read_key(f, TDOUBLE, "BMIN", &bmin, NULL, &status);
+        fits_read_key(f, TDOUBLE, "BPA", &bpa, NULL, &status);
         float pix[33 * 33];
         int anynul;
         fits_read_img_flt(f, 0, 1, 33 * 33, 0.0f, pix, &anynul, &status);
         fits_close_file(f, &status);
         CHECK(status == 0 && strcmp(weighting, "briggs") == 0 && robust == 0.5 && weights > 0,
               "%s: WEIGHTNG '%s', ROBUST %g, WEIGHTS %g (status %d)", names[which], weighting, robust, weights, status);
+        /* the MWA snapshot's beam: a few arcmin (longest baselines 1475 wavelengths: 2.3 arcmin) */
+        CHECK(bmaj * 60 > 2 && bmaj * 60 < 30 && bmin > 0 && bmin <= bmaj && bpa > -90 && bpa <= 90,
+              "%s: BMAJ %g, BMIN %g deg, BPA %g", names[which], bmaj, bmin, bpa);
         if (which) {
             /* the phase centre is FITS pixel (33 - 16, 16) 0-based: column n - 1 - c */
             float centre = pix[16 * 33 + 16], top = pix[0];
@@ -314,6 +322,24 @@ static void test_weighting_psf(void) {
             CHECK(strcmp(btype, "dirty image") == 0 && strcmp(extname, "REAL") == 0, "image keywords: %s, %s", btype,
                   extname);
         }
+    }
+    /* a beam the cells do not resolve: a warning, the outputs without BMAJ */
+    snprintf(cmd, sizeof cmd,
+             "'%s/data/vis/1133866760.uvfits' --weights abs -o coarse.fits --psf coarse_psf.fits "
+             "--size 16 --cell 0.01 --png none",
+             root);
+    rc = run(cmd);
+    err = slurp(in_dir("err.txt"));
+    CHECK(rc == 0 && err && strstr(err, "warning: the beam's main lobe is 1 pixel") && !strstr(err, "fitted beam"),
+          "an unresolved beam: rc %d, %s", rc, err ? err : "");
+    {
+        fitsfile *f;
+        int status = 0, missing = 0;
+        double bmaj;
+        fits_open_file(&f, in_dir("coarse_psf.fits"), READONLY, &status);
+        fits_read_key(f, TDOUBLE, "BMAJ", &bmaj, NULL, &missing);
+        fits_close_file(f, &status);
+        CHECK(status == 0 && missing == KEY_NO_EXIST, "no BMAJ without a fitted beam (status %d, %d)", status, missing);
     }
     /* uniform weighting changes the image (and natural is the default) */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' --weights abs -o nat.fits --size 33 --cell 2e-4 -q",

@@ -9,7 +9,11 @@
  * distinct cells to grow the table many times, and bad arguments.
  * pk_dftimage_psf against the float64 reference on the weights, every
  * CPU kernel, random data, and the MWA file: 1 at the phase centre, and
- * uniform weighting's main lobe narrower than natural's. */
+ * uniform weighting's main lobe narrower than natural's. The beam's
+ * Gaussian fit (pk_dftimage_beam_fit): exact Gaussians at any position
+ * angle, a sidelobe ring left out, lobes wider than the field or narrower
+ * than a cell refused, and the position angle of a beam from a stretched
+ * uv plane. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -216,6 +220,103 @@ static size_t half_power_pixels(const pk_image *psf) {
     return count;
 }
 
+/* An n x n image of exp(-(A x^2 + B x y + C y^2)) for the beam of FWHM
+ * bmaj x bmin (radians) at position angle pa (degrees east of north). */
+static pk_image gaussian_beam(size_t n, double cell, double bmaj, double bmin, double pa) {
+    pk_image im;
+    memset(&im, 0, sizeof im);
+    im.n = n, im.cell = cell, im.psf = 1;
+    im.re = malloc(n * n * sizeof(double));
+    double t = pa * M_PI / 180.0;
+    double ux = sin(t), uy = cos(t); /* the major axis: east component, north component */
+    double emaj = 4 * M_LN2 / (bmaj * bmaj), emin = 4 * M_LN2 / (bmin * bmin);
+    for (size_t b = 0; b < n; b++)
+        for (size_t a = 0; a < n; a++) {
+            double x = ((double)a - (double)(n / 2)) * cell, y = ((double)b - (double)(n / 2)) * cell;
+            double along = x * ux + y * uy, across = -x * uy + y * ux;
+            im.re[b * n + a] = exp(-(emaj * along * along + emin * across * across));
+        }
+    return im;
+}
+
+static void check_beam_fit(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    /* exact Gaussians: the fit on the logarithm recovers them */
+    const double pas[] = {0, 30, 45, 89, 90, -60, -89.5};
+    for (int k = 0; k < 7; k++) {
+        pk_image im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, pas[k]);
+        double bmaj, bmin, bpa;
+        pk_status st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+        CHECK_OK(st, &ctx);
+        double dpa = fmod(bpa - pas[k] + 270.0, 180.0) - 90.0; /* the angle between axes */
+        CHECK(st == PK_OK && fabs(bmaj / 2.4e-4 - 1) < 1e-9 && fabs(bmin / 1.1e-4 - 1) < 1e-9 && fabs(dpa) < 1e-7 &&
+                  bpa > -90 && bpa <= 90,
+              "Gaussian at PA %g: fitted %.12g x %.12g rad, PA %.9f", pas[k], bmaj, bmin, bpa);
+        pk_image_free(&im);
+    }
+    /* a round beam */
+    pk_image im = gaussian_beam(51, 1e-5, 1.5e-4, 1.5e-4, 0);
+    double bmaj, bmin, bpa;
+    CHECK(pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa) == PK_OK && fabs(bmaj / 1.5e-4 - 1) < 1e-9 &&
+              fabs(bmin / 1.5e-4 - 1) < 1e-9,
+          "round beam: %.12g x %.12g", bmaj, bmin);
+    pk_image_free(&im);
+    /* a lobe larger than the field, and one narrower than a cell */
+    im = gaussian_beam(21, 1e-5, 4e-4, 1.8e-4, 10);
+    pk_status st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+    CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "edge"), "a beam wider than the field: %s", ctx.message);
+    pk_image_free(&im);
+    im = gaussian_beam(21, 1e-3, 2e-4, 1.8e-4, 10);
+    st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+    CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "do not resolve"), "a beam within one cell: %s", ctx.message);
+    pk_image_free(&im);
+    /* a sidelobe ring at 0.8 around the lobe is not part of it */
+    im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, 30);
+    for (size_t p = 0; p < 101 * 101; p++) {
+        double x = (double)(p % 101) - 50, y = (double)(p / 101) - 50, r = sqrt(x * x + y * y);
+        if (r > 30 && r < 34) im.re[p] = 0.8;
+    }
+    CHECK(pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa) == PK_OK && fabs(bmaj / 2.4e-4 - 1) < 1e-9 &&
+              fabs(bpa - 30) < 1e-7,
+          "beam inside a sidelobe ring: %.12g x %.12g, PA %.9f (%s)", bmaj, bmin, bpa, ctx.message);
+    pk_image_free(&im);
+    /* the beam of visibilities spread three times wider in one direction
+     * of the uv plane is narrow along it: with the uv plane stretched
+     * along position angle psi (from v towards u), the beam's major axis
+     * lies at psi + 90 degrees */
+    check_rng rng = check_rng_make(77);
+    const double psis[] = {0, 30, 90, 135};
+    for (int k = 0; k < 4; k++) {
+        pk_vis vis;
+        CHECK_OK(pk_vis_alloc(&ctx, 4000, &vis), &ctx);
+        double t = psis[k] * M_PI / 180.0;
+        for (size_t j = 0; j < vis.n; j++) {
+            double along = 3000 * normal(&rng), across = 1000 * normal(&rng);
+            vis.u[j] = along * sin(t) + across * cos(t);
+            vis.v[j] = along * cos(t) - across * sin(t);
+            vis.w[j] = 0, vis.re[j] = 1, vis.im[j] = 0;
+        }
+        vis.weight_sum = (double)vis.n;
+        vis.sign = -1;
+        pk_dftimage_options o = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 0};
+        pk_image psf;
+        st = pk_dftimage_psf(&ctx, &o, &vis, 81, 1.5e-5, &psf, NULL);
+        CHECK_OK(st, &ctx);
+        if (st == PK_OK) {
+            st = pk_dftimage_beam_fit(&ctx, &psf, &bmaj, &bmin, &bpa);
+            CHECK_OK(st, &ctx);
+            double want = psis[k] + 90, dpa = fmod(bpa - want + 270.0 + 360.0, 180.0) - 90.0;
+            printf("uv stretched at PA %g: beam %.3g x %.3g rad, PA %.2f (want %g mod 180), ratio %.2f\n", psis[k],
+                   bmaj, bmin, bpa, want, bmaj / bmin);
+            CHECK(st == PK_OK && fabs(dpa) < 3 && bmaj / bmin > 2.5 && bmaj / bmin < 3.5,
+                  "uv stretched at %g: beam PA %.2f, axes %.3g / %.3g", psis[k], bpa, bmaj, bmin);
+            pk_image_free(&psf);
+        }
+        pk_vis_free(&vis);
+    }
+}
+
 int main(void) {
     check_rng rng = check_rng_make(20261130);
     printf("seed %llu\n", rng.s);
@@ -383,5 +484,6 @@ int main(void) {
             pk_vis_free(&vis);
         }
     }
+    check_beam_fit();
     return check_finish("test_dftimage_weighting");
 }

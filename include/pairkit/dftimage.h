@@ -146,6 +146,10 @@ typedef struct pk_image {
     int sign; /* the sign used */
     pk_precision precision;
     int psf; /* 1: a point spread function (pk_dftimage_psf) */
+    /* The fitted beam (pk_dftimage_beam_fit), written as BMAJ, BMIN, BPA;
+     * bmaj == 0: none. FWHM in radians, position angle in degrees east of
+     * north. */
+    double bmaj, bmin, bpa;
 } pk_image;
 
 typedef struct pk_dftimage_stats {
@@ -185,6 +189,15 @@ void pk_image_free(pk_image *image);
  * part only; opts as for pk_dftimage_run (want_imag ignored); out->psf is 1. */
 pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                           pk_image *out, pk_dftimage_stats *stats);
+
+/* The beam of a PSF (pk_dftimage_psf): an elliptical Gaussian fitted to
+ * its main lobe, the pixels reached from the phase centre by steps that
+ * never rise and stay at half the centre's value or more, by least squares
+ * on the logarithm (weighted by the pixel values). FWHM of the major and minor axes in radians, the
+ * major axis's position angle in degrees east of north, in (-90, 90].
+ * PK_ERR_INVALID, saying why, when the lobe reaches the image's edge, has
+ * fewer than 5 pixels (the cells do not resolve it), or is no ellipse. */
+pk_status pk_dftimage_beam_fit(pk_context *ctx, const pk_image *psf, double *bmaj, double *bmin, double *bpa);
 
 /* The float64 reference at arbitrary direction cosines: for each point p,
  * re[p] + i im[p] = sum_k V_k exp(sign 2 pi i (u l_p + v m_p + w n'_p)),

@@ -29,7 +29,8 @@ class _Options(ctypes.Structure):
 
 class _Image(ctypes.Structure):
     _fields_ = [("n", ctypes.c_size_t), ("cell", ctypes.c_double), ("re", _D), ("im", _D), ("sign", ctypes.c_int),
-                ("precision", ctypes.c_int), ("psf", ctypes.c_int)]
+                ("precision", ctypes.c_int), ("psf", ctypes.c_int), ("bmaj", ctypes.c_double),
+                ("bmin", ctypes.c_double), ("bpa", ctypes.c_double)]
 
 
 class _Stats(ctypes.Structure):
@@ -51,6 +52,7 @@ def _declare(lib):
                                     P(_Stats)]
     lib.pk_image_free.argtypes = [P(_Image)]
     lib.pk_dftimage_psf.argtypes = lib.pk_dftimage_run.argtypes
+    lib.pk_dftimage_beam_fit.argtypes = [P(_Context), P(_Image), _D, _D, _D]
     lib.pk_vis_weighting.argtypes = [P(_Context), P(_Vis), ctypes.c_int, ctypes.c_double, ctypes.c_size_t,
                                      ctypes.c_double]
     lib.pk_dftimage_ref_points.argtypes = [P(_Context), P(_Vis), ctypes.c_int, ctypes.c_size_t, _D, _D, _D, _D]
@@ -59,7 +61,8 @@ def _declare(lib):
     lib.pk_dftimage_kernel_name.restype = ctypes.c_char_p
     lib.pk_dftimage_kernel_precision.argtypes = [ctypes.c_int]
     lib.pk_cuda_built.argtypes = []
-    for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_psf", "pk_vis_weighting", "pk_dftimage_ref_points",
+    for name in ("pk_vis_read", "pk_dftimage_run", "pk_dftimage_psf", "pk_vis_weighting", "pk_dftimage_beam_fit",
+                 "pk_dftimage_ref_points",
                  "pk_dftimage_kernel_from_name", "pk_dftimage_kernel_precision", "pk_cuda_built"):
         getattr(lib, name).restype = ctypes.c_int
 
@@ -231,6 +234,29 @@ def dft_psf(u, v, w, weight=None, npix=700, cell=0.0005, sign=1, precision=None,
     u_arr = _array(u, "u")
     return _image(u_arr, v, w, np.zeros(u_arr.size), npix, cell, sign, precision, False, backend, kernel, nthreads,
                   weight, weighting, robust, psf=True)
+
+
+def fit_beam(psf, cell):
+    """The Gaussian beam of a PSF (dft_psf's array, cell in radians): an
+    elliptical Gaussian fitted to the main lobe (the pixels reached from the
+    centre by steps that never rise, at half the centre's value or more).
+    Returns (bmaj, bmin, bpa): FWHM in radians, the major axis's position
+    angle in degrees east of north, in (-90, 90]. An error when the lobe
+    reaches the edge or is not resolved by the cells."""
+    a = np.ascontiguousarray(psf, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise PairkitError("psf must be a square 2-D array, got shape %s" % (a.shape,))
+    _finite(a.ravel(), "psf")
+    if isinstance(cell, (bool, str, bytes)) or not isinstance(cell, (int, float, np.integer, np.floating)):
+        raise PairkitError("cell must be a number of radians, got %r" % (_plain(cell),))
+    lib = _load()
+    ctx = new_context(0)
+    image = _Image()
+    image.n, image.cell, image.re, image.psf = a.shape[0], float(cell), _ptr(a), 1
+    out = [ctypes.c_double(), ctypes.c_double(), ctypes.c_double()]
+    _check_dft(lib.pk_dftimage_beam_fit(ctypes.byref(ctx), ctypes.byref(image), *[ctypes.byref(x) for x in out]),
+               ctx)
+    return tuple(x.value for x in out)
 
 
 def _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nthreads, weight, weighting, robust,

@@ -252,3 +252,20 @@ def test_weighting_errors(random_vis):
         pairkit.dft_image(u, v, w, vis, npix=8, weight=bad)
     with pytest.raises(pairkit.PairkitError, match="weight has"):
         pairkit.dft_image(u, v, w, vis, npix=8, weight=np.ones(3))
+
+
+def test_fit_beam():
+    n, cell = 81, 1e-5
+    c = n // 2
+    lm = (np.arange(n) - c) * cell
+    y, x = np.meshgrid(lm, lm, indexing="ij")  # [b, a]: x = l east, y = m north
+    t = np.radians(35.0)
+    along, across = x * np.sin(t) + y * np.cos(t), -x * np.cos(t) + y * np.sin(t)
+    psf = np.exp(-4 * np.log(2) * ((along / 2e-4) ** 2 + (across / 1e-4) ** 2))
+    bmaj, bmin, bpa = pairkit.fit_beam(psf, cell)
+    assert bmaj == pytest.approx(2e-4, rel=1e-9) and bmin == pytest.approx(1e-4, rel=1e-9)
+    assert bpa == pytest.approx(35.0, abs=1e-7)
+    with pytest.raises(pairkit.PairkitError, match="edge"):
+        pairkit.fit_beam(psf[35:46, 35:46], cell)
+    with pytest.raises(pairkit.PairkitError, match="square"):
+        pairkit.fit_beam(psf[:, :10], cell)

@@ -85,6 +85,12 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
                        status);
     else fits_write_key(f, TSTRING, "BTYPE", "dirty image", "sum_k V_k exp(s 2 pi i (u l + v m + w (n-1)))", status);
     fits_write_key(f, TLONG, "NVIS", &nvis, "visibilities summed", status);
+    if (image->bmaj > 0) {
+        double bmaj = image->bmaj * 180.0 / M_PI, bmin = image->bmin * 180.0 / M_PI, bpa = image->bpa;
+        fits_write_key(f, TDOUBLE, "BMAJ", &bmaj, "[deg] beam FWHM, major axis (Gaussian fit to the PSF)", status);
+        fits_write_key(f, TDOUBLE, "BMIN", &bmin, "[deg] beam FWHM, minor axis", status);
+        fits_write_key(f, TDOUBLE, "BPA", &bpa, "[deg] beam major axis, east of north", status);
+    }
     if (vis) {
         double ws = vis->weight_sum;
         fits_write_key(f, TDOUBLE, "WEIGHTS", &ws, "sum of the weights used", status);
