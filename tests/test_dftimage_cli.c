@@ -341,6 +341,46 @@ static void test_weighting_psf(void) {
         fits_close_file(f, &status);
         CHECK(status == 0 && missing == KEY_NO_EXIST, "no BMAJ without a fitted beam (status %d, %d)", status, missing);
     }
+    /* --normalise: the image divided by WEIGHTS, BUNIT from the data's unit
+     * (the EHT file's is JY), --check still on the sums */
+    {
+        const char *eht = "data/vis/SR1_M87_2017_101_lo_hops_netcal_StokesI.uvfits";
+        snprintf(cmd, sizeof cmd, "'%s/%s' -o sum.fits --size 32 --cell 1e-11 --png none -q", root, eht);
+        CHECK(run(cmd) == 0, "EHT image");
+        snprintf(cmd, sizeof cmd, "'%s/%s' -o mean.fits --size 32 --cell 1e-11 --png none --normalise --check", root,
+                 eht);
+        rc = run(cmd);
+        err = slurp(in_dir("err.txt"));
+        CHECK(rc == 0 && err && strstr(err, "relative L2 error"), "normalised EHT image: rc %d, %s", rc,
+              err ? err : "");
+        fitsfile *f;
+        int status = 0, anynul, missing = 0;
+        float a[32 * 32], b[32 * 32];
+        double wa = 0, wb = 0;
+        char ua[FLEN_VALUE] = "", ub[FLEN_VALUE] = "", da[FLEN_VALUE] = "";
+        fits_open_file(&f, in_dir("sum.fits"), READONLY, &status);
+        fits_read_key(f, TDOUBLE, "WEIGHTS", &wa, NULL, &status);
+        fits_read_key(f, TSTRING, "DATAUNIT", da, NULL, &status);
+        fits_read_key(f, TSTRING, "BUNIT", ua, NULL, &missing);
+        fits_read_img_flt(f, 0, 1, 32 * 32, 0.0f, a, &anynul, &status);
+        fits_close_file(f, &status);
+        fits_open_file(&f, in_dir("mean.fits"), READONLY, &status);
+        fits_read_key(f, TDOUBLE, "WEIGHTS", &wb, NULL, &status);
+        fits_read_key(f, TSTRING, "BUNIT", ub, NULL, &status);
+        fits_read_img_flt(f, 0, 1, 32 * 32, 0.0f, b, &anynul, &status);
+        fits_close_file(f, &status);
+        double worst = 0, peak = 0;
+        for (int p = 0; p < 32 * 32; p++) {
+            worst = fmax(worst, fabs((double)b[p] - (double)a[p] / wa) / (fabs((double)a[p] / wa) + 1e-30));
+            peak = fmax(peak, (double)b[p]);
+        }
+        CHECK(status == 0 && wa == wb && worst < 1e-6, "normalised = sum / WEIGHTS: worst %.3g (status %d)", worst,
+              status);
+        CHECK(strcmp(da, "JY") == 0 && missing == KEY_NO_EXIST && strcmp(ub, "JY/BEAM") == 0,
+              "units: data %s, sum's BUNIT %s (%d), normalised %s", da, ua, missing, ub);
+        printf("EHT dirty image peak %.3f Jy/beam\n", peak);
+        CHECK(peak > 0.1 && peak < 2, "the EHT image's peak, %.3g Jy/beam, is M87's compact flux", peak);
+    }
     /* uniform weighting changes the image (and natural is the default) */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' --weights abs -o nat.fits --size 33 --cell 2e-4 -q",
              root);

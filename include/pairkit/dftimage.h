@@ -53,6 +53,7 @@ typedef struct pk_vis {
     double *weight;    /* each visibility's weight (> 0), or NULL: 1 each */
     int weighting;     /* pk_weighting applied (pk_vis_weighting), NATURAL as read */
     double robust;     /* its robustness, for BRIGGS */
+    char bunit[24];    /* the data's unit (UVFITS BUNIT: "JY", "UNCALIB"), "" when unknown */
 } pk_vis;
 
 /* How UVFITS weights are used. DATA: weight as stored, weight <= 0 is
@@ -150,6 +151,9 @@ typedef struct pk_image {
      * bmaj == 0: none. FWHM in radians, position angle in degrees east of
      * north. */
     double bmaj, bmin, bpa;
+    /* 1: divided by the weight sum (Jy/beam for data in Jy): written with
+     * BUNIT = '<data unit>/BEAM' when the data's unit is known */
+    int normalised;
 } pk_image;
 
 typedef struct pk_dftimage_stats {

@@ -19,7 +19,7 @@ class _Vis(ctypes.Structure):
                 ("dec0_deg", ctypes.c_double), ("freq_hz", ctypes.c_double), ("object", ctypes.c_char * 72),
                 ("date_obs", ctypes.c_char * 32), ("n_records", ctypes.c_size_t), ("n_flagged", ctypes.c_size_t),
                 ("weight_sum", ctypes.c_double), ("weight", _D), ("weighting", ctypes.c_int),
-                ("robust", ctypes.c_double)]
+                ("robust", ctypes.c_double), ("bunit", ctypes.c_char * 24)]
 
 
 class _Options(ctypes.Structure):
@@ -30,7 +30,7 @@ class _Options(ctypes.Structure):
 class _Image(ctypes.Structure):
     _fields_ = [("n", ctypes.c_size_t), ("cell", ctypes.c_double), ("re", _D), ("im", _D), ("sign", ctypes.c_int),
                 ("precision", ctypes.c_int), ("psf", ctypes.c_int), ("bmaj", ctypes.c_double),
-                ("bmin", ctypes.c_double), ("bpa", ctypes.c_double)]
+                ("bmin", ctypes.c_double), ("bpa", ctypes.c_double), ("normalised", ctypes.c_int)]
 
 
 class _Stats(ctypes.Structure):
@@ -156,7 +156,8 @@ def read_vis(path, weights="data"):
     not flagged). Returns a dict with "u", "v", "w", "vis" (complex128),
     "sign" (the format's convention: -1 for UVFITS, +1 for .npz; give it
     to dft_image), "phase_centre" ((ra0, dec0) in degrees, or None),
-    "freq_hz", "object", "date_obs", "n_records", "n_flagged",
+    "freq_hz", "object", "date_obs", "bunit" (the data's unit, "" when
+    unknown), "n_records", "n_flagged",
     "weight" (each visibility's weight; "vis" is the visibility times it)
     and "weight_sum"."""
     if weights not in _WEIGHTS:
@@ -188,6 +189,7 @@ def read_vis(path, weights="data"):
         out["freq_hz"] = vis.freq_hz
         out["object"] = vis.object.decode("utf-8", "replace")
         out["date_obs"] = vis.date_obs.decode("utf-8", "replace")
+        out["bunit"] = vis.bunit.decode("utf-8", "replace")
         out["n_records"], out["n_flagged"], out["weight_sum"] = vis.n_records, vis.n_flagged, vis.weight_sum
     finally:
         lib.pk_vis_free(ctypes.byref(vis))

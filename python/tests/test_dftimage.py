@@ -227,6 +227,7 @@ def test_weighting_against_numpy(random_vis, weighting, robust):
 def test_psf_of_read_vis():
     d = pairkit.read_vis(MOJAVE)
     assert d["weight"].size == d["u"].size and np.all(d["weight"] > 0)
+    assert d["bunit"] == "UNCALIB"  # as the file says (the data are calibrated, in Jy)
     assert d["weight"].sum() == pytest.approx(d["weight_sum"], rel=1e-12)
     psf = pairkit.dft_psf(d["u"], d["v"], d["w"], d["weight"], npix=33, cell=2e-10, sign=d["sign"])
     assert psf[16, 16] == pytest.approx(1, abs=1e-5) and psf.max() == psf[16, 16]

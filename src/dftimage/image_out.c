@@ -83,6 +83,9 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
     if (image->psf)
         fits_write_key(f, TSTRING, "BTYPE", "dirty beam", "sum_k w_k exp(s 2 pi i (u l + v m + w (n-1))) / WEIGHTS",
                        status);
+    else if (image->normalised)
+        fits_write_key(f, TSTRING, "BTYPE", "dirty image", "sum_k V_k exp(s 2 pi i (u l + v m + w (n-1))) / WEIGHTS",
+                       status);
     else fits_write_key(f, TSTRING, "BTYPE", "dirty image", "sum_k V_k exp(s 2 pi i (u l + v m + w (n-1)))", status);
     fits_write_key(f, TLONG, "NVIS", &nvis, "visibilities summed", status);
     if (image->bmaj > 0) {
@@ -100,8 +103,20 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
             double r = vis->robust;
             fits_write_key(f, TDOUBLE, "ROBUST", &r, "Briggs robustness", status);
         }
+        if (vis->bunit[0]) {
+            char unit[48];
+            snprintf(unit, sizeof unit, "%s", vis->bunit);
+            fits_write_key(f, TSTRING, "DATAUNIT", unit, "the visibilities' unit (UVFITS BUNIT)", status);
+            if (image->normalised && !image->psf) {
+                snprintf(unit, sizeof unit, "%s/BEAM", vis->bunit);
+                fits_write_key(f, TSTRING, "BUNIT", unit, "the weighted mean of the visibilities", status);
+            }
+        }
         if (image->psf) {
             fits_write_comment(f, "Pixels: the point spread function of the weights, 1 at the phase centre.", status);
+        } else if (image->normalised) {
+            fits_write_comment(f, "Pixels: the sum of the weighted visibilities divided by WEIGHTS, their", status);
+            fits_write_comment(f, "weighted mean (Jy/beam for data in Jy).", status);
         } else {
             fits_write_comment(f, "Pixels: the unnormalised sum of the weighted visibilities.", status);
             fits_write_comment(f, "Divided by WEIGHTS: their weighted mean (Jy/beam for data in Jy).", status);

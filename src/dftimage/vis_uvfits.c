@@ -477,6 +477,13 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             snprintf(out->object, sizeof out->object, "%s", object);
         }
         fits_clear_errmsg();
+        char bunit[FLEN_VALUE] = "";
+        s1 = 0;
+        if (!fits_read_key(f, TSTRING, "BUNIT", bunit, NULL, &s1)) {
+            trim(bunit);
+            snprintf(out->bunit, sizeof out->bunit, "%s", bunit);
+        }
+        fits_clear_errmsg();
     }
     if (n_out == 0) {
         st = pk_fail(

@@ -32,6 +32,8 @@ static void usage(FILE *out) {
             "  --psf FILE           also the point spread function (dirty beam) as FITS, 1 at\n"
             "                       the phase centre, and its PNG (FILE's name with .png);\n"
             "                       its fitted Gaussian goes into both headers (BMAJ, BMIN, BPA)\n"
+            "  --normalise          divide the image by the sum of the weights: their weighted\n"
+            "                       mean, Jy/beam for data in Jy (BUNIT from the data's unit)\n"
             "  --imag               also compute and write the imaginary part (extension IMAG)\n"
             "  --check              report the relative L2 error against the float64 reference\n"
             "                       (on a subset of pixels when the job is large)\n"
@@ -61,7 +63,7 @@ int cmd_dftimage(int argc, char **argv) {
     size_t size = 700, check_pixels = 4096;
     int check_pixels_given = 0;
     double cell = 0.0005, sign_value = 0;
-    int quiet = 0, do_check = 0;
+    int quiet = 0, do_check = 0, normalise = 0;
     pk_weights weights = PK_WEIGHTS_DATA;
     const char *precision_given = NULL;
     int weights_given = 0;
@@ -81,6 +83,8 @@ int cmd_dftimage(int argc, char **argv) {
             quiet = 1;
         } else if (strcmp(a, "--imag") == 0) {
             opts.want_imag = 1;
+        } else if (strcmp(a, "--normalise") == 0 || strcmp(a, "--normalize") == 0) {
+            normalise = 1;
         } else if (strcmp(a, "--check") == 0) {
             do_check = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -302,6 +306,14 @@ int cmd_dftimage(int argc, char **argv) {
         if (st) pk_image_free(&image);
     }
     cli_progress_done(&ctx);
+    if (st == PK_OK && normalise) { /* after --check, which compares the sums themselves */
+        double scale = 1.0 / vis.weight_sum;
+        for (size_t p = 0; p < size * size; p++) {
+            image.re[p] *= scale;
+            if (image.im) image.im[p] *= scale;
+        }
+        image.normalised = 1;
+    }
     if (st) {
         int rc = cli_error(cmd, st, &ctx);
         pk_image_free(&psf);
