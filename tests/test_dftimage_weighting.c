@@ -394,6 +394,42 @@ int main(void) {
         pk_vis_free(&vis);
     }
 
+    /* weights near the ends of the double range: the same weighting as
+     * for weights scaled to 1, never a silent natural one */
+    {
+        pk_vis vis;
+        random_vis(&rng, 2000, 20, &vis);
+        const double scales[] = {1e160, 1e-200, 1e300};
+        for (int si = 0; si < 3; si++) {
+            for (int mode = PK_WEIGHTING_UNIFORM; mode <= PK_WEIGHTING_BRIGGS; mode++) {
+                pk_vis a = copy_vis(&vis), b = copy_vis(&vis);
+                for (size_t k = 0; k < vis.n; k++) {
+                    b.weight[k] *= scales[si], b.re[k] *= scales[si], b.im[k] *= scales[si];
+                }
+                CHECK_OK(pk_vis_weighting(&ctx, &a, (pk_weighting)mode, 0.5, 64, 0.002), &ctx);
+                pk_status st = pk_vis_weighting(&ctx, &b, (pk_weighting)mode, 0.5, 64, 0.002);
+                CHECK_OK(st, &ctx);
+                double worst = 0;
+                /* uniform: the new weights are the same; Briggs: scaled as the old */
+                double k_scale = mode == PK_WEIGHTING_UNIFORM ? 1.0 : scales[si];
+                for (size_t k = 0; k < vis.n && st == PK_OK; k++) {
+                    worst = fmax(worst, fabs(b.weight[k] / k_scale / a.weight[k] - 1));
+                    worst = fmax(worst, fabs(b.re[k] / k_scale - a.re[k]) / (fabs(a.re[k]) + 1e-300));
+                }
+                CHECK(st == PK_OK && worst < 1e-12, "%s, weights scaled by %g: off by %.3g",
+                      pk_weighting_name((pk_weighting)mode), scales[si], worst);
+                pk_vis_free(&a);
+                pk_vis_free(&b);
+            }
+        }
+        pk_vis wide = copy_vis(&vis);
+        wide.weight[3] = 1e-300;
+        pk_status st = pk_vis_weighting(&ctx, &wide, PK_WEIGHTING_BRIGGS, 0, 64, 0.002);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "1e250"), "weights 1e300 apart: %s", ctx.message);
+        pk_vis_free(&wide);
+        pk_vis_free(&vis);
+    }
+
     /* many distinct cells: the table grows from 1024 slots many times */
     {
         pk_vis vis;

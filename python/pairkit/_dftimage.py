@@ -107,8 +107,10 @@ class _VisArrays:
         if raw.size != self.u.size:
             raise PairkitError("vis has %d values, expected %d (one per u)" % (raw.size, self.u.size))
         c = raw.astype(np.complex128, copy=False)
-        self.re = _finite(np.ascontiguousarray(c.real, dtype=np.float64), "vis.real")
-        self.im = _finite(np.ascontiguousarray(c.imag, dtype=np.float64), "vis.imag")
+        # copies: the weighting scales them in place (ascontiguousarray
+        # would hand back the caller's memory for one visibility)
+        self.re = _finite(np.array(c.real, dtype=np.float64, copy=True), "vis.real")
+        self.im = _finite(np.array(c.imag, dtype=np.float64, copy=True), "vis.imag")
         self.c = _Vis()
         self.c.n = self.u.size
         self.c.u, self.c.v, self.c.w = _ptr(self.u), _ptr(self.v), _ptr(self.w)

@@ -270,3 +270,13 @@ def test_fit_beam():
         pairkit.fit_beam(psf[35:46, 35:46], cell)
     with pytest.raises(pairkit.PairkitError, match="square"):
         pairkit.fit_beam(psf[:, :10], cell)
+
+
+def test_weighting_leaves_the_callers_arrays():
+    for n in (1, 2, 50):
+        vis = np.full(n, 3 + 1j)
+        weight = np.full(n, 2.0)
+        u, v, w = np.arange(n) * 10.0 + 10, np.full(n, 5.0), np.zeros(n)
+        pairkit.dft_image(u, v, w, vis, npix=8, cell=1e-3, weight=weight, weighting="uniform")
+        pairkit.dft_image(u, v, w, vis.real, npix=8, cell=1e-3, weight=weight, weighting="briggs")
+        assert np.all(vis == 3 + 1j) and np.all(weight == 2.0)

@@ -4,8 +4,10 @@
  * P(x, y) = P0 exp(-(A x^2 + B x y + C y^2)) with x = l, y = m offsets
  * from the phase centre (radians) is a line in ln(P / P0): the three
  * coefficients come from weighted linear least squares over the main
- * lobe's pixels (weights P, so the lobe's bright core counts most, as in
- * a fit to P itself), with P0 the centre's value. Along an eigenvector of
+ * lobe's pixels, with P0 the centre's value. The weights are P: the
+ * logarithm magnifies the errors of faint pixels by 1 / P, so the bright
+ * core counts most (P^2 would be the inverse variance for errors of equal
+ * size in P; an exact Gaussian comes out the same either way). Along an eigenvector of
  * [[A, B/2], [B/2, C]] with eigenvalue e the profile is exp(-e t^2), half
  * its peak at t = sqrt(ln 2 / e): FWHM 2 sqrt(ln 2 / e), the major axis
  * the smaller eigenvalue's. The main lobe is the region reached from the

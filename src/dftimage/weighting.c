@@ -126,6 +126,7 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
         return pk_fail(ctx, PK_ERR_INVALID, "the robustness of Briggs weighting must be finite, got %g", robust);
     if (n == 0 || !(cell > 0) || !((double)n * cell < 1048576.0)) /* the image checks the sky itself */
         return pk_fail(ctx, PK_ERR_INVALID, "weighting for %zu pixels of %g rad: not an image", n, cell);
+    double w_max = 0.0, w_min = INFINITY;
     for (size_t k = 0; k < vis->n; k++) {
         if (!(fabs(vis->u[k]) <= PK_DFT_MAX_UVW) || !(fabs(vis->v[k]) <= PK_DFT_MAX_UVW))
             return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v = (%g, %g) wavelengths; at most 2^38 (%.3g)", k,
@@ -133,7 +134,12 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
         if (!(vis->weight[k] > 0) || !isfinite(vis->weight[k]))
             return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: weight %g; %s weighting needs weights > 0", k,
                            vis->weight[k], pk_weighting_name(weighting));
+        w_max = fmax(w_max, vis->weight[k]), w_min = fmin(w_min, vis->weight[k]);
     }
+    if (w_min / w_max < 1e-250)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "the weights run from %g to %g: more than 1e250 apart, too far for %s weighting", w_min, w_max,
+                       pk_weighting_name(weighting));
     const double per_cell = (double)n * cell; /* cells per wavelength */
     /* The cells' extent: a dense grid of their sums where it is small (an
      * image's own uv plane and a little more: every visibility inside the
@@ -160,6 +166,9 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
         free(factor);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells");
     }
+    /* the sums of weights scaled to at most 1, so that neither the cells'
+     * sums nor Briggs' sum of their squares can overflow or underflow
+     * (both weightings are the same for weights scaled alike) */
     double total = 0.0;
     for (size_t k = 0; k < vis->n; k++) {
         int64_t x, y;
@@ -176,8 +185,8 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
             }
             sum = &c->sum;
         }
-        *sum += vis->weight[k];
-        total += vis->weight[k];
+        *sum += vis->weight[k] / w_max;
+        total += vis->weight[k] / w_max;
     }
     /* Briggs' f^2 needs sum_cells W^2 / sum_k w_k; sum_cells W^2 is taken
      * as sum_k w_k W(k), the same in visibility order whichever store */
@@ -191,25 +200,34 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
     double f2 = 0.0;
     if (weighting == PK_WEIGHTING_BRIGGS) {
         double sum_sq = 0.0;
-        for (size_t k = 0; k < vis->n; k++) sum_sq += vis->weight[k] * factor[k];
+        for (size_t k = 0; k < vis->n; k++) sum_sq += vis->weight[k] / w_max * factor[k];
         double root = 5.0 * pow(10.0, -robust);
         f2 = root * root / (sum_sq / total);
     }
+    /* uniform: w_k / W(k) = (w_k / w_max) / W_scaled(k), at most 1; the
+     * visibility (V_k w_k) likewise divided by w_max first. Briggs: a
+     * factor at most 1, the same for any scale. */
     double new_sum = 0.0;
     for (size_t k = 0; k < vis->n; k++) {
         double W = factor[k];
-        factor[k] = weighting == PK_WEIGHTING_UNIFORM ? 1.0 / W : 1.0 / (1.0 + W * f2);
-        new_sum += vis->weight[k] * factor[k];
+        factor[k] = weighting == PK_WEIGHTING_UNIFORM ? W : 1.0 / (1.0 + W * f2);
+        new_sum += weighting == PK_WEIGHTING_UNIFORM ? vis->weight[k] / w_max / W : vis->weight[k] * factor[k];
     }
-    if (!(new_sum > 0) || !isfinite(new_sum)) { /* weights near the ends of the double range */
+    if (!(new_sum > 0) || !isfinite(new_sum)) { /* a robustness far outside -5 .. 5 */
         free(factor);
         return pk_fail(ctx, PK_ERR_INVALID, "%s weighting would leave a weight sum of %g", pk_weighting_name(weighting),
                        new_sum);
     }
     for (size_t k = 0; k < vis->n; k++) {
-        vis->re[k] *= factor[k];
-        vis->im[k] *= factor[k];
-        vis->weight[k] *= factor[k];
+        if (weighting == PK_WEIGHTING_UNIFORM) {
+            vis->re[k] = vis->re[k] / w_max / factor[k];
+            vis->im[k] = vis->im[k] / w_max / factor[k];
+            vis->weight[k] = vis->weight[k] / w_max / factor[k];
+        } else {
+            vis->re[k] *= factor[k];
+            vis->im[k] *= factor[k];
+            vis->weight[k] *= factor[k];
+        }
     }
     free(factor);
     vis->weight_sum = new_sum;

@@ -289,7 +289,7 @@ int cmd_dftimage(int argc, char **argv) {
                          {"arcsec", 648000.0 / M_PI},
                          {"mas", 648000.0e3 / M_PI},
                          {"uas", 648000.0e6 / M_PI}};
-            for (int u = 0; u < 4 && bmin * per_rad < 1.0; u++) unit = units[u].name, per_rad = units[u].per_rad;
+            for (int u = 0; u < 4 && bmaj * per_rad < 1.0; u++) unit = units[u].name, per_rad = units[u].per_rad;
             snprintf(beam_text, sizeof beam_text, "; fitted beam %.4g x %.4g %s, PA %.1f deg", bmaj * per_rad,
                      bmin * per_rad, unit, bpa);
         } else if (!quiet) {
