@@ -1,5 +1,5 @@
 /* test_dftimage_mpi.c - `mpirun -np K pairkit dftimage` for K = 1, 2, 3
- * (Briggs weights from every visibility, the image and its beam):
+ * (Briggs weights from every visibility, the normalised image and its beam):
  * each rank images a share of the visibilities and rank 0 sums the partial
  * images, so the result equals the one-process image up to the order of the
  * float sums: a relative L2 difference within twice the kernel's own error
@@ -58,17 +58,18 @@ int main(void) {
         char args[1024];
         snprintf(args, sizeof args,
                  "dftimage %s/data/vis/1133866760.uvfits --weights abs --size 96 -o one.fits -q --backend cpu "
-                 "--precision %s --weighting briggs --robust 0.5 --psf one_psf.fits",
+                 "--precision %s --weighting briggs --robust 0.5 --psf one_psf.fits --normalise",
                  cwd, precisions[p]);
         int rc = cli_run(args);
         CHECK(rc == 0, "one process (%s): exit %d", precisions[p], rc);
         for (int k = 1; k <= 3; k++) {
             char cmd[2048];
-            snprintf(cmd, sizeof cmd,
-                     "cd '%s' && %s -np %d '%s' dftimage %s/data/vis/1133866760.uvfits --weights abs --size 96 "
-                     "-o k%d.fits -q --backend cpu --threads 1 --precision %s --weighting briggs --robust 0.5 "
-                     "--psf k%d_psf.fits > mpi.log 2>&1",
-                     cli_dir, mpirun, k, cli_binary(), cwd, k, precisions[p], k);
+            snprintf(
+                cmd, sizeof cmd,
+                "cd '%s' && %s -np %d '%s' dftimage %s/data/vis/1133866760.uvfits --weights abs --size 96 "
+                "-o k%d.fits -q --backend cpu --threads 1 --precision %s --weighting briggs --robust 0.5 --normalise "
+                "--psf k%d_psf.fits > mpi.log 2>&1",
+                cli_dir, mpirun, k, cli_binary(), cwd, k, precisions[p], k);
             rc = system(cmd);
             CHECK(rc == 0, "np %d (%s): exit status %d", k, precisions[p], rc);
             char one[600], kk[600];
