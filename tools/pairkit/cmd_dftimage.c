@@ -344,8 +344,11 @@ int cmd_dftimage(int argc, char **argv) {
         double per_rad;
         angle_unit(extent, &unit, &per_rad);
         char title[200], xlabel[64], ylabel[64];
-        snprintf(title, sizeof title, "%s%s%s, %zu visibilit%s, s = %+d%s", vis.object, vis.object[0] ? ": " : "",
-                 which ? "dirty beam" : "dirty image", vis.n, vis.n == 1 ? "y" : "ies", im->sign, weighting_text);
+        const char *what = which ? "dirty beam" : "dirty image";
+        if (!which && image.normalised) /* the colour bar's unit */
+            what = strcasecmp(vis.bunit, "JY") == 0 ? "dirty image [Jy/beam]" : "dirty image / WEIGHTS";
+        snprintf(title, sizeof title, "%s%s%s, %zu visibilit%s, s = %+d%s", vis.object, vis.object[0] ? ": " : "", what,
+                 vis.n, vis.n == 1 ? "y" : "ies", im->sign, weighting_text);
         snprintf(xlabel, sizeof xlabel, "l (east) [%s]", unit);
         snprintf(ylabel, sizeof ylabel, "m (north) [%s]", unit);
         double c = (double)(size / 2);
