@@ -442,6 +442,41 @@ int main(void) {
         pk_vis_free(&vis);
     }
 
+    /* the same bits on any number of threads: the dense grid (sigma 300)
+     * and the hash tables (sigma 1e5), with several visibilities a cell */
+    {
+        const double sig[] = {300.0, 1e5};
+        for (int si = 0; si < 2; si++) {
+            pk_vis vis;
+            random_vis(&rng, 600000, sig[si], &vis);
+            for (size_t k = 1; k < vis.n; k += 3) vis.u[k] = -vis.u[k - 1], vis.v[k] = -vis.v[k - 1];
+            for (int mode = PK_WEIGHTING_UNIFORM; mode <= PK_WEIGHTING_BRIGGS; mode++) {
+                pk_vis one = copy_vis(&vis);
+                pk_context c1;
+                pk_context_init(&c1);
+                c1.n_threads = 1;
+                CHECK_OK(pk_vis_weighting(&c1, &one, (pk_weighting)mode, 0.3, 700, 0.0005), &c1);
+                const int threads[] = {2, 3, 8};
+                for (int ti = 0; ti < 3; ti++) {
+                    pk_vis many = copy_vis(&vis);
+                    pk_context cn;
+                    pk_context_init(&cn);
+                    cn.n_threads = threads[ti];
+                    CHECK_OK(pk_vis_weighting(&cn, &many, (pk_weighting)mode, 0.3, 700, 0.0005), &cn);
+                    CHECK(memcmp(one.weight, many.weight, vis.n * sizeof(double)) == 0 &&
+                              memcmp(one.re, many.re, vis.n * sizeof(double)) == 0 &&
+                              memcmp(one.im, many.im, vis.n * sizeof(double)) == 0 && one.weight_sum == many.weight_sum,
+                          "sigma %g %s: %d threads differ from one", sig[si], pk_weighting_name((pk_weighting)mode),
+                          threads[ti]);
+                    pk_vis_free(&many);
+                }
+                if (mode == PK_WEIGHTING_UNIFORM) check_weighting(&vis, PK_WEIGHTING_UNIFORM, 0, 700, 0.0005, "600k");
+                pk_vis_free(&one);
+            }
+            pk_vis_free(&vis);
+        }
+    }
+
     /* a caller's visibilities without weights: the PSF takes 1 each */
     {
         pk_vis vis;

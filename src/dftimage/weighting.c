@@ -6,8 +6,10 @@
  * (u, v) and (-u, -v) share one: the image is the real part of the sum,
  * which is the sum over both. The DFT has no grid edge, so every cell
  * counts, however far out; the cells' sums are kept in a dense grid over
- * their extent when that is small, else in a hash table that grows with
- * the number of distinct cells.
+ * their extent when that is small, else in hash tables that grow with
+ * the number of distinct cells. The threads share the cells out by row and
+ * each adds its cells' weights in visibility order: the same sums, to the
+ * bit, on any number of threads.
  */
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +17,10 @@
 #include <string.h>
 
 #include "dftimage_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static const char *const weighting_names[] = {"natural", "uniform", "briggs"};
 
@@ -126,15 +132,31 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
         return pk_fail(ctx, PK_ERR_INVALID, "the robustness of Briggs weighting must be finite, got %g", robust);
     if (n == 0 || !(cell > 0) || !((double)n * cell < 1048576.0)) /* the image checks the sky itself */
         return pk_fail(ctx, PK_ERR_INVALID, "weighting for %zu pixels of %g rad: not an image", n, cell);
+    const size_t nv = vis->n;
+    const double *u = vis->u, *v = vis->v, *w = vis->weight;
+    /* every pass but the sums in visibility order runs on the threads; the
+     * cells are shared out by row (y mod threads), each thread adding its
+     * cells' weights in visibility order, so the result does not depend on
+     * the thread count. Small sets stay on one thread. */
+    int nt = pk_thread_count(ctx);
+    if ((size_t)nt > nv / 65536 + 1) nt = (int)(nv / 65536 + 1);
+    if (nt > PK_MAX_THREADS) nt = PK_MAX_THREADS;
+    size_t bad = SIZE_MAX;
     double w_max = 0.0, w_min = INFINITY;
-    for (size_t k = 0; k < vis->n; k++) {
-        if (!(fabs(vis->u[k]) <= PK_DFT_MAX_UVW) || !(fabs(vis->v[k]) <= PK_DFT_MAX_UVW))
-            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v = (%g, %g) wavelengths; at most 2^38 (%.3g)", k,
-                           vis->u[k], vis->v[k], PK_DFT_MAX_UVW);
-        if (!(vis->weight[k] > 0) || !isfinite(vis->weight[k]))
-            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: weight %g; %s weighting needs weights > 0", k,
-                           vis->weight[k], pk_weighting_name(weighting));
-        w_max = fmax(w_max, vis->weight[k]), w_min = fmin(w_min, vis->weight[k]);
+#pragma omp parallel for num_threads(nt) reduction(min : bad) reduction(max : w_max) reduction(min : w_min)
+    for (size_t k = 0; k < nv; k++) {
+        if (!(fabs(u[k]) <= PK_DFT_MAX_UVW) || !(fabs(v[k]) <= PK_DFT_MAX_UVW) || !(w[k] > 0) || !isfinite(w[k])) {
+            if (k < bad) bad = k;
+        } else {
+            w_max = fmax(w_max, w[k]), w_min = fmin(w_min, w[k]);
+        }
+    }
+    if (bad != SIZE_MAX) {
+        if (!(fabs(u[bad]) <= PK_DFT_MAX_UVW) || !(fabs(v[bad]) <= PK_DFT_MAX_UVW))
+            return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: u, v = (%g, %g) wavelengths; at most 2^38 (%.3g)", bad,
+                           u[bad], v[bad], PK_DFT_MAX_UVW);
+        return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: weight %g; %s weighting needs weights > 0", bad, w[bad],
+                       pk_weighting_name(weighting));
     }
     if (w_min / w_max < 1e-250)
         return pk_fail(ctx, PK_ERR_INVALID,
@@ -143,83 +165,91 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
     const double per_cell = (double)n * cell; /* cells per wavelength */
     /* The cells' extent: a dense grid of their sums where it is small (an
      * image's own uv plane and a little more: every visibility inside the
-     * image's Nyquist limit lies within n x n / 2 cells), else the hash
-     * table. Both sum each cell's weights in visibility order. */
+     * image's Nyquist limit lies within n x n / 2 cells), else a hash table
+     * for each thread. */
     int64_t x_lo = INT64_MAX, x_hi = INT64_MIN, y_hi = 0;
-    for (size_t k = 0; k < vis->n; k++) {
+#pragma omp parallel for num_threads(nt) reduction(min : x_lo) reduction(max : x_hi) reduction(max : y_hi)
+    for (size_t k = 0; k < nv; k++) {
         int64_t x, y;
         vis_cell(vis, k, per_cell, &x, &y);
         x_lo = x < x_lo ? x : x_lo, x_hi = x > x_hi ? x : x_hi, y_hi = y > y_hi ? y : y_hi;
     }
     const uint64_t width = (uint64_t)(x_hi - x_lo) + 1, height = (uint64_t)y_hi + 1;
+    const int dense = width <= DENSE_CELLS && height <= DENSE_CELLS / width;
     double *grid = NULL;
-    cell_table t = {NULL, 0, 0};
-    double *factor = malloc(vis->n * sizeof(double));
-    if (!factor) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %zu weighting factors", vis->n);
-    if (width <= DENSE_CELLS && height <= DENSE_CELLS / width) {
-        grid = calloc(width * height, sizeof(double));
-        if (!grid) {
-            free(factor);
-            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %llu uv cells", (unsigned long long)(width * height));
-        }
-    } else if (table_init(&t, 1024)) {
-        free(factor);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells");
-    }
-    /* the sums of weights scaled to at most 1, so that neither the cells'
-     * sums nor Briggs' sum of their squares can overflow or underflow
-     * (both weightings are the same for weights scaled alike) */
-    double total = 0.0;
-    for (size_t k = 0; k < vis->n; k++) {
-        int64_t x, y;
-        vis_cell(vis, k, per_cell, &x, &y);
-        double *sum;
-        if (grid) {
-            sum = &grid[(uint64_t)y * width + (uint64_t)(x - x_lo)];
-        } else {
-            cell_slot *c = table_add(&t, x, y);
-            if (!c) {
-                free(t.slot);
-                free(factor);
-                return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells (%zu so far)", t.used);
+    cell_table table[PK_MAX_THREADS];
+    memset(table, 0, sizeof table);
+    double *factor = malloc(nv * sizeof(double));
+    int failed = !factor;
+    if (!failed && dense) failed = !(grid = calloc(width * height, sizeof(double)));
+    for (int t = 0; t < nt && !failed && !dense; t++) failed = table_init(&table[t], 1024);
+    /* the cells' sums, of the weights divided by the largest: neither the
+     * sums nor Briggs' sum of their squares can overflow or underflow, and
+     * both weightings are the same for weights scaled alike */
+    if (!failed) {
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+        {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
+            for (size_t k = 0; k < nv && !failed; k++) {
+                int64_t x, y;
+                vis_cell(vis, k, per_cell, &x, &y);
+                if ((uint64_t)y % (uint64_t)nt != (uint64_t)t) continue;
+                double add = w[k] / w_max;
+                if (dense) {
+                    grid[(uint64_t)y * width + (uint64_t)(x - x_lo)] += add;
+                } else {
+                    cell_slot *c = table_add(&table[t], x, y);
+                    if (c) c->sum += add;
+                    else failed = 1;
+                }
             }
-            sum = &c->sum;
         }
-        *sum += vis->weight[k] / w_max;
-        total += vis->weight[k] / w_max;
     }
-    /* Briggs' f^2 needs sum_cells W^2 / sum_k w_k; sum_cells W^2 is taken
-     * as sum_k w_k W(k), the same in visibility order whichever store */
-    for (size_t k = 0; k < vis->n; k++) {
-        int64_t x, y;
-        vis_cell(vis, k, per_cell, &x, &y);
-        factor[k] = grid ? grid[(uint64_t)y * width + (uint64_t)(x - x_lo)] : table_probe(&t, x, y)->sum;
+    if (!failed) {
+#pragma omp parallel for num_threads(nt)
+        for (size_t k = 0; k < nv; k++) {
+            int64_t x, y;
+            vis_cell(vis, k, per_cell, &x, &y);
+            factor[k] = dense ? grid[(uint64_t)y * width + (uint64_t)(x - x_lo)]
+                              : table_probe(&table[(uint64_t)y % (uint64_t)nt], x, y)->sum;
+        }
     }
     free(grid);
-    free(t.slot);
+    for (int t = 0; t < nt; t++) free(table[t].slot);
+    if (failed) {
+        free(factor);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the uv cells of %zu visibilities", nv);
+    }
+    /* Briggs' f^2 needs sum_cells W^2 / sum_k w_k; sum_cells W^2 is taken
+     * as sum_k w_k W(k): sums in visibility order, whatever the threads */
     double f2 = 0.0;
     if (weighting == PK_WEIGHTING_BRIGGS) {
-        double sum_sq = 0.0;
-        for (size_t k = 0; k < vis->n; k++) sum_sq += vis->weight[k] / w_max * factor[k];
+        double total = 0.0, sum_sq = 0.0;
+        for (size_t k = 0; k < nv; k++) total += w[k] / w_max, sum_sq += w[k] / w_max * factor[k];
         double root = 5.0 * pow(10.0, -robust);
         f2 = root * root / (sum_sq / total);
     }
     /* uniform: w_k / W(k) = (w_k / w_max) / W_scaled(k), at most 1; the
      * visibility (V_k w_k) likewise divided by w_max first. Briggs: a
      * factor at most 1, the same for any scale. */
-    double new_sum = 0.0;
-    for (size_t k = 0; k < vis->n; k++) {
-        double W = factor[k];
-        factor[k] = weighting == PK_WEIGHTING_UNIFORM ? W : 1.0 / (1.0 + W * f2);
-        new_sum += weighting == PK_WEIGHTING_UNIFORM ? vis->weight[k] / w_max / W : vis->weight[k] * factor[k];
+    const int uniform = weighting == PK_WEIGHTING_UNIFORM;
+    if (!uniform) {
+#pragma omp parallel for num_threads(nt)
+        for (size_t k = 0; k < nv; k++) factor[k] = 1.0 / (1.0 + factor[k] * f2);
     }
+    double new_sum = 0.0;
+    for (size_t k = 0; k < nv; k++) new_sum += uniform ? w[k] / w_max / factor[k] : w[k] * factor[k];
     if (!(new_sum > 0) || !isfinite(new_sum)) { /* a robustness far outside -5 .. 5 */
         free(factor);
         return pk_fail(ctx, PK_ERR_INVALID, "%s weighting would leave a weight sum of %g", pk_weighting_name(weighting),
                        new_sum);
     }
-    for (size_t k = 0; k < vis->n; k++) {
-        if (weighting == PK_WEIGHTING_UNIFORM) {
+#pragma omp parallel for num_threads(nt)
+    for (size_t k = 0; k < nv; k++) {
+        if (uniform) {
             vis->re[k] = vis->re[k] / w_max / factor[k];
             vis->im[k] = vis->im[k] / w_max / factor[k];
             vis->weight[k] = vis->weight[k] / w_max / factor[k];
