@@ -38,12 +38,12 @@ const char *pk_weighting_name(pk_weighting weighting) {
 }
 
 /* Cells in a dense grid of sums when their extent has at most this many
- * (64 MiB); else a hash table. */
+ * (64 MiB); else hash tables. */
 #define DENSE_CELLS (1ull << 23)
 
 typedef struct cell_slot {
     int64_t x, y; /* the folded cell; y == INT64_MIN: empty */
-    double sum;   /* its summed weights, then its factor */
+    double sum;   /* its summed weights (divided by the largest) */
 } cell_slot;
 
 typedef struct cell_table {
