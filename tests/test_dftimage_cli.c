@@ -381,6 +381,42 @@ static void test_weighting_psf(void) {
         printf("EHT dirty image peak %.3f Jy/beam\n", peak);
         CHECK(peak > 0.1 && peak < 2, "the EHT image's peak, %.3g Jy/beam, is M87's compact flux", peak);
     }
+    /* --minuv-l: the MWA file's 1,155 autocorrelations (105 tiles, 11
+     * channels) left out, and with them the pedestal they add to every
+     * pixel */
+    snprintf(cmd, sizeof cmd,
+             "'%s/data/vis/1133866760.uvfits' --weights abs -o autos.fits --size 16 --cell 0.01 --png none", root);
+    CHECK(run(cmd) == 0, "MWA with its autocorrelations");
+    snprintf(cmd, sizeof cmd,
+             "'%s/data/vis/1133866760.uvfits' --weights abs -o cross.fits --size 16 --cell 0.01 --png none "
+             "--minuv-l 1",
+             root);
+    rc = run(cmd);
+    err = slurp(in_dir("err.txt"));
+    CHECK(rc == 0 && err && strstr(err, "60060 visibilities") && strstr(err, "1155 outside the baseline range"),
+          "--minuv-l 1: rc %d, %s", rc, err ? err : "");
+    {
+        fitsfile *f;
+        int status = 0, anynul;
+        float a[16 * 16], b[16 * 16];
+        fits_open_file(&f, in_dir("autos.fits"), READONLY, &status);
+        fits_read_img_flt(f, 0, 1, 16 * 16, 0.0f, a, &anynul, &status);
+        fits_close_file(f, &status);
+        fits_open_file(&f, in_dir("cross.fits"), READONLY, &status);
+        fits_read_img_flt(f, 0, 1, 16 * 16, 0.0f, b, &anynul, &status);
+        fits_close_file(f, &status);
+        double mean_a = 0, mean_b = 0;
+        for (int p = 0; p < 16 * 16; p++) mean_a += (double)a[p] / 256, mean_b += (double)b[p] / 256;
+        printf("MWA image mean: %.4g with autocorrelations, %.4g without\n", mean_a, mean_b);
+        CHECK(status == 0 && mean_a > 1e9 && fabs(mean_b) < 0.01 * mean_a, "the pedestal: %.4g, then %.4g", mean_a,
+              mean_b);
+    }
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --minuv-l 5 --maxuv-l 2", root);
+    expect_failure(cmd, "--maxuv-l 2 is shorter than --minuv-l 5", "maxuv below minuv");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --minuv-l -1", root);
+    expect_failure(cmd, "--minuv-l must be a length >= 0", "negative minuv");
+    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --minuv-l 1e9", root);
+    expect_failure(cmd, "no visibility has a baseline", "no baseline in range");
     /* uniform weighting changes the image (and natural is the default) */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' --weights abs -o nat.fits --size 33 --cell 2e-4 -q",
              root);

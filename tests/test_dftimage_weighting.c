@@ -477,6 +477,53 @@ int main(void) {
         }
     }
 
+    /* baselines by length: those in [min, max] kept in order, the rest
+     * dropped, the weight sum that of the kept; bad ranges and an empty
+     * selection refused with nothing changed */
+    {
+        pk_vis vis;
+        random_vis(&rng, 5000, 300, &vis);
+        vis.u[17] = vis.v[17] = 0; /* an autocorrelation */
+        vis.u[18] = 100, vis.v[18] = 0;
+        vis.u[19] = 0, vis.v[19] = -500; /* the range's ends, exactly */
+        pk_vis sel = copy_vis(&vis);
+        size_t dropped = 0;
+        CHECK_OK(pk_vis_select_uv(&ctx, &sel, 100, 500, &dropped), &ctx);
+        size_t j = 0;
+        int same = 1;
+        double sum = 0;
+        for (size_t k = 0; k < vis.n; k++) {
+            double r = sqrt(vis.u[k] * vis.u[k] + vis.v[k] * vis.v[k]);
+            if (r < 100 || r > 500) continue;
+            same &= j < sel.n && sel.u[j] == vis.u[k] && sel.v[j] == vis.v[k] && sel.w[j] == vis.w[k] &&
+                    sel.re[j] == vis.re[k] && sel.im[j] == vis.im[k] && sel.weight[j] == vis.weight[k];
+            sum += vis.weight[k];
+            j++;
+        }
+        CHECK(same && j == sel.n && dropped == vis.n - sel.n && fabs(sel.weight_sum - sum) <= 1e-12 * sum,
+              "baselines of 100 to 500 wavelengths: %zu kept (want %zu), %zu dropped", sel.n, j, dropped);
+        CHECK(sel.n > 1000 && sel.n < vis.n - 1000 && sel.u[0] != 0, "a selection that keeps some and drops some");
+        pk_vis_free(&sel);
+        sel = copy_vis(&vis);
+        CHECK_OK(pk_vis_select_uv(&ctx, &sel, 1e-3, INFINITY, &dropped), &ctx);
+        CHECK(dropped == 1 && sel.n == vis.n - 1 && sel.u[17] == vis.u[18], "the autocorrelation alone dropped (%zu)",
+              dropped);
+        pk_vis_free(&sel);
+        sel = copy_vis(&vis);
+        pk_status st = pk_vis_select_uv(&ctx, &sel, 5e5, 6e5, &dropped);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "no visibility") && sel.n == vis.n &&
+                  memcmp(sel.u, vis.u, vis.n * sizeof(double)) == 0,
+              "nothing in range: %s", ctx.message);
+        st = pk_vis_select_uv(&ctx, &sel, 10, 5, NULL);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "not a range"), "min > max: %s", ctx.message);
+        st = pk_vis_select_uv(&ctx, &sel, -1, 5, NULL);
+        CHECK(st == PK_ERR_INVALID, "a negative length: %s", ctx.message);
+        st = pk_vis_select_uv(&ctx, &sel, 0, (double)NAN, NULL);
+        CHECK(st == PK_ERR_INVALID, "NaN: %s", ctx.message);
+        pk_vis_free(&sel);
+        pk_vis_free(&vis);
+    }
+
     /* a caller's visibilities without weights: the PSF takes 1 each */
     {
         pk_vis vis;

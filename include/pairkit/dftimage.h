@@ -92,6 +92,14 @@ pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out);
  * are fine. */
 void pk_vis_free(pk_vis *vis);
 
+/* Keeps the visibilities whose baseline length sqrt(u^2 + v^2) lies in
+ * [min_l, max_l] wavelengths (max_l may be INFINITY), in their order, and
+ * drops the others (autocorrelations, at 0, by min_l > 0): the arrays
+ * compacted in place, n and weight_sum updated, *dropped (may be NULL)
+ * the count dropped. PK_ERR_INVALID when the range is empty or negative,
+ * or no visibility lies in it (nothing changed then). */
+pk_status pk_vis_select_uv(pk_context *ctx, pk_vis *vis, double min_l, double max_l, size_t *dropped);
+
 /* ---- imaging weights ---------------------------------------------------- */
 
 /* How the visibilities are weighted in the image, as imagers (CASA, WSClean)

@@ -1,5 +1,6 @@
 /* weighting.c - imaging weights: natural, uniform and Briggs (robust),
- * from the summed weights of the image's uv cells.
+ * from the summed weights of the image's uv cells; and the selection of
+ * visibilities by baseline length.
  *
  * A visibility's cell is (round(u n d), round(v n d)) for an image of n
  * pixels of d radians (cells of 1 / (n d) wavelengths), folded so that
@@ -263,5 +264,37 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
     vis->weight_sum = new_sum;
     vis->weighting = weighting;
     vis->robust = weighting == PK_WEIGHTING_BRIGGS ? robust : 0.0;
+    return PK_OK;
+}
+
+pk_status pk_vis_select_uv(pk_context *ctx, pk_vis *vis, double min_l, double max_l, size_t *dropped) {
+    pk_clear(ctx);
+    if (dropped) *dropped = 0;
+    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to select from");
+    if (!(min_l >= 0) || !(max_l >= min_l) || isnan(max_l))
+        return pk_fail(ctx, PK_ERR_INVALID, "baseline range %g to %g wavelengths: not a range of lengths", min_l,
+                       max_l);
+    size_t kept = 0;
+    for (size_t k = 0; k < vis->n; k++) {
+        double r = hypot(vis->u[k], vis->v[k]);
+        kept += r >= min_l && r <= max_l;
+    }
+    if (kept == 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "no visibility has a baseline of %g to %g wavelengths (of %zu)", min_l,
+                       max_l, vis->n);
+    size_t out = 0;
+    double weight_sum = 0.0;
+    for (size_t k = 0; k < vis->n; k++) {
+        double r = hypot(vis->u[k], vis->v[k]);
+        if (!(r >= min_l && r <= max_l)) continue;
+        vis->u[out] = vis->u[k], vis->v[out] = vis->v[k], vis->w[out] = vis->w[k];
+        vis->re[out] = vis->re[k], vis->im[out] = vis->im[k];
+        if (vis->weight) vis->weight[out] = vis->weight[k];
+        weight_sum += vis->weight ? vis->weight[k] : 1.0;
+        out++;
+    }
+    if (dropped) *dropped = vis->n - kept;
+    vis->n = kept;
+    vis->weight_sum = weight_sum;
     return PK_OK;
 }

@@ -27,6 +27,9 @@ static void usage(FILE *out) {
             "  --kernel K           a specific kernel (see 'pairkit bench dftimage --list')\n"
             "  --sign S             +1 or -1: overrides the format's sign convention\n"
             "  --weights W          UVFITS weights: data (default; <= 0 flagged), abs, unit\n"
+            "  --minuv-l L          leave out baselines shorter than L wavelengths (0.1 or so:\n"
+            "                       the autocorrelations)\n"
+            "  --maxuv-l L          leave out baselines longer than L wavelengths\n"
             "  --weighting M        imaging weights: natural (default), uniform or briggs\n"
             "  --robust R           Briggs robustness (with --weighting briggs; default 0)\n"
             "  --psf FILE           also the point spread function (dirty beam) as FITS, 1 at\n"
@@ -54,8 +57,9 @@ static void angle_unit(double extent_rad, const char **name, double *per_rad) {
 
 /* The options that take a value. */
 static const char *const value_options[] = {
-    "-o",     "--output",  "--png",          "--size",    "--cell",      "--backend", "--precision", "--kernel",
-    "--sign", "--weights", "--check-pixels", "--threads", "--weighting", "--robust",  "--psf",       NULL};
+    "-o",          "--output", "--png",  "--size",    "--cell",         "--backend",
+    "--precision", "--kernel", "--sign", "--weights", "--check-pixels", "--threads",
+    "--weighting", "--robust", "--psf",  "--minuv-l", "--maxuv-l",      NULL};
 
 int cmd_dftimage(int argc, char **argv) {
     const char *cmd = "dftimage";
@@ -71,6 +75,7 @@ int cmd_dftimage(int argc, char **argv) {
     double robust = 0.0;
     int robust_given = 0;
     const char *psf_path = NULL;
+    double minuv = 0.0, maxuv = (double)INFINITY;
     pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
     pk_context ctx;
     pk_context_init(&ctx);
@@ -131,6 +136,12 @@ int cmd_dftimage(int argc, char **argv) {
                 robust_given = 1;
             } else if (strcmp(a, "--psf") == 0) {
                 psf_path = v;
+            } else if (strcmp(a, "--minuv-l") == 0 || strcmp(a, "--maxuv-l") == 0) {
+                double l;
+                if (cli_parse_double(cmd, a, v, &l)) return 2;
+                if (!(l >= 0) || isinf(l)) return cli_usage_error(cmd, "%s must be a length >= 0, got '%s'", a, v);
+                if (a[2] == 'm' && a[3] == 'i') minuv = l;
+                else maxuv = l;
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;
                 check_pixels_given = 1;
@@ -145,6 +156,8 @@ int cmd_dftimage(int argc, char **argv) {
         }
     }
     if (!vis_path) return cli_usage_error(cmd, "expected a visibility file (.npz or UVFITS)");
+    if (maxuv < minuv)
+        return cli_usage_error(cmd, "--maxuv-l %g is shorter than --minuv-l %g: no baseline is left", maxuv, minuv);
     if (robust_given && weighting != PK_WEIGHTING_BRIGGS)
         return cli_usage_error(cmd, "--robust is the robustness of --weighting briggs; add that (or drop --robust)");
     if (check_pixels_given && !do_check)
@@ -204,7 +217,17 @@ int cmd_dftimage(int argc, char **argv) {
         return cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)",
                                vis_path);
     }
-    /* imaging weights from every visibility, before any share is taken */
+    /* the baselines asked for, then imaging weights from every one of them,
+     * before any share is taken */
+    size_t uv_dropped = 0;
+    if (st == PK_OK && (minuv > 0 || isfinite(maxuv))) {
+        st = pk_vis_select_uv(&ctx, &vis, minuv, maxuv, &uv_dropped);
+        if (st) {
+            char rest[PK_MESSAGE_MAX];
+            snprintf(rest, sizeof rest, "%s", ctx.message);
+            snprintf(ctx.message, sizeof ctx.message, "%.200s: %.300s", vis_path, rest);
+        }
+    }
     if (st == PK_OK && weighting != PK_WEIGHTING_NATURAL) {
         st = pk_vis_weighting(&ctx, &vis, weighting, robust, size, cell);
         if (st) {
@@ -362,8 +385,10 @@ int cmd_dftimage(int argc, char **argv) {
         double secs = stats.kernel_ms > 0 ? stats.kernel_ms * 1e-3 : stats.seconds;
         char robust_text[40] = "";
         if (vis.weighting == PK_WEIGHTING_BRIGGS) snprintf(robust_text, sizeof robust_text, " (robust %g)", robust);
-        fprintf(stderr, "%zu visibilities (%zu of %zu records flagged), %zu x %zu pixels, sign %+d, %s weighting%s\n",
-                vis.n, vis.n_flagged, vis.n_records, size, size, image.sign,
+        char uv_text[64] = "";
+        if (uv_dropped) snprintf(uv_text, sizeof uv_text, ", %zu outside the baseline range", uv_dropped);
+        fprintf(stderr, "%zu visibilities (%zu of %zu records flagged%s), %zu x %zu pixels, sign %+d, %s weighting%s\n",
+                vis.n, vis.n_flagged, vis.n_records, uv_text, size, size, image.sign,
                 pk_weighting_name((pk_weighting)vis.weighting), robust_text);
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
                 secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path, png_path ? ", " : "",
