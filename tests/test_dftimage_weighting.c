@@ -470,6 +470,25 @@ int main(void) {
                           threads[ti]);
                     pk_vis_free(&many);
                 }
+#ifdef _OPENMP
+                /* inside a parallel region OpenMP starts one thread where 4
+                 * are asked for: every share must still be summed */
+                {
+                    pk_vis nested = copy_vis(&vis);
+                    pk_context cn;
+                    pk_context_init(&cn);
+                    cn.n_threads = 4;
+                    pk_status nst = PK_OK;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+                    nst = pk_vis_weighting(&cn, &nested, (pk_weighting)mode, 0.3, 700, 0.0005);
+                    CHECK(nst == PK_OK && memcmp(one.weight, nested.weight, vis.n * sizeof(double)) == 0 &&
+                              one.weight_sum == nested.weight_sum,
+                          "sigma %g %s: called inside a parallel region: %s", sig[si],
+                          pk_weighting_name((pk_weighting)mode), cn.message);
+                    pk_vis_free(&nested);
+                }
+#endif
                 if (mode == PK_WEIGHTING_UNIFORM) check_weighting(&vis, PK_WEIGHTING_UNIFORM, 0, 700, 0.0005, "600k");
                 pk_vis_free(&one);
             }

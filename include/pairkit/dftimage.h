@@ -97,7 +97,8 @@ void pk_vis_free(pk_vis *vis);
  * drops the others (autocorrelations, at 0, by min_l > 0): the arrays
  * compacted in place, n and weight_sum updated, *dropped (may be NULL)
  * the count dropped. PK_ERR_INVALID when the range is empty or negative,
- * or no visibility lies in it (nothing changed then). */
+ * or no visibility lies in it (nothing changed then). Select before
+ * pk_vis_weighting: the imaging weights derive from the baselines present. */
 pk_status pk_vis_select_uv(pk_context *ctx, pk_vis *vis, double min_l, double max_l, size_t *dropped);
 
 /* ---- imaging weights ---------------------------------------------------- */

@@ -19,10 +19,6 @@
 
 #include "dftimage_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 static const char *const weighting_names[] = {"natural", "uniform", "briggs"};
 
 pk_status pk_weighting_parse(const char *name, pk_weighting *out) {
@@ -136,12 +132,11 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
     const size_t nv = vis->n;
     const double *u = vis->u, *v = vis->v, *w = vis->weight;
     /* every pass but the sums in visibility order runs on the threads; the
-     * cells are shared out by row (y mod threads), each thread adding its
-     * cells' weights in visibility order, so the result does not depend on
+     * cells are shared out by row (y mod nt), each share adding its cells'
+     * weights in visibility order, so the result does not depend on
      * the thread count. Small sets stay on one thread. */
     int nt = pk_thread_count(ctx);
     if ((size_t)nt > nv / 65536 + 1) nt = (int)(nv / 65536 + 1);
-    if (nt > PK_MAX_THREADS) nt = PK_MAX_THREADS;
     size_t bad = SIZE_MAX;
     double w_max = 0.0, w_min = INFINITY;
 #pragma omp parallel for num_threads(nt) reduction(min : bad) reduction(max : w_max) reduction(min : w_min)
@@ -188,12 +183,11 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
      * sums nor Briggs' sum of their squares can overflow or underflow, and
      * both weightings are the same for weights scaled alike */
     if (!failed) {
-#pragma omp parallel num_threads(nt) reduction(| : failed)
-        {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
+        /* the nt shares through a worksharing loop: each is summed once
+         * however many threads OpenMP starts (fewer under OMP_DYNAMIC, a
+         * thread limit or an enclosing parallel region) */
+#pragma omp parallel for schedule(static, 1) num_threads(nt) reduction(| : failed)
+        for (int t = 0; t < nt; t++) {
             for (size_t k = 0; k < nv && !failed; k++) {
                 int64_t x, y;
                 vis_cell(vis, k, per_cell, &x, &y);

@@ -139,7 +139,7 @@ int cmd_dftimage(int argc, char **argv) {
             } else if (strcmp(a, "--minuv-l") == 0 || strcmp(a, "--maxuv-l") == 0) {
                 double l;
                 if (cli_parse_double(cmd, a, v, &l)) return 2;
-                if (!(l >= 0) || isinf(l)) return cli_usage_error(cmd, "%s must be a length >= 0, got '%s'", a, v);
+                if (!(l >= 0)) return cli_usage_error(cmd, "%s must be a length >= 0, got '%s'", a, v);
                 if (a[2] == 'm' && a[3] == 'i') minuv = l;
                 else maxuv = l;
             } else if (strcmp(a, "--check-pixels") == 0) {
@@ -368,8 +368,13 @@ int cmd_dftimage(int argc, char **argv) {
         angle_unit(extent, &unit, &per_rad);
         char title[200], xlabel[64], ylabel[64];
         const char *what = which ? "dirty beam" : "dirty image";
-        if (!which && image.normalised) /* the colour bar's unit */
-            what = strcasecmp(vis.bunit, "JY") == 0 ? "dirty image [Jy/beam]" : "dirty image / WEIGHTS";
+        char what_buf[64];
+        if (!which && image.normalised) { /* the colour bar's unit, as BUNIT has it */
+            if (strcasecmp(vis.bunit, "JY") == 0) what = "dirty image [Jy/beam]";
+            else if (vis.bunit[0])
+                snprintf(what_buf, sizeof what_buf, "dirty image [%s/beam]", vis.bunit), what = what_buf;
+            else what = "dirty image / WEIGHTS";
+        }
         snprintf(title, sizeof title, "%s%s%s, %zu visibilit%s, s = %+d%s", vis.object, vis.object[0] ? ": " : "", what,
                  vis.n, vis.n == 1 ? "y" : "ies", im->sign, weighting_text);
         snprintf(xlabel, sizeof xlabel, "l (east) [%s]", unit);
