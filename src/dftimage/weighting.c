@@ -162,7 +162,7 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
     /* The cells' extent: a dense grid of their sums where it is small (an
      * image's own uv plane and a little more: every visibility inside the
      * image's Nyquist limit lies within n x n / 2 cells), else a hash table
-     * for each thread. */
+     * for each share. */
     int64_t x_lo = INT64_MAX, x_hi = INT64_MIN, y_hi = 0;
 #pragma omp parallel for num_threads(nt) reduction(min : x_lo) reduction(max : x_hi) reduction(max : y_hi)
     for (size_t k = 0; k < nv; k++) {
