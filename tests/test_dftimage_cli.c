@@ -63,6 +63,22 @@ static int count_files(const char *part) {
     return n;
 }
 
+/* The first n pixels of the image in the scratch folder named name, and
+ * the string keyword key into value (FLEN_VALUE) unless key is NULL:
+ * cfitsio's status, 0 when all went well. */
+static int read_image(const char *name, long n, float *pix, const char *key, char *value) {
+    fitsfile *f;
+    int status = 0, anynul;
+    fits_open_file(&f, in_dir(name), READONLY, &status);
+    if (key) fits_read_key(f, TSTRING, key, value, NULL, &status);
+    fits_read_img_flt(f, 0, 1, n, 0.0f, pix, &anynul, &status);
+    if (f) {
+        int close_status = 0;
+        fits_close_file(f, &close_status);
+    }
+    return status;
+}
+
 static void write_npz(const char *name, const pk_vis *vis) {
     pk_context ctx;
     pk_context_init(&ctx);
@@ -396,15 +412,9 @@ static void test_weighting_psf(void) {
     CHECK(rc == 0 && err && strstr(err, "60060 visibilities") && strstr(err, "1155 outside the baseline range"),
           "--minuv-l 1: rc %d, %s", rc, err ? err : "");
     {
-        fitsfile *f;
-        int status = 0, anynul;
         float a[16 * 16], b[16 * 16];
-        fits_open_file(&f, in_dir("autos.fits"), READONLY, &status);
-        fits_read_img_flt(f, 0, 1, 16 * 16, 0.0f, a, &anynul, &status);
-        fits_close_file(f, &status);
-        fits_open_file(&f, in_dir("cross.fits"), READONLY, &status);
-        fits_read_img_flt(f, 0, 1, 16 * 16, 0.0f, b, &anynul, &status);
-        fits_close_file(f, &status);
+        int status =
+            read_image("autos.fits", 16 * 16, a, NULL, NULL) | read_image("cross.fits", 16 * 16, b, NULL, NULL);
         double mean_a = 0, mean_b = 0;
         for (int p = 0; p < 16 * 16; p++) mean_a += (double)a[p] / 256, mean_b += (double)b[p] / 256;
         printf("MWA image mean: %.4g with autocorrelations, %.4g without\n", mean_a, mean_b);
@@ -426,18 +436,10 @@ static void test_weighting_psf(void) {
              root);
     CHECK(run(cmd) == 0, "uniform image");
     {
-        fitsfile *f;
-        int status = 0, anynul;
         float a[33 * 33], b[33 * 33];
         char wa[FLEN_VALUE] = "", wb[FLEN_VALUE] = "";
-        fits_open_file(&f, in_dir("nat.fits"), READONLY, &status);
-        fits_read_key(f, TSTRING, "WEIGHTNG", wa, NULL, &status);
-        fits_read_img_flt(f, 0, 1, 33 * 33, 0.0f, a, &anynul, &status);
-        fits_close_file(f, &status);
-        fits_open_file(&f, in_dir("uni.fits"), READONLY, &status);
-        fits_read_key(f, TSTRING, "WEIGHTNG", wb, NULL, &status);
-        fits_read_img_flt(f, 0, 1, 33 * 33, 0.0f, b, &anynul, &status);
-        fits_close_file(f, &status);
+        int status =
+            read_image("nat.fits", 33 * 33, a, "WEIGHTNG", wa) | read_image("uni.fits", 33 * 33, b, "WEIGHTNG", wb);
         CHECK(status == 0 && strcmp(wa, "natural") == 0 && strcmp(wb, "uniform") == 0, "WEIGHTNG %s, %s", wa, wb);
         CHECK(memcmp(a, b, sizeof a) != 0, "uniform and natural images differ");
     }
