@@ -421,12 +421,6 @@ static void test_weighting_psf(void) {
         CHECK(status == 0 && mean_a > 1e9 && fabs(mean_b) < 0.01 * mean_a, "the pedestal: %.4g, then %.4g", mean_a,
               mean_b);
     }
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --minuv-l 5 --maxuv-l 2", root);
-    expect_failure(cmd, "--maxuv-l 2 is shorter than --minuv-l 5", "maxuv below minuv");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --minuv-l -1", root);
-    expect_failure(cmd, "--minuv-l must be a length >= 0", "negative minuv");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --minuv-l 1e9", root);
-    expect_failure(cmd, "no visibility has a baseline", "no baseline in range");
     /* uniform weighting changes the image (and natural is the default) */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' --weights abs -o nat.fits --size 33 --cell 2e-4 -q",
              root);
@@ -444,22 +438,24 @@ static void test_weighting_psf(void) {
         CHECK(memcmp(a, b, sizeof a) != 0, "uniform and natural images differ");
     }
     /* bad options and names: refused, nothing written */
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --robust 0", root);
-    expect_failure(cmd, "--robust is the robustness of --weighting briggs", "--robust without briggs");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --weighting robust", root);
-    expect_failure(cmd, "--weighting: 'robust' is not natural, uniform or briggs", "unknown weighting");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --weighting briggs --robust 9",
-             root);
-    expect_failure(cmd, "--robust must lie in [-5, 5]", "robust out of range");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --robust 1x --weighting briggs",
-             root);
-    expect_failure(cmd, "--robust", "robust not a number");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --psf beam.fits.gz", root);
-    expect_failure(cmd, "--psf beam.fits.gz: the image is written as plain FITS", "--psf NAME.gz");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --psf old.fits", root);
-    expect_failure(cmd, "named for two outputs", "image and beam under one name");
-    snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --psf nodir/beam.fits", root);
-    expect_failure(cmd, "nodir", "beam in a missing folder");
+    static const struct {
+        const char *options, *needle, *what;
+    } bad[] = {
+        {"--minuv-l 5 --maxuv-l 2", "--maxuv-l 2 is shorter than --minuv-l 5", "maxuv below minuv"},
+        {"--minuv-l -1", "--minuv-l must be a length >= 0", "negative minuv"},
+        {"--minuv-l 1e9", "no visibility has a baseline", "no baseline in range"},
+        {"--robust 0", "--robust is the robustness of --weighting briggs", "--robust without briggs"},
+        {"--weighting robust", "--weighting: 'robust' is not natural, uniform or briggs", "unknown weighting"},
+        {"--weighting briggs --robust 9", "--robust must lie in [-5, 5]", "robust out of range"},
+        {"--robust 1x --weighting briggs", "--robust", "robust not a number"},
+        {"--psf beam.fits.gz", "--psf beam.fits.gz: the image is written as plain FITS", "--psf NAME.gz"},
+        {"--psf old.fits", "named for two outputs", "image and beam under one name"},
+        {"--psf nodir/beam.fits", "nodir", "beam in a missing folder"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 %s", root, bad[k].options);
+        expect_failure(cmd, bad[k].needle, bad[k].what);
+    }
     CHECK(count_files("beam") == 0, "no beam written");
 }
 
