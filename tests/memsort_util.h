@@ -5,6 +5,8 @@
 #ifndef PAIRKIT_MEMSORT_UTIL_H
 #define PAIRKIT_MEMSORT_UTIL_H
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -40,6 +42,95 @@ static inline pk_memsort_regions test_regions_small(void) {
  * instance boundaries shared by several threads' histograms are covered. */
 static int test_memsort_threads = 0;
 
+/* The trace's chunks as pk_memsort_fill_from_chunks takes them: all, or
+ * (odd) those of odd index. Returns how many. */
+static inline uint32_t test_trace_chunks(const pk_memsort_trace *trace, int odd, pk_memsort_chunk *out) {
+    uint32_t k = 0;
+    for (uint32_t c = 0; c < trace->n_chunks; c++) {
+        if (odd && c % 2 == 0) continue;
+        uint64_t s = trace->chunk_start[c], e = trace->chunk_start[c + 1];
+        out[k++] = (pk_memsort_chunk){c, s, trace->addr + s, e - s};
+    }
+    return k;
+}
+
+/* Every owned instance of `got` filled again from the trace's chunk files
+ * by its plan alone (pk_memsort_fill_from_chunks): from all chunks, the
+ * instance's rows and chunk counts; from the odd chunks alone, the rows
+ * whose value lies in an odd chunk, in the same order. Returns the number
+ * of failed comparisons. */
+static inline int test_fill_from_plan(const char *what, const pk_memsort_trace *trace, const pk_memsort_result *got) {
+    int failures = 0;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    uint32_t n_owned = 0;
+    uint64_t rows = 0;
+    for (uint32_t g = 0; g < got->n_instances; g++)
+        if (got->instances[g].owned) {
+            n_owned++;
+            rows += got->instances[g].n_rows;
+        }
+    uint32_t n_chunks = trace->n_chunks;
+    pk_memsort_chunk *chunks = malloc((n_chunks + 1) * sizeof *chunks);
+    pk_memsort_fill *fills = calloc(n_owned + 1, sizeof *fills);
+    uint32_t *pairs = malloc((2 * rows + 2) * sizeof *pairs), *want = malloc((2 * rows + 2) * sizeof *want);
+    uint32_t *chunk_rows = malloc(((uint64_t)n_owned * n_chunks + 1) * sizeof *chunk_rows);
+    CHECK(chunks && fills && pairs && want && chunk_rows, "%s: fill from plan: out of memory", what);
+    if (!chunks || !fills || !pairs || !want || !chunk_rows) failures++;
+    for (int odd = 0; odd < 2 && !failures; odd++) {
+        uint32_t k = test_trace_chunks(trace, odd, chunks);
+        uint64_t at = 0;
+        uint32_t f = 0;
+        for (uint32_t g = 0; g < got->n_instances; g++) {
+            const pk_memsort_instance *in = &got->instances[g];
+            if (!in->owned) continue;
+            fills[f] = (pk_memsort_fill){in, pairs + 2 * at, in->n_rows, 0, chunk_rows + (uint64_t)f * n_chunks};
+            at += in->n_rows;
+            f++;
+        }
+        pk_status st = pk_memsort_fill_from_chunks(&ctx, chunks, k, fills, n_owned);
+        CHECK(st == PK_OK, "%s: fill from plan (%s chunks): %s", what, odd ? "odd" : "all", ctx.message);
+        if (st) {
+            failures++;
+            break;
+        }
+        for (f = 0; f < n_owned && !failures; f++) {
+            const pk_memsort_instance *in = fills[f].plan;
+            pk_memsort_instance_rows(got, in, want);
+            /* the rows expected from the chunks given, and each chunk's count */
+            uint64_t n_want = 0, bad_chunk = UINT64_MAX;
+            for (uint32_t j = 0; j < in->n_rows; j++) {
+                uint64_t pos = want[2 * j + 1];
+                uint32_t lo = 0, hi = trace->n_chunks; /* the chunk: the last starting at or before pos */
+                while (hi - lo > 1) {
+                    uint32_t mid = lo + (hi - lo) / 2;
+                    if (trace->chunk_start[mid] <= pos) lo = mid;
+                    else hi = mid;
+                }
+                uint32_t c = lo;
+                if (odd && c % 2 == 0) continue;
+                want[2 * n_want] = want[2 * j];
+                want[2 * n_want + 1] = want[2 * j + 1];
+                n_want++;
+            }
+            for (uint32_t i = 0; i < k && bad_chunk == UINT64_MAX; i++)
+                if (fills[f].chunk_rows[i] != got->chunk_counts[in->counts_offset + chunks[i].index]) bad_chunk = i;
+            int ok = fills[f].n_rows == n_want && bad_chunk == UINT64_MAX &&
+                     memcmp(fills[f].pairs, want, 2 * n_want * sizeof(uint32_t)) == 0;
+            CHECK(ok, "%s: instance %u filled from its plan (%s chunks): %llu rows, %llu expected%s", what, in->gid,
+                  odd ? "odd" : "all", (unsigned long long)fills[f].n_rows, (unsigned long long)n_want,
+                  bad_chunk != UINT64_MAX ? ", a chunk's count differs" : "");
+            failures += !ok;
+        }
+    }
+    free(chunks);
+    free(fills);
+    free(pairs);
+    free(want);
+    free(chunk_rows);
+    return failures;
+}
+
 /* Every worker of W with `kernel` against the reference; returns the
  * number of failed comparisons. Also checks that the workers' owned
  * instances partition all instances. */
@@ -68,6 +159,7 @@ static inline int test_kernel_against_ref(const char *what, int kernel, const pk
         st = pk_memsort_compare(&ctx, &ref, &got);
         CHECK(st == PK_OK, "%s: worker %u of %u: %s", what, w, n_workers, ctx.message);
         failures += st != PK_OK;
+        if (st == PK_OK) failures += test_fill_from_plan(what, trace, &got);
         owned_total += got.n_owned;
         n_instances = got.n_instances;
     }

@@ -111,6 +111,35 @@ int main(int argc, char **argv) {
               "capacity in memory: status %d: %s", (int)st, ctx.message);
         st = pk_memsort_run(&ctx, &o, &small, &trace, &res);
         CHECK_OK(st, &ctx);
+        /* filling from the plan: too little room, chunks out of order, a
+         * misaligned entry inside the instance's range, a fill with no plan */
+        pk_memsort_chunk ch[2];
+        uint32_t n_ch = test_trace_chunks(&trace, 0, ch);
+        const pk_memsort_instance *in = &res.instances[res.n_instances - 1];
+        uint32_t pairs[2 * 64];
+        pk_memsort_fill fl = {in, pairs, in->n_rows, 0, NULL};
+        CHECK(in->first_addr < 0x100014 && in->last_addr > 0x100014, "the last instance spans 0x%08x .. 0x%08x",
+              in->first_addr, in->last_addr);
+        CHECK_OK(pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fl, 1), &ctx);
+        CHECK(fl.n_rows == in->n_rows, "filled %llu rows of %u", (unsigned long long)fl.n_rows, in->n_rows);
+        fl.capacity = in->n_rows - 1;
+        st = pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fl, 1);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "more than the room") && fl.n_rows == in->n_rows,
+              "fill with too little room: status %d, %llu rows: %s", (int)st, (unsigned long long)fl.n_rows,
+              ctx.message);
+        fl.capacity = in->n_rows;
+        pk_memsort_chunk swapped[2] = {ch[1], ch[0]};
+        st = pk_memsort_fill_from_chunks(&ctx, swapped, 2, &fl, 1);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "increasing order"), "fill with chunks out of order: %s",
+              ctx.message);
+        addr[45] = 0x100014;
+        st = pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fl, 1);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") && strstr(ctx.message, "aligned"),
+              "fill with a misaligned entry: status %d: %s", (int)st, ctx.message);
+        addr[45] = 0x100000;
+        fl.plan = NULL;
+        st = pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fl, 1);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "no plan"), "fill with no plan: %s", ctx.message);
         pk_memsort_result_free(&res);
     }
 

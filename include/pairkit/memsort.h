@@ -249,6 +249,42 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
  * pairs[2 * n_rows] (address, value, address, value, ...). */
 void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *inst, uint32_t *pairs);
 
+/* ---- filling from the plan alone --------------------------------------- */
+
+/* One chunk file a worker holds: its number in the trace and its raw
+ * addresses; entry i has the value (trace position) first_position + i. */
+typedef struct pk_memsort_chunk {
+    uint32_t index; /* n of mem_addr_NNNN.bin */
+    uint64_t first_position;
+    const uint32_t *addr; /* [n_entries] */
+    uint64_t n_entries;
+} pk_memsort_chunk;
+
+/* One instance to fill: its plan (from any worker's result, owned or not,
+ * or from memsort.bin) and room for its rows. */
+typedef struct pk_memsort_fill {
+    const pk_memsort_instance *plan;
+    uint32_t *pairs;      /* [2 * capacity]: (raw address, value) pairs */
+    uint64_t capacity;    /* rows pairs has room for (plan->n_rows for a whole instance) */
+    uint64_t n_rows;      /* out: the rows the chunks give */
+    uint32_t *chunk_rows; /* optional [n_chunks] out: the rows each given chunk gives */
+} pk_memsort_fill;
+
+/* The rows that the given chunks hold of each instance, from the plans
+ * alone, as a prover worker that holds only some chunk files fills its
+ * instances (docs/memsort.md, "Instances, workers, plans"): each chunk's
+ * entries inside the instance's address range, the first address's
+ * skipped occurrences left out and the last address's kept ones taken,
+ * the whole in stable address order. Given every chunk the instance draws
+ * on (those with rows in its chunk counts), the rows are the instance's
+ * rows and n_rows its n_rows; given some, the rows of those chunks, in the
+ * same order. Chunks in increasing index and position order. Entries in no
+ * instance's range are not read further; a misaligned one inside a range
+ * is PK_ERR_PARSE naming the chunk file and entry. More rows than a fill's
+ * capacity is PK_ERR_INVALID (n_rows says how many). One thread. */
+pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
+                                      pk_memsort_fill *fills, uint32_t n_fills);
+
 /* Compare two results of the same trace and worker: every instance plan
  * and every owned instance's counts, runs and values. PK_OK when equal,
  * else PK_ERR_INTERNAL with the first difference (instance and field). */

@@ -1,0 +1,318 @@
+/* fill.c - an instance's rows from the chunks a worker holds, by the plan
+ * alone: what a prover worker that did not sort the whole trace does with
+ * the plans (docs/memsort.md, "Instances, workers, plans").
+ *
+ * Each entry goes to every instance whose address range [first_addr,
+ * last_addr] holds it (one, or several when it is an address an instance
+ * boundary cuts), where the plan's rules for the first and last address
+ * decide whether the instance takes it. The rules look at one chunk at a
+ * time, so the chunks are shared out to the threads, twice: the first pass
+ * counts each chunk's rows of each instance (which places every chunk's
+ * rows, in chunk order, and checks each instance's room before anything is
+ * written), the second writes them. Each instance's rows, so in trace
+ * order, are then sorted stably by address (a least-significant-digit
+ * radix sort on the address's offset from first_addr), which is its stable
+ * address order.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "memsort_internal.h"
+
+/* Per instance and thread while a chunk is read: how many occurrences of
+ * the first address the chunk has shown, how many of the last address it
+ * has given (counts of the chunk at list position `at`, else stale). */
+typedef struct fill_state {
+    uint32_t at, seen_first, taken_last;
+} fill_state;
+
+/* Whether the instance takes an entry of address a (first <= a <= last)
+ * of chunk c, at position `at` of the chunk list; updates the chunk's
+ * occurrence counts. */
+static int takes(const pk_memsort_instance *p, fill_state *s, uint32_t at, uint32_t c, uint32_t a) {
+    if (s->at != at) *s = (fill_state){at, 0, 0};
+    int is_first = a == p->first_addr, is_last = a == p->last_addr;
+    if (is_first) {
+        if (c < p->first_chunk) return 0;
+        if (c == p->first_chunk && s->seen_first++ < p->first_skip) return 0;
+    }
+    if (is_last) {
+        if (c > p->last_chunk) return 0;
+        if (c == p->last_chunk && s->taken_last++ >= p->last_include) return 0;
+    }
+    return 1;
+}
+
+/* pairs[0 .. 2n) (address, value) sorted stably by address, all in
+ * [lo, lo + 8 * span_words). A counting sort over the word offsets when
+ * they are few beside the rows, else a least-significant-digit radix sort
+ * on them, 11 bits a pass; both keep equal addresses in the order they
+ * came, which is trace order. */
+static int sort_rows(uint32_t *pairs, uint64_t n, uint32_t lo, uint64_t span_words) {
+    if (n < 2 || span_words < 2) return 0;
+    if (span_words <= 2 * n) {
+        uint32_t *out = malloc(2 * n * sizeof *out);
+        uint64_t *start = calloc(span_words + 1, sizeof *start);
+        if (!out || !start) {
+            free(out);
+            free(start);
+            return 1;
+        }
+        for (uint64_t j = 0; j < n; j++) start[((pairs[2 * j] - lo) >> 3) + 1]++;
+        for (uint64_t w = 0; w < span_words; w++) start[w + 1] += start[w];
+        for (uint64_t j = 0; j < n; j++) {
+            uint64_t to = start[(pairs[2 * j] - lo) >> 3]++;
+            out[2 * to] = pairs[2 * j];
+            out[2 * to + 1] = pairs[2 * j + 1];
+        }
+        memcpy(pairs, out, 2 * n * sizeof *out);
+        free(out);
+        free(start);
+        return 0;
+    }
+    uint64_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 1;
+    }
+    /* (offset << 32 | value), sorted by the offset's digits alone */
+    for (uint64_t j = 0; j < n; j++) a[j] = (uint64_t)((pairs[2 * j] - lo) >> 3) << 32 | pairs[2 * j + 1];
+    enum { BITS = 11, DIGITS = 1 << BITS };
+    uint64_t *count = malloc((DIGITS + 1) * sizeof *count);
+    if (!count) {
+        free(a);
+        free(b);
+        return 1;
+    }
+    for (uint32_t shift = 32; shift < 64 && ((span_words - 1) >> (shift - 32)) != 0; shift += BITS) {
+        memset(count, 0, (DIGITS + 1) * sizeof *count);
+        for (uint64_t j = 0; j < n; j++) count[((a[j] >> shift) & (DIGITS - 1)) + 1]++;
+        for (int d = 0; d < DIGITS; d++) count[d + 1] += count[d];
+        for (uint64_t j = 0; j < n; j++) b[count[(a[j] >> shift) & (DIGITS - 1)]++] = a[j];
+        uint64_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (uint64_t j = 0; j < n; j++) {
+        pairs[2 * j] = lo + (uint32_t)(a[j] >> 32) * 8;
+        pairs[2 * j + 1] = (uint32_t)a[j];
+    }
+    free(count);
+    free(a);
+    free(b);
+    return 0;
+}
+
+/* Instances ordered by address range, for the search below. */
+typedef struct fill_order {
+    uint32_t first, last, k;
+} fill_order;
+
+static int order_cmp(const void *x, const void *y) {
+    const fill_order *a = x, *b = y;
+    if (a->last != b->last) return a->last < b->last ? -1 : 1;
+    if (a->first != b->first) return a->first < b->first ? -1 : 1;
+    return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/* The fills in the order of their address ranges, for the search below:
+ * by last address, and the smallest first address from each on. */
+typedef struct fill_index {
+    fill_order *order;
+    uint32_t *lowest_first;
+    uint32_t n;
+    uint32_t lo, span; /* every range lies in [lo, lo + span] */
+    uint32_t shift;    /* cand[(a - lo) >> shift]: the first range ending at */
+    uint32_t *cand;    /* or after the start of a's bucket */
+} fill_index;
+
+/* Index of the first fill whose range ends at or after a (without
+ * branches on the data: the addresses jump about). */
+static inline uint32_t search_ending_at_or_after(const fill_index *ix, uint32_t a) {
+    const fill_order *base = ix->order;
+    uint32_t n = ix->n;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        base = base[half - 1].last < a ? base + half : base;
+        n -= half;
+    }
+    return (uint32_t)(base - ix->order) + (base->last < a);
+}
+
+/* The same for lo <= a <= lo + span, from the bucket's candidate on. */
+static inline uint32_t first_ending_at_or_after(const fill_index *ix, uint32_t a) {
+    uint32_t i = ix->cand[(a - ix->lo) >> ix->shift];
+    while (i < ix->n && ix->order[i].last < a) i++;
+    return i;
+}
+
+/* One chunk, at list position `at`: with rows == NULL count its rows of
+ * each fill into count[k]; else write them at pairs[2 * count[k]++] of
+ * fill k. Returns the first misaligned entry inside a range, or n_entries. */
+static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uint32_t at, pk_memsort_fill *fills,
+                           fill_state *state, uint64_t *count, int write) {
+    for (uint64_t e = 0; e < ch->n_entries; e++) {
+        uint32_t a = ch->addr[e];
+        if (a - ix->lo > ix->span) continue; /* in no fill's range */
+        for (uint32_t i = first_ending_at_or_after(ix, a); i < ix->n && ix->lowest_first[i] <= a; i++) {
+            const fill_order o = ix->order[i];
+            if (o.first > a) continue;
+            if (a & 7) return e;
+            uint32_t k = o.k;
+            if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) continue;
+            if (write) {
+                uint64_t j = count[k]++;
+                fills[k].pairs[2 * j] = a;
+                fills[k].pairs[2 * j + 1] = (uint32_t)(ch->first_position + e);
+            } else {
+                count[k]++;
+            }
+        }
+    }
+    return ch->n_entries;
+}
+
+pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
+                                      pk_memsort_fill *fills, uint32_t n_fills) {
+    pk_clear(ctx);
+    if ((n_chunks && !chunks) || (n_fills && !fills))
+        return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunks or fills missing");
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        if (chunks[c].n_entries && !chunks[c].addr)
+            return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunk %u has entries but no addresses", chunks[c].index);
+        if (chunks[c].first_position + chunks[c].n_entries > (1ull << 32))
+            return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunk %u reaches past trace position 2^32",
+                           chunks[c].index);
+        if (c && (chunks[c].index <= chunks[c - 1].index ||
+                  chunks[c].first_position < chunks[c - 1].first_position + chunks[c - 1].n_entries))
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "memsort fill: chunks must come in increasing order, each after the one before (chunk %u "
+                           "after chunk %u)",
+                           chunks[c].index, chunks[c - 1].index);
+    }
+    for (uint32_t f = 0; f < n_fills; f++) {
+        const pk_memsort_instance *p = fills[f].plan;
+        if (!p) return pk_fail(ctx, PK_ERR_INVALID, "memsort fill %u: no plan", f);
+        if (fills[f].capacity && !fills[f].pairs)
+            return pk_fail(ctx, PK_ERR_INVALID, "memsort fill of instance %u: capacity but no pairs", p->gid);
+        if (p->n_rows == 0 || p->first_addr > p->last_addr || ((p->first_addr | p->last_addr) & 7))
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "memsort fill of instance %u: not a plan (%u rows, addresses 0x%08x .. 0x%08x)", p->gid,
+                           p->n_rows, p->first_addr, p->last_addr);
+        fills[f].n_rows = 0;
+        if (fills[f].chunk_rows) memset(fills[f].chunk_rows, 0, (size_t)n_chunks * sizeof(uint32_t));
+    }
+    if (!n_fills || !n_chunks) return PK_OK;
+
+    const int nt = pk_thread_count(ctx);
+    /* counts[at * n_fills + k]: chunk at's rows of fill k, then where they go */
+    const uint64_t n_counts = (uint64_t)n_chunks * n_fills;
+    fill_index ix = {malloc((size_t)n_fills * sizeof(fill_order)),
+                     malloc((size_t)n_fills * sizeof(uint32_t)),
+                     n_fills,
+                     0,
+                     0,
+                     0,
+                     NULL};
+    uint64_t *counts = n_counts <= SIZE_MAX / sizeof(uint64_t) ? calloc((size_t)n_counts, sizeof(uint64_t)) : NULL;
+    fill_state *state = calloc((size_t)nt * n_fills, sizeof *state);
+    pk_status st = PK_OK;
+    if (!ix.order || !ix.lowest_first || !counts || !state) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances x %u chunks", n_fills, n_chunks);
+        goto done;
+    }
+    for (uint32_t f = 0; f < n_fills; f++)
+        ix.order[f] = (fill_order){fills[f].plan->first_addr, fills[f].plan->last_addr, f};
+    qsort(ix.order, n_fills, sizeof *ix.order, order_cmp);
+    /* a range ends at or after every earlier one's end; the scan from the
+     * first range ending at or after a goes on while a later range can
+     * still start at or below a */
+    ix.lo = ix.order[0].first;
+    for (uint32_t f = 1; f < n_fills; f++)
+        if (ix.order[f].first < ix.lo) ix.lo = ix.order[f].first;
+    ix.span = ix.order[n_fills - 1].last - ix.lo;
+    ix.shift = 3;
+    while ((ix.span >> ix.shift) >= (1u << 20)) ix.shift++;
+    ix.cand = malloc((((size_t)ix.span >> ix.shift) + 1) * sizeof *ix.cand);
+    if (!ix.cand) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
+        goto done;
+    }
+    for (uint64_t b = 0; b <= (ix.span >> ix.shift); b++)
+        ix.cand[b] = search_ending_at_or_after(&ix, ix.lo + (uint32_t)(b << ix.shift));
+    ix.lowest_first[n_fills - 1] = ix.order[n_fills - 1].first;
+    for (uint32_t i = n_fills - 1; i-- > 0;)
+        ix.lowest_first[i] = ix.order[i].first < ix.lowest_first[i + 1] ? ix.order[i].first : ix.lowest_first[i + 1];
+
+    for (int write = 0; write < 2 && st == PK_OK; write++) {
+        uint32_t bad_at = n_chunks;
+        uint64_t bad_entry = 0;
+        for (uint64_t j = 0; j < (uint64_t)nt * n_fills; j++) state[j].at = UINT32_MAX;
+#pragma omp parallel num_threads(nt)
+        {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
+            fill_state *my = state + (uint64_t)t * n_fills;
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
+                uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, counts + (uint64_t)c * n_fills, write);
+                if (e < chunks[c].n_entries) {
+#pragma omp critical(pk_memsort_fill_bad)
+                    if ((uint32_t)c < bad_at) {
+                        bad_at = (uint32_t)c;
+                        bad_entry = e;
+                    }
+                }
+            }
+        }
+        if (bad_at < n_chunks) {
+            const pk_memsort_chunk *ch = &chunks[bad_at];
+            st = pk_fail(ctx, PK_ERR_PARSE, "mem_addr_%04u.bin entry %llu: address 0x%08x is not 8-byte aligned",
+                         ch->index, (unsigned long long)bad_entry, ch->addr[bad_entry]);
+            break;
+        }
+        if (write) break;
+        /* every chunk's rows of each fill placed after the earlier chunks' */
+        for (uint32_t f = 0; f < n_fills; f++) {
+            uint64_t at = 0;
+            for (uint32_t c = 0; c < n_chunks; c++) {
+                uint64_t k = counts[(uint64_t)c * n_fills + f];
+                counts[(uint64_t)c * n_fills + f] = at;
+                if (fills[f].chunk_rows) fills[f].chunk_rows[c] = (uint32_t)k;
+                at += k;
+            }
+            fills[f].n_rows = at;
+        }
+        for (uint32_t f = 0; f < n_fills && st == PK_OK; f++)
+            if (fills[f].n_rows > fills[f].capacity)
+                st = pk_fail(ctx, PK_ERR_INVALID,
+                             "memsort fill of instance %u: the chunks give %llu rows, more than the room for %llu "
+                             "(the plan has %u rows)",
+                             fills[f].plan->gid, (unsigned long long)fills[f].n_rows,
+                             (unsigned long long)fills[f].capacity, fills[f].plan->n_rows);
+    }
+    if (st == PK_OK) {
+        int failed = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : failed)
+        for (int64_t f = 0; f < (int64_t)n_fills; f++) {
+            const pk_memsort_instance *p = fills[f].plan;
+            uint64_t span = ((uint64_t)(p->last_addr - p->first_addr) >> 3) + 1;
+            failed |= sort_rows(fills[f].pairs, fills[f].n_rows, p->first_addr, span);
+        }
+        if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory sorting the rows");
+    }
+done:
+    free(ix.cand);
+    free(ix.order);
+    free(ix.lowest_first);
+    free(counts);
+    free(state);
+    return st;
+}
