@@ -50,6 +50,15 @@ class _Run(ctypes.Structure):
     _fields_ = [("addr", _U32), ("count", _U32)]
 
 
+class _Chunk(ctypes.Structure):
+    _fields_ = [("index", _U32), ("first_position", _U64), ("addr", ctypes.POINTER(_U32)), ("n_entries", _U64)]
+
+
+class _Fill(ctypes.Structure):
+    _fields_ = [("plan", ctypes.POINTER(_Instance)), ("pairs", ctypes.POINTER(_U32)), ("capacity", _U64),
+                ("n_rows", _U64), ("chunk_rows", ctypes.POINTER(_U32))]
+
+
 class _Stats(ctypes.Structure):
     _fields_ = [("seconds", ctypes.c_double), ("device_ms", ctypes.c_double), ("upload_ms", ctypes.c_double),
                 ("device_bytes", _U64), ("host_bytes", _U64), ("pcie_bytes", _U64), ("kernel", ctypes.c_int)]
@@ -91,11 +100,12 @@ def _declare(lib):
     lib.pk_memsort_run.argtypes = [P(_Context), P(_Options), P(_Regions), P(_Trace), P(_Result)]
     lib.pk_memsort_trace_pin.argtypes = [P(_Context), P(_Trace)]
     lib.pk_memsort_trace_unpin.argtypes = [P(_Trace)]
+    lib.pk_memsort_fill_from_chunks.argtypes = [P(_Context), P(_Chunk), _U32, P(_Fill), _U32]
     lib.pk_memsort_kernel_from_name.argtypes = [ctypes.c_char_p]
     lib.pk_memsort_kernel_name.argtypes = [ctypes.c_int]
     lib.pk_memsort_kernel_name.restype = ctypes.c_char_p
     for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_run",
-                 "pk_memsort_kernel_from_name", "pk_memsort_trace_pin"):
+                 "pk_memsort_kernel_from_name", "pk_memsort_trace_pin", "pk_memsort_fill_from_chunks"):
         getattr(lib, name).restype = ctypes.c_int
 
 
@@ -473,3 +483,54 @@ def memsort_rows(result, gid):
     runs = result["runs"][i["runs_offset"]:i["runs_offset"] + i["n_runs"]]
     values = result["values"][i["values_offset"]:i["values_offset"] + i["n_rows"]]
     return np.repeat(runs["addr"], runs["count"]), values
+
+
+def memsort_fill(result, chunks, gids=None, nthreads=0):
+    """Instances filled from the chunk files a worker holds, by their plans
+    alone, as a prover worker that did not sort the whole trace fills them
+    (pk_memsort_fill_from_chunks; docs/memsort.md, "Instances, workers,
+    plans"). result: what memsort() or read_memsort() returns (it holds
+    every instance's plan, owned or not). chunks: {chunk number:
+    (trace position of its first entry, its addresses)}. gids: the
+    instances to fill (default: the owned ones).
+
+    Returns {gid: (addresses, values, chunk_rows)}: the rows those chunks
+    hold of the instance in stable address order (all its rows when every
+    chunk it draws on is given), and the rows each given chunk gave, in
+    increasing chunk number."""
+    lib = _load()
+    inst = result["instances"]
+    if gids is None:
+        gids = np.flatnonzero(inst["owned"] != 0)
+    gids = [_count(g, "gid", 0, max(inst.size - 1, 0)) for g in np.atleast_1d(np.asarray(gids)).tolist()]
+    if inst.size == 0 and gids:
+        raise PairkitError("the result has no instances")
+    plans = np.ascontiguousarray(inst[gids]).astype(_INSTANCE)
+    if not isinstance(chunks, dict):
+        raise PairkitError("chunks must be a dict {chunk number: (first position, addresses)}")
+    keep, views = [], []
+    for index in sorted(chunks):
+        c = _count(index, "chunk number", 0, (1 << 32) - 1)
+        try:
+            first, addr = chunks[index]
+        except (TypeError, ValueError):
+            raise PairkitError("chunks[%r] must be (first position, addresses)" % (index,)) from None
+        a = _addresses(addr)
+        first = _count(first, "chunks[%d] first position" % c, 0, (1 << 32) - 1)
+        keep.append(a)
+        views.append(_Chunk(c, first, a.ctypes.data_as(ctypes.POINTER(_U32)), a.size))
+    chunk_arr = (_Chunk * max(len(views), 1))(*views)
+    base = plans.ctypes.data
+    pairs = [np.zeros(2 * int(n), np.uint32) for n in plans["n_rows"].tolist()]
+    rows = [np.zeros(max(len(views), 1), np.uint32) for _ in gids]
+    fills = (_Fill * max(len(gids), 1))(*[
+        _Fill(ctypes.cast(base + k * _INSTANCE.itemsize, ctypes.POINTER(_Instance)),
+              pairs[k].ctypes.data_as(ctypes.POINTER(_U32)), pairs[k].size // 2, 0,
+              rows[k].ctypes.data_as(ctypes.POINTER(_U32))) for k in range(len(gids))])
+    ctx = new_context(nthreads)
+    _check(lib.pk_memsort_fill_from_chunks(ctypes.byref(ctx), chunk_arr, len(views), fills, len(gids)), ctx)
+    out = {}
+    for k, g in enumerate(gids):
+        n = int(fills[k].n_rows)
+        out[g] = (pairs[k][0:2 * n:2].copy(), pairs[k][1:2 * n:2].copy(), rows[k][:len(views)].copy())
+    return out

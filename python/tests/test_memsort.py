@@ -161,6 +161,44 @@ def test_read_memsort_matches_the_run(table, tmp_path):
         pairkit.read_memsort(tmp_path / "nothing.bin")
 
 
+def test_fill_from_the_plans_alone(table):
+    """A worker holding some chunk files fills instances from the plans of
+    another worker's result, owned there or not (pk_memsort_fill_from_chunks)."""
+    addr, cs = pairkit.memsort_generate(60000, seed=4, chunk_entries=3000, awkward=True, regions=table)
+    every = pairkit.memsort(addr, chunk_start=cs, regions=table)  # all rows, to compare with
+    plans = pairkit.memsort(addr, chunk_start=cs, regions=table, workers=3, worker=1)
+    n_inst = plans["instances"].size
+    assert n_inst > 3
+    chunk_of = np.searchsorted(cs, np.arange(addr.size), side="right") - 1
+    chunks = {c: (int(cs[c]), addr[cs[c]:cs[c + 1]]) for c in range(cs.size - 1)}
+    filled = pairkit.memsort_fill(plans, chunks, gids=range(n_inst))
+    assert sorted(filled) == list(range(n_inst))
+    for g, (a, v, rows) in filled.items():
+        want_a, want_v = pairkit.memsort_rows(every, g)
+        assert np.array_equal(a, want_a) and np.array_equal(v, want_v), g
+        assert np.array_equal(rows, np.bincount(chunk_of[want_v], minlength=cs.size - 1)), g
+    even = {c: chunks[c] for c in chunks if c % 2 == 0}
+    part = pairkit.memsort_fill(plans, even)  # the instances worker 1 owns
+    assert sorted(part) == [g for g in range(n_inst) if g % 3 == 1]
+    for g, (a, v, rows) in part.items():
+        want_a, want_v = pairkit.memsort_rows(every, g)
+        keep = chunk_of[want_v] % 2 == 0
+        assert np.array_equal(a, want_a[keep]) and np.array_equal(v, want_v[keep]), g
+        assert rows.size == len(even) and rows.sum() == keep.sum()
+    bad = addr[cs[2]:cs[3]].copy()
+    g = int(plans["instances"]["gid"][-1])
+    inside = np.flatnonzero((bad > plans["instances"]["first_addr"][g]) & (bad < plans["instances"]["last_addr"][g]))
+    assert inside.size
+    bad[inside[0]] += 4
+    with pytest.raises(pairkit.PairkitError, match="mem_addr_0002.bin entry %d: address .* not 8-byte aligned"
+                       % inside[0]):
+        pairkit.memsort_fill(plans, {2: (int(cs[2]), bad)}, gids=[g])
+    with pytest.raises(pairkit.PairkitError, match="gid"):
+        pairkit.memsort_fill(plans, chunks, gids=[n_inst])
+    with pytest.raises(pairkit.PairkitError, match="first position"):
+        pairkit.memsort_fill(plans, {0: (-1, addr[:10])})
+
+
 def test_bad_traces_and_arguments(table, tmp_path):
     addr, chunk_start = pairkit.memsort_generate(5000, seed=1, chunk_entries=1000, regions=table)
     odd = addr.copy()
