@@ -137,6 +137,10 @@ int main(int argc, char **argv) {
         CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") && strstr(ctx.message, "aligned"),
               "fill with a misaligned entry: status %d: %s", (int)st, ctx.message);
         addr[45] = 0x100000;
+        pk_context stop = ctx;
+        stop.progress = stop_at_once;
+        st = pk_memsort_fill_from_chunks(&stop, ch, n_ch, &fl, 1);
+        CHECK(st == PK_ERR_CANCELLED, "a cancelled fill: status %d: %s", (int)st, stop.message);
         fl.plan = NULL;
         st = pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fl, 1);
         CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "no plan"), "fill with no plan: %s", ctx.message);

@@ -528,7 +528,9 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
               pairs[k].ctypes.data_as(ctypes.POINTER(_U32)), pairs[k].size // 2, 0,
               rows[k].ctypes.data_as(ctypes.POINTER(_U32))) for k in range(len(gids))])
     ctx = new_context(nthreads)
-    _check(lib.pk_memsort_fill_from_chunks(ctypes.byref(ctx), chunk_arr, len(views), fills, len(gids)), ctx)
+    with interruptible(ctx):
+        st = lib.pk_memsort_fill_from_chunks(ctypes.byref(ctx), chunk_arr, len(views), fills, len(gids))
+    _check(st, ctx)
     out = {}
     for k, g in enumerate(gids):
         n = int(fills[k].n_rows)

@@ -249,6 +249,11 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     for (uint32_t i = n_fills - 1; i-- > 0;)
         ix.lowest_first[i] = ix.order[i].first < ix.lowest_first[i + 1] ? ix.order[i].first : ix.lowest_first[i + 1];
 
+    uint64_t n_entries = 0;
+    for (uint32_t c = 0; c < n_chunks; c++) n_entries += chunks[c].n_entries;
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, 2.0 * (double)n_entries + 1, 0, 1);
+    int cancelled = 0;
     for (int write = 0; write < 2 && st == PK_OK; write++) {
         uint32_t bad_at = n_chunks;
         uint64_t bad_entry = 0;
@@ -260,9 +265,11 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
             t = omp_get_thread_num();
 #endif
             fill_state *my = state + (uint64_t)t * n_fills;
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) reduction(| : cancelled)
             for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
+                if (cancelled) continue;
                 uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, counts + (uint64_t)c * n_fills, write);
+                if (pk_progress_add(&progress, (double)chunks[c].n_entries, t == 0)) cancelled = 1;
                 if (e < chunks[c].n_entries) {
 #pragma omp critical(pk_memsort_fill_bad)
                     if ((uint32_t)c < bad_at) {
@@ -271,6 +278,10 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                     }
                 }
             }
+        }
+        if (cancelled) {
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+            break;
         }
         if (bad_at < n_chunks) {
             const pk_memsort_chunk *ch = &chunks[bad_at];
