@@ -47,21 +47,34 @@ static int takes(const pk_memsort_instance *p, fill_state *s, uint32_t at, uint3
     return 1;
 }
 
+/* Scratch memory a thread keeps from one sort to the next (so that big
+ * buffers are not mapped and faulted in again for every instance). */
+typedef struct scratch {
+    void *p;
+    size_t bytes;
+} scratch;
+
+static void *scratch_get(scratch *s, size_t bytes) {
+    if (bytes > s->bytes) {
+        free(s->p);
+        s->p = malloc(bytes);
+        s->bytes = s->p ? bytes : 0;
+    }
+    return s->p;
+}
+
 /* pairs[0 .. 2n) (address, value) sorted stably by address, all in
  * [lo, lo + 8 * span_words). A counting sort over the word offsets when
  * they are few beside the rows, else a least-significant-digit radix sort
  * on them, 11 bits a pass; both keep equal addresses in the order they
- * came, which is trace order. */
-static int sort_rows(uint32_t *pairs, uint64_t n, uint32_t lo, uint64_t span_words) {
+ * came, which is trace order. Returns 1 when out of memory. */
+static int sort_rows(uint32_t *pairs, uint64_t n, uint32_t lo, uint64_t span_words, scratch *sc) {
     if (n < 2 || span_words < 2) return 0;
     if (span_words <= 2 * n) {
-        uint32_t *out = malloc(2 * n * sizeof *out);
-        uint64_t *start = calloc(span_words + 1, sizeof *start);
-        if (!out || !start) {
-            free(out);
-            free(start);
-            return 1;
-        }
+        uint64_t *start = scratch_get(sc, (size_t)(2 * n + span_words + 1) * sizeof(uint64_t));
+        if (!start) return 1;
+        uint32_t *out = (uint32_t *)(start + span_words + 1);
+        memset(start, 0, (size_t)(span_words + 1) * sizeof *start);
         for (uint64_t j = 0; j < n; j++) start[((pairs[2 * j] - lo) >> 3) + 1]++;
         for (uint64_t w = 0; w < span_words; w++) start[w + 1] += start[w];
         for (uint64_t j = 0; j < n; j++) {
@@ -70,25 +83,14 @@ static int sort_rows(uint32_t *pairs, uint64_t n, uint32_t lo, uint64_t span_wor
             out[2 * to + 1] = pairs[2 * j + 1];
         }
         memcpy(pairs, out, 2 * n * sizeof *out);
-        free(out);
-        free(start);
         return 0;
     }
-    uint64_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return 1;
-    }
+    enum { BITS = 11, DIGITS = 1 << BITS };
+    uint64_t *count = scratch_get(sc, (size_t)(2 * n + DIGITS + 1) * sizeof(uint64_t));
+    if (!count) return 1;
+    uint64_t *a = count + DIGITS + 1, *b = a + n;
     /* (offset << 32 | value), sorted by the offset's digits alone */
     for (uint64_t j = 0; j < n; j++) a[j] = (uint64_t)((pairs[2 * j] - lo) >> 3) << 32 | pairs[2 * j + 1];
-    enum { BITS = 11, DIGITS = 1 << BITS };
-    uint64_t *count = malloc((DIGITS + 1) * sizeof *count);
-    if (!count) {
-        free(a);
-        free(b);
-        return 1;
-    }
     for (uint32_t shift = 32; shift < 64 && ((span_words - 1) >> (shift - 32)) != 0; shift += BITS) {
         memset(count, 0, (DIGITS + 1) * sizeof *count);
         for (uint64_t j = 0; j < n; j++) count[((a[j] >> shift) & (DIGITS - 1)) + 1]++;
@@ -102,9 +104,6 @@ static int sort_rows(uint32_t *pairs, uint64_t n, uint32_t lo, uint64_t span_wor
         pairs[2 * j] = lo + (uint32_t)(a[j] >> 32) * 8;
         pairs[2 * j + 1] = (uint32_t)a[j];
     }
-    free(count);
-    free(a);
-    free(b);
     return 0;
 }
 
@@ -126,9 +125,9 @@ typedef struct fill_index {
     fill_order *order;
     uint32_t *lowest_first;
     uint32_t n;
-    uint32_t lo, span; /* every range lies in [lo, lo + span] */
-    uint32_t shift;    /* cand[(a - lo) >> shift]: the first range ending at */
-    uint32_t *cand;    /* or after the start of a's bucket */
+    uint32_t lo, span;   /* every range lies in [lo, lo + span] */
+    uint32_t shift;      /* addresses a bucket: 1 << shift bytes from lo */
+    uint32_t (*cand)[2]; /* per bucket: the ranges that meet it are among [cand[0], cand[1]) */
 } fill_index;
 
 /* Index of the first fill whose range ends at or after a (without
@@ -144,11 +143,13 @@ static inline uint32_t search_ending_at_or_after(const fill_index *ix, uint32_t 
     return (uint32_t)(base - ix->order) + (base->last < a);
 }
 
-/* The same for lo <= a <= lo + span, from the bucket's candidate on. */
-static inline uint32_t first_ending_at_or_after(const fill_index *ix, uint32_t a) {
-    uint32_t i = ix->cand[(a - ix->lo) >> ix->shift];
-    while (i < ix->n && ix->order[i].last < a) i++;
-    return i;
+/* Fill k takes the entry (a, position): counted, or written at its place. */
+static inline void take(pk_memsort_fill *fills, uint64_t *count, uint32_t k, uint32_t a, uint64_t position, int write) {
+    uint64_t j = count[k]++;
+    if (write) {
+        fills[k].pairs[2 * j] = a;
+        fills[k].pairs[2 * j + 1] = (uint32_t)position;
+    }
 }
 
 /* One chunk, at list position `at`: with rows == NULL count its rows of
@@ -159,19 +160,30 @@ static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uin
     for (uint64_t e = 0; e < ch->n_entries; e++) {
         uint32_t a = ch->addr[e];
         if (a - ix->lo > ix->span) continue; /* in no fill's range */
-        for (uint32_t i = first_ending_at_or_after(ix, a); i < ix->n && ix->lowest_first[i] <= a; i++) {
+        const uint32_t *b = ix->cand[(a - ix->lo) >> ix->shift];
+        uint32_t lo = b[0], hi = b[1];
+        if (lo == hi) continue; /* nor in one that meets its bucket */
+        if (hi - lo == 1) {     /* most buckets meet one range: is a inside it */
+            const fill_order o = ix->order[lo];
+            if (a - o.first > o.last - o.first) continue;
+            if (a & 7) return e;
+            uint32_t k = o.k;
+            if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) continue;
+            take(fills, count, k, a, ch->first_position + e, write);
+            continue;
+        }
+        for (uint32_t h = hi; lo < h;) { /* the first range ending at or after a */
+            uint32_t mid = lo + (h - lo) / 2;
+            if (ix->order[mid].last < a) lo = mid + 1;
+            else h = mid;
+        }
+        for (uint32_t i = lo; i < hi && ix->lowest_first[i] <= a; i++) {
             const fill_order o = ix->order[i];
             if (o.first > a) continue;
             if (a & 7) return e;
             uint32_t k = o.k;
             if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) continue;
-            if (write) {
-                uint64_t j = count[k]++;
-                fills[k].pairs[2 * j] = a;
-                fills[k].pairs[2 * j + 1] = (uint32_t)(ch->first_position + e);
-            } else {
-                count[k]++;
-            }
+            take(fills, count, k, a, ch->first_position + e, write);
         }
     }
     return ch->n_entries;
@@ -210,8 +222,10 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     if (!n_fills || !n_chunks) return PK_OK;
 
     const int nt = pk_thread_count(ctx);
-    /* counts[at * n_fills + k]: chunk at's rows of fill k, then where they go */
-    const uint64_t n_counts = (uint64_t)n_chunks * n_fills;
+    /* counts[at * stride + k]: chunk at's rows of fill k, then where they
+     * go; each chunk's counts on lines of their own (threads take chunks
+     * next to each other) */
+    const uint64_t stride = ((uint64_t)n_fills + 7) / 8 * 8, n_counts = (uint64_t)n_chunks * stride;
     fill_index ix = {malloc((size_t)n_fills * sizeof(fill_order)),
                      malloc((size_t)n_fills * sizeof(uint32_t)),
                      n_fills,
@@ -219,9 +233,11 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                      0,
                      0,
                      NULL};
-    uint64_t *counts = n_counts <= SIZE_MAX / sizeof(uint64_t) ? calloc((size_t)n_counts, sizeof(uint64_t)) : NULL;
+    uint64_t *counts =
+        n_counts <= SIZE_MAX / sizeof(uint64_t) ? pk_aligned_alloc((size_t)n_counts * sizeof(uint64_t)) : NULL;
     fill_state *state = calloc((size_t)nt * n_fills, sizeof *state);
     pk_status st = PK_OK;
+    if (counts) memset(counts, 0, (size_t)n_counts * sizeof(uint64_t));
     if (!ix.order || !ix.lowest_first || !counts || !state) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances x %u chunks", n_fills, n_chunks);
         goto done;
@@ -236,18 +252,28 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     for (uint32_t f = 1; f < n_fills; f++)
         if (ix.order[f].first < ix.lo) ix.lo = ix.order[f].first;
     ix.span = ix.order[n_fills - 1].last - ix.lo;
+    ix.lowest_first[n_fills - 1] = ix.order[n_fills - 1].first;
+    for (uint32_t i = n_fills - 1; i-- > 0;)
+        ix.lowest_first[i] = ix.order[i].first < ix.lowest_first[i + 1] ? ix.order[i].first : ix.lowest_first[i + 1];
+    /* at most 2^16 buckets (512 KB of candidates, in the cache beside the
+     * chunk being read) */
     ix.shift = 3;
-    while ((ix.span >> ix.shift) >= (1u << 20)) ix.shift++;
-    ix.cand = malloc((((size_t)ix.span >> ix.shift) + 1) * sizeof *ix.cand);
+    while ((ix.span >> ix.shift) >= (1u << 16)) ix.shift++;
+    uint64_t n_buckets = ((uint64_t)ix.span >> ix.shift) + 1;
+    ix.cand = malloc((size_t)n_buckets * sizeof *ix.cand);
     if (!ix.cand) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
         goto done;
     }
-    for (uint64_t b = 0; b <= (ix.span >> ix.shift); b++)
-        ix.cand[b] = search_ending_at_or_after(&ix, ix.lo + (uint32_t)(b << ix.shift));
-    ix.lowest_first[n_fills - 1] = ix.order[n_fills - 1].first;
-    for (uint32_t i = n_fills - 1; i-- > 0;)
-        ix.lowest_first[i] = ix.order[i].first < ix.lowest_first[i + 1] ? ix.order[i].first : ix.lowest_first[i + 1];
+    for (uint64_t b = 0; b < n_buckets; b++) {
+        uint32_t start = ix.lo + (uint32_t)(b << ix.shift);
+        uint64_t end = (uint64_t)start + (1ull << ix.shift) - 1;
+        uint32_t i = search_ending_at_or_after(&ix, start), j = i;
+        for (uint32_t k = i; k < n_fills && ix.lowest_first[k] <= end; k++)
+            if (ix.order[k].first <= end) j = k + 1;
+        ix.cand[b][0] = i;
+        ix.cand[b][1] = j > i ? j : i;
+    }
 
     uint64_t n_entries = 0;
     for (uint32_t c = 0; c < n_chunks; c++) n_entries += chunks[c].n_entries;
@@ -268,7 +294,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
 #pragma omp for schedule(dynamic, 1) reduction(| : cancelled)
             for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
                 if (cancelled) continue;
-                uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, counts + (uint64_t)c * n_fills, write);
+                uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, counts + (uint64_t)c * stride, write);
                 if (pk_progress_add(&progress, (double)chunks[c].n_entries, t == 0)) cancelled = 1;
                 if (e < chunks[c].n_entries) {
 #pragma omp critical(pk_memsort_fill_bad)
@@ -294,8 +320,8 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
         for (uint32_t f = 0; f < n_fills; f++) {
             uint64_t at = 0;
             for (uint32_t c = 0; c < n_chunks; c++) {
-                uint64_t k = counts[(uint64_t)c * n_fills + f];
-                counts[(uint64_t)c * n_fills + f] = at;
+                uint64_t k = counts[(uint64_t)c * stride + f];
+                counts[(uint64_t)c * stride + f] = at;
                 if (fills[f].chunk_rows) fills[f].chunk_rows[c] = (uint32_t)k;
                 at += k;
             }
@@ -311,11 +337,16 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     }
     if (st == PK_OK) {
         int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : failed)
-        for (int64_t f = 0; f < (int64_t)n_fills; f++) {
-            const pk_memsort_instance *p = fills[f].plan;
-            uint64_t span = ((uint64_t)(p->last_addr - p->first_addr) >> 3) + 1;
-            failed |= sort_rows(fills[f].pairs, fills[f].n_rows, p->first_addr, span);
+#pragma omp parallel num_threads(nt) reduction(| : failed)
+        {
+            scratch sc = {NULL, 0};
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t f = 0; f < (int64_t)n_fills; f++) {
+                const pk_memsort_instance *p = fills[f].plan;
+                uint64_t span = ((uint64_t)(p->last_addr - p->first_addr) >> 3) + 1;
+                failed |= sort_rows(fills[f].pairs, fills[f].n_rows, p->first_addr, span, &sc);
+            }
+            free(sc.p);
         }
         if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory sorting the rows");
     }
@@ -323,7 +354,7 @@ done:
     free(ix.cand);
     free(ix.order);
     free(ix.lowest_first);
-    free(counts);
+    pk_aligned_free(counts);
     free(state);
     return st;
 }
