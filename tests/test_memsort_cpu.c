@@ -130,8 +130,17 @@ int main(int argc, char **argv) {
         fl.capacity = in->n_rows;
         pk_memsort_chunk swapped[2] = {ch[1], ch[0]};
         st = pk_memsort_fill_from_chunks(&ctx, swapped, 2, &fl, 1);
-        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "increasing order"), "fill with chunks out of order: %s",
-              ctx.message);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "increasing order of their numbers"),
+              "fill with chunks out of order: %s", ctx.message);
+        pk_memsort_chunk wrap = {0, 2, addr, UINT64_MAX - 1}; /* 2 + (2^64 - 2) wraps to 0 */
+        st = pk_memsort_fill_from_chunks(&ctx, &wrap, 1, &fl, 1);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "reaches past trace position 2^32"),
+              "fill with a chunk past 2^32: %s", ctx.message);
+        pk_memsort_chunk overlap[2] = {ch[0], ch[1]};
+        overlap[1].first_position = ch[0].first_position + 1;
+        st = pk_memsort_fill_from_chunks(&ctx, overlap, 2, &fl, 1);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "chunk 1 starts at trace position 1, inside chunk 0"),
+              "fill with overlapping chunks: %s", ctx.message);
         addr[45] = 0x100014;
         st = pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fl, 1);
         CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") && strstr(ctx.message, "aligned"),

@@ -281,8 +281,8 @@ typedef struct pk_memsort_fill {
  * same order. Chunks in increasing index and position order. Entries in no
  * instance's range are not read further; a misaligned one inside a range
  * is PK_ERR_PARSE naming the chunk file and entry. More rows than a fill's
- * capacity is PK_ERR_INVALID (n_rows says how many) before any row is
- * written. Uses ctx->n_threads threads, reports progress and stops when
+ * capacity is PK_ERR_INVALID (n_rows and chunk_rows say how many) before
+ * any pair is written. Uses ctx->n_threads threads, reports progress and stops when
  * asked (PK_ERR_CANCELLED; the rows are then unspecified). */
 pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
                                       pk_memsort_fill *fills, uint32_t n_fills);

@@ -8,11 +8,11 @@
  * decide whether the instance takes it. The rules look at one chunk at a
  * time, so the chunks are shared out to the threads, twice: the first pass
  * counts each chunk's rows of each instance (which places every chunk's
- * rows, in chunk order, and checks each instance's room before anything is
+ * rows, in chunk order, and checks each instance's room before any pair is
  * written), the second writes them. Each instance's rows, so in trace
- * order, are then sorted stably by address (a least-significant-digit
- * radix sort on the address's offset from first_addr), which is its stable
- * address order.
+ * order, are then sorted stably by address (a counting sort or a
+ * least-significant-digit radix sort on the address's offset from
+ * first_addr), which is its stable address order.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,8 +152,8 @@ static inline void take(pk_memsort_fill *fills, uint64_t *count, uint32_t k, uin
     }
 }
 
-/* One chunk, at list position `at`: with rows == NULL count its rows of
- * each fill into count[k]; else write them at pairs[2 * count[k]++] of
+/* One chunk, at list position `at`: without `write` count its rows of
+ * each fill into count[k]; with it write them at pairs[2 * count[k]++] of
  * fill k. Returns the first misaligned entry inside a range, or n_entries. */
 static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uint32_t at, pk_memsort_fill *fills,
                            fill_state *state, uint64_t *count, int write) {
@@ -197,19 +197,25 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     for (uint32_t c = 0; c < n_chunks; c++) {
         if (chunks[c].n_entries && !chunks[c].addr)
             return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunk %u has entries but no addresses", chunks[c].index);
-        if (chunks[c].first_position + chunks[c].n_entries > (1ull << 32))
+        if (chunks[c].n_entries > (1ull << 32) || chunks[c].first_position > (1ull << 32) - chunks[c].n_entries)
             return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunk %u reaches past trace position 2^32",
                            chunks[c].index);
-        if (c && (chunks[c].index <= chunks[c - 1].index ||
-                  chunks[c].first_position < chunks[c - 1].first_position + chunks[c - 1].n_entries))
+        if (c && chunks[c].index <= chunks[c - 1].index)
             return pk_fail(ctx, PK_ERR_INVALID,
-                           "memsort fill: chunks must come in increasing order, each after the one before (chunk %u "
-                           "after chunk %u)",
+                           "memsort fill: chunks must come in increasing order of their numbers (chunk %u after "
+                           "chunk %u)",
                            chunks[c].index, chunks[c - 1].index);
+        if (c && chunks[c].first_position < chunks[c - 1].first_position + chunks[c - 1].n_entries)
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "memsort fill: chunk %u starts at trace position %llu, inside chunk %u (positions %llu .. "
+                           "%llu)",
+                           chunks[c].index, (unsigned long long)chunks[c].first_position, chunks[c - 1].index,
+                           (unsigned long long)chunks[c - 1].first_position,
+                           (unsigned long long)(chunks[c - 1].first_position + chunks[c - 1].n_entries - 1));
     }
     for (uint32_t f = 0; f < n_fills; f++) {
         const pk_memsort_instance *p = fills[f].plan;
-        if (!p) return pk_fail(ctx, PK_ERR_INVALID, "memsort fill %u: no plan", f);
+        if (!p) return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: fills[%u] has no plan", f);
         if (fills[f].capacity && !fills[f].pairs)
             return pk_fail(ctx, PK_ERR_INVALID, "memsort fill of instance %u: capacity but no pairs", p->gid);
         if (p->n_rows == 0 || p->first_addr > p->last_addr || ((p->first_addr | p->last_addr) & 7))
@@ -278,7 +284,9 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     uint64_t n_entries = 0;
     for (uint32_t c = 0; c < n_chunks; c++) n_entries += chunks[c].n_entries;
     pk_progress progress;
-    pk_progress_begin(&progress, ctx, 2.0 * (double)n_entries + 1, 0, 1);
+    uint64_t n_rows_all = 0;
+    for (uint32_t f = 0; f < n_fills; f++) n_rows_all += fills[f].plan->n_rows;
+    pk_progress_begin(&progress, ctx, 2.0 * (double)n_entries + (double)n_rows_all + 1, 0, 1);
     int cancelled = 0;
     for (int write = 0; write < 2 && st == PK_OK; write++) {
         uint32_t bad_at = n_chunks;
@@ -337,18 +345,25 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     }
     if (st == PK_OK) {
         int failed = 0;
-#pragma omp parallel num_threads(nt) reduction(| : failed)
+#pragma omp parallel num_threads(nt) reduction(| : failed, cancelled)
         {
+            int t = 0;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+#endif
             scratch sc = {NULL, 0};
 #pragma omp for schedule(dynamic, 1)
             for (int64_t f = 0; f < (int64_t)n_fills; f++) {
+                if (cancelled || failed) continue;
                 const pk_memsort_instance *p = fills[f].plan;
                 uint64_t span = ((uint64_t)(p->last_addr - p->first_addr) >> 3) + 1;
                 failed |= sort_rows(fills[f].pairs, fills[f].n_rows, p->first_addr, span, &sc);
+                if (pk_progress_add(&progress, (double)p->n_rows + (f == 0), t == 0)) cancelled = 1;
             }
             free(sc.p);
         }
         if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory sorting the rows");
+        else if (cancelled) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     }
 done:
     free(ix.cand);
