@@ -146,6 +146,25 @@ int main(int argc, char **argv) {
         CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") && strstr(ctx.message, "aligned"),
               "fill with a misaligned entry: status %d: %s", (int)st, ctx.message);
         addr[45] = 0x100000;
+        /* the plan check that --verify runs: a plan or a count changed is found */
+        CHECK_OK(pk_memsort_check_plans(&ctx, &trace, &res), &ctx);
+        pk_memsort_instance *last = &res.instances[res.n_instances - 1];
+        last->first_skip++;
+        st = pk_memsort_check_plans(&ctx, &trace, &res);
+        CHECK(st == PK_ERR_INTERNAL && strstr(ctx.message, "its plan takes"), "plan check, a skip changed: %s",
+              ctx.message);
+        last->first_skip--;
+        res.chunk_counts[last->counts_offset + 1]++;
+        st = pk_memsort_check_plans(&ctx, &trace, &res);
+        CHECK(st == PK_ERR_INTERNAL && strstr(ctx.message, "the chunk counts say"), "plan check, a count changed: %s",
+              ctx.message);
+        res.chunk_counts[last->counts_offset + 1]--;
+        pk_memsort_trace half = trace;
+        half.n_entries = 40;
+        half.n_chunks = 1;
+        st = pk_memsort_check_plans(&ctx, &half, &res);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "another trace"), "plan check, another trace: %s",
+              ctx.message);
         pk_context stop = ctx;
         stop.progress = stop_at_once;
         st = pk_memsort_fill_from_chunks(&stop, ch, n_ch, &fl, 1);

@@ -287,6 +287,12 @@ typedef struct pk_memsort_fill {
 pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
                                       pk_memsort_fill *fills, uint32_t n_fills);
 
+/* Every owned instance of result filled again from all of the trace's
+ * chunks by its plan alone (pk_memsort_fill_from_chunks) and compared with
+ * its rows and chunk counts: PK_OK when all agree, else PK_ERR_INTERNAL
+ * naming the first difference. Takes 8 bytes a row of the result. */
+pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result);
+
 /* Compare two results of the same trace and worker: every instance plan
  * and every owned instance's counts, runs and values. PK_OK when equal,
  * else PK_ERR_INTERNAL with the first difference (instance and field). */

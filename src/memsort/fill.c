@@ -373,3 +373,79 @@ done:
     free(state);
     return st;
 }
+
+pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result) {
+    pk_clear(ctx);
+    if (!trace || !result) return pk_fail(ctx, PK_ERR_INVALID, "memsort plan check: trace or result missing");
+    if (trace->n_entries != result->n_entries || trace->n_chunks != result->n_chunks)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "memsort plan check: the result is of another trace (%llu entries in %u chunks, the trace "
+                       "has %llu in %u)",
+                       (unsigned long long)result->n_entries, result->n_chunks, (unsigned long long)trace->n_entries,
+                       trace->n_chunks);
+    const uint32_t n_chunks = trace->n_chunks, n_owned = result->n_owned;
+    if (!n_owned) return PK_OK;
+    pk_memsort_chunk *chunks = malloc((size_t)n_chunks * sizeof *chunks);
+    pk_memsort_fill *fills = calloc(n_owned, sizeof *fills);
+    uint32_t *pairs = malloc((size_t)(2 * result->n_values + 2) * sizeof *pairs);
+    uint32_t *rows = malloc(((size_t)n_owned * n_chunks + 1) * sizeof *rows);
+    pk_status st = PK_OK;
+    if (!chunks || !fills || !pairs || !rows) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort plan check: out of memory for %llu rows",
+                     (unsigned long long)result->n_values);
+        goto done;
+    }
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        uint64_t s = trace->chunk_start[c];
+        chunks[c] = (pk_memsort_chunk){c, s, trace->addr + s, trace->chunk_start[c + 1] - s};
+    }
+    uint32_t f = 0;
+    uint64_t at = 0;
+    for (uint32_t g = 0; g < result->n_instances && f < n_owned; g++) {
+        const pk_memsort_instance *in = &result->instances[g];
+        if (!in->owned) continue;
+        fills[f] = (pk_memsort_fill){in, pairs + 2 * at, in->n_rows, 0, rows + (uint64_t)f * n_chunks};
+        at += in->n_rows;
+        f++;
+    }
+    if ((st = pk_memsort_fill_from_chunks(ctx, chunks, n_chunks, fills, f)) != PK_OK) {
+        if (st != PK_ERR_CANCELLED && st != PK_ERR_NOMEM)
+            st = pk_fail(ctx, PK_ERR_INTERNAL, "memsort plan check: filling from the plans failed: %s", ctx->message);
+        goto done;
+    }
+    for (uint32_t k = 0; k < f && st == PK_OK; k++) {
+        const pk_memsort_instance *in = fills[k].plan;
+        if (fills[k].n_rows != in->n_rows) {
+            st = pk_fail(ctx, PK_ERR_INTERNAL,
+                         "memsort plan check: instance %u: its plan takes %llu rows from the chunks, the sort gave %u",
+                         in->gid, (unsigned long long)fills[k].n_rows, in->n_rows);
+            break;
+        }
+        uint64_t j = 0;
+        for (uint32_t r = 0; r < in->n_runs && st == PK_OK; r++) {
+            const pk_memsort_run_entry *run = &result->runs[in->runs_offset + r];
+            for (uint32_t m = 0; m < run->count; m++, j++)
+                if (fills[k].pairs[2 * j] != run->addr ||
+                    fills[k].pairs[2 * j + 1] != result->values[in->values_offset + j]) {
+                    st = pk_fail(ctx, PK_ERR_INTERNAL,
+                                 "memsort plan check: instance %u row %llu: (0x%08x, %u) from its plan, (0x%08x, %u) "
+                                 "from the sort",
+                                 in->gid, (unsigned long long)j, fills[k].pairs[2 * j], fills[k].pairs[2 * j + 1],
+                                 run->addr, result->values[in->values_offset + j]);
+                    break;
+                }
+        }
+        for (uint32_t c = 0; c < n_chunks && st == PK_OK; c++)
+            if (fills[k].chunk_rows[c] != result->chunk_counts[in->counts_offset + c])
+                st = pk_fail(ctx, PK_ERR_INTERNAL,
+                             "memsort plan check: instance %u: chunk %u gives %u rows by the plan, the chunk counts "
+                             "say %u",
+                             in->gid, c, fills[k].chunk_rows[c], result->chunk_counts[in->counts_offset + c]);
+    }
+done:
+    free(chunks);
+    free(fills);
+    free(pairs);
+    free(rows);
+    return st;
+}

@@ -25,7 +25,9 @@ static void usage(FILE *out) {
             "  -o, --output DIR     output directory (created if missing)\n"
             "  --regions R          default (default), zisk, or a region table file\n"
             "  --verify             compare every owned instance and every plan with the\n"
-            "                       reference sort's (exit 1 on any difference)\n"
+            "                       reference sort's, and fill every owned instance again\n"
+            "                       from the chunk files by its plan alone (exit 1 on any\n"
+            "                       difference)\n"
             "  --backend B          auto (default), cpu or cuda\n"
             "  --kernel K           ref, cpu, cpu-portable (no hand-written vector code) or cuda\n"
             "  --threads N          CPU threads (default: all)\n"
@@ -286,6 +288,13 @@ int cmd_memsort(int argc, char **argv) {
             pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, opts.n_workers, opts.worker};
             st = pk_memsort_run(&ctx, &ref_opts, &regions, &trace, &reference);
             if (!st) st = pk_memsort_compare(&ctx, &reference, &result);
+            if (!st) {
+                /* and every owned instance filled again from the chunk
+                 * files by its plan alone, as a worker holding them would */
+                cli_progress_done(&ctx);
+                cli_progress_attach(&ctx, "memsort --verify: filling from the plans", quiet || rank != 0);
+                st = pk_memsort_check_plans(&ctx, &trace, &result);
+            }
         }
         cli_progress_done(&ctx);
     }
@@ -308,8 +317,8 @@ int cmd_memsort(int argc, char **argv) {
                 (unsigned long long)result.n_runs);
         fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
         if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
-        fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n", verify ? ", identical to the reference" : "",
-                write_dir, write_dir);
+        fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
+                verify ? ", identical to the reference and refilled by its plans" : "", write_dir, write_dir);
         if (n_ranks > 1)
             fprintf(stderr, "rank %d of %d: %.3f s in MPI collectives (checks and waiting for the others)\n", rank,
                     n_ranks, cli_mpi_comm_seconds());
