@@ -147,6 +147,12 @@ def test_read_memsort_matches_the_run(table, tmp_path):
             assert np.array_equal(got[name], want[name]), name
         assert (got["workers"], got["worker"], got["n_entries"]) == (workers, worker, addr.size)
         assert [r["name"] for r in got["regions"]] == ["ROM", "INPUT", "RAM"]
+        # the file's plans fill every instance, owned by this worker or not, from the chunks
+        every = pairkit.memsort(addr, chunk_start=cs, regions=table)
+        chunks = {c: (int(cs[c]), addr[cs[c]:cs[c + 1]]) for c in range(cs.size - 1)}
+        for g, (a, v, rows) in pairkit.memsort_fill(got, chunks, gids=range(got["instances"].size)).items():
+            want_a, want_v = pairkit.memsort_rows(every, g)
+            assert np.array_equal(a, want_a) and np.array_equal(v, want_v), g
     raw = (tmp_path / "out3" / "memsort.bin").read_bytes()
     (tmp_path / "cut.bin").write_bytes(raw[:-12])
     with pytest.raises(pairkit.PairkitError, match="cut.bin: cut short: the values take|cut.bin: .* bytes, the"):
