@@ -216,6 +216,31 @@ int main(int argc, char **argv) {
         test_kernel_against_ref("realistic small table W=16", kernel, &t, &trace, 16);
         pk_memsort_trace_free(&trace);
     }
+    /* the plan check in batches (4096 chunks: 4096 instances a batch), a
+     * change in a late batch's plan found */
+    if (kernel == PK_MEMSORT_KERNEL_CPU) {
+        pk_memsort_regions t = small;
+        t.region[0].max_instances = 8192;
+        t.region[1].max_instances = 16384;
+        t.region[2].size = 8 * 65536;
+        t.region[2].max_instances = 65536;
+        pk_memsort_gen_options g = {1u << 18, check_next(&rng), 64, 0};
+        pk_memsort_trace trace;
+        CHECK_OK(pk_memsort_generate(&ctx, &t, &g, &trace), &ctx);
+        pk_memsort_result res;
+        pk_memsort_result_init(&res);
+        pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 1, 0};
+        CHECK_OK(pk_memsort_run(&ctx, &o, &t, &trace, &res), &ctx);
+        CHECK(trace.n_chunks == 4096 && res.n_owned > 2 * 4096, "%u chunks, %u instances", trace.n_chunks, res.n_owned);
+        CHECK_OK(pk_memsort_check_plans(&ctx, &trace, &res), &ctx);
+        pk_memsort_instance *late = &res.instances[res.n_instances - 2];
+        late->last_include--;
+        pk_status st = pk_memsort_check_plans(&ctx, &trace, &res);
+        CHECK(st == PK_ERR_INTERNAL && strstr(ctx.message, "its plan takes"), "plan check, a late plan changed: %s",
+              ctx.message);
+        pk_memsort_result_free(&res);
+        pk_memsort_trace_free(&trace);
+    }
     /* a progress callback that asks to stop: PK_ERR_CANCELLED, and the
      * result kept by the next run is right */
     {

@@ -290,7 +290,10 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
 /* Every owned instance of result filled again from all of the trace's
  * chunks by its plan alone (pk_memsort_fill_from_chunks) and compared with
  * its rows and chunk counts: PK_OK when all agree, else PK_ERR_INTERNAL
- * naming the first difference. Takes 8 bytes a row of the result. */
+ * naming the first difference. The instances go in batches of at most
+ * 2^27 rows and 2^24 (instance, chunk) pairs, each batch reading the
+ * trace again: about 8 bytes a row and 12 bytes an (instance, chunk) pair
+ * of a batch, besides pk_memsort_fill_from_chunks's own. */
 pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result);
 
 /* Compare two results of the same trace and worker: every instance plan

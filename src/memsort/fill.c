@@ -324,16 +324,43 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
             break;
         }
         if (write) break;
-        /* every chunk's rows of each fill placed after the earlier chunks' */
-        for (uint32_t f = 0; f < n_fills; f++) {
-            uint64_t at = 0;
-            for (uint32_t c = 0; c < n_chunks; c++) {
-                uint64_t k = counts[(uint64_t)c * stride + f];
-                counts[(uint64_t)c * stride + f] = at;
-                if (fills[f].chunk_rows) fills[f].chunk_rows[c] = (uint32_t)k;
-                at += k;
+        /* every chunk's rows of each fill placed after the earlier chunks':
+         * each thread takes a share of the fills and goes along the chunks,
+         * reading its stretch of every chunk's counts in order */
+        int no_room = 0;
+#pragma omp parallel num_threads(nt) reduction(| : no_room)
+        {
+            int t = 0, n_t = 1;
+#ifdef _OPENMP
+            t = omp_get_thread_num();
+            n_t = omp_get_num_threads();
+#endif
+            uint32_t f0 = (uint32_t)((uint64_t)n_fills * (uint64_t)t / (uint64_t)n_t);
+            uint32_t f1 = (uint32_t)((uint64_t)n_fills * (uint64_t)(t + 1) / (uint64_t)n_t);
+            uint64_t *at = calloc((size_t)(f1 - f0) + 1, sizeof *at);
+            if (!at) no_room = 1;
+            /* 16 chunks at a time, so that each fill's chunk counts are
+             * written a line at a time */
+            for (uint32_t c0 = 0; c0 < n_chunks && at; c0 += 16) {
+                uint32_t c1 = c0 + 16 < n_chunks ? c0 + 16 : n_chunks;
+                for (uint32_t f = f0; f < f1; f++) {
+                    uint64_t a = at[f - f0];
+                    uint32_t *cr = fills[f].chunk_rows;
+                    for (uint32_t c = c0; c < c1; c++) {
+                        uint64_t *x = counts + (uint64_t)c * stride + f, k = *x;
+                        *x = a;
+                        if (cr) cr[c] = (uint32_t)k;
+                        a += k;
+                    }
+                    at[f - f0] = a;
+                }
             }
-            fills[f].n_rows = at;
+            for (uint32_t f = f0; f < f1 && at; f++) fills[f].n_rows = at[f - f0];
+            free(at);
+        }
+        if (no_room) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
+            break;
         }
         for (uint32_t f = 0; f < n_fills && st == PK_OK; f++)
             if (fills[f].n_rows > fills[f].capacity)
@@ -374,34 +401,33 @@ done:
     return st;
 }
 
-pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result) {
-    pk_clear(ctx);
-    if (!trace || !result) return pk_fail(ctx, PK_ERR_INVALID, "memsort plan check: trace or result missing");
-    if (trace->n_entries != result->n_entries || trace->n_chunks != result->n_chunks)
-        return pk_fail(ctx, PK_ERR_INVALID,
-                       "memsort plan check: the result is of another trace (%llu entries in %u chunks, the trace "
-                       "has %llu in %u)",
-                       (unsigned long long)result->n_entries, result->n_chunks, (unsigned long long)trace->n_entries,
-                       trace->n_chunks);
-    const uint32_t n_chunks = trace->n_chunks, n_owned = result->n_owned;
-    if (!n_owned) return PK_OK;
-    pk_memsort_chunk *chunks = malloc((size_t)n_chunks * sizeof *chunks);
-    pk_memsort_fill *fills = calloc(n_owned, sizeof *fills);
-    uint32_t *pairs = malloc((size_t)(2 * result->n_values + 2) * sizeof *pairs);
-    uint32_t *rows = malloc(((size_t)n_owned * n_chunks + 1) * sizeof *rows);
+/* Progress of one batch of the plan check, as a share of the whole. */
+typedef struct batch_progress {
+    pk_progress_fn fn;
+    void *user;
+    double base, span;
+} batch_progress;
+
+static int batch_report(void *user, double fraction) {
+    const batch_progress *b = user;
+    return b->fn(b->user, b->base + b->span * fraction);
+}
+
+/* Owned instances [g0, g1) of result (by gid), filled from all chunks and
+ * compared with their rows and chunk counts. */
+static pk_status check_batch(pk_context *ctx, const pk_memsort_result *result, const pk_memsort_chunk *chunks,
+                             uint32_t n_chunks, uint32_t g0, uint32_t g1, uint32_t n_fills, uint64_t n_rows) {
+    pk_memsort_fill *fills = calloc(n_fills, sizeof *fills);
+    uint32_t *pairs = malloc((size_t)(2 * n_rows + 2) * sizeof *pairs);
+    uint32_t *rows = malloc(((size_t)n_fills * n_chunks + 1) * sizeof *rows);
     pk_status st = PK_OK;
-    if (!chunks || !fills || !pairs || !rows) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort plan check: out of memory for %llu rows",
-                     (unsigned long long)result->n_values);
+    if (!fills || !pairs || !rows) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort plan check: out of memory for %llu rows", (unsigned long long)n_rows);
         goto done;
-    }
-    for (uint32_t c = 0; c < n_chunks; c++) {
-        uint64_t s = trace->chunk_start[c];
-        chunks[c] = (pk_memsort_chunk){c, s, trace->addr + s, trace->chunk_start[c + 1] - s};
     }
     uint32_t f = 0;
     uint64_t at = 0;
-    for (uint32_t g = 0; g < result->n_instances && f < n_owned; g++) {
+    for (uint32_t g = g0; g < g1; g++) {
         const pk_memsort_instance *in = &result->instances[g];
         if (!in->owned) continue;
         fills[f] = (pk_memsort_fill){in, pairs + 2 * at, in->n_rows, 0, rows + (uint64_t)f * n_chunks};
@@ -443,9 +469,59 @@ pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace,
                              in->gid, c, fills[k].chunk_rows[c], result->chunk_counts[in->counts_offset + c]);
     }
 done:
-    free(chunks);
     free(fills);
     free(pairs);
     free(rows);
+    return st;
+}
+
+pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result) {
+    pk_clear(ctx);
+    if (!trace || !result) return pk_fail(ctx, PK_ERR_INVALID, "memsort plan check: trace or result missing");
+    if (trace->n_entries != result->n_entries || trace->n_chunks != result->n_chunks)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "memsort plan check: the result is of another trace (%llu entries in %u chunks, the trace "
+                       "has %llu in %u)",
+                       (unsigned long long)result->n_entries, result->n_chunks, (unsigned long long)trace->n_entries,
+                       trace->n_chunks);
+    const uint32_t n_chunks = trace->n_chunks;
+    if (!result->n_owned) return PK_OK;
+    pk_memsort_chunk *chunks = malloc((size_t)n_chunks * sizeof *chunks);
+    if (!chunks) return pk_fail(ctx, PK_ERR_NOMEM, "memsort plan check: out of memory");
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        uint64_t s = trace->chunk_start[c];
+        chunks[c] = (pk_memsort_chunk){c, s, trace->addr + s, trace->chunk_start[c + 1] - s};
+    }
+    /* the owned instances in batches, so that what a batch holds stays
+     * bounded (its rows, and a count per instance and chunk) whatever the
+     * instances; each batch reads the trace again */
+    const uint64_t max_rows = 1ull << 27;
+    const uint32_t max_fills = n_chunks >= (1u << 4) ? (1u << 24) / n_chunks : (1u << 20);
+    batch_progress bp = {ctx->progress, ctx->progress_user, 0, 0};
+    pk_context sub = *ctx;
+    if (ctx->progress) {
+        sub.progress = batch_report;
+        sub.progress_user = &bp;
+    }
+    pk_status st = PK_OK;
+    uint64_t done_rows = 0;
+    for (uint32_t g0 = 0; g0 < result->n_instances && st == PK_OK;) {
+        uint32_t g1 = g0, n_fills = 0;
+        uint64_t rows = 0;
+        for (; g1 < result->n_instances; g1++) {
+            const pk_memsort_instance *in = &result->instances[g1];
+            if (!in->owned) continue;
+            if (n_fills && (n_fills == max_fills || rows + in->n_rows > max_rows)) break;
+            n_fills++;
+            rows += in->n_rows;
+        }
+        bp.base = result->n_values ? (double)done_rows / (double)result->n_values : 0;
+        bp.span = result->n_values ? (double)rows / (double)result->n_values : 1;
+        if (n_fills) st = check_batch(&sub, result, chunks, n_chunks, g0, g1, n_fills, rows);
+        if (st) memcpy(ctx->message, sub.message, sizeof ctx->message);
+        done_rows += rows;
+        g0 = g1;
+    }
+    free(chunks);
     return st;
 }
