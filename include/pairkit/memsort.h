@@ -292,7 +292,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
  * its rows and chunk counts: PK_OK when all agree, else PK_ERR_INTERNAL
  * naming the first difference. The instances go in batches of at most
  * 2^27 rows and 2^24 (instance, chunk) pairs, each batch reading the
- * trace again: about 8 bytes a row and 12 bytes an (instance, chunk) pair
+ * trace again: about 8 bytes a row and 4 bytes an (instance, chunk) pair
  * of a batch, besides pk_memsort_fill_from_chunks's own. */
 pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result);
 

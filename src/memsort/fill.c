@@ -7,9 +7,9 @@
  * boundary cuts), where the plan's rules for the first and last address
  * decide whether the instance takes it. The rules look at one chunk at a
  * time, so the chunks are shared out to the threads, twice: the first pass
- * counts each chunk's rows of each instance (which places every chunk's
- * rows, in chunk order, and checks each instance's room before any pair is
- * written), the second writes them. Each instance's rows, so in trace
+ * lists each chunk's rows of each instance it gives rows to (which places
+ * every chunk's rows, in chunk order, and checks each instance's room
+ * before any pair is written), the second writes them. Each instance's rows, so in trace
  * order, are then sorted stably by address (a counting sort or a
  * least-significant-digit radix sort on the address's offset from
  * first_addr), which is its stable address order.
@@ -143,20 +143,61 @@ static inline uint32_t search_ending_at_or_after(const fill_index *ix, uint32_t 
     return (uint32_t)(base - ix->order) + (base->last < a);
 }
 
+/* A thread's tally of the chunk it reads: rows a fill takes (counting),
+ * or where the fill's next row goes (writing); the fills the chunk gives
+ * rows to, in the order met. */
+typedef struct tally {
+    uint64_t *n;       /* [n_fills] */
+    uint32_t *touched; /* [n_fills] */
+    uint32_t n_touched;
+} tally;
+
+/* A chunk's rows of one fill (counting), then where they go (writing). */
+typedef struct fill_rows {
+    uint64_t rows;
+    uint32_t k;
+} fill_rows;
+
+/* A thread's store of (fill, rows) lists, and where a chunk's list is. */
+typedef struct chunk_store {
+    fill_rows *p;
+    size_t len, cap;
+} chunk_store;
+
+typedef struct chunk_list {
+    int store;
+    size_t offset;
+    uint32_t len;
+} chunk_list;
+
+/* Room for n more in the store; 1 when out of memory. */
+static int store_reserve(chunk_store *s, size_t n) {
+    if (s->len + n <= s->cap) return 0;
+    size_t cap = s->cap ? 2 * s->cap : 4096;
+    while (cap < s->len + n) cap *= 2;
+    fill_rows *p = realloc(s->p, cap * sizeof *p);
+    if (!p) return 1;
+    s->p = p;
+    s->cap = cap;
+    return 0;
+}
+
 /* Fill k takes the entry (a, position): counted, or written at its place. */
-static inline void take(pk_memsort_fill *fills, uint64_t *count, uint32_t k, uint32_t a, uint64_t position, int write) {
-    uint64_t j = count[k]++;
+static inline void take(pk_memsort_fill *fills, tally *t, uint32_t k, uint32_t a, uint64_t position, int write) {
     if (write) {
+        uint64_t j = t->n[k]++;
         fills[k].pairs[2 * j] = a;
         fills[k].pairs[2 * j + 1] = (uint32_t)position;
+    } else if (t->n[k]++ == 0) {
+        t->touched[t->n_touched++] = k;
     }
 }
 
 /* One chunk, at list position `at`: without `write` count its rows of
- * each fill into count[k]; with it write them at pairs[2 * count[k]++] of
+ * each fill into the tally; with it write them at pairs[2 * n[k]++] of
  * fill k. Returns the first misaligned entry inside a range, or n_entries. */
 static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uint32_t at, pk_memsort_fill *fills,
-                           fill_state *state, uint64_t *count, int write) {
+                           fill_state *state, tally *count, int write) {
     for (uint64_t e = 0; e < ch->n_entries; e++) {
         uint32_t a = ch->addr[e];
         if (a - ix->lo > ix->span) continue; /* in no fill's range */
@@ -228,10 +269,6 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     if (!n_fills || !n_chunks) return PK_OK;
 
     const int nt = pk_thread_count(ctx);
-    /* counts[at * stride + k]: chunk at's rows of fill k, then where they
-     * go; each chunk's counts on lines of their own (threads take chunks
-     * next to each other) */
-    const uint64_t stride = ((uint64_t)n_fills + 7) / 8 * 8, n_counts = (uint64_t)n_chunks * stride;
     fill_index ix = {malloc((size_t)n_fills * sizeof(fill_order)),
                      malloc((size_t)n_fills * sizeof(uint32_t)),
                      n_fills,
@@ -239,13 +276,26 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                      0,
                      0,
                      NULL};
-    uint64_t *counts =
-        n_counts <= SIZE_MAX / sizeof(uint64_t) ? pk_aligned_alloc((size_t)n_counts * sizeof(uint64_t)) : NULL;
     fill_state *state = calloc((size_t)nt * n_fills, sizeof *state);
+    /* each thread's tally, and the lists of (fill, rows) each chunk gives
+     * (in its thread's store), so that the cost follows the rows taken,
+     * not instances x chunks */
+    tally *tallies = calloc((size_t)nt, sizeof *tallies);
+    chunk_store *stores = calloc((size_t)nt, sizeof *stores);
+    chunk_list *lists = calloc(n_chunks, sizeof *lists);
     pk_status st = PK_OK;
-    if (counts) memset(counts, 0, (size_t)n_counts * sizeof(uint64_t));
-    if (!ix.order || !ix.lowest_first || !counts || !state) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances x %u chunks", n_fills, n_chunks);
+    int no_memory = !ix.order || !ix.lowest_first || !state || !tallies || !stores || !lists;
+    /* each thread's counts on lines of their own (a few fills' counts are
+     * incremented for nearly every entry) */
+    const size_t tally_bytes = ((size_t)n_fills * sizeof(uint64_t) + 63) / 64 * 64;
+    for (int t = 0; t < nt && !no_memory; t++) {
+        tallies[t].n = pk_aligned_alloc(tally_bytes);
+        tallies[t].touched = malloc((size_t)n_fills * sizeof(uint32_t));
+        no_memory = !tallies[t].n || !tallies[t].touched;
+        if (tallies[t].n) memset(tallies[t].n, 0, tally_bytes);
+    }
+    if (no_memory) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances on %d threads", n_fills, nt);
         goto done;
     }
     for (uint32_t f = 0; f < n_fills; f++)
@@ -287,7 +337,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     uint64_t n_rows_all = 0;
     for (uint32_t f = 0; f < n_fills; f++) n_rows_all += fills[f].plan->n_rows;
     pk_progress_begin(&progress, ctx, 2.0 * (double)n_entries + (double)n_rows_all + 1, 0, 1);
-    int cancelled = 0;
+    int cancelled = 0, no_room = 0;
     for (int write = 0; write < 2 && st == PK_OK; write++) {
         uint32_t bad_at = n_chunks;
         uint64_t bad_entry = 0;
@@ -299,10 +349,31 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
             t = omp_get_thread_num();
 #endif
             fill_state *my = state + (uint64_t)t * n_fills;
-#pragma omp for schedule(dynamic, 1) reduction(| : cancelled)
+#pragma omp for schedule(dynamic, 1) reduction(| : cancelled, no_room)
             for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
-                if (cancelled) continue;
-                uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, counts + (uint64_t)c * stride, write);
+                if (cancelled || no_room) continue;
+                tally *ty = &tallies[t];
+                chunk_list *li = &lists[c];
+                if (write) /* where each fill's rows of this chunk go */
+                    for (uint32_t i = 0; i < li->len; i++) {
+                        const fill_rows *r = &stores[li->store].p[li->offset + i];
+                        ty->n[r->k] = r->rows;
+                    }
+                uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, ty, write);
+                if (!write) {
+                    /* the chunk's (fill, rows) into this thread's store */
+                    if (store_reserve(&stores[t], ty->n_touched)) {
+                        no_room = 1;
+                    } else {
+                        *li = (chunk_list){t, stores[t].len, ty->n_touched};
+                        for (uint32_t i = 0; i < ty->n_touched; i++) {
+                            uint32_t k = ty->touched[i];
+                            stores[t].p[stores[t].len++] = (fill_rows){ty->n[k], k};
+                            ty->n[k] = 0;
+                        }
+                    }
+                    ty->n_touched = 0;
+                }
                 if (pk_progress_add(&progress, (double)chunks[c].n_entries, t == 0)) cancelled = 1;
                 if (e < chunks[c].n_entries) {
 #pragma omp critical(pk_memsort_fill_bad)
@@ -317,6 +388,10 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
             st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
             break;
         }
+        if (no_room) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for the rows each chunk gives");
+            break;
+        }
         if (bad_at < n_chunks) {
             const pk_memsort_chunk *ch = &chunks[bad_at];
             st = pk_fail(ctx, PK_ERR_PARSE, "mem_addr_%04u.bin entry %llu: address 0x%08x is not 8-byte aligned",
@@ -324,43 +399,18 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
             break;
         }
         if (write) break;
-        /* every chunk's rows of each fill placed after the earlier chunks':
-         * each thread takes a share of the fills and goes along the chunks,
-         * reading its stretch of every chunk's counts in order */
-        int no_room = 0;
-#pragma omp parallel num_threads(nt) reduction(| : no_room)
-        {
-            int t = 0, n_t = 1;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-            n_t = omp_get_num_threads();
-#endif
-            uint32_t f0 = (uint32_t)((uint64_t)n_fills * (uint64_t)t / (uint64_t)n_t);
-            uint32_t f1 = (uint32_t)((uint64_t)n_fills * (uint64_t)(t + 1) / (uint64_t)n_t);
-            uint64_t *at = calloc((size_t)(f1 - f0) + 1, sizeof *at);
-            if (!at) no_room = 1;
-            /* 16 chunks at a time, so that each fill's chunk counts are
-             * written a line at a time */
-            for (uint32_t c0 = 0; c0 < n_chunks && at; c0 += 16) {
-                uint32_t c1 = c0 + 16 < n_chunks ? c0 + 16 : n_chunks;
-                for (uint32_t f = f0; f < f1; f++) {
-                    uint64_t a = at[f - f0];
-                    uint32_t *cr = fills[f].chunk_rows;
-                    for (uint32_t c = c0; c < c1; c++) {
-                        uint64_t *x = counts + (uint64_t)c * stride + f, k = *x;
-                        *x = a;
-                        if (cr) cr[c] = (uint32_t)k;
-                        a += k;
-                    }
-                    at[f - f0] = a;
-                }
+        /* every chunk's rows of each fill placed after the earlier chunks'
+         * (the lists then hold where they go) */
+        for (uint32_t c = 0; c < n_chunks; c++) {
+            const chunk_list *li = &lists[c];
+            for (uint32_t i = 0; i < li->len; i++) {
+                fill_rows *r = &stores[li->store].p[li->offset + i];
+                pk_memsort_fill *fl = &fills[r->k];
+                if (fl->chunk_rows) fl->chunk_rows[c] = (uint32_t)r->rows;
+                uint64_t at = fl->n_rows;
+                fl->n_rows += r->rows;
+                r->rows = at;
             }
-            for (uint32_t f = f0; f < f1 && at; f++) fills[f].n_rows = at[f - f0];
-            free(at);
-        }
-        if (no_room) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
-            break;
         }
         for (uint32_t f = 0; f < n_fills && st == PK_OK; f++)
             if (fills[f].n_rows > fills[f].capacity)
@@ -396,8 +446,15 @@ done:
     free(ix.cand);
     free(ix.order);
     free(ix.lowest_first);
-    pk_aligned_free(counts);
     free(state);
+    for (int t = 0; t < nt && tallies; t++) {
+        pk_aligned_free(tallies[t].n);
+        free(tallies[t].touched);
+    }
+    for (int t = 0; t < nt && stores; t++) free(stores[t].p);
+    free(tallies);
+    free(stores);
+    free(lists);
     return st;
 }
 
