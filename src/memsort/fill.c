@@ -276,7 +276,9 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                      0,
                      0,
                      NULL};
-    fill_state *state = calloc((size_t)nt * n_fills, sizeof *state);
+    /* each thread's states a whole number of lines apart */
+    const uint64_t state_stride = ((uint64_t)n_fills * sizeof(fill_state) + 63) / 64 * 64 / sizeof(fill_state) + 16;
+    fill_state *state = calloc((size_t)(nt * state_stride), sizeof *state);
     /* each thread's tally, and the lists of (fill, rows) each chunk gives
      * (in its thread's store), so that the cost follows the rows taken,
      * not instances x chunks */
@@ -341,14 +343,14 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     for (int write = 0; write < 2 && st == PK_OK; write++) {
         uint32_t bad_at = n_chunks;
         uint64_t bad_entry = 0;
-        for (uint64_t j = 0; j < (uint64_t)nt * n_fills; j++) state[j].at = UINT32_MAX;
+        for (uint64_t j = 0; j < (uint64_t)nt * state_stride; j++) state[j].at = UINT32_MAX;
 #pragma omp parallel num_threads(nt)
         {
             int t = 0;
 #ifdef _OPENMP
             t = omp_get_thread_num();
 #endif
-            fill_state *my = state + (uint64_t)t * n_fills;
+            fill_state *my = state + (uint64_t)t * state_stride;
 #pragma omp for schedule(dynamic, 1) reduction(| : cancelled, no_room)
             for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
                 if (cancelled || no_room) continue;
