@@ -130,8 +130,8 @@ typedef struct fill_index {
     uint32_t (*cand)[2]; /* per bucket: the ranges that meet it are among [cand[0], cand[1]) */
 } fill_index;
 
-/* Index of the first fill whose range ends at or after a (without
- * branches on the data: the addresses jump about). */
+/* Index of the first fill (by end) whose range ends at or after a, by
+ * bisection: what each bucket of the table below starts from. */
 static inline uint32_t search_ending_at_or_after(const fill_index *ix, uint32_t a) {
     const fill_order *base = ix->order;
     uint32_t n = ix->n;
@@ -276,8 +276,9 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                      0,
                      0,
                      NULL};
-    /* each thread's states a whole number of lines apart */
-    const uint64_t state_stride = ((uint64_t)n_fills * sizeof(fill_state) + 63) / 64 * 64 / sizeof(fill_state) + 16;
+    /* each thread's states, with more than a line between one thread's
+     * and the next's */
+    const uint64_t state_stride = (uint64_t)n_fills + 64 / sizeof(fill_state) + 1;
     fill_state *state = calloc((size_t)(nt * state_stride), sizeof *state);
     /* each thread's tally, and the lists of (fill, rows) each chunk gives
      * (in its thread's store), so that the cost follows the rows taken,
