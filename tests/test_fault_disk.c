@@ -5,7 +5,7 @@
  * be left byte for byte, and no other file (temporary or partial) may
  * remain. Writers: angcorr's omega.out, CSV and PNG; dftimage's FITS image
  * and PNG; the .npz writer; memsort's memsort.bin + summary.txt;
- * memsort-gen's chunk files.
+ * memsort-fill's fill.bin + fill.txt; memsort-gen's chunk files.
  *
  * Needs root (mount); skips with exit code 77 when mounting is not
  * permitted. */
@@ -206,6 +206,8 @@ static void make_inputs(void) {
     CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
     CHECK_OK(pk_memsort_trace_write(&ctx, cli_path("small_trace"), &trace), &ctx);
     pk_memsort_trace_free(&trace);
+    /* the small trace's plans, for memsort-fill */
+    CHECK(cli_run("memsort small_trace --regions regions.txt --backend cpu -q -o plans") == 0, "memsort for the plans");
 }
 
 /* A trace written over an older, longer one: the older chunks go. */
@@ -278,6 +280,12 @@ int main(void) {
          {"out/memsort.bin", "out/summary.txt"},
          "out",
          "out/",
+         1},
+        {"memsort-fill",
+         "memsort-fill plans small_trace --regions regions.txt -q -o %s/fill",
+         {"fill/fill.bin", "fill/fill.txt"},
+         "fill",
+         "fill/",
          1},
         {"npz (bench --write-npz)",
          "bench dftimage --write-npz %s/vis.npz --nvis 20000",

@@ -325,8 +325,8 @@ int main(void) {
         struct stat sb;
         CHECK(stat(path, &sb) == 0, "no memsort.bin");
         uint64_t counts = (uint64_t)res.n_owned * res.n_chunks;
-        uint64_t expect = 72 + 48ull * def.n_regions + 96ull * res.n_instances + 4 * (counts + counts % 2) +
-                          8 * res.n_runs + 4 * (res.n_values + res.n_values % 2);
+        uint64_t expect = 72 + 48ull * def.n_regions + 8ull * (res.n_chunks + 1) + 96ull * res.n_instances +
+                          4 * (counts + counts % 2) + 8 * res.n_runs + 4 * (res.n_values + res.n_values % 2);
         CHECK((uint64_t)sb.st_size == expect, "memsort.bin has %lld bytes, the layout gives %llu",
               (long long)sb.st_size, (unsigned long long)expect);
         FILE *fp = fopen(path, "rb");

@@ -213,6 +213,7 @@ typedef struct pk_memsort_result {
     uint64_t n_values;
     uint32_t *values;       /* trace positions; see values_offset */
     uint32_t *chunk_counts; /* [n_owned * n_chunks] */
+    uint64_t *chunk_start;  /* [n_chunks + 1]: the trace position of each chunk's first entry, then n_entries */
     pk_memsort_stats stats;
     /* buffer capacities and backend state, owned by the library */
     uint64_t cap_runs, cap_values, cap_counts;
@@ -287,6 +288,19 @@ typedef struct pk_memsort_fill {
 pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
                                       pk_memsort_fill *fills, uint32_t n_fills);
 
+/* The chunk files a worker holds: every mem_addr_NNNN.bin in dir (any of
+ * the trace's chunks; gaps allowed), into *chunks ([*n_chunks], increasing
+ * number, each with the trace position of its first entry from the plans'
+ * chunk table), ready for pk_memsort_fill_from_chunks. plans: a result of
+ * pk_memsort_read or pk_memsort_run (its n_chunks and chunk_start). A chunk
+ * number past the plans' trace, a file whose entry count is not its
+ * chunk's, a file cut inside an entry, a misaligned address or one in no
+ * region is PK_ERR_PARSE naming the file (and entry); a folder without
+ * chunk files is PK_ERR_IO. Free with pk_memsort_chunks_free. */
+pk_status pk_memsort_chunks_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
+                                 const pk_memsort_result *plans, pk_memsort_chunk **chunks, uint32_t *n_chunks);
+void pk_memsort_chunks_free(pk_memsort_chunk *chunks, uint32_t n_chunks);
+
 /* Every owned instance of result filled again from all of the trace's
  * chunks by its plan alone (pk_memsort_fill_from_chunks) and compared with
  * its rows and chunk counts: PK_OK when all agree, else PK_ERR_INTERNAL
@@ -306,6 +320,19 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *expected,
  * older pair in OUT_DIR is left as it was. */
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *result);
+
+/* Read a memsort.bin that pk_memsort_write wrote (path: the file or its
+ * folder; version 2, docs/memsort.md): its region table into regions and,
+ * into result, every instance's plan, the chunk table, the worker's share
+ * and the owned instances' chunk counts; with with_rows, also their runs
+ * and values (else n_runs and n_values are 0 and no rows are read). Every
+ * field is checked against the region table, the header and the other
+ * instances: a file cut short, an unknown version or a field out of place
+ * is PK_ERR_PARSE naming the file and the field. result: initialised with
+ * pk_memsort_result_init, or a result to reuse (its buffers are freed
+ * first); on failure it is left empty. */
+pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_memsort_regions *regions,
+                          pk_memsort_result *result);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

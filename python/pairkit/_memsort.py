@@ -68,7 +68,8 @@ class _Result(ctypes.Structure):
     _fields_ = [("n_entries", _U64), ("n_chunks", _U32), ("n_workers", _U32), ("worker", _U32),
                 ("n_instances", _U32), ("instances", ctypes.POINTER(_Instance)), ("region_entries", _U64 * 8),
                 ("n_owned", _U32), ("n_runs", _U64), ("runs", ctypes.POINTER(_Run)), ("n_values", _U64),
-                ("values", ctypes.POINTER(_U32)), ("chunk_counts", ctypes.POINTER(_U32)), ("stats", _Stats),
+                ("values", ctypes.POINTER(_U32)), ("chunk_counts", ctypes.POINTER(_U32)), ("chunk_start", ctypes.POINTER(_U64)),
+                ("stats", _Stats),
                 ("cap_runs", _U64), ("cap_values", _U64), ("cap_counts", _U64), ("cap_instances", _U32),
                 ("host_pinned", ctypes.c_int), ("backend_state", ctypes.c_void_p)]
 
@@ -329,6 +330,7 @@ class Memsort:
         return {"instances": inst, "runs": out(_view(res.runs, res.n_runs, _RUN, self)), "values": values,
                 "chunk_counts": counts.reshape(res.n_owned, res.n_chunks),
                 "region_entries": np.array(res.region_entries[:table.n_regions], dtype=np.uint64),
+                "chunk_start": _view(res.chunk_start, res.n_chunks + 1, np.dtype(np.uint64), self).copy(),
                 "kernel": lib.pk_memsort_kernel_name(res.stats.kernel).decode(), "seconds": res.stats.seconds,
                 "workers": n_workers, "worker": w}
 
@@ -416,10 +418,11 @@ def read_memsort(path):
     """A memsort.bin written by `pairkit memsort` (path: the file or its
     folder), checked against its documented layout (docs/memsort.md), as
     the dict memsort() returns: "instances", "runs", "values",
-    "chunk_counts", "region_entries", "workers", "worker", plus
-    "n_entries" and "regions" (name, base, size, max_instances,
+    "chunk_counts", "region_entries", "chunk_start", "workers", "worker",
+    plus "n_entries" and "regions" (name, base, size, max_instances,
     instance_entries per region). The arrays are read-only views of the
-    file's bytes, read once."""
+    file's bytes, read once. Files of version 1 (no chunk table) read
+    with "chunk_start" None."""
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "memsort.bin")
@@ -440,13 +443,19 @@ def read_memsort(path):
     h = head[0]
     if h["magic"] != b"PKMSORT1":
         raise PairkitError("%s: not a memsort.bin (it starts with %r, not b'PKMSORT1')" % (path, bytes(h["magic"])))
-    if h["version"] != 1:
-        raise PairkitError("%s: a memsort.bin of version %d; this module reads version 1" % (path, h["version"]))
+    if h["version"] not in (1, 2):
+        raise PairkitError("%s: a memsort.bin of version %d; this module reads versions 1 and 2" % (path,
+                                                                                                h["version"]))
     for field, want in (("header_bytes", 72), ("region_bytes", 48), ("instance_bytes", 96)):
         if h[field] != want:
             raise PairkitError("%s: header field %s is %d, expected %d" % (path, field, h[field], want))
     n_owned, n_chunks = int(h["n_owned"]), int(h["n_chunks"])
     regions, at = section(72, int(h["n_regions"]), _FILE_REGION, "regions")
+    chunk_start = None
+    if h["version"] >= 2:
+        chunk_start, at = section(at, n_chunks + 1, np.dtype("<u8"), "chunk table")
+        if chunk_start[0] != 0 or chunk_start[-1] != h["n_entries"] or np.any(np.diff(chunk_start.astype(np.int64)) < 0):
+            raise PairkitError("%s: the chunk table does not run from 0 up to n_entries %d" % (path, h["n_entries"]))
     inst, at = section(at, int(h["n_instances"]), _FILE_INSTANCE, "instances")
     counts, at = section(at, n_owned * n_chunks, np.dtype("<u4"), "chunk counts")
     runs, at = section(at, int(h["n_runs"]), np.dtype([("addr", "<u4"), ("count", "<u4")]), "runs")
@@ -462,7 +471,8 @@ def read_memsort(path):
         raise PairkitError("%s: %d instances marked owned, the header says %d" % (path, int(owned.sum()), n_owned))
     instances["counts_offset"][owned] = np.arange(n_owned, dtype=np.uint64)
     return {"instances": instances, "runs": runs, "values": values, "chunk_counts": counts.reshape(n_owned, n_chunks),
-            "region_entries": regions["entries"].astype(np.uint64), "workers": int(h["n_workers"]),
+            "region_entries": regions["entries"].astype(np.uint64), "chunk_start": chunk_start,
+            "workers": int(h["n_workers"]),
             "worker": int(h["worker"]), "n_entries": int(h["n_entries"]),
             "regions": [{"name": r["name"].rstrip(b"\0").decode("ascii", "replace"), "base": int(r["base"]),
                          "size": int(r["size"]), "max_instances": int(r["max_instances"]),
@@ -491,8 +501,10 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
     (pk_memsort_fill_from_chunks; docs/memsort.md, "Instances, workers,
     plans"). result: what memsort() or read_memsort() returns (it holds
     every instance's plan, owned or not). chunks: {chunk number:
-    (trace position of its first entry, its addresses)}. gids: the
-    instances to fill (default: the owned ones).
+    (trace position of its first entry, its addresses)}, or {chunk
+    number: addresses} when the result has a chunk table ("chunk_start",
+    as memsort() and version 2 files give). gids: the instances to fill
+    (default: the owned ones).
 
     Returns {gid: (addresses, values, chunk_rows)}: the rows those chunks
     hold of the instance in stable address order (all its rows when every
@@ -511,10 +523,19 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
     keep, views = [], []
     for index in sorted(chunks):
         c = _count(index, "chunk number", 0, (1 << 32) - 1)
-        try:
-            first, addr = chunks[index]
-        except (TypeError, ValueError):
-            raise PairkitError("chunks[%r] must be (first position, addresses)" % (index,)) from None
+        starts = result.get("chunk_start")
+        if isinstance(chunks[index], tuple) or starts is None:
+            try:
+                first, addr = chunks[index]
+            except (TypeError, ValueError):
+                raise PairkitError("chunks[%r] must be (first position, addresses)" % (index,)) from None
+        else:
+            if c >= len(starts) - 1:
+                raise PairkitError("chunks[%d]: the trace has %d chunks" % (c, len(starts) - 1))
+            first, addr = int(starts[c]), chunks[index]
+            if np.asarray(addr).size != int(starts[c + 1]) - first:
+                raise PairkitError("chunks[%d]: %d addresses, the chunk table gives chunk %d %d entries" % (
+                    c, np.asarray(addr).size, c, int(starts[c + 1]) - first))
         a = _addresses(addr)
         first = _count(first, "chunks[%d] first position" % c, 0, (1 << 32) - 1)
         keep.append(a)
@@ -535,4 +556,59 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
     for k, g in enumerate(gids):
         n = int(fills[k].n_rows)
         out[g] = (pairs[k][0:2 * n:2].copy(), pairs[k][1:2 * n:2].copy(), rows[k][:len(views)].copy())
+    return out
+
+
+_FILL_HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4"), ("n_entries", "<u8"),
+                         ("n_chunks", "<u4"), ("n_given", "<u4"), ("n_filled", "<u4"), ("instance_bytes", "<u4"),
+                         ("n_pairs", "<u8")])
+_FILL_INSTANCE = np.dtype([("gid", "<u4"), ("complete", "<u4"), ("n_rows", "<u8"), ("pairs_offset", "<u8")])
+
+
+def read_memsort_fill(path):
+    """A fill.bin written by `pairkit memsort-fill` (path: the file or its
+    folder; layout in docs/memsort.md) as {gid: (addresses, values,
+    chunk_rows)}, as memsort_fill() returns, plus the key "chunks": the
+    chunk numbers that were given, in the order of chunk_rows, and
+    "complete": {gid: whether every row of the instance is there}."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "fill.bin")
+    try:
+        data = np.fromfile(path, dtype=np.uint8)
+    except OSError as e:
+        raise PairkitError("%s: %s" % (path, e.strerror or e)) from None
+
+    def section(offset, count, dtype, what):
+        end = offset + count * dtype.itemsize
+        if end > data.size:
+            raise PairkitError("%s: cut short: the %s take bytes %d .. %d, the file has %d" % (path, what, offset,
+                                                                                          end, data.size))
+        return data[offset:end].view(dtype), (end + 7) // 8 * 8
+
+    head, at = section(0, 1, _FILL_HEADER, "header")
+    h = head[0]
+    if h["magic"] != b"PKMFILL1":
+        raise PairkitError("%s: not a fill.bin (it starts with %r, not b'PKMFILL1')" % (path, bytes(h["magic"])))
+    if h["version"] != 1 or h["header_bytes"] != 48 or h["instance_bytes"] != 24:
+        raise PairkitError("%s: a fill.bin of version %d (header %d, instance %d bytes); this module reads "
+                           "version 1 (48, 24)" % (path, h["version"], h["header_bytes"], h["instance_bytes"]))
+    n_given, n_filled = int(h["n_given"]), int(h["n_filled"])
+    given, at = section(at, n_given, np.dtype("<u4"), "given chunks")
+    inst, at = section(at, n_filled, _FILL_INSTANCE, "instances")
+    rows, at = section(at, n_filled * n_given, np.dtype("<u4"), "chunk rows")
+    pairs, at = section(at, int(h["n_pairs"]), np.dtype([("addr", "<u4"), ("value", "<u4")]), "pairs")
+    if at != data.size:
+        raise PairkitError("%s: %d bytes, the header's sections take %d" % (path, data.size, at))
+    rows = rows.reshape(n_filled, n_given)
+    out, complete = {}, {}
+    for k, i in enumerate(inst):
+        lo, n = int(i["pairs_offset"]), int(i["n_rows"])
+        if lo + n > pairs.size:
+            raise PairkitError("%s: instance %d's rows lie past the pairs" % (path, int(i["gid"])))
+        p = pairs[lo:lo + n]
+        out[int(i["gid"])] = (p["addr"].copy(), p["value"].copy(), rows[k].copy())
+        complete[int(i["gid"])] = bool(i["complete"])
+    out["chunks"] = given.copy()
+    out["complete"] = complete
     return out

@@ -94,7 +94,7 @@ def test_kernels_agree_on_awkward_traces(table):
         for kernel in ("cpu", "cpu-portable"):
             got = pairkit.memsort(addr, chunk_start=chunk_start, regions=table, workers=workers, worker=worker,
                                   kernel=kernel)
-            for name in ("instances", "runs", "values", "chunk_counts", "region_entries"):
+            for name in ("instances", "runs", "values", "chunk_counts", "region_entries", "chunk_start"):
                 assert np.array_equal(got[name], ref[name]), (kernel, name)
 
 
@@ -143,7 +143,7 @@ def test_read_memsort_matches_the_run(table, tmp_path):
                         "--worker", str(worker), "-q"], check=True)
         got = pairkit.read_memsort(out)
         want = pairkit.memsort(addr, chunk_start=cs, regions=table, workers=workers, worker=worker)
-        for name in ("instances", "runs", "values", "chunk_counts", "region_entries"):
+        for name in ("instances", "runs", "values", "chunk_counts", "region_entries", "chunk_start"):
             assert np.array_equal(got[name], want[name]), name
         assert (got["workers"], got["worker"], got["n_entries"]) == (workers, worker, addr.size)
         assert [r["name"] for r in got["regions"]] == ["ROM", "INPUT", "RAM"]
@@ -160,11 +160,69 @@ def test_read_memsort_matches_the_run(table, tmp_path):
     (tmp_path / "other.bin").write_bytes(b"NOTMSORT" + raw[8:])
     with pytest.raises(pairkit.PairkitError, match="other.bin: not a memsort.bin .it starts with b'NOTMSORT'"):
         pairkit.read_memsort(tmp_path / "other.bin")
-    (tmp_path / "v2.bin").write_bytes(raw[:8] + (2).to_bytes(4, "little") + raw[12:])
-    with pytest.raises(pairkit.PairkitError, match="v2.bin: a memsort.bin of version 2; this module reads version 1"):
-        pairkit.read_memsort(tmp_path / "v2.bin")
+    (tmp_path / "v3.bin").write_bytes(raw[:8] + (3).to_bytes(4, "little") + raw[12:])
+    with pytest.raises(pairkit.PairkitError, match="v3.bin: a memsort.bin of version 3; this module reads versions 1"):
+        pairkit.read_memsort(tmp_path / "v3.bin")
+    # version 1: the same without the chunk table (after the regions)
+    n_chunks = cs.size - 1
+    table_at = 72 + 48 * 3
+    (tmp_path / "v1.bin").write_bytes(raw[:8] + (1).to_bytes(4, "little") + raw[12:table_at] +
+                                      raw[table_at + 8 * (n_chunks + 1):])
+    old = pairkit.read_memsort(tmp_path / "v1.bin")
+    new = pairkit.read_memsort(tmp_path / "out3")
+    assert old["chunk_start"] is None and np.array_equal(new["chunk_start"], cs)
+    for name in ("instances", "runs", "values", "chunk_counts"):
+        assert np.array_equal(old[name], new[name]), name
+    bad = bytearray(raw)
+    bad[table_at + 8:table_at + 16] = (10 ** 9).to_bytes(8, "little")  # chunk 1 starting past the trace
+    (tmp_path / "table.bin").write_bytes(bytes(bad))
+    with pytest.raises(pairkit.PairkitError, match="table.bin: the chunk table does not run from 0 up to"):
+        pairkit.read_memsort(tmp_path / "table.bin")
     with pytest.raises(pairkit.PairkitError, match="nothing.bin"):
         pairkit.read_memsort(tmp_path / "nothing.bin")
+
+
+def test_memsort_fill_command(table, tmp_path):
+    """`pairkit memsort-fill`: a worker holding some chunk files fills the
+    plans' instances from them; fill.bin read back gives what memsort_fill
+    gives, and with every chunk the instances' rows."""
+    binary = os.path.join(os.path.dirname(os.environ.get("PAIRKIT_LIB", "")), "pairkit")
+    if not os.path.exists(binary):
+        pytest.skip("no pairkit command beside the library")
+    trace, held, plans_dir = tmp_path / "trace", tmp_path / "held", tmp_path / "plans"
+    subprocess.run([binary, "memsort-gen", str(trace), "--entries", "60000", "--chunk", "3000", "--awkward",
+                    "--regions", table, "-q"], check=True)
+    addr, cs = pairkit.read_trace(str(trace), regions=table)
+    subprocess.run([binary, "memsort", str(trace), "-o", str(plans_dir), "--regions", table, "--workers", "3",
+                    "--worker", "1", "-q"], check=True)
+    plans = pairkit.read_memsort(plans_dir)
+    every = pairkit.memsort(addr, chunk_start=cs, regions=table)
+    held.mkdir()
+    mine = [2, 3, 4, 9, 17]
+    for c in mine:
+        name = "mem_addr_%04d.bin" % c
+        (held / name).write_bytes((trace / name).read_bytes())
+    n_inst = plans["instances"].size
+    for dest, what, chunks in (("some", "all", held), ("whole", "owned", trace)):
+        subprocess.run([binary, "memsort-fill", str(plans_dir / "memsort.bin"), str(chunks), "-o",
+                        str(tmp_path / dest), "--instances", what, "--regions", table, "-q"], check=True)
+        got = pairkit.read_memsort_fill(tmp_path / dest)
+        given = mine if dest == "some" else list(range(cs.size - 1))
+        assert list(got["chunks"]) == given
+        gids = range(n_inst) if what == "all" else np.flatnonzero(plans["instances"]["owned"]).tolist()
+        want = pairkit.memsort_fill(plans, {c: addr[cs[c]:cs[c + 1]] for c in given}, gids=gids)
+        for g in gids:
+            for k in range(3):
+                assert np.array_equal(got[g][k], want[g][k]), (dest, g, k)
+            if dest == "whole":
+                a, v = pairkit.memsort_rows(every, g)
+                assert got["complete"][g] and np.array_equal(got[g][0], a) and np.array_equal(got[g][1], v)
+    # a chunk file of another length than the plans' chunk table says
+    (held / "mem_addr_0004.bin").write_bytes((trace / "mem_addr_0004.bin").read_bytes()[:-8])
+    r = subprocess.run([binary, "memsort-fill", str(plans_dir), str(held), "-o", str(tmp_path / "bad"),
+                        "--regions", table, "-q"], capture_output=True, text=True)
+    assert r.returncode == 1 and "mem_addr_0004.bin: 2998 entries, but chunk 4 of the plans' trace has 3000" in r.stderr
+    assert not (tmp_path / "bad" / "fill.bin").exists()
 
 
 def test_fill_from_the_plans_alone(table):

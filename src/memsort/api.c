@@ -80,6 +80,7 @@ void pk_memsort_result_free(pk_memsort_result *result) {
     host_free(result->values, result->host_pinned);
     host_free(result->chunk_counts, result->host_pinned);
     free(result->instances);
+    free(result->chunk_start);
     pk_memsort_backend_state_free(result);
     memset(result, 0, sizeof *result);
 }
@@ -162,6 +163,10 @@ pk_status pk_memsort_instances_build(pk_context *ctx, const pk_memsort_layout *l
         result->cap_instances = (uint32_t)total;
     }
     memset(result->instances, 0, (total + 1) * sizeof(pk_memsort_instance));
+    free(result->chunk_start);
+    result->chunk_start = malloc(((size_t)trace->n_chunks + 1) * sizeof(uint64_t));
+    if (!result->chunk_start) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %u chunk starts", trace->n_chunks);
+    memcpy(result->chunk_start, trace->chunk_start, ((size_t)trace->n_chunks + 1) * sizeof(uint64_t));
     result->n_entries = trace->n_entries;
     result->n_chunks = trace->n_chunks;
     result->n_workers = n_workers;
@@ -301,6 +306,10 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const 
         a->n_entries != b->n_entries)
         return pk_fail(ctx, PK_ERR_INTERNAL, "results differ: %u vs %u instances, %u vs %u owned", a->n_instances,
                        b->n_instances, a->n_owned, b->n_owned);
+    for (uint32_t c = 0; a->chunk_start && b->chunk_start && c <= a->n_chunks; c++)
+        if (a->chunk_start[c] != b->chunk_start[c])
+            return pk_fail(ctx, PK_ERR_INTERNAL, "chunk %u starts at trace position %llu, expected %llu", c,
+                           (unsigned long long)b->chunk_start[c], (unsigned long long)a->chunk_start[c]);
     for (uint32_t g = 0; g < a->n_instances; g++) {
         const pk_memsort_instance *x = &a->instances[g], *y = &b->instances[g];
 #define FIELD(f)                                                                                               \
@@ -350,7 +359,7 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const 
 /* ---- output files ---------------------------------------------------------- */
 
 #define MEMSORT_MAGIC "PKMSORT1"
-#define MEMSORT_VERSION 1u
+#define MEMSORT_VERSION 2u /* 2: the chunk table after the regions */
 #define HEADER_BYTES 72u
 #define REGION_BYTES 48u
 #define INSTANCE_BYTES 96u
@@ -413,6 +422,8 @@ static char *join_path(const char *dir, const char *name) {
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *res) {
     pk_clear(ctx);
+    if (!res->chunk_start)
+        return pk_fail(ctx, PK_ERR_INVALID, "the result has no chunk table (chunk_start); pk_memsort_run makes one");
     char dir_buf[4096];
     out_dir = pk_memsort_dir_name(out_dir, dir_buf, sizeof dir_buf);
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
@@ -435,7 +446,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         goto out;
     }
 
-    /* the binary file: header, regions, instances, chunk counts, runs, values */
+    /* the binary file: header, regions, chunk table, instances, chunk counts, runs, values */
     out_buf b = {0};
     put_bytes(&b, MEMSORT_MAGIC, 8);
     put_u32(&b, MEMSORT_VERSION);
@@ -463,6 +474,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         put_u32(&b, reg->instance_entries);
         put_u32(&b, 0);
     }
+    for (uint32_t c = 0; c <= res->n_chunks; c++) put_u64(&b, res->chunk_start[c]);
     fwrite(b.p, 1, b.len, bin.fp);
     b.len = 0;
     uint64_t run_at = 0, value_at = 0;

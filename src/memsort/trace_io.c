@@ -150,7 +150,7 @@ static char *chunk_path(const char *dir, uint32_t c) {
  * the directory cannot be read. A name of that form with another number of
  * digits (mem_addr_00001.bin) goes to odd[] (the first such name): read as
  * a chunk it would be misplaced, left out a trace would be short. */
-static int scan_dir(const char *dir, long *max_index, long *count, char *odd, size_t odd_size) {
+static int scan_dir(const char *dir, long *max_index, long *count, char *odd, size_t odd_size, unsigned char *present) {
     DIR *d = opendir(dir);
     if (!d) return -1;
     *max_index = -1;
@@ -175,6 +175,7 @@ static int scan_dir(const char *dir, long *max_index, long *count, char *odd, si
         }
         (*count)++;
         if (idx > *max_index) *max_index = idx;
+        if (present) present[idx] = 1;
     }
     closedir(d);
     return 0;
@@ -182,9 +183,9 @@ static int scan_dir(const char *dir, long *max_index, long *count, char *odd, si
 
 /* scan_dir, with its errors: a folder that cannot be read, a chunk-like
  * name of another number of digits. */
-static pk_status scan_chunks(pk_context *ctx, const char *dir, long *max_index, long *count) {
+static pk_status scan_chunks(pk_context *ctx, const char *dir, long *max_index, long *count, unsigned char *present) {
     char odd[256];
-    if (scan_dir(dir, max_index, count, odd, sizeof odd))
+    if (scan_dir(dir, max_index, count, odd, sizeof odd, present))
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
     if (odd[0])
         return pk_fail(ctx, PK_ERR_PARSE,
@@ -203,7 +204,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     long max_index, count;
-    if ((st = scan_chunks(ctx, dir, &max_index, &count)) != PK_OK) return st;
+    if ((st = scan_chunks(ctx, dir, &max_index, &count, NULL)) != PK_OK) return st;
     if (count == 0)
         return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
     if (max_index >= PK_MEMSORT_MAX_CHUNKS)
@@ -308,6 +309,107 @@ fail:
     return st;
 }
 
+pk_status pk_memsort_chunks_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
+                                 const pk_memsort_result *plans, pk_memsort_chunk **chunks_out, uint32_t *n_out) {
+    pk_clear(ctx);
+    *chunks_out = NULL;
+    *n_out = 0;
+    char dir_buf[4096];
+    dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    if (!plans->chunk_start || plans->n_chunks < 1 || plans->n_chunks > PK_MEMSORT_MAX_CHUNKS)
+        return pk_fail(ctx, PK_ERR_INVALID, "the plans have no chunk table (chunk_start)");
+    unsigned char *present = calloc(10000, 1);
+    if (!present) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    long max_index, count;
+    if ((st = scan_chunks(ctx, dir, &max_index, &count, present)) != PK_OK) {
+        free(present);
+        return st;
+    }
+    if (count == 0) {
+        free(present);
+        return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "NNNN" CHUNK_SUFFIX ")", dir);
+    }
+    if (max_index >= (long)plans->n_chunks) {
+        free(present);
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX ": the plans' trace has %u chunks (" CHUNK_PREFIX
+                       "0000" CHUNK_SUFFIX " to " CHUNK_PREFIX "%04u" CHUNK_SUFFIX "): not a chunk of that trace",
+                       dir, max_index, plans->n_chunks, plans->n_chunks - 1);
+    }
+    pk_memsort_chunk *chunks = calloc((size_t)count, sizeof *chunks);
+    if (!chunks) {
+        free(present);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    pk_memsort_layout layout;
+    pk_memsort_layout_make(regions, &layout);
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < plans->n_chunks && st == PK_OK; c++) {
+        if (!present[c]) continue;
+        char *path = chunk_path(dir, c);
+        FILE *fp = path ? fopen(path, "rb") : NULL;
+        struct stat sb;
+        uint64_t want = plans->chunk_start[c + 1] - plans->chunk_start[c];
+        if (!path) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        } else if (!fp) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        } else if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file", path);
+        } else if (sb.st_size % 4) {
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)", path,
+                         (long long)sb.st_size, (long long)(sb.st_size / 4));
+        } else if ((uint64_t)sb.st_size / 4 != want) {
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: %llu entries, but chunk %u of the plans' trace has %llu: not the trace the plans were "
+                         "made from",
+                         path, (unsigned long long)sb.st_size / 4, c, (unsigned long long)want);
+        } else {
+            uint32_t *addr = malloc((want + 1) * sizeof(uint32_t));
+            chunks[n] = (pk_memsort_chunk){c, plans->chunk_start[c], addr, want};
+            if (!addr) {
+                st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %llu entries", path, (unsigned long long)want);
+            } else if (fread(addr, sizeof(uint32_t), want, fp) != want) {
+                st = pk_fail(ctx, PK_ERR_IO, "%s: short read: %s", path, ferror(fp) ? strerror(errno) : "end of file");
+                free(addr);
+            } else {
+                n++;
+                if (!host_is_little_endian())
+                    for (uint64_t i = 0; i < want; i++) {
+                        uint32_t v = addr[i];
+                        addr[i] = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+                    }
+                for (uint64_t i = 0; i < want && st == PK_OK; i++) {
+                    if (addr[i] & 7)
+                        st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x is not 8-byte aligned", path,
+                                     (unsigned long long)i, addr[i]);
+                    else if (pk_memsort_region_of(&layout, addr[i]) < 0)
+                        st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x lies in no region", path,
+                                     (unsigned long long)i, addr[i]);
+                }
+            }
+        }
+        if (fp) fclose(fp);
+        free(path);
+    }
+    free(present);
+    if (st) {
+        pk_memsort_chunks_free(chunks, n);
+        return st;
+    }
+    *chunks_out = chunks;
+    *n_out = n;
+    return PK_OK;
+}
+
+void pk_memsort_chunks_free(pk_memsort_chunk *chunks, uint32_t n_chunks) {
+    for (uint32_t c = 0; chunks && c < n_chunks; c++) free((void *)chunks[c].addr);
+    free(chunks);
+}
+
 /* Every chunk goes to a temporary file first; only when all of them are on
  * disk are they renamed into place, and the chunk files of an older,
  * longer trace removed. A failure (a full disk, a rename refused) or a
@@ -340,7 +442,7 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
         /* a file that pk_memsort_trace_read would refuse (mem_addr_00001.bin)
          * would leave the folder unreadable as a trace: refused first */
         long max_index, count;
-        pk_status st_scan = scan_chunks(ctx, dir, &max_index, &count);
+        pk_status st_scan = scan_chunks(ctx, dir, &max_index, &count, NULL);
         if (st_scan) return st_scan;
     }
     int le = host_is_little_endian();

@@ -117,6 +117,7 @@ int cmd_angcorr(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_memsort(int argc, char **argv);
 int cmd_memsort_gen(int argc, char **argv);
+int cmd_memsort_fill(int argc, char **argv);
 int bench_memsort(int argc, char **argv);
 int cmd_dftimage(int argc, char **argv);
 int bench_dftimage(int argc, char **argv);

@@ -15,6 +15,7 @@ static const command commands[] = {
     {"angcorr", cmd_angcorr, "angular two-point correlation of a data and a random catalog"},
     {"dftimage", cmd_dftimage, "exact direct Fourier (dirty) image of radio visibilities"},
     {"memsort", cmd_memsort, "plan and fill of a zkVM memory trace's instances for one worker"},
+    {"memsort-fill", cmd_memsort_fill, "fill instances from a memsort.bin's plans and the chunk files held"},
     {"memsort-gen", cmd_memsort_gen, "write a synthetic zkVM memory trace (chunk files)"},
     {"bench", cmd_bench, "time a workload's kernels, from the naive one to the fastest"},
 };
@@ -22,8 +23,8 @@ static const command commands[] = {
 static void usage(FILE *out) {
     fprintf(out, "usage: pairkit <command> [options]   (pairkit <command> --help for more)\n\ncommands:\n");
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++)
-        fprintf(out, "  %-12s %s\n", commands[k].name, commands[k].summary);
-    fprintf(out, "  %-12s %s\n", "version", "print the version and the backends of this build");
+        fprintf(out, "  %-13s %s\n", commands[k].name, commands[k].summary);
+    fprintf(out, "  %-13s %s\n", "version", "print the version and the backends of this build");
 }
 
 int main(int argc, char **argv) {

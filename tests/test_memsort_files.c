@@ -1,0 +1,448 @@
+/* test_memsort_files.c - memsort.bin read back (pk_memsort_read) equals the
+ * result written, and every corruption of it is refused naming the file
+ * and the field; the chunk files a worker holds (pk_memsort_chunks_read)
+ * are read at their trace positions and checked against the plans; and
+ * `pairkit memsort-fill` fills instances from a memsort.bin's plans and
+ * some chunk files: its rows are the instance rows whose values lie in
+ * those chunks, and bad input leaves the older output as it was. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memsort_util.h"
+
+static char tmp_root[64];
+
+static char *path_in(const char *name) {
+    static char buf[4][600];
+    static int k = 0;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_root, name);
+    return buf[k];
+}
+
+static unsigned char *read_all(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    unsigned char *p = malloc((size_t)len + 1);
+    *n = fread(p, 1, (size_t)len, fp);
+    fclose(fp);
+    return p;
+}
+
+static void write_all(const char *path, const void *p, size_t n) {
+    FILE *fp = fopen(path, "wb");
+    if (!fp) {
+        perror(path);
+        exit(1);
+    }
+    fwrite(p, 1, n, fp);
+    fclose(fp);
+}
+
+static void put32(unsigned char *p, uint32_t v) {
+    for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static uint32_t get32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void copy_chunk(const char *from_dir, const char *to_dir, uint32_t c) {
+    char a[700], b[700];
+    snprintf(a, sizeof a, "%s/mem_addr_%04u.bin", from_dir, c);
+    snprintf(b, sizeof b, "%s/mem_addr_%04u.bin", to_dir, c);
+    size_t n;
+    unsigned char *p = read_all(a, &n);
+    CHECK(p != NULL, "reading %s", a);
+    if (p) write_all(b, p, n);
+    free(p);
+}
+
+/* A memsort.bin changed by `mutate` must be refused by pk_memsort_read with
+ * both fragments in the message, the result left empty. */
+static void expect_bad_file(const char *what, const unsigned char *good, size_t n, size_t new_n,
+                            void (*mutate)(unsigned char *, void *), void *arg, const char *frag1, const char *frag2) {
+    unsigned char *p = calloc(new_n > n ? new_n : n, 1);
+    memcpy(p, good, n < new_n ? n : new_n);
+    if (mutate) mutate(p, arg);
+    char *path = path_in("bad.bin");
+    write_all(path, p, new_n);
+    free(p);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions regions;
+    pk_memsort_result r;
+    pk_memsort_result_init(&r);
+    pk_status st = pk_memsort_read(&ctx, path, 1, &regions, &r);
+    CHECK(st != PK_OK, "%s: accepted", what);
+    CHECK(strstr(ctx.message, "bad.bin") && strstr(ctx.message, frag1) && strstr(ctx.message, frag2),
+          "%s: message '%s' lacks '%s' or '%s'", what, ctx.message, frag1, frag2);
+    CHECK(r.instances == NULL && r.n_instances == 0 && r.chunk_start == NULL, "%s: the result is not empty", what);
+    printf("%s: %s\n", what, ctx.message);
+    pk_memsort_result_free(&r);
+}
+
+typedef struct {
+    size_t at;
+    uint32_t value;
+} poke;
+
+static void poke_u32(unsigned char *p, void *arg) {
+    const poke *k = arg;
+    put32(p + k->at, k->value);
+}
+
+static void add_u32(unsigned char *p, void *arg) {
+    const poke *k = arg;
+    put32(p + k->at, get32(p + k->at) + k->value);
+}
+
+/* Run the CLI; its exit code, stderr into err. */
+static int run_cli(const char *args, char *err, size_t err_size) {
+    const char *cli = getenv("PAIRKIT_CLI");
+    char command[4096];
+    snprintf(command, sizeof command, "%s %s > /dev/null 2> %s", cli, args, path_in("err.txt"));
+    int rc = system(command);
+    size_t n = 0;
+    unsigned char *e = read_all(path_in("err.txt"), &n);
+    snprintf(err, err_size, "%.*s", (int)n, e ? (const char *)e : "");
+    free(e);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+int main(void) {
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/pk_msfiles_XXXXXX");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions small = test_regions_small();
+    /* a table file for the CLI, the same table */
+    {
+        char text[512];
+        int len = 0;
+        for (uint32_t r = 0; r < small.n_regions; r++)
+            len += snprintf(text + len, sizeof text - (size_t)len, "%s 0x%x %llu %u %u\n", small.region[r].name,
+                            small.region[r].base, (unsigned long long)small.region[r].size,
+                            small.region[r].max_instances, small.region[r].instance_entries);
+        write_all(path_in("small.txt"), text, (size_t)len);
+    }
+    pk_memsort_gen_options g = {20000, 11, 1000, 1}; /* awkward: runs across and over instances */
+    pk_memsort_trace trace;
+    CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);
+    char trace_dir[600];
+    snprintf(trace_dir, sizeof trace_dir, "%s", path_in("trace"));
+    CHECK_OK(pk_memsort_trace_write(&ctx, trace_dir, &trace), &ctx);
+
+    /* memsort.bin read back equals what was written, for W = 1 and worker 2 of 3 */
+    for (int w = 0; w < 2; w++) {
+        pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, w ? 3u : 1u, w ? 2u : 0u};
+        pk_memsort_result res, back, plans;
+        pk_memsort_result_init(&res);
+        pk_memsort_result_init(&back);
+        pk_memsort_result_init(&plans);
+        CHECK_OK(pk_memsort_run(&ctx, &o, &small, &trace, &res), &ctx);
+        char *out = path_in(w ? "out3" : "out1");
+        CHECK_OK(pk_memsort_write(&ctx, out, &small, &res), &ctx);
+        pk_memsort_regions t;
+        CHECK_OK(pk_memsort_read(&ctx, out, 1, &t, &back), &ctx);
+        CHECK(memcmp(&t, &small, sizeof t) == 0, "W=%u: the region table read back differs", o.n_workers);
+        CHECK_OK(pk_memsort_compare(&ctx, &res, &back), &ctx);
+        CHECK(back.chunk_start && memcmp(back.chunk_start, trace.chunk_start, (trace.n_chunks + 1) * 8) == 0 &&
+                  back.n_workers == o.n_workers && back.worker == o.worker && back.n_entries == trace.n_entries,
+              "W=%u: chunk table or header read back differs", o.n_workers);
+        /* plans alone: no rows, the same plans and counts; they fill every
+         * instance (owned or not) from all chunks as the run made it */
+        char bin[700];
+        snprintf(bin, sizeof bin, "%s/memsort.bin", out);
+        CHECK_OK(pk_memsort_read(&ctx, bin, 0, &t, &plans), &ctx);
+        CHECK(plans.n_runs == 0 && plans.n_values == 0 && plans.n_instances == res.n_instances &&
+                  memcmp(plans.chunk_counts, res.chunk_counts, (size_t)res.n_owned * res.n_chunks * 4) == 0,
+              "plans-only read");
+        CHECK(test_fill_from_plan("plans read back", &trace, &back) == 0, "filling from the plans read back");
+        pk_memsort_result_free(&res);
+        pk_memsort_result_free(&back);
+        pk_memsort_result_free(&plans);
+    }
+    /* a result with no chunk table cannot be written */
+    {
+        pk_memsort_result empty;
+        pk_memsort_result_init(&empty);
+        CHECK(pk_memsort_write(&ctx, path_in("none"), &small, &empty) == PK_ERR_INVALID &&
+                  strstr(ctx.message, "no chunk table"),
+              "writing a result without a chunk table: %s", ctx.message);
+    }
+
+    /* corruptions of worker 2 of 3's file */
+    {
+        size_t n = 0;
+        char bin[700];
+        snprintf(bin, sizeof bin, "%s/memsort.bin", path_in("out3"));
+        unsigned char *good = read_all(bin, &n);
+        CHECK(good && n > 72, "reading %s", bin);
+        uint32_t n_chunks = get32(good + 24), n_regions = get32(good + 28), n_owned = get32(good + 36);
+        size_t table = 72 + 48 * (size_t)n_regions, inst = table + 8 * ((size_t)n_chunks + 1);
+        uint32_t n_instances = get32(good + 32);
+        size_t counts = inst + 96 * (size_t)n_instances;
+        size_t runs = counts + 4 * ((size_t)n_owned * n_chunks + ((size_t)n_owned * n_chunks) % 2);
+        CHECK(n_owned > 0 && get32(good + inst + 96 * 2 + 12) == 1, "instance 2 is owned by worker 2 of 3");
+        uint32_t owned_runs = get32(good + inst + 96 * 2 + 72);
+        poke p;
+        expect_bad_file("cut short", good, n, n - 4, NULL, NULL, "cut short", "the header's sections take");
+        expect_bad_file("longer", good, n, n + 8, NULL, NULL, "longer than its header says", "bytes");
+        expect_bad_file("header only, cut", good, n, 40, NULL, NULL, "cut short: the header take", "the file has 40");
+        p = (poke){0, 0x4f4e4b50}; /* "PKNO" */
+        expect_bad_file("magic", good, n, n, poke_u32, &p, "not a memsort.bin", "PKMSORT1");
+        p = (poke){8, 1};
+        expect_bad_file("version 1", good, n, n, poke_u32, &p, "version 1, which holds no chunk table", "run");
+        p = (poke){8, 9};
+        expect_bad_file("version 9", good, n, n, poke_u32, &p, "header field version is 9", "reads version 2");
+        p = (poke){24, 0};
+        expect_bad_file("no chunks", good, n, n, poke_u32, &p, "header field n_chunks is 0", "1 .. 4096");
+        p = (poke){44, 3};
+        expect_bad_file("worker past workers", good, n, n, poke_u32, &p, "n_workers 3 and worker 3", "below");
+        p = (poke){68, 100};
+        expect_bad_file("instance size", good, n, n, poke_u32, &p, "instance_bytes is 100", "expected 96");
+        p = (poke){table + 8, 999999};
+        expect_bad_file("chunk table", good, n, n, poke_u32, &p, "chunk table entry 2 is 2000", "without going back");
+        p = (poke){72 + 32, 1};
+        expect_bad_file("region entries", good, n, n, add_u32, &p, "the regions' entries add up to", "n_entries");
+        p = (poke){72 + 24, 7}; /* ROM's size not a multiple of 8 */
+        expect_bad_file("region size", good, n, n, poke_u32, &p, "its region table", "ROM");
+        {
+            unsigned char *q = malloc(n); /* ROM's name: 16 letters, no NUL */
+            memcpy(q, good, n);
+            memset(q + 72, 'A', 16);
+            expect_bad_file("region name", q, n, n, NULL, NULL, "region 0: its name", "NUL-terminated");
+            free(q);
+        }
+        p = (poke){inst + 96 + 16, 1}; /* instance 1's first_row */
+        expect_bad_file("first_row", good, n, n, add_u32, &p, "instance 1: field first_row", "out of place");
+        p = (poke){inst + 96 * 3 + 36, n_chunks}; /* instance 3's first_chunk */
+        expect_bad_file("first_chunk", good, n, n, poke_u32, &p, "instance 3: field first_chunk", "out of place");
+        p = (poke){inst + 96 * 2 + 12, 0}; /* instance 2 not owned */
+        expect_bad_file("owned", good, n, n, poke_u32, &p, "instance 2: field owned", "out of place");
+        p = (poke){inst + 96 * 4 + 28, 0x1004}; /* instance 4's first address misaligned */
+        expect_bad_file("first_addr", good, n, n, poke_u32, &p, "instance 4: field first_addr", "out of place");
+        p = (poke){inst + 96 * 2 + 88, 1}; /* the owned instance's values_offset */
+        expect_bad_file("values_offset", good, n, n, poke_u32, &p, "instance 2: field values_offset", "out of place");
+        p = (poke){inst + 96 * 2 + 72, owned_runs + 1};
+        expect_bad_file("n_runs", good, n, n, poke_u32, &p, "instance 5: field runs_offset", "out of place");
+        p = (poke){counts, 1};
+        expect_bad_file("chunk counts", good, n, n, add_u32, &p, "instance 2: its chunk counts add up to",
+                        "its n_rows");
+        p = (poke){runs + 4, 1}; /* the first run's count */
+        expect_bad_file("run counts", good, n, n, add_u32, &p, "instance 2: its runs add up to", "its n_rows");
+        free(good);
+        pk_memsort_regions t;
+        pk_memsort_result r;
+        pk_memsort_result_init(&r);
+        CHECK(pk_memsort_read(&ctx, path_in("nothing.bin"), 0, &t, &r) == PK_ERR_IO &&
+                  strstr(ctx.message, "nothing.bin: cannot open"),
+              "a missing file: %s", ctx.message);
+    }
+
+    /* the chunk files a worker holds */
+    pk_memsort_result plans;
+    pk_memsort_result_init(&plans);
+    pk_memsort_regions t;
+    CHECK_OK(pk_memsort_read(&ctx, path_in("out3"), 0, &t, &plans), &ctx);
+    const uint32_t mine[] = {1, 2, 5, 11, 19};
+    const uint32_t n_mine = sizeof mine / sizeof mine[0];
+    CHECK(trace.n_chunks == 20, "the trace has %u chunks, the test expects 20", trace.n_chunks);
+    char held[600];
+    snprintf(held, sizeof held, "%s", path_in("held"));
+    mkdir(held, 0777);
+    for (uint32_t k = 0; k < n_mine; k++) copy_chunk(trace_dir, held, mine[k]);
+    {
+        pk_memsort_chunk *chunks = NULL;
+        uint32_t n = 0;
+        CHECK_OK(pk_memsort_chunks_read(&ctx, held, &small, &plans, &chunks, &n), &ctx);
+        CHECK(n == n_mine, "%u chunk files read, %u held", n, n_mine);
+        for (uint32_t k = 0; k < n && k < n_mine; k++) {
+            uint32_t c = mine[k];
+            uint64_t s = trace.chunk_start[c], e = trace.chunk_start[c + 1];
+            CHECK(chunks[k].index == c && chunks[k].first_position == s && chunks[k].n_entries == e - s &&
+                      memcmp(chunks[k].addr, trace.addr + s, (e - s) * 4) == 0,
+                  "chunk %u read back wrong", c);
+        }
+        /* every instance filled from them: its rows with values in those chunks */
+        uint32_t *pairs = malloc(2 * sizeof(uint32_t) * (trace.n_entries + 1));
+        uint32_t *rows = malloc(2 * sizeof(uint32_t) * (trace.n_entries + 1));
+        pk_memsort_result every;
+        pk_memsort_result_init(&every);
+        pk_memsort_options all = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+        CHECK_OK(pk_memsort_run(&ctx, &all, &small, &trace, &every), &ctx);
+        for (uint32_t gi = 0; gi < plans.n_instances; gi++) {
+            pk_memsort_fill f = {&plans.instances[gi], pairs, plans.instances[gi].n_rows, 0, NULL};
+            CHECK_OK(pk_memsort_fill_from_chunks(&ctx, chunks, n, &f, 1), &ctx);
+            pk_memsort_instance_rows(&every, &every.instances[gi], rows);
+            uint64_t j = 0, bad = 0;
+            for (uint32_t r = 0; r < every.instances[gi].n_rows; r++) {
+                uint32_t v = rows[2 * r + 1], in_mine = 0;
+                for (uint32_t k = 0; k < n_mine; k++)
+                    in_mine |= v >= trace.chunk_start[mine[k]] && v < trace.chunk_start[mine[k] + 1];
+                if (!in_mine) continue;
+                bad += j >= f.n_rows || pairs[2 * j] != rows[2 * r] || pairs[2 * j + 1] != v;
+                j++;
+            }
+            CHECK(bad == 0 && j == f.n_rows, "instance %u from the held chunks: %llu rows, expected %llu", gi,
+                  (unsigned long long)f.n_rows, (unsigned long long)j);
+        }
+        pk_memsort_result_free(&every);
+        free(pairs);
+        free(rows);
+        pk_memsort_chunks_free(chunks, n);
+    }
+    /* bad chunk files */
+    {
+        struct {
+            const char *what;
+            uint32_t chunk;
+            long cut;         /* bytes off the end */
+            long poke_at;     /* entry to overwrite, or -1 */
+            uint32_t value;   /* its new address */
+            const char *frag; /* in the message */
+        } bad[] = {
+            {"past the trace", 20, 0, -1, 0, "mem_addr_0020.bin: the plans' trace has 20 chunks"},
+            {"wrong count", 5, 4, -1, 0, "mem_addr_0005.bin: 999 entries, but chunk 5 of the plans' trace has 1000"},
+            {"truncated", 5, 2, -1, 0, "mem_addr_0005.bin: truncated: 3998 bytes"},
+            {"misaligned", 11, 0, 17, 0x100004, "mem_addr_0011.bin entry 17: address 0x00100004 is not 8-byte"},
+            {"no region", 2, 0, 3, 0x8, "mem_addr_0002.bin entry 3: address 0x00000008 lies in no region"},
+        };
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            char dir[600], from[700], to[700];
+            snprintf(dir, sizeof dir, "%s/bad%zu", tmp_root, k);
+            mkdir(dir, 0777);
+            copy_chunk(trace_dir, dir, 1);
+            uint32_t src = bad[k].chunk < trace.n_chunks ? bad[k].chunk : 3;
+            snprintf(from, sizeof from, "%s/mem_addr_%04u.bin", trace_dir, src);
+            snprintf(to, sizeof to, "%s/mem_addr_%04u.bin", dir, bad[k].chunk);
+            size_t n = 0;
+            unsigned char *p = read_all(from, &n);
+            if (bad[k].poke_at >= 0) put32(p + 4 * bad[k].poke_at, bad[k].value);
+            write_all(to, p, n - (size_t)bad[k].cut);
+            free(p);
+            pk_memsort_chunk *chunks = NULL;
+            uint32_t got = 0;
+            pk_status st = pk_memsort_chunks_read(&ctx, dir, &small, &plans, &chunks, &got);
+            CHECK(st == PK_ERR_PARSE && strstr(ctx.message, bad[k].frag) && chunks == NULL && got == 0,
+                  "%s: status %d, '%s' lacks '%s'", bad[k].what, (int)st, ctx.message, bad[k].frag);
+            printf("%s: %s\n", bad[k].what, ctx.message);
+        }
+        mkdir(path_in("nochunks"), 0777);
+        pk_memsort_chunk *chunks = NULL;
+        uint32_t got = 0;
+        CHECK(pk_memsort_chunks_read(&ctx, path_in("nochunks"), &small, &plans, &chunks, &got) == PK_ERR_IO &&
+                  strstr(ctx.message, "no chunk files"),
+              "a folder without chunk files: %s", ctx.message);
+    }
+
+    /* the command */
+    if (getenv("PAIRKIT_CLI")) {
+        char args[3000], err[2000];
+        /* worker 2 of 3's plans, the held chunks, every instance */
+        snprintf(args, sizeof args, "memsort-fill %s %s -o %s/ --instances all --regions %s -q", path_in("out3"), held,
+                 path_in("fill"), path_in("small.txt"));
+        int rc = run_cli(args, err, sizeof err);
+        CHECK(rc == 0, "%s: exit %d: %s", args, rc, err);
+        size_t n = 0;
+        char fill_bin[700];
+        snprintf(fill_bin, sizeof fill_bin, "%s/fill.bin", path_in("fill"));
+        unsigned char *f = read_all(fill_bin, &n);
+        CHECK(f && n >= 48 && memcmp(f, "PKMFILL1", 8) == 0 && get32(f + 8) == 1 && get32(f + 12) == 48,
+              "fill.bin's header");
+        if (f && n >= 48) {
+            uint32_t n_given = get32(f + 28), n_filled = get32(f + 32);
+            uint64_t n_pairs = get32(f + 40) | (uint64_t)get32(f + 44) << 32;
+            size_t given = 48, inst = given + 4 * (n_given + n_given % 2);
+            size_t rows_at = inst + 24 * (size_t)n_filled;
+            size_t pairs_at = rows_at + 4 * ((size_t)n_filled * n_given + ((size_t)n_filled * n_given) % 2);
+            CHECK(n_given == n_mine && n_filled == plans.n_instances && n == pairs_at + 8 * n_pairs,
+                  "fill.bin: %u chunks, %u instances, %zu bytes", n_given, n_filled, n);
+            for (uint32_t k = 0; k < n_given && k < n_mine; k++)
+                CHECK(get32(f + given + 4 * k) == mine[k], "fill.bin: given chunk %u", k);
+            /* each instance's pairs against pk_memsort_fill_from_chunks */
+            pk_memsort_chunk *chunks = NULL;
+            uint32_t nc = 0;
+            CHECK_OK(pk_memsort_chunks_read(&ctx, held, &small, &plans, &chunks, &nc), &ctx);
+            uint32_t *pairs = malloc(2 * sizeof(uint32_t) * (trace.n_entries + 1));
+            uint32_t crow[8];
+            for (uint32_t k = 0; k < n_filled && n == pairs_at + 8 * n_pairs; k++) {
+                const unsigned char *e = f + inst + 24 * (size_t)k;
+                uint32_t gid = get32(e);
+                uint64_t rows = get32(e + 8), at = get32(e + 16);
+                pk_memsort_fill fl = {&plans.instances[gid], pairs, plans.instances[gid].n_rows, 0, crow};
+                CHECK_OK(pk_memsort_fill_from_chunks(&ctx, chunks, nc, &fl, 1), &ctx);
+                int same = gid == k && rows == fl.n_rows && get32(e + 4) == (fl.n_rows == plans.instances[gid].n_rows);
+                for (uint64_t j = 0; same && j < 2 * rows; j++) same = get32(f + pairs_at + 8 * at + 4 * j) == pairs[j];
+                for (uint32_t c = 0; same && c < n_given; c++)
+                    same = get32(f + rows_at + 4 * ((size_t)k * n_given + c)) == crow[c];
+                CHECK(same, "fill.bin: instance %u differs from pk_memsort_fill_from_chunks", gid);
+            }
+            free(pairs);
+            pk_memsort_chunks_free(chunks, nc);
+        }
+        /* bad input: a message, an exit code, and the older fill.bin untouched */
+        struct {
+            const char *args, *want;
+            int code;
+        } bad[] = {
+            {"memsort-fill %s %s/bad1 -o %s --regions %s -q", "999 entries, but chunk 5", 1},
+            {"memsort-fill %s %s/bad3 -o %s --regions %s -q", "entry 17: address 0x00100004 is not 8-byte aligned", 1},
+            {"memsort-fill %s %s/swapped -o %s --regions %s -q", "the plans say", 1},
+            {"memsort-fill %s/nothing.bin %s -o %s --regions %s -q", "nothing.bin: cannot open", 1},
+            {"memsort-fill %s %s -o %s --regions default%.0s -q", "its region table is not --regions default's", 2},
+            {"memsort-fill %s %s -o %s --regions %s --instances 3-1 -q", "a range must run from low to high", 2},
+            {"memsort-fill %s %s -o %s --regions %s --instances 1,99999 -q", "instance 99999 does not exist", 2},
+            {"memsort-fill %s %s -o %s --regions %s --instances 1,x -q", "is not a list of instance ids", 2},
+        };
+        /* chunks 2 and 3 swapped: each the right size, not the plans' trace */
+        char swapped[600], from[700], to[700];
+        snprintf(swapped, sizeof swapped, "%s", path_in("swapped"));
+        mkdir(swapped, 0777);
+        for (uint32_t c = 0; c < trace.n_chunks; c++) {
+            uint32_t src = c == 2 ? 3 : c == 3 ? 2 : c;
+            snprintf(from, sizeof from, "%s/mem_addr_%04u.bin", trace_dir, src);
+            snprintf(to, sizeof to, "%s/mem_addr_%04u.bin", swapped, c);
+            size_t len = 0;
+            unsigned char *p = read_all(from, &len);
+            write_all(to, p, len);
+            free(p);
+        }
+        size_t before_n = 0;
+        unsigned char *before = read_all(fill_bin, &before_n);
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            const char *plan_arg = strstr(bad[k].args, "%s/nothing.bin") ? tmp_root : path_in("out1");
+            const char *dir_arg = strstr(bad[k].args, "%s/bad") || strstr(bad[k].args, "%s/swapped") ? tmp_root : held;
+            char fmt[300];
+            snprintf(fmt, sizeof fmt, "%s", bad[k].args);
+            snprintf(args, sizeof args, fmt, plan_arg, dir_arg, path_in("fill"), path_in("small.txt"));
+            rc = run_cli(args, err, sizeof err);
+            size_t after_n = 0;
+            unsigned char *after = read_all(fill_bin, &after_n);
+            CHECK(rc == bad[k].code && strstr(err, bad[k].want), "'%s': exit %d (expected %d), '%s' lacks '%s'", args,
+                  rc, bad[k].code, err, bad[k].want);
+            CHECK(after && after_n == before_n && memcmp(after, before, before_n) == 0, "'%s' changed fill.bin", args);
+            free(after);
+        }
+        free(before);
+        free(f);
+    } else {
+        printf("PAIRKIT_CLI not set: the command's checks skipped\n");
+    }
+    pk_memsort_result_free(&plans);
+    pk_memsort_trace_free(&trace);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", tmp_root);
+    if (system(command) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);
+    return check_finish("test_memsort_files");
+}

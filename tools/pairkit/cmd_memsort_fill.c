@@ -1,0 +1,363 @@
+/* cmd_memsort_fill.c - `pairkit memsort-fill PLANS TRACE_DIR -o OUT_DIR`:
+ * a worker that holds only some chunk files fills instances from the
+ * plans of a memsort.bin (any worker's), and writes their rows as
+ * (address, value) pairs to OUT_DIR/fill.bin with OUT_DIR/fill.txt. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "common/common.h"
+#include "pairkit/memsort.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: pairkit memsort-fill PLANS TRACE_DIR -o OUT_DIR [--instances LIST] [options]\n"
+            "  Fills instances from their plans alone, as a prover worker that holds only\n"
+            "  some chunk files does: PLANS is a memsort.bin (or its folder) written by\n"
+            "  pairkit memsort for any worker; TRACE_DIR holds the chunk files this worker\n"
+            "  has (any of mem_addr_0000.bin ...; gaps allowed). Writes each instance's\n"
+            "  rows from those chunks, in stable address order, as (address, value) pairs\n"
+            "  to OUT_DIR/fill.bin, and OUT_DIR/fill.txt (docs/memsort.md).\n\n"
+            "  -o, --output DIR     output directory (created if missing)\n"
+            "  --instances LIST     owned (default: those the PLANS' worker owns), all, or\n"
+            "                       global ids and ranges: 0,3,8-11\n"
+            "  --regions R          default (default), zisk, or a region table file: only\n"
+            "                       to check the chunk files' addresses; it must be the\n"
+            "                       PLANS' table\n"
+            "  --threads N          CPU threads (default: all)\n"
+            "  -q, --quiet          no progress line, no summary\n");
+}
+
+static const char *const value_options[] = {"-o", "--output", "--instances", "--regions", "--threads", NULL};
+
+/* LIST into a mark per instance (n of them); 0, or a usage error's exit code. */
+static int parse_instances(const char *cmd, const char *list, uint32_t n, unsigned char *mark) {
+    const char *p = list;
+    if (!*p) return cli_usage_error(cmd, "--instances: an empty list");
+    while (*p) {
+        char *end;
+        errno = 0;
+        if (*p < '0' || *p > '9') return cli_usage_error(cmd, "--instances: '%s' is not a list of instance ids", list);
+        unsigned long long a = strtoull(p, &end, 10), b = a;
+        if (*end == '-') {
+            const char *q = end + 1;
+            if (*q < '0' || *q > '9')
+                return cli_usage_error(cmd, "--instances: '%s' is not a list of instance ids", list);
+            b = strtoull(q, &end, 10);
+        }
+        if (errno || b < a) return cli_usage_error(cmd, "--instances: '%s': a range must run from low to high", list);
+        if (b >= n)
+            return cli_usage_error(cmd, "--instances: instance %llu does not exist (the plans have %u, 0 .. %u)", b, n,
+                                   n ? n - 1 : 0);
+        for (unsigned long long g = a; g <= b; g++) mark[g] = 1;
+        if (*end == ',' && end[1]) p = end + 1;
+        else if (*end == '\0') p = end;
+        else return cli_usage_error(cmd, "--instances: '%s' is not a list of instance ids", list);
+    }
+    return 0;
+}
+
+static void put_u32(FILE *fp, uint32_t v) {
+    unsigned char x[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    fwrite(x, 1, 4, fp);
+}
+
+static void put_u64(FILE *fp, uint64_t v) {
+    put_u32(fp, (uint32_t)v);
+    put_u32(fp, (uint32_t)(v >> 32));
+}
+
+static void put_u32s(FILE *fp, const uint32_t *v, uint64_t n) {
+    const uint16_t one = 1;
+    if (*(const uint8_t *)&one == 1) fwrite(v, sizeof(uint32_t), n, fp);
+    else
+        for (uint64_t i = 0; i < n; i++) put_u32(fp, v[i]);
+}
+
+/* fill.bin: header, the given chunks, the instances, their rows per given
+ * chunk, the pairs (docs/memsort.md). */
+static void write_fill_bin(FILE *fp, const pk_memsort_result *plans, const pk_memsort_chunk *chunks, uint32_t n_given,
+                           const pk_memsort_fill *fills, uint32_t n_fills, const uint32_t *chunk_rows) {
+    uint64_t n_pairs = 0;
+    for (uint32_t k = 0; k < n_fills; k++) n_pairs += fills[k].n_rows;
+    fwrite("PKMFILL1", 1, 8, fp);
+    put_u32(fp, 1);  /* version */
+    put_u32(fp, 48); /* header bytes */
+    put_u64(fp, plans->n_entries);
+    put_u32(fp, plans->n_chunks);
+    put_u32(fp, n_given);
+    put_u32(fp, n_fills);
+    put_u32(fp, 24); /* instance bytes */
+    put_u64(fp, n_pairs);
+    for (uint32_t c = 0; c < n_given; c++) put_u32(fp, chunks[c].index);
+    if (n_given % 2) put_u32(fp, 0);
+    uint64_t at = 0;
+    for (uint32_t k = 0; k < n_fills; k++) {
+        put_u32(fp, fills[k].plan->gid);
+        put_u32(fp, fills[k].n_rows == fills[k].plan->n_rows);
+        put_u64(fp, fills[k].n_rows);
+        put_u64(fp, at);
+        at += fills[k].n_rows;
+    }
+    put_u32s(fp, chunk_rows, (uint64_t)n_fills * n_given);
+    if (((uint64_t)n_fills * n_given) % 2) put_u32(fp, 0);
+    for (uint32_t k = 0; k < n_fills; k++) put_u32s(fp, fills[k].pairs, 2 * fills[k].n_rows);
+}
+
+static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_result *plans,
+                           const pk_memsort_chunk *chunks, uint32_t n_given, const pk_memsort_fill *fills,
+                           uint32_t n_fills) {
+    fprintf(fp, "pairkit memsort-fill %s\n", PK_VERSION_STRING);
+    fprintf(fp, "plans %s: %llu entries, %u chunks, %u instances (worker %u of %u)\n", plans_path,
+            (unsigned long long)plans->n_entries, plans->n_chunks, plans->n_instances, plans->worker, plans->n_workers);
+    fprintf(fp, "chunks given: %u of %u:", n_given, plans->n_chunks);
+    for (uint32_t c = 0; c < n_given;) { /* as ranges */
+        uint32_t d = c;
+        while (d + 1 < n_given && chunks[d + 1].index == chunks[d].index + 1) d++;
+        if (d == c) fprintf(fp, " %u", chunks[c].index);
+        else fprintf(fp, " %u-%u", chunks[c].index, chunks[d].index);
+        c = d + 1;
+    }
+    fprintf(fp, "\n%5s %8s %8s %8s %10s %10s\n", "gid", "rows", "of", "complete", "first", "last");
+    for (uint32_t k = 0; k < n_fills; k++) {
+        const pk_memsort_fill *f = &fills[k];
+        fprintf(fp, "%5u %8llu %8u %8s", f->plan->gid, (unsigned long long)f->n_rows, f->plan->n_rows,
+                f->n_rows == f->plan->n_rows ? "yes" : "no");
+        if (f->n_rows) fprintf(fp, " 0x%08x 0x%08x\n", f->pairs[0], f->pairs[2 * (f->n_rows - 1)]);
+        else fprintf(fp, " %10s %10s\n", "-", "-");
+    }
+}
+
+int cmd_memsort_fill(int argc, char **argv) {
+    const char *cmd = "memsort-fill";
+    const char *plans_path = NULL, *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
+    const char *instances = "owned";
+    int quiet = 0;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
+            const char *v = argv[++k];
+            if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_dir = v;
+            else if (strcmp(a, "--instances") == 0) instances = v;
+            else if (strcmp(a, "--regions") == 0) regions_name = v;
+            else if (strcmp(a, "--threads") == 0) {
+                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
+            } else {
+                return cli_usage_error(cmd, "unknown option '%s'", a);
+            }
+        } else if (!plans_path) {
+            plans_path = a;
+        } else if (!trace_dir) {
+            trace_dir = a;
+        } else {
+            return cli_usage_error(cmd, "expected PLANS and TRACE_DIR, got a third: '%s'", a);
+        }
+    }
+    if (!plans_path) return cli_usage_error(cmd, "expected PLANS (a memsort.bin or its folder) and TRACE_DIR");
+    if (!trace_dir) return cli_usage_error(cmd, "expected TRACE_DIR (the folder of the chunk files held) after PLANS");
+    if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
+    if (!*plans_path || !*trace_dir) return cli_usage_error(cmd, "PLANS and TRACE_DIR must not be empty names");
+    if (!*out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
+
+    char out_buf[4096]; /* without trailing slashes, for the paths made from it */
+    size_t out_len = strlen(out_dir);
+    while (out_len > 1 && out_dir[out_len - 1] == '/') out_len--;
+    if (out_len < strlen(out_dir) && out_len < sizeof out_buf) {
+        memcpy(out_buf, out_dir, out_len);
+        out_buf[out_len] = '\0';
+        out_dir = out_buf;
+    }
+    /* the output folder: made later if missing; its parent must exist */
+    {
+        struct stat sb;
+        if (stat(out_dir, &sb) != 0) {
+            char parent[4096];
+            cli_parent_dir(out_dir, parent, sizeof parent);
+            if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+                fprintf(stderr, "pairkit %s: %s: cannot be made: its parent folder is missing\n", cmd, out_dir);
+                return 1;
+            }
+        } else if (!S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "pairkit %s: %s: exists and is not a directory\n", cmd, out_dir);
+            return 1;
+        }
+    }
+    pk_memsort_regions regions, plan_regions;
+    pk_memsort_result plans;
+    pk_memsort_result_init(&plans);
+    pk_memsort_chunk *chunks = NULL;
+    uint32_t n_given = 0, n_fills = 0;
+    pk_memsort_fill *fills = NULL;
+    uint32_t *chunk_rows = NULL, *pairs = NULL;
+    unsigned char *mark = NULL;
+    int rc = 0;
+    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
+    if (!st) st = pk_memsort_read(&ctx, plans_path, 0, &plan_regions, &plans);
+    if (st) {
+        rc = cli_error(cmd, st, &ctx);
+        goto out;
+    }
+    for (uint32_t r = 0; r < regions.n_regions || r < plan_regions.n_regions; r++) {
+        const pk_memsort_region *x = &regions.region[r], *y = &plan_regions.region[r];
+        if (regions.n_regions != plan_regions.n_regions || x->base != y->base || x->size != y->size ||
+            x->instance_entries != y->instance_entries || x->max_instances != y->max_instances) {
+            fprintf(stderr,
+                    "pairkit %s: %s: its region table is not --regions %s's (region %u differs); give the table "
+                    "the plans were made with\n",
+                    cmd, plans_path, regions_name, r);
+            rc = 2;
+            goto out;
+        }
+    }
+    mark = calloc((size_t)plans.n_instances + 1, 1);
+    if (!mark) {
+        rc = cli_error(cmd, pk_fail(&ctx, PK_ERR_NOMEM, "out of memory"), &ctx);
+        goto out;
+    }
+    if (strcmp(instances, "owned") == 0 || strcmp(instances, "all") == 0) {
+        int all = instances[0] == 'a';
+        for (uint32_t g = 0; g < plans.n_instances; g++) mark[g] = all || plans.instances[g].owned;
+    } else if ((rc = parse_instances(cmd, instances, plans.n_instances, mark)) != 0) {
+        goto out;
+    }
+    if ((st = pk_memsort_chunks_read(&ctx, trace_dir, &regions, &plans, &chunks, &n_given)) != PK_OK) {
+        rc = cli_error(cmd, st, &ctx);
+        goto out;
+    }
+    uint64_t total_rows = 0;
+    for (uint32_t g = 0; g < plans.n_instances; g++)
+        if (mark[g]) {
+            n_fills++;
+            total_rows += plans.instances[g].n_rows;
+        }
+    fills = calloc((size_t)n_fills + 1, sizeof *fills);
+    chunk_rows = malloc(((size_t)n_fills * n_given + 1) * sizeof(uint32_t));
+    pairs = malloc((2 * total_rows + 1) * sizeof(uint32_t));
+    if (!fills || !chunk_rows || !pairs) {
+        rc = cli_error(cmd,
+                       pk_fail(&ctx, PK_ERR_NOMEM, "out of memory for %llu rows of %u instances",
+                               (unsigned long long)total_rows, n_fills),
+                       &ctx);
+        goto out;
+    }
+    {
+        uint32_t k = 0;
+        uint64_t at = 0;
+        for (uint32_t g = 0; g < plans.n_instances; g++) {
+            if (!mark[g]) continue;
+            const pk_memsort_instance *in = &plans.instances[g];
+            fills[k] = (pk_memsort_fill){in, pairs + 2 * at, in->n_rows, 0, chunk_rows + (size_t)k * n_given};
+            at += in->n_rows;
+            k++;
+        }
+    }
+    cli_progress_attach(&ctx, "memsort-fill", quiet);
+    st = pk_memsort_fill_from_chunks(&ctx, chunks, n_given, fills, n_fills);
+    cli_progress_done(&ctx);
+    for (uint32_t k = 0; st == PK_ERR_INVALID && k < n_fills; k++)
+        if (fills[k].n_rows > fills[k].plan->n_rows) { /* more rows than the whole instance has */
+            fprintf(stderr,
+                    "pairkit %s: instance %u: the chunk files give %llu rows, the plans say %u: not the trace the "
+                    "plans were made from\n",
+                    cmd, fills[k].plan->gid, (unsigned long long)fills[k].n_rows, fills[k].plan->n_rows);
+            rc = 1;
+            goto out;
+        }
+    if (st) {
+        rc = cli_error(cmd, st, &ctx);
+        goto out;
+    }
+    /* the chunk files against the plans: an owned instance's counts say
+     * what each chunk gives; with every chunk, each instance is whole */
+    for (uint32_t k = 0; k < n_fills; k++) {
+        const pk_memsort_instance *in = fills[k].plan;
+        for (uint32_t c = 0; in->owned && c < n_given; c++) {
+            uint32_t want = plans.chunk_counts[in->counts_offset + chunks[c].index];
+            if (fills[k].chunk_rows[c] != want) {
+                fprintf(stderr,
+                        "pairkit %s: %s/mem_addr_%04u.bin gives instance %u %u rows, the plans say %u: not the "
+                        "trace the plans were made from\n",
+                        cmd, trace_dir, chunks[c].index, in->gid, fills[k].chunk_rows[c], want);
+                rc = 1;
+                goto out;
+            }
+        }
+        if (n_given == plans.n_chunks && fills[k].n_rows != in->n_rows) {
+            fprintf(stderr,
+                    "pairkit %s: instance %u: all %u chunk files give %llu rows, the plans say %u: not the trace "
+                    "the plans were made from\n",
+                    cmd, in->gid, n_given, (unsigned long long)fills[k].n_rows, in->n_rows);
+            rc = 1;
+            goto out;
+        }
+    }
+    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "pairkit %s: %s: cannot create the directory: %s\n", cmd, out_dir, strerror(errno));
+        rc = 1;
+        goto out;
+    }
+    {
+        char bin_path[4200], txt_path[4200];
+        snprintf(bin_path, sizeof bin_path, "%.4000s/fill.bin", out_dir);
+        snprintf(txt_path, sizeof txt_path, "%.4000s/fill.txt", out_dir);
+        cli_outputs outs = {0};
+        const char *s_bin = cli_stage(cmd, &outs, bin_path);
+        const char *s_txt = s_bin ? cli_stage(cmd, &outs, txt_path) : NULL;
+        if (!s_bin || !s_txt) {
+            cli_discard(&outs);
+            rc = 1;
+            goto out;
+        }
+        for (int j = 0; j < 2 && !rc; j++) {
+            const char *path = j ? s_txt : s_bin;
+            FILE *fp = fopen(path, "wb");
+            if (fp) {
+                if (j) write_fill_txt(fp, plans_path, &plans, chunks, n_given, fills, n_fills);
+                else write_fill_bin(fp, &plans, chunks, n_given, fills, n_fills, chunk_rows);
+            }
+            errno = 0;
+            int bad = !fp || ferror(fp) || fflush(fp) != 0 || fsync(fileno(fp)) != 0;
+            if (fp && fclose(fp) != 0) bad = 1;
+            if (bad) {
+                rc = cli_output_error(cmd,
+                                      pk_fail(&ctx, PK_ERR_IO, "%s: write failed: %s", path,
+                                              errno ? strerror(errno) : "disk full or I/O error"),
+                                      &ctx, &outs);
+            }
+        }
+        if (!rc) rc = cli_commit(cmd, &outs);
+        else cli_discard(&outs);
+        if (!rc && !quiet) {
+            uint32_t complete = 0;
+            uint64_t rows = 0;
+            for (uint32_t k = 0; k < n_fills; k++) {
+                complete += fills[k].n_rows == fills[k].plan->n_rows;
+                rows += fills[k].n_rows;
+            }
+            fprintf(stderr, "%u instance%s from %u of %u chunk files: %llu rows, %u complete; wrote %s and %s\n",
+                    n_fills, n_fills == 1 ? "" : "s", n_given, plans.n_chunks, (unsigned long long)rows, complete,
+                    bin_path, txt_path);
+        }
+    }
+out:
+    free(mark);
+    free(fills);
+    free(chunk_rows);
+    free(pairs);
+    pk_memsort_chunks_free(chunks, n_given);
+    pk_memsort_result_free(&plans);
+    return rc;
+}
