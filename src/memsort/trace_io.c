@@ -382,13 +382,16 @@ pk_status pk_memsort_chunks_read(pk_context *ctx, const char *dir, const pk_mems
                         uint32_t v = addr[i];
                         addr[i] = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
                     }
-                for (uint64_t i = 0; i < want && st == PK_OK; i++) {
-                    if (addr[i] & 7)
-                        st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x is not 8-byte aligned", path,
-                                     (unsigned long long)i, addr[i]);
-                    else if (pk_memsort_region_of(&layout, addr[i]) < 0)
-                        st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x lies in no region", path,
-                                     (unsigned long long)i, addr[i]);
+                /* the first entry misaligned or in no region, the chunk shared out to the threads */
+                uint64_t first_bad = want;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) num_threads(pk_thread_count(ctx))
+                for (uint64_t i = 0; i < want; i++)
+                    if (((addr[i] & 7) || pk_memsort_region_of(&layout, addr[i]) < 0) && i < first_bad) first_bad = i;
+                if (first_bad < want) {
+                    uint32_t a = addr[first_bad];
+                    st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s", path,
+                                 (unsigned long long)first_bad, a,
+                                 (a & 7) ? "is not 8-byte aligned" : "lies in no region");
                 }
             }
         }
