@@ -240,7 +240,56 @@ int main(void) {
         expect_bad_file("chunk counts", good, n, n, add_u32, &p, "instance 2: its chunk counts add up to",
                         "its n_rows");
         p = (poke){runs + 4, 1}; /* the first run's count */
-        expect_bad_file("run counts", good, n, n, add_u32, &p, "instance 2: its runs add up to", "its n_rows");
+        expect_bad_file("run counts", good, n, n, add_u32, &p, "instance 2: its runs (17 rows",
+                        "do not match its n_rows");
+        p = (poke){runs + 8, 0}; /* the second run's address below the first's */
+        expect_bad_file("run order", good, n, n, poke_u32, &p, ": instance ", "run");
+        /* the links between one instance and the next */
+        p = (poke){inst + 96 + 64, 8};
+        expect_bad_file("prev_addr", good, n, n, add_u32, &p, "instance 1: field prev_addr", "out of place");
+        p = (poke){inst + 96 + 68, 0xfffffff0u};
+        expect_bad_file("prev_value", good, n, n, poke_u32, &p, "instance 1: field prev_value", "out of place");
+        p = (poke){inst + 64, 0x1000};
+        expect_bad_file("prev_addr of the first", good, n, n, poke_u32, &p, "instance 0: field prev_addr", "out of");
+        p = (poke){inst + 96 + 44, 1};
+        expect_bad_file("first_skip_total", good, n, n, add_u32, &p, "instance 1: field first_skip_total", "out of");
+        p = (poke){inst + 96 * 2 + 28, get32(good + inst + 96 + 32) - 8}; /* below instance 1's last address */
+        expect_bad_file("first_addr order", good, n, n, poke_u32, &p, "instance 2: field ", "out of place");
+        p = (poke){inst + 96 + 56, 1};
+        /* found through the next instance's count of earlier occurrences */
+        expect_bad_file("last_include_total", good, n, n, add_u32, &p, "instance 2: field first_skip_total", "out");
+        /* fields and padding documented as zero */
+        p = (poke){inst + 96 + 76, 5};
+        expect_bad_file("instance reserved", good, n, n, poke_u32, &p, "instance 1: field reserved", "out of place");
+        p = (poke){72 + 44, 5};
+        expect_bad_file("region reserved", good, n, n, poke_u32, &p, "region 0: field reserved is 5", "not 0");
+        p = (poke){72 + 12, 0x78}; /* "ROM\0" then a byte after the NUL */
+        expect_bad_file("name tail", good, n, n, poke_u32, &p, "region 0: the bytes after its name's NUL", "zero");
+        free(good);
+        /* the padding: a trace of 999 entries in 9 chunks, one worker, so
+         * an odd number of values (and of chunk counts when the owned
+         * instances are odd in number) */
+        pk_memsort_gen_options odd_gen = {999, 3, 111, 0};
+        pk_memsort_trace odd;
+        pk_memsort_result odd_res;
+        pk_memsort_result_init(&odd_res);
+        pk_memsort_options one = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
+        CHECK_OK(pk_memsort_generate(&ctx, &small, &odd_gen, &odd), &ctx);
+        CHECK_OK(pk_memsort_run(&ctx, &one, &small, &odd, &odd_res), &ctx);
+        CHECK_OK(pk_memsort_write(&ctx, path_in("out_odd"), &small, &odd_res), &ctx);
+        snprintf(bin, sizeof bin, "%s/memsort.bin", path_in("out_odd"));
+        good = read_all(bin, &n);
+        CHECK(good && odd_res.n_values == 999 && n % 8 == 0, "the 999-entry memsort.bin");
+        p = (poke){n - 4, 1};
+        expect_bad_file("values padding", good, n, n, poke_u32, &p, "the padding after the values", "not zero");
+        if (((uint64_t)odd_res.n_owned * odd_res.n_chunks) % 2) {
+            size_t at = 72 + 48 * (size_t)small.n_regions + 8 * ((size_t)odd_res.n_chunks + 1) +
+                        96 * (size_t)odd_res.n_instances + 4 * (size_t)odd_res.n_owned * odd_res.n_chunks;
+            p = (poke){at, 1};
+            expect_bad_file("counts padding", good, n, n, poke_u32, &p, "the padding after the chunk counts", "zero");
+        }
+        pk_memsort_result_free(&odd_res);
+        pk_memsort_trace_free(&odd);
         free(good);
         pk_memsort_regions t;
         pk_memsort_result r;
@@ -404,6 +453,8 @@ int main(void) {
             {"memsort-fill %s %s -o %s --regions %s --instances 3-1 -q", "a range must run from low to high", 2},
             {"memsort-fill %s %s -o %s --regions %s --instances 1,99999 -q", "instance 99999 does not exist", 2},
             {"memsort-fill %s %s -o %s --regions %s --instances 1,x -q", "is not a list of instance ids", 2},
+            {"memsort-fill %s %s -o %s --regions %s --instances 0-99999999999999999999 -q",
+             "an instance id out of range", 2},
         };
         /* chunks 2 and 3 swapped: each the right size, not the plans' trace */
         char swapped[600], from[700], to[700];
@@ -420,6 +471,22 @@ int main(void) {
         }
         size_t before_n = 0;
         unsigned char *before = read_all(fill_bin, &before_n);
+        /* without --regions: the plans' own table, the same output */
+        snprintf(args, sizeof args, "memsort-fill %s %s -o %s --instances all -q", path_in("out3"), held,
+                 path_in("fill_plans_table"));
+        rc = run_cli(args, err, sizeof err);
+        char again_bin[700];
+        snprintf(again_bin, sizeof again_bin, "%s/fill.bin", path_in("fill_plans_table"));
+        size_t again_n = 0;
+        unsigned char *again = read_all(again_bin, &again_n);
+        CHECK(rc == 0 && again && again_n == before_n && memcmp(again, before, before_n) == 0,
+              "without --regions: exit %d, %s, fill.bin %s", rc, err, again ? "differs" : "missing");
+        free(again);
+        /* a failure into a folder not there before leaves no folder */
+        snprintf(args, sizeof args, "memsort-fill %s %s/bad1 -o %s -q", path_in("out1"), tmp_root, path_in("new_out"));
+        rc = run_cli(args, err, sizeof err);
+        struct stat sb;
+        CHECK(rc == 1 && stat(path_in("new_out"), &sb) != 0, "a failed fill left %s (exit %d)", path_in("new_out"), rc);
         for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
             const char *plan_arg = strstr(bad[k].args, "%s/nothing.bin") ? tmp_root : path_in("out1");
             const char *dir_arg = strstr(bad[k].args, "%s/bad") || strstr(bad[k].args, "%s/swapped") ? tmp_root : held;

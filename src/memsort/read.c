@@ -45,9 +45,11 @@ static pk_status read_bytes(reader *r, void *buf, uint64_t n, const char *what) 
 
 /* The padding to the next multiple of 8 (zero bytes). */
 static pk_status skip_padding(reader *r, const char *what) {
-    unsigned char pad[8];
+    unsigned char pad[8] = {0}, zero[8] = {0};
     uint64_t n = (8 - r->at % 8) % 8;
     pk_status st = read_bytes(r, pad, n, what);
+    if (st == PK_OK && memcmp(pad, zero, sizeof pad) != 0)
+        st = pk_fail(r->ctx, PK_ERR_PARSE, "%s: the padding after the %s is not zero", r->path, what);
     return st;
 }
 
@@ -157,11 +159,21 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
         unsigned char x[MEMSORT_REGION_BYTES];
         if ((st = read_bytes(&r, x, sizeof x, "regions")) != PK_OK) goto done;
         pk_memsort_region *reg = &regions->region[k];
-        if (memchr(x, 0, PK_MEMSORT_NAME_MAX) == NULL) {
+        const unsigned char *nul = memchr(x, 0, PK_MEMSORT_NAME_MAX);
+        if (nul == NULL) {
             st = BAD("%s: region %u: its name is not NUL-terminated within 16 bytes", path, k);
             goto done;
         }
-        memcpy(reg->name, x, strlen((const char *)x)); /* up to the NUL; the bytes after it do not count */
+        for (const unsigned char *q = nul; q < x + PK_MEMSORT_NAME_MAX; q++)
+            if (*q) {
+                st = BAD("%s: region %u: the bytes after its name's NUL are not zero", path, k);
+                goto done;
+            }
+        if (get_u32(x + 44) != 0) {
+            st = BAD("%s: region %u: field reserved is %u, not 0", path, k, get_u32(x + 44));
+            goto done;
+        }
+        memcpy(reg->name, x, PK_MEMSORT_NAME_MAX);
         reg->base = get_u32(x + 16);
         reg->max_instances = get_u32(x + 20);
         reg->size = get_u64(x + 24);
@@ -246,6 +258,14 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
             uint64_t runs_offset = get_u64(x + 80), values_offset = get_u64(x + 88);
             uint64_t rows = region_entries[k] - i * s < s ? region_entries[k] - i * s : s;
             const pk_memsort_region *reg = &regions->region[k];
+            /* the occurrences of the first address that earlier instances
+             * hold: those of the previous instance (and of the ones before
+             * it, when it holds that address alone) */
+            const pk_memsort_instance *prev = i > 0 ? in - 1 : NULL;
+            uint64_t skip_before = 0;
+            if (prev && in->first_addr == prev->last_addr)
+                skip_before = (uint64_t)prev->last_include_total +
+                              (prev->first_addr == prev->last_addr ? prev->first_skip_total : 0);
             const char *field = NULL;
             if (in->gid != gid) field = "gid";
             else if (in->region != k) field = "region";
@@ -262,7 +282,21 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
             else if (in->first_skip > in->first_skip_total) field = "first_skip";
             else if (in->last_include < 1 || in->last_include > in->last_include_total) field = "last_include";
             else if (in->last_include_total > in->n_rows) field = "last_include_total";
+            else if (in->last_include_total != in->n_rows && in->first_addr == in->last_addr)
+                field = "last_include_total";
+            else if (in->last_include_total >= in->n_rows && in->first_addr != in->last_addr)
+                field = "last_include_total";
             else if (in->has_prev != (i > 0)) field = "has_prev";
+            else if (i == 0 && (in->prev_addr || in->prev_value)) field = in->prev_addr ? "prev_addr" : "prev_value";
+            else if (i > 0 && in->prev_addr != prev->last_addr) field = "prev_addr";
+            else if (i > 0 && (in->prev_value < out->chunk_start[prev->last_chunk] ||
+                               in->prev_value >= out->chunk_start[prev->last_chunk + 1]))
+                field = "prev_value"; /* the previous instance's last row lies in its last chunk */
+            else if (i > 0 && in->first_addr < prev->last_addr) field = "first_addr";
+            else if (in->first_skip_total != skip_before) field = "first_skip_total";
+            else if (i > 0 && in->first_addr == prev->last_addr && in->first_chunk < prev->last_chunk)
+                field = "first_chunk";
+            else if (get_u32(x + 76) != 0) field = "reserved";
             else if (in->owned && (in->n_runs < 1 || in->n_runs > in->n_rows)) field = "n_runs";
             else if (!in->owned && in->n_runs) field = "n_runs";
             else if (runs_offset != (in->owned ? run_at : 0)) field = "runs_offset";
@@ -322,16 +356,27 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
     }
     if (with_rows) {
         if ((st = read_u32s(&r, (uint32_t *)out->runs, 2 * n_runs, "runs")) != PK_OK ||
-            (st = read_u32s(&r, out->values, n_values, "values")) != PK_OK)
+            (st = read_u32s(&r, out->values, n_values, "values")) != PK_OK ||
+            (st = skip_padding(&r, "values")) != PK_OK)
             goto done;
         for (uint32_t g = 0; g < n_instances; g++) {
             const pk_memsort_instance *in = &out->instances[g];
             if (!in->owned) continue;
+            const pk_memsort_run_entry *run = out->runs + in->runs_offset;
             uint64_t sum = 0;
-            for (uint32_t j = 0; j < in->n_runs; j++) sum += out->runs[in->runs_offset + j].count;
-            if (sum != in->n_rows) {
-                st = BAD("%s: instance %u: its runs add up to %llu rows, its n_rows is %u", path, g,
-                         (unsigned long long)sum, in->n_rows);
+            for (uint32_t j = 0; j < in->n_runs; j++) {
+                sum += run[j].count;
+                if (run[j].count == 0 || (j > 0 && run[j].addr <= run[j - 1].addr)) {
+                    st = BAD("%s: instance %u: run %u (0x%08x, %u) is empty or not after the run before it", path, g, j,
+                             run[j].addr, run[j].count);
+                    goto done;
+                }
+            }
+            if (sum != in->n_rows || run[0].addr != in->first_addr || run[in->n_runs - 1].addr != in->last_addr) {
+                st =
+                    BAD("%s: instance %u: its runs (%llu rows, 0x%08x .. 0x%08x) do not match its n_rows %u, "
+                        "first_addr and last_addr",
+                        path, g, (unsigned long long)sum, run[0].addr, run[in->n_runs - 1].addr, in->n_rows);
                 goto done;
             }
         }

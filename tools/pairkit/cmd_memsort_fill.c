@@ -25,9 +25,8 @@ static void usage(FILE *out) {
             "  -o, --output DIR     output directory (created if missing)\n"
             "  --instances LIST     owned (default: those the PLANS' worker owns), all, or\n"
             "                       global ids and ranges: 0,3,8-11\n"
-            "  --regions R          default (default), zisk, or a region table file: only\n"
-            "                       to check the chunk files' addresses; it must be the\n"
-            "                       PLANS' table\n"
+            "  --regions R          default, zisk, or a region table file: checked to be\n"
+            "                       the table in PLANS (which is used when left out)\n"
             "  --threads N          CPU threads (default: all)\n"
             "  -q, --quiet          no progress line, no summary\n");
 }
@@ -49,7 +48,8 @@ static int parse_instances(const char *cmd, const char *list, uint32_t n, unsign
                 return cli_usage_error(cmd, "--instances: '%s' is not a list of instance ids", list);
             b = strtoull(q, &end, 10);
         }
-        if (errno || b < a) return cli_usage_error(cmd, "--instances: '%s': a range must run from low to high", list);
+        if (errno) return cli_usage_error(cmd, "--instances: '%s': an instance id out of range", list);
+        if (b < a) return cli_usage_error(cmd, "--instances: '%s': a range must run from low to high", list);
         if (b >= n)
             return cli_usage_error(cmd, "--instances: instance %llu does not exist (the plans have %u, 0 .. %u)", b, n,
                                    n ? n - 1 : 0);
@@ -135,7 +135,7 @@ static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_re
 
 int cmd_memsort_fill(int argc, char **argv) {
     const char *cmd = "memsort-fill";
-    const char *plans_path = NULL, *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
+    const char *plans_path = NULL, *trace_dir = NULL, *out_dir = NULL, *regions_name = NULL;
     const char *instances = "owned";
     int quiet = 0;
     pk_context ctx;
@@ -203,9 +203,12 @@ int cmd_memsort_fill(int argc, char **argv) {
     pk_memsort_fill *fills = NULL;
     uint32_t *chunk_rows = NULL, *pairs = NULL;
     unsigned char *mark = NULL;
-    int rc = 0;
-    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
-    if (!st) st = pk_memsort_read(&ctx, plans_path, 0, &plan_regions, &plans);
+    int rc = 0, made_dir = 0;
+    pk_status st = pk_memsort_read(&ctx, plans_path, 0, &plan_regions, &plans);
+    if (!st) {
+        if (regions_name) st = pk_memsort_regions_get(&ctx, regions_name, &regions);
+        else regions = plan_regions; /* the table the plans were made with */
+    }
     if (st) {
         rc = cli_error(cmd, st, &ctx);
         goto out;
@@ -213,7 +216,8 @@ int cmd_memsort_fill(int argc, char **argv) {
     for (uint32_t r = 0; r < regions.n_regions || r < plan_regions.n_regions; r++) {
         const pk_memsort_region *x = &regions.region[r], *y = &plan_regions.region[r];
         if (regions.n_regions != plan_regions.n_regions || x->base != y->base || x->size != y->size ||
-            x->instance_entries != y->instance_entries || x->max_instances != y->max_instances) {
+            x->instance_entries != y->instance_entries || x->max_instances != y->max_instances ||
+            strcmp(x->name, y->name) != 0) {
             fprintf(stderr,
                     "pairkit %s: %s: its region table is not --regions %s's (region %u differs); give the table "
                     "the plans were made with\n",
@@ -237,33 +241,55 @@ int cmd_memsort_fill(int argc, char **argv) {
         rc = cli_error(cmd, st, &ctx);
         goto out;
     }
-    uint64_t total_rows = 0;
+    /* room for the rows: each instance's whole count, or no more than the
+     * entries held (the rows the chunks give cannot be more); when that
+     * bound passes the entries held, the rows are counted first (a fill
+     * with no room stops after counting), so that a worker holding a few
+     * chunks takes memory for those and not for whole instances */
+    uint64_t held = 0, bound = 0;
+    for (uint32_t c = 0; c < n_given; c++) held += chunks[c].n_entries;
     for (uint32_t g = 0; g < plans.n_instances; g++)
         if (mark[g]) {
             n_fills++;
-            total_rows += plans.instances[g].n_rows;
+            bound += plans.instances[g].n_rows < held ? plans.instances[g].n_rows : held;
         }
     fills = calloc((size_t)n_fills + 1, sizeof *fills);
     chunk_rows = malloc(((size_t)n_fills * n_given + 1) * sizeof(uint32_t));
-    pairs = malloc((2 * total_rows + 1) * sizeof(uint32_t));
-    if (!fills || !chunk_rows || !pairs) {
+    if (!fills || !chunk_rows) {
+        rc = cli_error(cmd, pk_fail(&ctx, PK_ERR_NOMEM, "out of memory for %u instances", n_fills), &ctx);
+        goto out;
+    }
+    for (uint32_t g = 0, k = 0; g < plans.n_instances; g++)
+        if (mark[g]) {
+            const pk_memsort_instance *in = &plans.instances[g];
+            uint64_t room = in->n_rows < held ? in->n_rows : held;
+            fills[k] = (pk_memsort_fill){in, NULL, bound > held ? 0 : room, 0, chunk_rows + (size_t)k * n_given};
+            k++;
+        }
+    if (bound > held) {
+        cli_progress_attach(&ctx, "memsort-fill: counting", quiet);
+        st = pk_memsort_fill_from_chunks(&ctx, chunks, n_given, fills, n_fills);
+        cli_progress_done(&ctx);
+        if (st != PK_OK && st != PK_ERR_INVALID) {
+            rc = cli_error(cmd, st, &ctx);
+            goto out;
+        }
+        for (uint32_t k = 0; k < n_fills; k++) { /* the rows counted, the whole instance at most */
+            fills[k].capacity = fills[k].n_rows < fills[k].plan->n_rows ? fills[k].n_rows : fills[k].plan->n_rows;
+            fills[k].n_rows = 0;
+        }
+    }
+    uint64_t room = 0;
+    for (uint32_t k = 0; k < n_fills; k++) room += fills[k].capacity;
+    pairs = malloc((2 * room + 1) * sizeof(uint32_t));
+    if (!pairs) {
         rc = cli_error(cmd,
                        pk_fail(&ctx, PK_ERR_NOMEM, "out of memory for %llu rows of %u instances",
-                               (unsigned long long)total_rows, n_fills),
+                               (unsigned long long)room, n_fills),
                        &ctx);
         goto out;
     }
-    {
-        uint32_t k = 0;
-        uint64_t at = 0;
-        for (uint32_t g = 0; g < plans.n_instances; g++) {
-            if (!mark[g]) continue;
-            const pk_memsort_instance *in = &plans.instances[g];
-            fills[k] = (pk_memsort_fill){in, pairs + 2 * at, in->n_rows, 0, chunk_rows + (size_t)k * n_given};
-            at += in->n_rows;
-            k++;
-        }
-    }
+    for (uint64_t k = 0, at = 0; k < n_fills; at += fills[k].capacity, k++) fills[k].pairs = pairs + 2 * at;
     cli_progress_attach(&ctx, "memsort-fill", quiet);
     st = pk_memsort_fill_from_chunks(&ctx, chunks, n_given, fills, n_fills);
     cli_progress_done(&ctx);
@@ -304,7 +330,9 @@ int cmd_memsort_fill(int argc, char **argv) {
             goto out;
         }
     }
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    if (mkdir(out_dir, 0777) == 0) {
+        made_dir = 1;
+    } else if (errno != EEXIST) {
         fprintf(stderr, "pairkit %s: %s: cannot create the directory: %s\n", cmd, out_dir, strerror(errno));
         rc = 1;
         goto out;
@@ -323,12 +351,15 @@ int cmd_memsort_fill(int argc, char **argv) {
         }
         for (int j = 0; j < 2 && !rc; j++) {
             const char *path = j ? s_txt : s_bin;
+            errno = 0;
             FILE *fp = fopen(path, "wb");
+            int open_errno = errno;
             if (fp) {
                 if (j) write_fill_txt(fp, plans_path, &plans, chunks, n_given, fills, n_fills);
                 else write_fill_bin(fp, &plans, chunks, n_given, fills, n_fills, chunk_rows);
             }
-            errno = 0;
+            if (fp) errno = 0;
+            else errno = open_errno;
             int bad = !fp || ferror(fp) || fflush(fp) != 0 || fsync(fileno(fp)) != 0;
             if (fp && fclose(fp) != 0) bad = 1;
             if (bad) {
@@ -353,6 +384,7 @@ int cmd_memsort_fill(int argc, char **argv) {
         }
     }
 out:
+    if (rc && made_dir) rmdir(out_dir); /* a folder made for outputs that did not come */
     free(mark);
     free(fills);
     free(chunk_rows);
