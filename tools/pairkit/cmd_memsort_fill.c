@@ -243,9 +243,10 @@ int cmd_memsort_fill(int argc, char **argv) {
     }
     /* room for the rows: each instance's whole count, or no more than the
      * entries held (the rows the chunks give cannot be more); when that
-     * bound passes the entries held, the rows are counted first (a fill
-     * with no room stops after counting), so that a worker holding a few
-     * chunks takes memory for those and not for whole instances */
+     * bound passes twice the entries held, the rows are counted first (a
+     * fill with no room stops after counting), so that a worker holding a
+     * few chunks takes memory for those (at most 16 bytes an entry held)
+     * and not for whole instances */
     uint64_t held = 0, bound = 0;
     for (uint32_t c = 0; c < n_given; c++) held += chunks[c].n_entries;
     for (uint32_t g = 0; g < plans.n_instances; g++)
@@ -263,10 +264,10 @@ int cmd_memsort_fill(int argc, char **argv) {
         if (mark[g]) {
             const pk_memsort_instance *in = &plans.instances[g];
             uint64_t room = in->n_rows < held ? in->n_rows : held;
-            fills[k] = (pk_memsort_fill){in, NULL, bound > held ? 0 : room, 0, chunk_rows + (size_t)k * n_given};
+            fills[k] = (pk_memsort_fill){in, NULL, bound > 2 * held ? 0 : room, 0, chunk_rows + (size_t)k * n_given};
             k++;
         }
-    if (bound > held) {
+    if (bound > 2 * held) {
         cli_progress_attach(&ctx, "memsort-fill: counting", quiet);
         st = pk_memsort_fill_from_chunks(&ctx, chunks, n_given, fills, n_fills);
         cli_progress_done(&ctx);
