@@ -387,6 +387,32 @@ int main(void) {
                   "%s: status %d, '%s' lacks '%s'", bad[k].what, (int)st, ctx.message, bad[k].frag);
             printf("%s: %s\n", bad[k].what, ctx.message);
         }
+        /* two bad files: the one of the lower chunk number is reported,
+         * whichever thread reads it first */
+        {
+            char dir[600], from[700], to[700];
+            snprintf(dir, sizeof dir, "%s/two_bad", tmp_root);
+            mkdir(dir, 0777);
+            for (uint32_t c = 0; c < trace.n_chunks; c++) {
+                snprintf(from, sizeof from, "%s/mem_addr_%04u.bin", trace_dir, c);
+                snprintf(to, sizeof to, "%s/mem_addr_%04u.bin", dir, c);
+                size_t len = 0;
+                unsigned char *p = read_all(from, &len);
+                if (c == 6) put32(p + 4 * 9, 0x100004);
+                write_all(to, p, c == 17 ? len - 4 : len);
+                free(p);
+            }
+            for (int threads = 1; threads <= 8; threads *= 2) {
+                pk_context tctx;
+                pk_context_init(&tctx);
+                tctx.n_threads = threads;
+                pk_memsort_chunk *chunks = NULL;
+                uint32_t got = 0;
+                pk_status st = pk_memsort_chunks_read(&tctx, dir, &small, &plans, &chunks, &got);
+                CHECK(st == PK_ERR_PARSE && strstr(tctx.message, "mem_addr_0006.bin entry 9: address 0x00100004"),
+                      "two bad files, %d threads: %s", threads, tctx.message);
+            }
+        }
         mkdir(path_in("nochunks"), 0777);
         pk_memsort_chunk *chunks = NULL;
         uint32_t got = 0;

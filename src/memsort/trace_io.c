@@ -271,22 +271,36 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
         st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %llu entries", dir, (unsigned long long)total);
         goto fail;
     }
-    for (uint32_t c = 0; c < n_chunks; c++) {
-        char *path = chunk_path(dir, c);
-        FILE *fp = path ? fopen(path, "rb") : NULL;
-        if (!fp) {
-            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path ? path : dir, strerror(errno));
+    {
+        /* the files read side by side (each into its place); the first
+         * failure in chunk order is the one reported */
+        uint32_t first_bad = n_chunks;
+        int bad_errno = 0;
+        size_t bad_got = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pk_thread_count(ctx))
+        for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
+            char *path = chunk_path(dir, (uint32_t)c);
+            FILE *fp = path ? fopen(path, "rb") : NULL;
+            int e = errno;
+            size_t got = fp ? fread(out->addr + out->chunk_start[c], sizeof(uint32_t), sizes[c], fp) : 0;
+            if (fp) fclose(fp);
+            free(path);
+            if (!fp || got != sizes[c]) {
+#pragma omp critical(pk_memsort_trace_read_error)
+                if ((uint32_t)c < first_bad) {
+                    first_bad = (uint32_t)c;
+                    bad_errno = fp ? 0 : e;
+                    bad_got = got;
+                }
+            }
+        }
+        if (first_bad < n_chunks) {
+            char *path = chunk_path(dir, first_bad);
+            if (bad_errno) st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path ? path : dir, strerror(bad_errno));
+            else st = pk_fail(ctx, PK_ERR_IO, "%s: short read at entry %zu", path ? path : dir, bad_got);
             free(path);
             goto fail;
         }
-        size_t got = fread(out->addr + out->chunk_start[c], sizeof(uint32_t), sizes[c], fp);
-        fclose(fp);
-        if (got != sizes[c]) {
-            st = pk_fail(ctx, PK_ERR_IO, "%s: short read at entry %zu", path, got);
-            free(path);
-            goto fail;
-        }
-        free(path);
     }
     if (!host_is_little_endian()) {
         for (uint64_t i = 0; i < total; i++) {
@@ -306,6 +320,67 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
 fail:
     free(sizes);
     pk_memsort_trace_free(out);
+    return st;
+}
+
+/* One chunk file a worker holds, into ch (ch->index set): its size against
+ * the plans' chunk table, its entries read and checked. An error goes to
+ * ctx (the file's own context); ch->addr is then NULL. */
+static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_memsort_result *plans,
+                                 const pk_memsort_layout *layout, pk_memsort_chunk *ch) {
+    pk_status st = PK_OK;
+    uint32_t c = ch->index;
+    char *path = chunk_path(dir, c);
+    FILE *fp = path ? fopen(path, "rb") : NULL;
+    struct stat sb;
+    uint64_t want = plans->chunk_start[c + 1] - plans->chunk_start[c];
+    ch->first_position = plans->chunk_start[c];
+    ch->addr = NULL;
+    ch->n_entries = want;
+    if (!path) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    } else if (!fp) {
+        st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    } else if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file", path);
+    } else if (sb.st_size % 4) {
+        st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)",
+                     path, (long long)sb.st_size, (long long)(sb.st_size / 4));
+    } else if ((uint64_t)sb.st_size / 4 != want) {
+        st = pk_fail(
+            ctx, PK_ERR_PARSE,
+            "%s: %llu entries, but chunk %u of the plans' trace has %llu: not the trace the plans were made from", path,
+            (unsigned long long)sb.st_size / 4, c, (unsigned long long)want);
+    } else {
+        uint32_t *addr = malloc((want + 1) * sizeof(uint32_t));
+        if (!addr) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %llu entries", path, (unsigned long long)want);
+        } else if (fread(addr, sizeof(uint32_t), want, fp) != want) {
+            st = pk_fail(ctx, PK_ERR_IO, "%s: short read: %s", path, ferror(fp) ? strerror(errno) : "end of file");
+            free(addr);
+        } else {
+            if (!host_is_little_endian())
+                for (uint64_t i = 0; i < want; i++) {
+                    uint32_t v = addr[i];
+                    addr[i] = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
+                }
+            /* the first entry misaligned or in no region */
+            uint64_t first_bad = want;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) num_threads(pk_thread_count(ctx))
+            for (uint64_t i = 0; i < want; i++)
+                if (((addr[i] & 7) || pk_memsort_region_of(layout, addr[i]) < 0) && i < first_bad) first_bad = i;
+            if (first_bad < want) {
+                uint32_t a = addr[first_bad];
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s", path, (unsigned long long)first_bad,
+                             a, (a & 7) ? "is not 8-byte aligned" : "lies in no region");
+                free(addr);
+            } else {
+                ch->addr = addr;
+            }
+        }
+    }
+    if (fp) fclose(fp);
+    free(path);
     return st;
 }
 
@@ -346,58 +421,33 @@ pk_status pk_memsort_chunks_read(pk_context *ctx, const char *dir, const pk_mems
     pk_memsort_layout layout;
     pk_memsort_layout_make(regions, &layout);
     uint32_t n = 0;
-    for (uint32_t c = 0; c < plans->n_chunks && st == PK_OK; c++) {
-        if (!present[c]) continue;
-        char *path = chunk_path(dir, c);
-        FILE *fp = path ? fopen(path, "rb") : NULL;
-        struct stat sb;
-        uint64_t want = plans->chunk_start[c + 1] - plans->chunk_start[c];
-        if (!path) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        } else if (!fp) {
-            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        } else if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-            st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file", path);
-        } else if (sb.st_size % 4) {
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)", path,
-                         (long long)sb.st_size, (long long)(sb.st_size / 4));
-        } else if ((uint64_t)sb.st_size / 4 != want) {
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: %llu entries, but chunk %u of the plans' trace has %llu: not the trace the plans were "
-                         "made from",
-                         path, (unsigned long long)sb.st_size / 4, c, (unsigned long long)want);
-        } else {
-            uint32_t *addr = malloc((want + 1) * sizeof(uint32_t));
-            chunks[n] = (pk_memsort_chunk){c, plans->chunk_start[c], addr, want};
-            if (!addr) {
-                st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory for %llu entries", path, (unsigned long long)want);
-            } else if (fread(addr, sizeof(uint32_t), want, fp) != want) {
-                st = pk_fail(ctx, PK_ERR_IO, "%s: short read: %s", path, ferror(fp) ? strerror(errno) : "end of file");
-                free(addr);
-            } else {
-                n++;
-                if (!host_is_little_endian())
-                    for (uint64_t i = 0; i < want; i++) {
-                        uint32_t v = addr[i];
-                        addr[i] = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
-                    }
-                /* the first entry misaligned or in no region, the chunk shared out to the threads */
-                uint64_t first_bad = want;
-#pragma omp parallel for schedule(static) reduction(min : first_bad) num_threads(pk_thread_count(ctx))
-                for (uint64_t i = 0; i < want; i++)
-                    if (((addr[i] & 7) || pk_memsort_region_of(&layout, addr[i]) < 0) && i < first_bad) first_bad = i;
-                if (first_bad < want) {
-                    uint32_t a = addr[first_bad];
-                    st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s", path,
-                                 (unsigned long long)first_bad, a,
-                                 (a & 7) ? "is not 8-byte aligned" : "lies in no region");
-                }
-            }
-        }
-        if (fp) fclose(fp);
-        free(path);
+    for (uint32_t c = 0; c < plans->n_chunks; c++)
+        if (present[c]) chunks[n++].index = c;
+    /* the files read side by side, each thread its own; with fewer files
+     * than threads, one at a time with the threads checking its entries.
+     * Each file's error goes to its own context; the first in chunk
+     * order is the one reported. */
+    int nt = pk_thread_count(ctx);
+    int side_by_side = n >= (uint32_t)nt;
+    pk_context *errs = calloc(n + 1, sizeof *errs);
+    pk_status *sts = calloc(n + 1, sizeof *sts);
+    if (!errs || !sts) {
+        free(errs);
+        free(sts);
+        free(present);
+        free(chunks);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(side_by_side ? nt : 1)
+    for (int64_t k = 0; k < (int64_t)n; k++) {
+        pk_context_init(&errs[k]);
+        errs[k].n_threads = side_by_side ? 1 : nt;
+        sts[k] = read_held_chunk(&errs[k], dir, plans, &layout, &chunks[k]);
+    }
+    for (uint32_t k = 0; k < n && st == PK_OK; k++)
+        if (sts[k] != PK_OK) st = pk_fail(ctx, sts[k], "%s", errs[k].message);
+    free(errs);
+    free(sts);
     free(present);
     if (st) {
         pk_memsort_chunks_free(chunks, n);
