@@ -414,18 +414,15 @@ _FILE_INSTANCE = np.dtype([(n, "<u4") for n in ("gid", "region", "index", "owned
                           [("runs_offset", "<u8"), ("values_offset", "<u8")])
 
 
-def read_memsort(path):
-    """A memsort.bin written by `pairkit memsort` (path: the file or its
-    folder), checked against its documented layout (docs/memsort.md), as
-    the dict memsort() returns: "instances", "runs", "values",
-    "chunk_counts", "region_entries", "chunk_start", "workers", "worker",
-    plus "n_entries" and "regions" (name, base, size, max_instances,
-    instance_entries per region). The arrays are read-only views of the
-    file's bytes, read once. Files of version 1 (no chunk table) read
-    with "chunk_start" None."""
+def _binary_file(path, name):
+    """(path, bytes, section) of a file pairkit wrote (path: the file, or
+    the folder holding `name`), read once into a read-only array;
+    section(offset, count, dtype, what) is a view of `count` items there
+    and the offset of the next section (8-byte aligned), a PairkitError
+    naming the file when it is cut short."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        path = os.path.join(path, "memsort.bin")
+        path = os.path.join(path, name)
     try:
         data = np.fromfile(path, dtype=np.uint8)
     except OSError as e:
@@ -439,6 +436,19 @@ def read_memsort(path):
                                                                                           end, data.size))
         return data[offset:end].view(dtype), (end + 7) // 8 * 8
 
+    return path, data, section
+
+
+def read_memsort(path):
+    """A memsort.bin written by `pairkit memsort` (path: the file or its
+    folder), checked against its documented layout (docs/memsort.md), as
+    the dict memsort() returns: "instances", "runs", "values",
+    "chunk_counts", "region_entries", "chunk_start", "workers", "worker",
+    plus "n_entries" and "regions" (name, base, size, max_instances,
+    instance_entries per region). The arrays are read-only views of the
+    file's bytes, read once. Files of version 1 (no chunk table) read
+    with "chunk_start" None."""
+    path, data, section = _binary_file(path, "memsort.bin")
     head, at = section(0, 1, _FILE_HEADER, "header")
     h = head[0]
     if h["magic"] != b"PKMSORT1":
@@ -571,21 +581,7 @@ def read_memsort_fill(path):
     chunk_rows)}, as memsort_fill() returns, plus the key "chunks": the
     chunk numbers that were given, in the order of chunk_rows, and
     "complete": {gid: whether every row of the instance is there}."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        path = os.path.join(path, "fill.bin")
-    try:
-        data = np.fromfile(path, dtype=np.uint8)
-    except OSError as e:
-        raise PairkitError("%s: %s" % (path, e.strerror or e)) from None
-
-    def section(offset, count, dtype, what):
-        end = offset + count * dtype.itemsize
-        if end > data.size:
-            raise PairkitError("%s: cut short: the %s take bytes %d .. %d, the file has %d" % (path, what, offset,
-                                                                                          end, data.size))
-        return data[offset:end].view(dtype), (end + 7) // 8 * 8
-
+    path, data, section = _binary_file(path, "fill.bin")
     head, at = section(0, 1, _FILL_HEADER, "header")
     h = head[0]
     if h["magic"] != b"PKMFILL1":
