@@ -325,12 +325,13 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
  * folder; version 2, docs/memsort.md): its region table into regions and,
  * into result, every instance's plan, the chunk table, the worker's share
  * and the owned instances' chunk counts; with with_rows, also their runs
- * and values (else n_runs and n_values are 0 and no rows are read). Every
- * field is checked against the region table, the header and the other
- * instances: a file cut short, an unknown version or a field out of place
- * is PK_ERR_PARSE naming the file and the field. result: initialised with
- * pk_memsort_result_init, or a result to reuse (its buffers are freed
- * first); on failure it is left empty. */
+ * and values (else n_runs and n_values are 0 and no rows are read). The
+ * header, the region table and each instance are checked against one
+ * another (the values, trace positions, are not): a file cut short, an
+ * unknown version or a field out of place is PK_ERR_PARSE naming the file
+ * and the field; a file that cannot be read is PK_ERR_IO. result:
+ * initialised with pk_memsort_result_init, or a result to reuse (its
+ * buffers are freed first); on failure it is left empty. */
 pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_memsort_regions *regions,
                           pk_memsort_result *result);
 

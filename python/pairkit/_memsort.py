@@ -533,8 +533,11 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
     keep, views = [], []
     for index in sorted(chunks):
         c = _count(index, "chunk number", 0, (1 << 32) - 1)
-        starts = result.get("chunk_start")
-        if isinstance(chunks[index], tuple) or starts is None:
+        starts, given = result.get("chunk_start"), chunks[index]
+        # (position, addresses) as a tuple, or as a list of two whose
+        # second is an array; else the addresses alone
+        pair = isinstance(given, tuple) or (isinstance(given, list) and len(given) == 2 and np.ndim(given[1]) == 1)
+        if pair or starts is None:
             try:
                 first, addr = chunks[index]
             except (TypeError, ValueError):
@@ -577,10 +580,11 @@ _FILL_INSTANCE = np.dtype([("gid", "<u4"), ("complete", "<u4"), ("n_rows", "<u8"
 
 def read_memsort_fill(path):
     """A fill.bin written by `pairkit memsort-fill` (path: the file or its
-    folder; layout in docs/memsort.md) as {gid: (addresses, values,
-    chunk_rows)}, as memsort_fill() returns, plus the key "chunks": the
-    chunk numbers that were given, in the order of chunk_rows, and
-    "complete": {gid: whether every row of the instance is there}."""
+    folder; layout in docs/memsort.md) as a dict: "rows", {gid:
+    (addresses, values, chunk_rows)} as memsort_fill() returns it;
+    "chunks", the chunk numbers that were given, in the order of
+    chunk_rows; "complete", {gid: whether every row of the instance is
+    there}."""
     path, data, section = _binary_file(path, "fill.bin")
     head, at = section(0, 1, _FILL_HEADER, "header")
     h = head[0]
@@ -597,14 +601,12 @@ def read_memsort_fill(path):
     if at != data.size:
         raise PairkitError("%s: %d bytes, the header's sections take %d" % (path, data.size, at))
     rows = rows.reshape(n_filled, n_given)
-    out, complete = {}, {}
+    rows_of, complete = {}, {}
     for k, i in enumerate(inst):
         lo, n = int(i["pairs_offset"]), int(i["n_rows"])
         if lo + n > pairs.size:
             raise PairkitError("%s: instance %d's rows lie past the pairs" % (path, int(i["gid"])))
         p = pairs[lo:lo + n]
-        out[int(i["gid"])] = (p["addr"].copy(), p["value"].copy(), rows[k].copy())
+        rows_of[int(i["gid"])] = (p["addr"].copy(), p["value"].copy(), rows[k].copy())
         complete[int(i["gid"])] = bool(i["complete"])
-    out["chunks"] = given.copy()
-    out["complete"] = complete
-    return out
+    return {"rows": rows_of, "chunks": given.copy(), "complete": complete}

@@ -211,12 +211,19 @@ def test_memsort_fill_command(table, tmp_path):
         assert list(got["chunks"]) == given
         gids = range(n_inst) if what == "all" else np.flatnonzero(plans["instances"]["owned"]).tolist()
         want = pairkit.memsort_fill(plans, {c: addr[cs[c]:cs[c + 1]] for c in given}, gids=gids)
+        # the same with (position, addresses) as a tuple and as a list of two
+        for form in (tuple, list):
+            again = pairkit.memsort_fill(plans, {c: form((int(cs[c]), addr[cs[c]:cs[c + 1]])) for c in given},
+                                         gids=gids)
+            assert all(np.array_equal(again[g][k], want[g][k]) for g in gids for k in range(3)), form
+        assert sorted(got["rows"]) == sorted(gids) and sorted(got["complete"]) == sorted(gids)
         for g in gids:
             for k in range(3):
-                assert np.array_equal(got[g][k], want[g][k]), (dest, g, k)
+                assert np.array_equal(got["rows"][g][k], want[g][k]), (dest, g, k)
             if dest == "whole":
                 a, v = pairkit.memsort_rows(every, g)
-                assert got["complete"][g] and np.array_equal(got[g][0], a) and np.array_equal(got[g][1], v)
+                assert got["complete"][g] and np.array_equal(got["rows"][g][0], a)
+                assert np.array_equal(got["rows"][g][1], v)
     # a chunk file of another length than the plans' chunk table says
     (held / "mem_addr_0004.bin").write_bytes((trace / "mem_addr_0004.bin").read_bytes()[:-8])
     r = subprocess.run([binary, "memsort-fill", str(plans_dir), str(held), "-o", str(tmp_path / "bad"),
