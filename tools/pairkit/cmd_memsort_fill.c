@@ -31,16 +31,6 @@ static void usage(FILE *out) {
             "  -q, --quiet          no progress line, no summary\n");
 }
 
-/* name without its trailing slashes (into buf when it has any and fits) */
-static const char *without_trailing_slashes(const char *name, char *buf, size_t size) {
-    size_t len = strlen(name);
-    while (len > 1 && name[len - 1] == '/') len--;
-    if (len == strlen(name) || len >= size) return name;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    return buf;
-}
-
 static const char *const value_options[] = {"-o", "--output", "--instances", "--regions", "--threads", NULL};
 
 /* LIST into a mark per instance (n of them); 0, or a usage error's exit code. */
@@ -183,8 +173,8 @@ int cmd_memsort_fill(int argc, char **argv) {
     if (!*out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
 
     char out_buf[4096], trace_buf[4096]; /* without trailing slashes, for the paths made from them */
-    out_dir = without_trailing_slashes(out_dir, out_buf, sizeof out_buf);
-    trace_dir = without_trailing_slashes(trace_dir, trace_buf, sizeof trace_buf);
+    out_dir = cli_without_trailing_slashes(out_dir, out_buf, sizeof out_buf);
+    trace_dir = cli_without_trailing_slashes(trace_dir, trace_buf, sizeof trace_buf);
     /* the output folder: made later if missing; its parent must exist */
     {
         struct stat sb;
