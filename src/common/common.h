@@ -43,6 +43,10 @@ double pk_host_memory_bytes(void);
 /* CPU features, detected once. */
 int pk_cpu_has_avx2_fma(void);
 int pk_cpu_has_avx512(void);
+/* dir without its trailing slashes ("trace/" -> "trace", "/" stays), in
+ * buf; dir itself when it has none or the shorter name does not fit. File
+ * names are made as dir/name. */
+const char *pk_dir_name(const char *dir, char *buf, size_t size);
 
 /* Allocation with a cache-line alignment; free with pk_aligned_free. */
 void *pk_aligned_alloc(size_t bytes);

@@ -262,3 +262,12 @@ void pk_atomic_abort(pk_atomic_file *f) {
     if (f->tmp_path) unlink(f->tmp_path);
     atomic_release(f);
 }
+
+const char *pk_dir_name(const char *dir, char *buf, size_t size) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    if (n == strlen(dir) || n >= size) return dir;
+    memcpy(buf, dir, n);
+    buf[n] = '\0';
+    return buf;
+}

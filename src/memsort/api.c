@@ -425,7 +425,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     if (!res->chunk_start)
         return pk_fail(ctx, PK_ERR_INVALID, "the result has no chunk table (chunk_start); pk_memsort_run makes one");
     char dir_buf[4096];
-    out_dir = pk_memsort_dir_name(out_dir, dir_buf, sizeof dir_buf);
+    out_dir = pk_dir_name(out_dir, dir_buf, sizeof dir_buf);
     if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", out_dir, strerror(errno));
     struct stat sb;

@@ -60,9 +60,6 @@ static inline uint32_t pk_memsort_raw(const pk_memsort_layout *l, uint32_t a) {
 /* Chunk of a trace position: the c with chunk_start[c] <= pos < chunk_start[c + 1]
  * (empty chunks are never the answer). */
 uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos);
-/* dir without its trailing slashes ("trace/" -> "trace", "/" stays), in
- * buf; dir itself when it does not fit. File names are made as dir/name. */
-const char *pk_memsort_dir_name(const char *dir, char *buf, size_t size);
 
 /* The chunk table and sizes of a trace, without looking at the entries. */
 pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_trace *trace);

@@ -1,6 +1,7 @@
-/* read.c - memsort.bin read back (layout in docs/memsort.md), every field
- * checked against the others, so that a worker can fill its instances from
- * another run's plans (pairkit memsort-fill).
+/* read.c - memsort.bin read back (layout in docs/memsort.md), the header,
+ * the region table and each instance checked against one another (the
+ * values, trace positions, are not), so that a worker can fill its
+ * instances from another run's plans (pairkit memsort-fill).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -72,7 +73,7 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
     char dir_buf[4096], *joined = NULL;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) { /* a folder: its memsort.bin */
-        const char *dir = pk_memsort_dir_name(path, dir_buf, sizeof dir_buf);
+        const char *dir = pk_dir_name(path, dir_buf, sizeof dir_buf);
         joined = malloc(strlen(dir) + sizeof "/memsort.bin");
         if (!joined) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
         sprintf(joined, "%s/memsort.bin", dir);

@@ -129,15 +129,6 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     return PK_OK;
 }
 
-const char *pk_memsort_dir_name(const char *dir, char *buf, size_t size) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    if (n == strlen(dir) || n >= size) return dir;
-    memcpy(buf, dir, n);
-    buf[n] = '\0';
-    return buf;
-}
-
 static char *chunk_path(const char *dir, uint32_t c) {
     size_t len = strlen(dir) + 32;
     char *p = malloc(len);
@@ -200,7 +191,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     char dir_buf[4096];
-    dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
+    dir = pk_dir_name(dir, dir_buf, sizeof dir_buf);
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     long max_index, count;
@@ -390,7 +381,7 @@ pk_status pk_memsort_chunks_read(pk_context *ctx, const char *dir, const pk_mems
     *chunks_out = NULL;
     *n_out = 0;
     char dir_buf[4096];
-    dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
+    dir = pk_dir_name(dir, dir_buf, sizeof dir_buf);
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     if (!plans->chunk_start || plans->n_chunks < 1 || plans->n_chunks > PK_MEMSORT_MAX_CHUNKS)
@@ -472,7 +463,7 @@ void pk_memsort_chunks_free(pk_memsort_chunk *chunks, uint32_t n_chunks) {
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
     pk_clear(ctx);
     char dir_buf[4096];
-    dir = pk_memsort_dir_name(dir, dir_buf, sizeof dir_buf);
+    dir = pk_dir_name(dir, dir_buf, sizeof dir_buf);
     /* a trace as pk_memsort_trace_read would give: 1 .. 4096 chunks whose
      * starts run from 0 to n_entries without going back */
     if (trace->n_chunks < 1 || trace->n_chunks > PK_MEMSORT_MAX_CHUNKS || !trace->chunk_start ||

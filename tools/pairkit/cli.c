@@ -208,15 +208,6 @@ static void track(cli_outputs *o, int on) {
         }
 }
 
-const char *cli_without_trailing_slashes(const char *name, char *buf, size_t size) {
-    size_t len = strlen(name);
-    while (len > 1 && name[len - 1] == '/') len--;
-    if (len == strlen(name) || len >= size) return name;
-    memcpy(buf, name, len);
-    buf[len] = '\0';
-    return buf;
-}
-
 void cli_parent_dir(const char *name, char *dir, size_t size) {
     const char *slash = strrchr(name, '/');
     if (!slash) snprintf(dir, size, ".");

@@ -62,10 +62,6 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
  * report no write errors, so a full disk shows only as a cut file. */
 int cli_png_complete(const char *path);
 
-/* name without its trailing slashes ("/" stays): name itself when it has
- * none (or the shorter name does not fit in buf), else a copy in buf. */
-const char *cli_without_trailing_slashes(const char *name, char *buf, size_t size);
-
 /* The folder a name lies in ("." for a bare name, "/" at the root), into
  * dir (cut to size); the name need not exist. */
 void cli_parent_dir(const char *name, char *dir, size_t size);

@@ -173,8 +173,8 @@ int cmd_memsort_fill(int argc, char **argv) {
     if (!*out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
 
     char out_buf[4096], trace_buf[4096]; /* without trailing slashes, for the paths made from them */
-    out_dir = cli_without_trailing_slashes(out_dir, out_buf, sizeof out_buf);
-    trace_dir = cli_without_trailing_slashes(trace_dir, trace_buf, sizeof trace_buf);
+    out_dir = pk_dir_name(out_dir, out_buf, sizeof out_buf);
+    trace_dir = pk_dir_name(trace_dir, trace_buf, sizeof trace_buf);
     /* the output folder: made later if missing; its parent must exist */
     {
         struct stat sb;
