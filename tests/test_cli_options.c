@@ -107,7 +107,7 @@ static void check_command(const char *cmd) {
 
 int main(void) {
     cli_scratch();
-    const char *commands[] = {"angcorr",       "dftimage",       "memsort",      "memsort-gen",
+    const char *commands[] = {"angcorr",       "dftimage",       "memsort",      "memsort-gen", "memsort-fill",
                               "bench angcorr", "bench dftimage", "bench memsort"};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) check_command(commands[k]);
     /* a CUDA kernel named on a build without CUDA: said so, not "unknown" */
@@ -115,7 +115,12 @@ int main(void) {
         expect("angcorr", "a b --kernel cuda-naive", "'cuda-naive' is a CUDA kernel, and this build has no CUDA", 0);
         expect("dftimage", "v.npz --kernel cuda-tile-f32", "is a CUDA kernel, and this build has no CUDA backend", 0);
         expect("bench angcorr", "--kernels scalar,cuda-naive", "is a CUDA kernel", 0);
+        expect("bench dftimage", "--nvis 10 --kernels cuda-final-f32", "'cuda-final-f32' is a CUDA kernel", 0);
+        expect("memsort", "t --kernel cuda", "--kernel: 'cuda' is a CUDA kernel, and this build has no CUDA", 0);
     }
+    /* the name of an unknown kernel in a list (it was read after the list was freed) */
+    expect("bench dftimage", "--nvis 10 --kernels no-such", "--kernels: unknown kernel 'no-such'", 0);
+    expect("bench angcorr", "--kernels scalar,no-such", "--kernels: unknown kernel 'no-such'", 0);
     expect("angcorr", "a b --kernel no-such", "--kernel: unknown kernel 'no-such'", 0);
     expect("bench angcorr", "only_data.txt", "give both catalogs, DATA RANDOM, or neither", 0);
     cli_scratch_remove();

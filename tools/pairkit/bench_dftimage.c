@@ -129,9 +129,10 @@ int bench_dftimage(int argc, char **argv) {
         for (char *tok = strtok(kernel_list, ","); tok && n_kernels < 64; tok = strtok(NULL, ",")) {
             int id = pk_dftimage_kernel_from_name(tok);
             if (id <= 0) {
+                int rc = cli_unknown_kernel(cmd, "--kernels", tok); /* tok lies in kernel_list */
                 free(kernel_list);
                 pk_vis_free(&vis);
-                return cli_unknown_kernel(cmd, "--kernels", tok);
+                return rc;
             }
             if (!pk_dftimage_kernel_available(id)) {
                 fprintf(stderr, "pairkit %s: kernel '%s' is not available here, skipped\n", cmd, tok);

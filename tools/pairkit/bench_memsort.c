@@ -127,8 +127,10 @@ int bench_memsort(int argc, char **argv) {
     pk_memsort_regions regions;
     pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
     if (st) return cli_error(cmd, st, &ctx);
-    if (backend == PK_BACKEND_CUDA && pk_cuda_device_count() == 0)
-        return cli_error(cmd, pk_fail(&ctx, PK_ERR_UNSUPPORTED, "--backend cuda: no CUDA device"), &ctx);
+    if (backend == PK_BACKEND_CUDA) {
+        pk_backend resolved;
+        if ((st = pk_backend_resolve(&ctx, backend, &resolved)) != PK_OK) return cli_error(cmd, st, &ctx);
+    }
     pk_memsort_gen_options g = {n, seed, 0, 0};
     pk_memsort_trace trace;
     double t0 = pk_now();

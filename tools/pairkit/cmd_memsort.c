@@ -191,7 +191,8 @@ int cmd_memsort(int argc, char **argv) {
                     return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
             } else if (strcmp(a, "--kernel") == 0) {
                 opts.kernel = pk_memsort_kernel_from_name(v);
-                if (opts.kernel < 0) return cli_unknown_kernel(cmd, "--kernel", v);
+                if (opts.kernel < 0 || (opts.kernel == PK_MEMSORT_KERNEL_CUDA && !pk_cuda_built()))
+                    return cli_unknown_kernel(cmd, "--kernel", v);
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
