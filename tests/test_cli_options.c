@@ -107,8 +107,8 @@ static void check_command(const char *cmd) {
 
 int main(void) {
     cli_scratch();
-    const char *commands[] = {"angcorr",       "dftimage",       "memsort",      "memsort-gen", "memsort-fill",
-                              "bench angcorr", "bench dftimage", "bench memsort"};
+    const char *commands[] = {"angcorr",      "dftimage",      "memsort",        "memsort-gen",
+                              "memsort-fill", "bench angcorr", "bench dftimage", "bench memsort"};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) check_command(commands[k]);
     /* a CUDA kernel named on a build without CUDA: said so, not "unknown" */
     if (!pk_cuda_built()) {
