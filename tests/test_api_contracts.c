@@ -3,6 +3,7 @@
  * NULL and leave an empty struct, arguments checked before anything is
  * touched, and new files given the mode any new file gets (0666 less the
  * umask) without the umask being changed. */
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,6 +81,7 @@ static void memsort_compare_sees_every_field(void) {
 int main(void) {
     pk_context ctx;
     pk_context_init(&ctx);
+    pk_status st0;
     memsort_compare_sees_every_field();
 
     /* a successful call leaves no message behind */
@@ -118,6 +120,30 @@ int main(void) {
     CHECK(b == 0 && e == 0, "part 5 of 4 got rows [%zu, %zu)", b, e);
     pk_angcorr_part_rows(10, 1, -1, 4, &b, &e);
     CHECK(b == 0 && e == 0, "part -1 of 4 got rows [%zu, %zu)", b, e);
+    /* NaN lands in no bin (it was cast to an integer, or put in bin 0) */
+    CHECK(pk_bins_index(&bins, NAN) == (int64_t)bins.n_bins, "NaN in linear bin %lld",
+          (long long)pk_bins_index(&bins, NAN));
+    double edges[3] = {0.0, 0.1, 0.3};
+    pk_bins from_edges;
+    CHECK_OK(pk_bins_from_edges(&ctx, edges, 3, &from_edges), &ctx);
+    CHECK(pk_bins_index(&from_edges, NAN) == 2, "NaN in edge bin %lld", (long long)pk_bins_index(&from_edges, NAN));
+    CHECK(pk_bins_index(&from_edges, 0.2) == 1 && pk_bins_index(&from_edges, 0.3) == 2, "edge bins");
+    pk_bins_free(&from_edges);
+    /* a backend that is not one of the enum's is refused, not run as auto */
+    pk_backend resolved;
+    st0 = pk_backend_resolve(&ctx, (pk_backend)7, &resolved);
+    CHECK(st0 == PK_ERR_INVALID && strstr(ctx.message, "backend 7"), "backend 7: status %d: %s", (int)st0,
+          ctx.message);
+    {
+        double ra[2] = {0.1, 0.2}, dec[2] = {0.0, 0.1};
+        pk_catalog cat;
+        CHECK_OK(pk_catalog_from_arrays(&ctx, 2, ra, dec, PK_UNITS_RAD, "two", &cat), &ctx);
+        pk_angcorr_options o = {(pk_backend)7, 0};
+        uint64_t counts[10];
+        st0 = pk_angcorr_count(&ctx, &o, &cat, NULL, &bins, counts, NULL);
+        CHECK(st0 == PK_ERR_INVALID, "pk_angcorr_count with backend 7: status %d: %s", (int)st0, ctx.message);
+        pk_catalog_free(&cat);
+    }
     uint64_t host = 0, device = 0;
     CHECK(pk_memsort_memory_bytes(&ctx, &regions, 1ull << 33, PK_MEMSORT_KERNEL_CPU, 2, &host, &device) ==
               PK_ERR_INVALID,

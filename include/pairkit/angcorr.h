@@ -77,7 +77,8 @@ pk_status pk_bins_from_edges(pk_context *ctx, const double *edges, size_t n_edge
 void pk_bins_free(pk_bins *bins);
 
 /* The reference binning rule for a separation theta (radians): the bin
- * index in [0, n_bins), -1 below theta_min, n_bins at or above theta_max. */
+ * index in [0, n_bins), -1 below theta_min, n_bins at or above theta_max
+ * and for NaN. */
 int64_t pk_bins_index(const pk_bins *bins, double theta);
 
 /* ---- pair counting ------------------------------------------------------- */

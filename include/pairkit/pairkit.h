@@ -53,7 +53,7 @@ typedef struct pk_context {
     char message[PK_MESSAGE_MAX]; /* set on failure; empty on success */
     pk_progress_fn progress;      /* optional */
     void *progress_user;
-    int n_threads;   /* CPU threads; 0 = OpenMP's default; more than PK_MAX_THREADS count as that many */
+    int n_threads;   /* CPU threads; 0 (or less) = OpenMP's default; more than PK_MAX_THREADS count as that many */
     int cuda_device; /* CUDA device ordinal for PK_BACKEND_CUDA */
 } pk_context;
 

@@ -115,6 +115,7 @@ void pk_bins_free(pk_bins *bins) {
 
 int64_t pk_bins_index(const pk_bins *bins, double theta) {
     int64_t n = (int64_t)bins->n_bins;
+    if (isnan(theta)) return n; /* in no bin, and no cast of NaN to an integer */
     if (bins->kind == PK_BINS_LINEAR) {
         if (theta < bins->theta_min) return -1;
         double q = floor((theta - bins->theta_min) / bins->width);

@@ -67,6 +67,8 @@ int pk_cuda_device_count(void) {
 
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {
     pk_clear(ctx);
+    if (wanted != PK_BACKEND_AUTO && wanted != PK_BACKEND_CPU && wanted != PK_BACKEND_CUDA)
+        return pk_fail(ctx, PK_ERR_INVALID, "backend %d is not auto (0), cpu (1) or cuda (2)", (int)wanted);
     if (wanted == PK_BACKEND_CPU) {
         *resolved = PK_BACKEND_CPU;
         return PK_OK;

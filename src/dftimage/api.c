@@ -190,10 +190,10 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
     if ((st = pk_dftimage_check_size(ctx, n, o.want_imag, NULL)) != PK_OK) return st;
     double edge = (double)(n / 2) * cell;
     if (!(2.0 * edge * edge < 1.0))
-        return pk_fail(
-            ctx, PK_ERR_INVALID,
-            "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller --cell or --size",
-            n, cell);
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller cell "
+                       "or image (--cell, --size)",
+                       n, cell);
     int sign = o.sign ? o.sign : vis->sign;
     if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
     pk_backend backend = PK_BACKEND_CPU;
@@ -206,7 +206,7 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
             return pk_fail(ctx, PK_ERR_INVALID,
                            "visibility %zu (u, v, w = %g, %g, %g wavelengths) turns its phase by up to %.3g turns "
                            "across a tile of %g rad cells, more than the %g turns float32 phases are accurate for; use "
-                           "--precision double or a smaller --cell",
+                           "double precision or a smaller cell (--precision double, --cell)",
                            k, vis->u[k], vis->v[k], vis->w[k], turns, cell, PK_DFT_F32_MAX_TURNS);
     }
 
@@ -243,10 +243,12 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
                  * baselines of ~1e8 wavelengths and more at coarse cells
                  * overflow it. */
                 if (out->precision == PK_PRECISION_SINGLE)
-                    st = pk_fail(ctx, PK_ERR_INVALID,
-                                 "kernel %s: the float32 phases overflowed at pixel (%zu, %zu): baselines too long "
-                                 "for cells of %g rad in single precision; use --precision double or a smaller --cell",
-                                 pk_dftimage_kernel_name(kernel), p % n, p / n, cell);
+                    st = pk_fail(
+                        ctx, PK_ERR_INVALID,
+                        "kernel %s: the float32 phases overflowed at pixel (%zu, %zu): baselines too long "
+                        "for cells of %g rad in single precision; use double precision or a smaller cell (--precision "
+                        "double, --cell)",
+                        pk_dftimage_kernel_name(kernel), p % n, p / n, cell);
                 else
                     st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %s left pixel (%zu, %zu) unwritten or NaN",
                                  pk_dftimage_kernel_name(kernel), p % n, p / n);

@@ -72,7 +72,7 @@ pk_status pk_dftimage_beam_fit(pk_context *ctx, const pk_image *psf, double *bma
     if (edge)
         return pk_fail(ctx, PK_ERR_INVALID,
                        "the beam's main lobe reaches the edge of the image: no beam fitted (a larger field, "
-                       "--size or --cell, would hold it)");
+                       "more pixels or larger cells, --size or --cell, would hold it)");
     if (count < 5)
         return pk_fail(ctx, PK_ERR_INVALID,
                        "the beam's main lobe is %zu pixel%s: cells of %g rad do not resolve it, no beam fitted", count,

@@ -201,7 +201,8 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     if (opts) o = *opts;
     if (o.n_workers == 0) o.n_workers = 1;
     if (o.worker >= o.n_workers)
-        return pk_fail(ctx, PK_ERR_INVALID, "--worker %u: must be below --workers %u", o.worker, o.n_workers);
+        return pk_fail(ctx, PK_ERR_INVALID, "worker %u: must be below the number of workers, %u", o.worker,
+                       o.n_workers);
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     if ((st = pk_memsort_trace_check_structure(ctx, trace)) != PK_OK) return st;

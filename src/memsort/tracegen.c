@@ -249,8 +249,7 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     if (opts->n_entries == 0 || opts->n_entries > GEN_MAX_ENTRIES)
-        return pk_fail(ctx, PK_ERR_INVALID, "--entries: %llu is outside 1 .. 2^29",
-                       (unsigned long long)opts->n_entries);
+        return pk_fail(ctx, PK_ERR_INVALID, "%llu entries: outside 1 .. 2^29", (unsigned long long)opts->n_entries);
     uint64_t chunk = opts->chunk_entries ? opts->chunk_entries : GEN_DEFAULT_CHUNK;
     uint64_t n_chunks = (opts->n_entries + chunk - 1) / chunk;
     if (n_chunks > PK_MEMSORT_MAX_CHUNKS)
@@ -318,7 +317,7 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
                 if (count[r] <= cap) continue;
                 pk_memsort_trace_free(out);
                 return pk_fail(ctx, PK_ERR_INVALID,
-                               "--entries %llu: the generated trace puts %llu entries in region %s, more than its %u "
+                               "%llu entries: the generated trace puts %llu entries in region %s, more than its %u "
                                "instances of %u rows allow (%llu); fewer entries or a larger table",
                                (unsigned long long)opts->n_entries, (unsigned long long)count[r], rg->name,
                                rg->max_instances, rg->instance_entries, (unsigned long long)cap);

@@ -215,7 +215,7 @@ int bench_dftimage(int argc, char **argv) {
     }
     double terms = (double)vis.n * (double)n_pix;
     printf("%-18s %10s %10s %10s %12s %11s %9s\n", "kernel", "cold ms", "median ms", "min ms", "terms/s", "rel L2 err",
-           "vs first");
+           "speed-up");
     double first = 0;
     for (int kk = 0; kk < n_kernels; kk++) {
         double *v = times + (size_t)kk * (size_t)runs;

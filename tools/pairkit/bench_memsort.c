@@ -256,7 +256,7 @@ int bench_memsort(int argc, char **argv) {
 #endif
     }
 
-    printf("%-16s %10s %10s %10s %10s  %s\n", "variant", "cold ms", "median ms", "min ms", "vs first", "notes");
+    printf("%-16s %10s %10s %10s %10s  %s\n", "variant", "cold ms", "median ms", "min ms", "time/first", "notes");
     double base = median_of(times, runs);
     for (int v = 0; v < n_var; v++) {
         char extra[160] = "";

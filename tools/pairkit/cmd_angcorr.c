@@ -512,9 +512,11 @@ int cmd_angcorr(int argc, char **argv) {
                     continue;
                 }
                 device_ms += s[k]->kernel_ms;
-                fprintf(stderr, "%s: %llu pairs (%llu in range), %.3f s, %.3g pairs/s, %.4f%% settled in float64\n",
+                fprintf(stderr,
+                        "%s: %llu pairs (%llu in range), %.3f s, %.3g separations computed (%.3g/s), %.4f%% settled "
+                        "in float64\n",
                         names[k], (unsigned long long)s[k]->pairs_total, (unsigned long long)s[k]->pairs_in_range,
-                        s[k]->seconds, (double)s[k]->pairs_visited / s[k]->seconds,
+                        s[k]->seconds, (double)s[k]->pairs_visited, (double)s[k]->pairs_visited / s[k]->seconds,
                         100.0 * (double)s[k]->pairs_fp64 / (double)s[k]->pairs_visited);
                 total_s += s[k]->seconds;
                 visited += (double)s[k]->pairs_visited;
@@ -527,7 +529,8 @@ int cmd_angcorr(int argc, char **argv) {
             if (device_ms > 0)
                 fprintf(stderr, "device kernel time %.3f ms (DD + DR%s%s)\n", device_ms, rr_path ? "" : " + RR",
                         cli_mpi_size() > 1 ? ", the slowest rank of each" : "");
-            fprintf(stderr, "kernel %s: %.3f s, %.3g pairs/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s%s%s\n",
+            fprintf(stderr,
+                    "kernel %s: %.3f s, %.3g separations/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s%s%s\n",
                     pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, 100.0 * fp64 / visited,
                     out_path, csv_path ? ", " : "", csv_path ? csv_path : "",
                     png_path && strcmp(png_path, "none") ? ", " : "",

@@ -40,7 +40,7 @@ static void gen_usage(FILE *out) {
             "  Writes a synthetic zkVM memory trace as OUT_DIR/mem_addr_NNNN.bin, the\n"
             "  same for the same seed: a hot stack window, a bump-allocated heap, memcpy\n"
             "  runs, sequential input reads and ROM tables (docs/memsort.md).\n\n"
-            "  --entries N          1 .. 2^29 entries (accepts 2^k and K/M suffixes)\n"
+            "  --entries N          1 .. 2^29 entries (accepts 2^k and K, M, G suffixes)\n"
             "  --seed S             a whole number, 0 .. 2^64 - 1 (default 1)\n"
             "  --chunk N            entries per chunk file (default 262144, the prover's;\n"
             "                       at most 4096 files)\n"
@@ -306,10 +306,10 @@ int cmd_memsort(int argc, char **argv) {
     }
     if (wrote && !rc && !quiet) {
         const pk_memsort_stats *s = &result.stats;
-        fprintf(stderr, "%llu entries in %u chunks, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
-                (unsigned long long)result.n_entries, result.n_chunks, result.n_instances, result.worker,
-                result.n_workers, result.n_owned, (unsigned long long)result.n_values,
-                (unsigned long long)result.n_runs);
+        fprintf(stderr, "%llu entries in %u chunk%s, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
+                (unsigned long long)result.n_entries, result.n_chunks, result.n_chunks == 1 ? "" : "s",
+                result.n_instances, result.worker, result.n_workers, result.n_owned,
+                (unsigned long long)result.n_values, (unsigned long long)result.n_runs);
         fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
         if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
         fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",

@@ -51,8 +51,8 @@ static int parse_instances(const char *cmd, const char *list, uint32_t n, unsign
         if (errno) return cli_usage_error(cmd, "--instances: '%s': an instance id out of range", list);
         if (b < a) return cli_usage_error(cmd, "--instances: '%s': a range must run from low to high", list);
         if (b >= n)
-            return cli_usage_error(cmd, "--instances: instance %llu does not exist (the plans have %u, 0 .. %u)", b, n,
-                                   n ? n - 1 : 0);
+            return cli_usage_error(cmd, "--instances: instance %llu does not exist (the plans have %u, 0 .. %u)",
+                                   a >= n ? a : (unsigned long long)n, n, n ? n - 1 : 0);
         for (unsigned long long g = a; g <= b; g++) mark[g] = 1;
         if (*end == ',' && end[1]) p = end + 1;
         else if (*end == '\0') p = end;

@@ -38,8 +38,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
-        printf("pairkit %s  (CUDA backend: %s, CUDA devices: %d)\n", PK_VERSION_STRING,
-               pk_cuda_built() ? "built" : "not built", pk_cuda_device_count());
+        printf("pairkit %s  (CUDA backend: %s, CUDA devices: %d; MPI: %s)\n", PK_VERSION_STRING,
+               pk_cuda_built() ? "built" : "not built", pk_cuda_device_count(),
+               cli_mpi_built() ? "built, for mpirun -np K" : "not built");
         return 0;
     }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {

@@ -9,6 +9,10 @@
 #ifdef PK_HAVE_MPI
 #include <mpi.h>
 
+int cli_mpi_built(void) {
+    return 1;
+}
+
 static int active = 0, rank = 0, size = 1;
 static int node_rank = 0;       /* rank among the ranks sharing this node */
 static double comm_seconds = 0; /* time inside the collectives below */
@@ -113,6 +117,9 @@ void cli_mpi_barrier(void) {
 }
 
 #else
+int cli_mpi_built(void) {
+    return 0;
+}
 
 void cli_mpi_init(int *argc, char ***argv) {
     (void)argc;

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 1 when this build can run its commands as MPI ranks. */
+int cli_mpi_built(void);
 void cli_mpi_init(int *argc, char ***argv);
 /* The CUDA device of this rank: its rank among the ranks of its node,
  * modulo the node's visible devices (0 when there is one rank or no
