@@ -132,8 +132,7 @@ int main(void) {
     /* a backend that is not one of the enum's is refused, not run as auto */
     pk_backend resolved;
     st0 = pk_backend_resolve(&ctx, (pk_backend)7, &resolved);
-    CHECK(st0 == PK_ERR_INVALID && strstr(ctx.message, "backend 7"), "backend 7: status %d: %s", (int)st0,
-          ctx.message);
+    CHECK(st0 == PK_ERR_INVALID && strstr(ctx.message, "backend 7"), "backend 7: status %d: %s", (int)st0, ctx.message);
     {
         double ra[2] = {0.1, 0.2}, dec[2] = {0.0, 0.1};
         pk_catalog cat;

@@ -71,6 +71,49 @@ int main(int argc, char **argv) {
         pk_memsort_trace_free(&trace);
     }
 
+    /* awkward traces up to a table's whole capacity: every size is
+     * generated (the last region's count not a multiple of its instance
+     * rows while the table has room for that), sizes near the capacity
+     * run against the reference, one entry past it refused */
+    {
+        pk_memsort_regions tight = small;
+        tight.region[0].max_instances = 8;  /* ROM: 128 entries */
+        tight.region[2].max_instances = 64; /* RAM: 2048 entries */
+        uint64_t cap = 128 + 2048, n_bad = 0;
+        for (uint64_t n = 1; n <= cap + 1; n++) {
+            pk_memsort_gen_options g = {n, n, 64, 1};
+            pk_memsort_trace trace;
+            pk_status st = pk_memsort_generate(&ctx, &tight, &g, &trace);
+            if (n > cap) {
+                CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "more than its"), "n=%llu past capacity: %d %s",
+                      (unsigned long long)n, (int)st, ctx.message);
+                continue;
+            }
+            if (st != PK_OK) {
+                if (n_bad++ < 3)
+                    CHECK(0, "awkward n=%llu within capacity %llu: %s", (unsigned long long)n, (unsigned long long)cap,
+                          ctx.message);
+                continue;
+            }
+            uint64_t ram = 0, rom = 0;
+            for (uint64_t i = 0; i < n; i++) {
+                ram += trace.addr[i] >= 0x100000;
+                rom += trace.addr[i] < 0x10000;
+            }
+            int whole_possible = ram < 2048 || rom < 128;
+            if (n > 1 && whole_possible && ram % 32 == 0 && n_bad++ < 3)
+                CHECK(0, "awkward n=%llu: RAM has %llu entries, whole instances only", (unsigned long long)n,
+                      (unsigned long long)ram);
+            if (n + 12 > cap || n % 509 == 0) {
+                char what[96];
+                snprintf(what, sizeof what, "awkward n=%llu near a full table", (unsigned long long)n);
+                test_kernel_against_ref(what, kernel, &tight, &trace, 3);
+            }
+            pk_memsort_trace_free(&trace);
+        }
+        CHECK(n_bad == 0, "%llu awkward sizes within capacity failed", (unsigned long long)n_bad);
+    }
+
     /* a hand-made trace: every entry the same address, chunk table with
      * empty chunks */
     {

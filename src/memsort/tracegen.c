@@ -189,9 +189,17 @@ static int gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
     uint64_t ram_cap = (uint64_t)regions->region[last].max_instances * sl;
     uint64_t rom_cap = (uint64_t)regions->region[0].max_instances * s0;
     uint64_t k = 0;
-    /* first region */
+    /* how many entries each end region gets, the last region's count not
+     * a multiple of S (a partial last instance) where the table has room:
+     * an entry more in the first region, or one moved from it to the last */
     uint64_t rom_n = n / 4 < rom_cap ? n / 4 : rom_cap;
     if (last == 0) rom_n = 0;
+    uint64_t ram_n = n - rom_n < ram_cap ? n - rom_n : ram_cap;
+    if (ram_n % sl == 0 && ram_n > 1) {
+        if (last == 0 || n - ram_n + 1 <= rom_cap) ram_n--; /* the first region takes what the last leaves */
+        else if (ram_n < ram_cap && rom_n > 0) rom_n--, ram_n++;
+    }
+    /* first region */
     uint64_t rom_run = s0 < rom_n ? s0 : rom_n / 2;
     for (uint64_t i = 0; i < rom_n && k < n; i++) {
         uint64_t w;
@@ -201,9 +209,6 @@ static int gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
         g->out[k++] = (uint32_t)(g->rom_base + 8 * w);
     }
     /* last region */
-    uint64_t ram_n = n - k;
-    if (ram_n > ram_cap) ram_n = ram_cap;
-    if (ram_n % sl == 0 && ram_n > 1) ram_n--; /* a partial last instance */
     uint64_t low = sl / 3, long_run = 2 * sl + sl / 2 + 1;
     if (low + long_run > ram_n) {
         low = ram_n / 4;
