@@ -235,6 +235,16 @@ int main(void) {
                 gz_write(cli_path("short.fits.gz"), bytes, len - 2880);
                 check_error(pk_catalog_read_spec(&ctx, cli_path("short.fits.gz"), &sp, &cz, NULL), &ctx,
                             "short.fits.gz: truncated: HDU 2 announces", "gzip FITS with a cut table");
+                /* the plain file cut at every 100 bytes of its headers: the
+                 * header named, never cfitsio's bare read error */
+                for (size_t cut = 100; cut < len && cut < 3 * 2880; cut += 100) {
+                    FILE *cf = fopen(cli_path("cuth.fits"), "wb");
+                    if (cf) fwrite(bytes, 1, cut, cf), fclose(cf);
+                    pk_status cst = pk_catalog_read_spec(&ctx, cli_path("cuth.fits"), &sp, &cz, NULL);
+                    CHECK(cst == PK_ERR_PARSE && strstr(ctx.message, "cuth.fits: truncated"),
+                          "FITS cut at byte %zu: status %d: %s", cut, (int)cst, ctx.message);
+                    if (cst == PK_OK) pk_catalog_free(&cz);
+                }
                 /* a name that cfitsio's filename syntax would read as a filter */
                 FILE *br = fopen(cli_path("cat[1].fits"), "wb");
                 if (br) fwrite(bytes, 1, len, br), fclose(br);

@@ -214,6 +214,11 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                 ctx, PK_ERR_PARSE,
                 "%s: truncated: HDU %d's header, from byte %lld, has no END card before the file ends at byte %lld",
                 path, hdu, hdu_start, file_size);
+        if (ended && partial && file_size >= 0)
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s: truncated: HDU %d's header, from byte %lld, ends in a block of 2880 bytes that the "
+                           "file cuts at byte %lld",
+                           path, hdu, hdu_start, file_size);
         if (!ended || partial) break;
         if (bitpix != 8 && bitpix != 16 && bitpix != 32 && bitpix != 64 && bitpix != -32 && bitpix != -64)
             return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: BITPIX = %lld; FITS allows 8, 16, 32, 64, -32 or -64", path,
