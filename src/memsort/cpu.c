@@ -85,6 +85,7 @@ typedef struct cpu_state {
     uint64_t hist_bytes;
     uint32_t *hist[MAX_THREADS];
     uint8_t mapped[MAX_THREADS]; /* hist[t] is mmap'ed (else pk_memsort_big_alloc'ed) */
+    int huge;                    /* the mappings were advised to use 2 MB pages */
     uint8_t *touched;            /* [n_hist * touched_stride]: the pages each histogram touched */
     uint64_t touched_stride;
     uint32_t *keys; /* [n_hist * KEY_BLOCK]: each thread's block of keys */
@@ -113,14 +114,29 @@ void pk_memsort_cpu_state_free(void *state) {
     free(s);
 }
 
+/* A thread's histogram is advised onto 2 MB pages only when its part of
+ * the trace has an entry for every HUGE_DENSITY counters or more: a 2 MB
+ * page then stands for few untouched 16 KB ones, and the memory taken
+ * stays within the bound of pk_memsort_memory_bytes (the whole histogram
+ * once a part has an entry per 4096 counters). A sparse trace over a
+ * large table would otherwise take 2 MB for each entry. */
+#define HUGE_DENSITY 64u
+#define HUGE_BYTES (2u << 20)
+
+static void hist_advise_huge(void *p, uint64_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, bytes, MADV_HUGEPAGE); /* advice only */
+#else
+    (void)p, (void)bytes;
+#endif
+}
+
 /* Zeroed memory of which only the touched pages take room. */
-static uint32_t *hist_alloc(uint64_t bytes, int *mapped) {
+static uint32_t *hist_alloc(uint64_t bytes, int huge, int *mapped) {
 #if defined(__linux__) && defined(MAP_NORESERVE)
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
-#ifdef MADV_HUGEPAGE
-        madvise(p, bytes, MADV_HUGEPAGE); /* advice only */
-#endif
+        if (huge) hist_advise_huge(p, bytes);
         *mapped = 1;
         return p;
     }
@@ -132,7 +148,7 @@ static uint32_t *hist_alloc(uint64_t bytes, int *mapped) {
 }
 
 /* n_hist zeroed histograms of n_keys, kept in the result between runs. */
-static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t n_keys) {
+static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t n_keys, int huge) {
     cpu_state *s = result->backend_state;
     if (s && s->kind != PK_MEMSORT_STATE_CPU) {
         pk_memsort_backend_state_free(result);
@@ -144,8 +160,16 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
         s->kind = PK_MEMSORT_STATE_CPU;
         result->backend_state = s;
     }
-    if (s->n_hist >= n_hist && s->n_keys == n_keys) return s;
+    if (s->n_hist >= n_hist && s->n_keys == n_keys) {
+        if (huge && !s->huge) { /* kept from sparser runs: their pages stay, new ones come in 2 MB */
+            for (int t = 0; t < s->n_hist; t++)
+                if (s->mapped[t]) hist_advise_huge(s->hist[t], s->hist_bytes);
+            s->huge = 1;
+        }
+        return s;
+    }
     hist_free(s);
+    s->huge = huge;
     uint64_t n_pages = n_keys >> PAGE_BITS;
     s->n_keys = n_keys;
     s->hist_bytes = n_keys * sizeof(uint32_t);
@@ -155,7 +179,7 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
     if (!s->touched || !s->keys) return NULL;
     for (int t = 0; t < n_hist; t++) {
         int mapped = 0;
-        s->hist[t] = hist_alloc(s->hist_bytes, &mapped);
+        s->hist[t] = hist_alloc(s->hist_bytes, huge, &mapped);
         s->n_hist = t + 1;
         s->mapped[t] = (uint8_t)mapped;
         if (!s->hist[t]) {
@@ -803,7 +827,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
 
     pk_status st = PK_OK;
     int counted = 0;
-    cpu_state *state = cpu_state_get(result, n_threads, n_keys);
+    cpu_state *state = cpu_state_get(result, n_threads, n_keys, n / (uint64_t)n_threads * HUGE_DENSITY >= n_keys);
     if (!state) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %d histograms of %llu addresses", n_threads,
                      (unsigned long long)n_keys);
@@ -942,10 +966,26 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     for (uint32_t g = 0; g < n_inst; g++)
         if (result->instances[g].owned) result->n_values += result->instances[g].n_rows;
     {
-        uint64_t touched_pages = 0;
-        for (int t = 0; t < n_threads; t++)
-            for (uint64_t p = 0; p < np; p++) touched_pages += state->touched[(uint64_t)t * state->touched_stride + p];
-        result->stats.host_bytes += touched_pages * PAGE_KEYS * sizeof(uint32_t) +
+        /* the touched 16 KB pages, or the 2 MB pages holding them */
+        const uint64_t per_huge = HUGE_BYTES / (PAGE_KEYS * sizeof(uint32_t));
+        uint64_t touched_bytes = 0;
+        for (int t = 0; t < n_threads; t++) {
+            const uint8_t *tp = state->touched + (uint64_t)t * state->touched_stride;
+            if (!state->huge) {
+                for (uint64_t p = 0; p < np; p++) touched_bytes += tp[p] * (uint64_t)(PAGE_KEYS * sizeof(uint32_t));
+                continue;
+            }
+            /* pages grouped by the 2 MB of address space they lie in */
+            const uint64_t skew = (uintptr_t)state->hist[t] % HUGE_BYTES / (PAGE_KEYS * sizeof(uint32_t));
+            for (uint64_t p0 = 0; p0 < np;) {
+                uint64_t p1 = (p0 + skew) / per_huge * per_huge + per_huge - skew;
+                int any = 0;
+                for (uint64_t p = p0; p < p1 && p < np; p++) any |= tp[p];
+                touched_bytes += any ? HUGE_BYTES : 0;
+                p0 = p1;
+            }
+        }
+        result->stats.host_bytes += touched_bytes +
                                     (uint64_t)n_threads * (state->touched_stride + KEY_BLOCK * sizeof(uint32_t)) +
                                     np * 37 + (uint64_t)n_inst * 80;
     }
