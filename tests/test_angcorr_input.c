@@ -131,6 +131,28 @@ int main(void) {
     CHECK(cli_run("angcorr good.txt good.txt --bin-width -1 -q") != 0, "negative bin width");
     CHECK(cli_run("angcorr good.txt") == 2, "one catalog only");
     CHECK(cli_run("angcorr good.txt good.txt --kernel nonsense") == 2, "unknown kernel");
+    /* edge files: a NUL byte (the edges after it were dropped) and
+     * hexadecimal numbers (strtod reads them) refused, naming the line */
+    {
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_bins b;
+        FILE *f = fopen(cli_path("nul_edges.txt"), "wb");
+        if (f) fwrite("0.1\n0.5\n2\n\0\n5\n10\n", 1, 17, f), fclose(f);
+        pk_status st = pk_bins_read_edges(&ctx, cli_path("nul_edges.txt"), &b);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "nul_edges.txt:4: a NUL byte"), "NUL in edges: %d %s", (int)st,
+              ctx.message);
+        if (st == PK_OK) pk_bins_free(&b);
+        cli_write("hex_edges.txt", "0.1\n0x1\n0x2\n");
+        st = pk_bins_read_edges(&ctx, cli_path("hex_edges.txt"), &b);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "hex_edges.txt:2: '0x1' is not an edge"), "hex edges: %d %s",
+              (int)st, ctx.message);
+        if (st == PK_OK) pk_bins_free(&b);
+        cli_write("ok_edges.txt", "0.1 0.5\n2e0\n");
+        CHECK_OK(pk_bins_read_edges(&ctx, cli_path("ok_edges.txt"), &b), &ctx);
+        CHECK(b.n_bins == 2, "ok edges: %zu bins", (size_t)b.n_bins);
+        pk_bins_free(&b);
+    }
     cli_scratch_remove();
     return check_finish("test_angcorr_input");
 }

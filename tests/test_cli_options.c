@@ -122,6 +122,11 @@ int main(void) {
     expect("bench dftimage", "--nvis 10 --kernels no-such", "--kernels: unknown kernel 'no-such'", 0);
     expect("bench angcorr", "--kernels scalar,no-such", "--kernels: unknown kernel 'no-such'", 0);
     expect("angcorr", "a b --kernel no-such", "--kernel: unknown kernel 'no-such'", 0);
+    /* run counts and sizes out of range: said so (2^31 runs crashed, 0 exited without a word) */
+    expect("bench angcorr", "--runs 2147483648", "--runs: 2147483648 is out of range 1 .. 100000", 0);
+    expect("bench memsort", "--runs 0", "--runs: 0 is out of range 1 .. 100000", 0);
+    expect("bench dftimage", "--size 0", "--size: 0 is out of range 1 .. 65536", 0);
+    expect("bench dftimage", "--nvis 0", "--nvis: 0 is out of range", 0);
     expect("bench angcorr", "only_data.txt", "give both catalogs, DATA RANDOM, or neither", 0);
     cli_scratch_remove();
     return check_finish("test_cli_options");

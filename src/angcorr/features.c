@@ -1955,6 +1955,13 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
         free(text);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
+    const char *nul = memchr(text, '\0', size);
+    if (nul) { /* the parse below would stop there, quietly dropping what follows */
+        size_t nul_line = 1;
+        for (const char *q = text; q < nul; q++) nul_line += *q == '\n';
+        free(text), free(edges);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: a NUL byte (not a text file of edges)", path, nul_line);
+    }
     char *p = text;
     while (*p && st == PK_OK) {
         if (*p == '\n') {
@@ -1973,7 +1980,9 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
         char *end;
         errno = 0;
         double v = strtod(p, &end);
-        if (end == p || (*end && !isspace((unsigned char)*end) && *end != ',' && *end != '#')) {
+        int hex = 0; /* strtod reads hexadecimal floats; the catalogs refuse them, and so do edge files */
+        for (const char *q = p; q < end; q++) hex |= *q == 'x' || *q == 'X';
+        if (end == p || hex || (*end && !isspace((unsigned char)*end) && *end != ',' && *end != '#')) {
             char *tok_end = p;
             while (*tok_end && !isspace((unsigned char)*tok_end)) tok_end++;
             st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: '%.*s' is not an edge (degrees)", path, line,

@@ -86,9 +86,9 @@ int bench_dftimage(int argc, char **argv) {
             else if (strcmp(a, "--backend") == 0) {
                 if (pk_backend_parse(v, &backend)) return cli_usage_error(cmd, "--backend: '%s'?", v);
             } else if (strcmp(a, "--nvis") == 0) {
-                if (cli_parse_size(cmd, a, v, &n_vis)) return 2;
+                if (cli_parse_range(cmd, a, v, 1, (size_t)1 << 32, &n_vis)) return 2;
             } else if (strcmp(a, "--size") == 0) {
-                if (cli_parse_size(cmd, a, v, &size) || size == 0) return 2;
+                if (cli_parse_range(cmd, a, v, 1, 1u << 16, &size)) return 2;
             } else if (strcmp(a, "--cell") == 0) {
                 if (cli_parse_double(cmd, a, v, &cell)) return 2;
             } else if (strcmp(a, "--seed") == 0) {
@@ -98,7 +98,7 @@ int bench_dftimage(int argc, char **argv) {
             } else if (strcmp(a, "--write-npz") == 0) {
                 npz_out = v;
             } else if (strcmp(a, "--runs") == 0) {
-                if (cli_parse_size(cmd, a, v, &t) || t < 1) return 2;
+                if (cli_parse_range(cmd, a, v, 1, 100000, &t)) return 2;
                 runs = (int)t;
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;

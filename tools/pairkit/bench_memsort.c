@@ -113,7 +113,7 @@ int bench_memsort(int argc, char **argv) {
                 if (pk_backend_parse(v, &backend) || backend == PK_BACKEND_AUTO)
                     return cli_usage_error(cmd, "--backend: '%s' is not cpu or cuda", v);
             } else if (strcmp(a, "--runs") == 0) {
-                if (cli_parse_size(cmd, a, v, &t) || t < 1) return 2;
+                if (cli_parse_range(cmd, a, v, 1, 100000, &t)) return 2;
                 runs = (int)t;
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;

@@ -173,13 +173,20 @@ int cli_parse_count(const char *cmd, const char *opt, const char *text, uint64_t
     return 0;
 }
 
-int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *out) {
+int cli_parse_range(const char *cmd, const char *opt, const char *text, size_t lo, size_t hi, size_t *out) {
     size_t t;
     if (cli_parse_size(cmd, opt, text, &t)) return 1;
-    if (t < 1 || t > PK_MAX_THREADS) {
-        cli_usage_error(cmd, "%s: %s is out of range 1 .. %d", opt, text, PK_MAX_THREADS);
+    if (t < lo || t > hi) {
+        cli_usage_error(cmd, "%s: %s is out of range %zu .. %zu", opt, text, lo, hi);
         return 1;
     }
+    *out = t;
+    return 0;
+}
+
+int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *out) {
+    size_t t;
+    if (cli_parse_range(cmd, opt, text, 1, PK_MAX_THREADS, &t)) return 1;
     *out = (int)t;
     return 0;
 }

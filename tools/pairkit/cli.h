@@ -41,6 +41,8 @@ int cli_want_png(const char *cmd, const char *png_path, int warn);
 /* A count: N, 2^k, or N with a K, M or G suffix (x 2^10, 2^20, 2^30); a
  * usage error (returns 1) for anything else or a value of 2^64 or more. */
 int cli_parse_count(const char *cmd, const char *opt, const char *text, uint64_t *out);
+/* A whole number in lo .. hi (a usage error naming the range otherwise). */
+int cli_parse_range(const char *cmd, const char *opt, const char *text, size_t lo, size_t hi, size_t *out);
 /* --threads: 1 .. PK_MAX_THREADS. */
 int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *out);
 

@@ -73,10 +73,10 @@ static int bench_angcorr(int argc, char **argv) {
             else if (strcmp(a, "--backend") == 0) {
                 if (pk_backend_parse(v, &backend)) return cli_usage_error(cmd, "--backend: '%s'?", v);
             } else if (strcmp(a, "--runs") == 0) {
-                if (cli_parse_size(cmd, a, v, &t) || t < 1) return 2;
+                if (cli_parse_range(cmd, a, v, 1, 100000, &t)) return 2;
                 runs = (int)t;
             } else if (strcmp(a, "--n") == 0) {
-                if (cli_parse_size(cmd, a, v, &n_sub)) return 2;
+                if (cli_parse_range(cmd, a, v, 1, SIZE_MAX, &n_sub)) return 2;
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else return cli_usage_error(cmd, "unknown option '%s'", a);
