@@ -437,6 +437,50 @@ int main(void) {
         }
     }
 
+    /* no output replaces an input: the region table given as OUT/summary.txt,
+     * the plans as OUT/fill.bin (both were overwritten, exit 0); a folder
+     * where memsort-gen's chunk would go (it wrote a trace that did not
+     * read back) */
+    if (cli) {
+        char command[2400], dir[600], file[700];
+        snprintf(dir, sizeof dir, "%s/self", tmp_root);
+        snprintf(command, sizeof command,
+                 "mkdir -p %s && printf 'ROM 0x80000000 128M 32 2^22\\nINPUT 0x90000000 128M 32 2^22\\nRAM "
+                 "0xA0000000 512M 256 2^22\\n' > %s/summary.txt",
+                 dir, dir);
+        CHECK(system(command) == 0, "%s", command);
+        snprintf(file, sizeof file, "%s/summary.txt", dir);
+        char *table = read_text(file);
+        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s --regions %s -q 2>/dev/null", cli, tmp_root,
+                 dir, file);
+        int rc = system(command);
+        char *after = read_text(file);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && table && after && strcmp(table, after) == 0,
+              "--regions OUT/summary.txt: exit %d, the table %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+              after && table && strcmp(table, after) == 0 ? "kept" : "changed");
+        free(table), free(after);
+        snprintf(command, sizeof command, "cp %s/cli_out/memsort.bin %s/fill.bin", tmp_root, dir);
+        CHECK(system(command) == 0, "%s", command);
+        snprintf(command, sizeof command, "%s memsort-fill %s/fill.bin %s/roundtrip -o %s -q 2>/dev/null", cli, dir,
+                 tmp_root, dir);
+        rc = system(command);
+        snprintf(command, sizeof command, "cmp -s %s/cli_out/memsort.bin %s/fill.bin", tmp_root, dir);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && system(command) == 0,
+              "PLANS as OUT/fill.bin: exit %d, the plans %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+              system(command) == 0 ? "kept" : "changed");
+        snprintf(command, sizeof command,
+                 "mkdir -p %s/gen/mem_addr_0005.bin && %s memsort-gen %s/gen --entries 1K -q 2> %s/gen_err.txt",
+                 tmp_root, cli, tmp_root, tmp_root);
+        rc = system(command);
+        snprintf(file, sizeof file, "%s/gen_err.txt", tmp_root);
+        char *err = read_text(file);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && err &&
+                  strstr(err, "mem_addr_0005.bin: not a regular file (a directory)"),
+              "memsort-gen beside a folder named like a chunk: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+              err ? err : "");
+        free(err);
+    }
+
     char command[128];
     snprintf(command, sizeof command, "rm -rf %s", tmp_root);
     if (system(command) != 0) fprintf(stderr, "could not remove %s\n", tmp_root);

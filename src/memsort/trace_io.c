@@ -488,6 +488,22 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
         long max_index, count;
         pk_status st_scan = scan_chunks(ctx, dir, &max_index, &count, NULL);
         if (st_scan) return st_scan;
+        /* ... and so would a folder (or anything not a file) under the
+         * name of a chunk past the new trace's last, which the removal of
+         * the older trace's chunks would leave (a name the new trace
+         * takes fails its rename, and the older chunks are put back) */
+        for (long c = (long)trace->n_chunks; c <= max_index; c++) {
+            char *path = chunk_path(dir, (uint32_t)c);
+            if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            int odd = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+            if (odd)
+                st_scan = pk_fail(ctx, PK_ERR_IO,
+                                  "%s: not a regular file (%s); a trace written beside it would not read back: move "
+                                  "it out of the folder",
+                                  path, S_ISDIR(sb.st_mode) ? "a directory" : "a special file");
+            free(path);
+            if (odd) return st_scan;
+        }
     }
     int le = host_is_little_endian();
     char **tmp = calloc(trace->n_chunks, sizeof *tmp);

@@ -251,10 +251,13 @@ int cmd_memsort(int argc, char **argv) {
             if (rank == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, out_dir, why);
             return 1;
         }
-        /* the two files it will hold (under mpirun, a new worker folder's) */
+        /* the two files it will hold (under mpirun, a new worker folder's),
+         * neither of them the region table read */
+        if (strcmp(regions_name, "default") != 0 && strcmp(regions_name, "zisk") != 0) cli_input(regions_name);
         for (int k = 0; n_ranks == 1 && k < 2; k++) {
             char path[4200];
             snprintf(path, sizeof path, "%.4000s/%s", out_dir, k ? "summary.txt" : "memsort.bin");
+            if (cli_check_output(cmd, path)) return 2;
             const char *unfit = cli_output_unfit(path);
             if (!unfit) continue;
             fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, path, unfit);
@@ -298,8 +301,14 @@ int cmd_memsort(int argc, char **argv) {
     if (!cli_mpi_all_ok(st == PK_OK)) {
         if (!rc) rc = 1; /* another rank failed and said why */
     } else if (n_ranks == 1) {
-        if ((st = pk_memsort_write(&ctx, write_dir, &regions, &result)) != PK_OK) rc = cli_error(cmd, st, &ctx);
-        else wrote = 1;
+        struct stat sb;
+        int existed = stat(write_dir, &sb) == 0;
+        if ((st = pk_memsort_write(&ctx, write_dir, &regions, &result)) != PK_OK) {
+            rc = cli_error(cmd, st, &ctx);
+            if (!existed) rmdir(write_dir); /* the folder it made, empty again: no trace of the run */
+        } else {
+            wrote = 1;
+        }
     } else {
         rc = write_job(cmd, &ctx, out_dir, write_dir, &regions, &result, rank, n_ranks);
         wrote = rc == 0;

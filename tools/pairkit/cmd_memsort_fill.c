@@ -190,6 +190,23 @@ int cmd_memsort_fill(int argc, char **argv) {
             return 1;
         }
     }
+    /* no output may replace an input: the plans (the file, or memsort.bin
+     * in the folder named) or the region table */
+    char plans_file[4200], out_file[4200];
+    {
+        struct stat sb;
+        char pb[4096];
+        const char *pd = pk_dir_name(plans_path, pb, sizeof pb);
+        if (stat(plans_path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            snprintf(plans_file, sizeof plans_file, "%.4000s/memsort.bin", pd);
+        else snprintf(plans_file, sizeof plans_file, "%s", plans_path);
+        cli_input(plans_file);
+        if (regions_name) cli_input(regions_name);
+        for (int k = 0; k < 2; k++) {
+            snprintf(out_file, sizeof out_file, "%.4000s/%s", out_dir, k ? "fill.txt" : "fill.bin");
+            if (cli_check_output(cmd, out_file)) return 2;
+        }
+    }
     pk_memsort_regions regions, plan_regions;
     pk_memsort_result plans;
     pk_memsort_result_init(&plans);
