@@ -131,6 +131,46 @@ int main(void) {
     CHECK(cli_run("angcorr good.txt good.txt --bin-width -1 -q") != 0, "negative bin width");
     CHECK(cli_run("angcorr good.txt") == 2, "one catalog only");
     CHECK(cli_run("angcorr good.txt good.txt --kernel nonsense") == 2, "unknown kernel");
+    /* weights whose pair products leave double precision: refused naming
+     * the file and column (1e-170 gave NaN in every bin, exit 0; 1e200 an
+     * internal check's failure) */
+    {
+        const char *tiny = "ra,dec,weight\n10,10,1e-170\n10.5,10.2,2e-170\n11,9,1e-170\n";
+        const char *huge = "ra,dec,weight\n10,10,1e200\n10.5,10.2,2e200\n11,9,1e200\n";
+        const char *fine = "ra,dec,weight\n10,10,1e-100\n10.5,10.2,2e-100\n11,9,1e-100\n";
+        cli_write("rand.csv", "ra,dec\n10,10.1\n10.4,10\n11.2,9.3\n12,8\n");
+        const char *texts[3] = {tiny, huge, fine}, *names[3] = {"tiny_w.csv", "huge_w.csv", "fine_w.csv"};
+        for (int k = 0; k < 3; k++) {
+            cli_write(names[k], texts[k]);
+            char args[256];
+            snprintf(args, sizeof args, "angcorr %s rand.csv --data-weight-col weight -o w.out --png none -q",
+                     names[k]);
+            int rc = cli_run(args);
+            char *err = cli_stderr();
+            if (k < 2)
+                CHECK(rc == 1 && err && strstr(err, names[k]) && strstr(err, "column 'weight': |weights| from"),
+                      "%s: exit %d, %s", names[k], rc, err ? err : "");
+            else CHECK(rc == 0, "%s (1e-100): exit %d, %s", names[k], rc, err ? err : "");
+            free(err);
+        }
+        /* the library says it too */
+        pk_context ctx;
+        pk_context_init(&ctx);
+        double ra[2] = {0.1, 0.2}, dec[2] = {0.0, 0.1}, w[2] = {1e-170, 1e-170};
+        pk_catalog cat;
+        CHECK_OK(pk_catalog_from_arrays(&ctx, 2, ra, dec, PK_UNITS_RAD, "two", &cat), &ctx);
+        pk_bins bins;
+        CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.01, 10, &bins), &ctx);
+        pk_angcorr_features f = {0};
+        f.weights_a = w;
+        uint64_t counts[10];
+        double weighted[10];
+        pk_status st = pk_angcorr_count_ex(&ctx, NULL, &cat, NULL, &bins, &f, counts, weighted, NULL, NULL);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "|weights| from 1e-170"), "library, tiny weights: %d %s",
+              (int)st, ctx.message);
+        pk_bins_free(&bins);
+        pk_catalog_free(&cat);
+    }
     /* edge files: a NUL byte (the edges after it were dropped) and
      * hexadecimal numbers (strtod reads them) refused, naming the line */
     {

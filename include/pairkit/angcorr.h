@@ -100,6 +100,12 @@ typedef enum pk_angcorr_kernel {
     PK_ANGCORR_KERNEL_COUNT_ /* CUDA kernels are numbered from 100 */
 } pk_angcorr_kernel;
 
+/* Weights: finite, nonzero ones of magnitude at least PK_WEIGHT_MIN, and
+ * a catalog's sum of |w| at most PK_WEIGHT_MAX, so that every pair product
+ * and sum of products is a normal double. */
+#define PK_WEIGHT_MIN 1e-150
+#define PK_WEIGHT_MAX 1e150
+
 typedef struct pk_angcorr_options {
     pk_backend backend; /* PK_BACKEND_AUTO by default */
     int kernel;         /* a pk_angcorr_kernel or a CUDA kernel id; 0 = best */

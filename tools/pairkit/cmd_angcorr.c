@@ -301,12 +301,23 @@ int cmd_angcorr(int argc, char **argv) {
         if (st == PK_OK && weights[c]) {
             /* the estimators divide by the weights' total: said here with
              * the file and column, as a problem of the catalog */
-            double total = 0;
-            for (size_t i = 0; i < cats[c]->n; i++) total += weights[c][i];
+            double total = 0, abs_total = 0, smallest = INFINITY;
+            for (size_t i = 0; i < cats[c]->n; i++) {
+                double w = weights[c][i];
+                total += w, abs_total += fabs(w);
+                if (w != 0 && fabs(w) < smallest) smallest = fabs(w);
+            }
             if (!(total > 0)) {
                 snprintf(ctx.message, sizeof ctx.message,
                          "%s: column '%s': the weights sum to %g; the estimators need a positive total weight",
                          paths[c], weight_col[c], total);
+                st = PK_ERR_PARSE;
+            } else if (abs_total > PK_WEIGHT_MAX || smallest < PK_WEIGHT_MIN) {
+                snprintf(ctx.message, sizeof ctx.message,
+                         "%s: column '%s': |weights| from %g, summing to %g: pair products would leave double "
+                         "precision (nonzero weights need |w| >= %g and sum |w| <= %g); rescale the column (the "
+                         "estimators do not change)",
+                         paths[c], weight_col[c], smallest, abs_total, PK_WEIGHT_MIN, PK_WEIGHT_MAX);
                 st = PK_ERR_PARSE;
             }
         }
