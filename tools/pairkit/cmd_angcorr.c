@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "mpi.h"
@@ -277,6 +278,16 @@ int cmd_angcorr(int argc, char **argv) {
     for (int c = 0; c < 2; c++) {
         if (!ra_col[c]) ra_col[c] = shared_ra;
         if (!dec_col[c]) dec_col[c] = shared_dec;
+    }
+    /* one column for two roles (--ra-col dec) read Dec as RA too */
+    for (int c = 0; c < 2; c++) {
+        const char *role[3] = {"RA", "Dec", "weight"};
+        const char *col[3] = {ra_col[c] ? ra_col[c] : "ra", dec_col[c] ? dec_col[c] : "dec", weight_col[c]};
+        for (int i = 0; i < 3; i++)
+            for (int j = i + 1; j < 3; j++)
+                if (col[i] && col[j] && strcasecmp(col[i], col[j]) == 0)
+                    return cli_usage_error(cmd, "%s: the %s and %s columns are both '%s'", paths[c], role[i], role[j],
+                                           col[j]);
     }
     pk_catalog_format read_as[2];
     for (int c = 0; c < 2; c++) {

@@ -177,7 +177,8 @@ int cmd_memsort(int argc, char **argv) {
             else if (strcmp(a, "--regions") == 0) regions_name = v;
             else if (strcmp(a, "--workers") == 0) {
                 if (cli_parse_size(cmd, a, v, &t)) return 2;
-                if (t < 1 || t > UINT32_MAX) return cli_usage_error(cmd, "--workers: %s is not a worker count", v);
+                if (t < 1 || t > UINT32_MAX)
+                    return cli_usage_error(cmd, "--workers: %s is out of range 1 .. %u", v, UINT32_MAX);
                 opts.n_workers = (uint32_t)t;
                 workers_given = 1;
             } else if (strcmp(a, "--worker") == 0) {

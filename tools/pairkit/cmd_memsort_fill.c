@@ -309,9 +309,9 @@ int cmd_memsort_fill(int argc, char **argv) {
     for (uint32_t k = 0; st == PK_ERR_INVALID && k < n_fills; k++)
         if (fills[k].n_rows > fills[k].plan->n_rows) { /* more rows than the whole instance has */
             fprintf(stderr,
-                    "pairkit %s: instance %u: the chunk files give %llu rows, the plans say %u: not the trace the "
-                    "plans were made from\n",
-                    cmd, fills[k].plan->gid, (unsigned long long)fills[k].n_rows, fills[k].plan->n_rows);
+                    "pairkit %s: instance %u: the chunk files give %llu rows, the plans say %u: not the trace %s "
+                    "was made from, or that file was altered\n",
+                    cmd, fills[k].plan->gid, (unsigned long long)fills[k].n_rows, fills[k].plan->n_rows, plans_file);
             rc = 1;
             goto out;
         }
@@ -328,8 +328,8 @@ int cmd_memsort_fill(int argc, char **argv) {
             if (fills[k].chunk_rows[c] != want) {
                 fprintf(stderr,
                         "pairkit %s: %s/mem_addr_%04u.bin gives instance %u %u rows, the plans say %u: not the "
-                        "trace the plans were made from\n",
-                        cmd, trace_dir, chunks[c].index, in->gid, fills[k].chunk_rows[c], want);
+                        "trace %s was made from, or that file was altered\n",
+                        cmd, trace_dir, chunks[c].index, in->gid, fills[k].chunk_rows[c], want, plans_file);
                 rc = 1;
                 goto out;
             }
@@ -337,8 +337,8 @@ int cmd_memsort_fill(int argc, char **argv) {
         if (n_given == plans.n_chunks && fills[k].n_rows != in->n_rows) {
             fprintf(stderr,
                     "pairkit %s: instance %u: all %u chunk files give %llu rows, the plans say %u: not the trace "
-                    "the plans were made from\n",
-                    cmd, in->gid, n_given, (unsigned long long)fills[k].n_rows, in->n_rows);
+                    "%s was made from, or that file was altered\n",
+                    cmd, in->gid, n_given, (unsigned long long)fills[k].n_rows, in->n_rows, plans_file);
             rc = 1;
             goto out;
         }
