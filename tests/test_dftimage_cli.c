@@ -247,6 +247,65 @@ static void test_bad(void) {
     snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 --weights abs", root);
     expect_failure(cmd, "has no weights", "--weights on a .npz");
 
+    /* amplitudes beyond what float32 sums hold: refused before imaging,
+     * naming the file, the visibility and the amplitudes (neither an
+     * infinite image nor the PNG nor the baselines); float64 images them */
+    {
+        pk_vis big;
+        CHECK_OK(pk_vis_random(&ctx, 100, 9, &big), &ctx);
+        big.re[7] = 1e300;
+        write_npz("huge.npz", &big);
+        for (size_t k = 0; k < big.n; k++) big.re[k] = 3e38, big.im[k] = 0;
+        write_npz("large.npz", &big);
+        pk_vis_free(&big);
+    }
+    const char *huge_says = "huge.npz: visibility 7: V = 1e+300";
+    expect_failure("huge.npz -o old.fits --size 16 --png none", huge_says, "one amplitude of 1e300");
+    expect_failure("huge.npz -o old.fits --size 16", huge_says, "one amplitude of 1e300, PNG");
+    expect_failure("huge.npz -o old.fits --size 16", "(--precision double)", "one amplitude of 1e300: advice");
+    expect_failure("large.npz -o old.fits --size 16",
+                   "large.npz: visibility 0: V = 3e+38+0i, the largest of the 100; "
+                   "the amplitudes (weight times |V|) sum to 3e+40",
+                   "every amplitude 3e38");
+    {
+        char *err = slurp(in_dir("err.txt"));
+        CHECK(err && !strstr(err, "baselines") && !strstr(err, "nothing to plot"), "every amplitude 3e38: %s",
+              err ? err : "");
+    }
+    {
+        int rc = run("huge.npz -o huge64.fits --size 16 --png none --precision double -q");
+        double pix[16 * 16];
+        fitsfile *f;
+        int status = 0, anynul;
+        fits_open_file(&f, in_dir("huge64.fits"), READONLY, &status);
+        fits_read_img_dbl(f, 0, 1, 16 * 16, 0.0, pix, &anynul, &status);
+        int close_status = 0;
+        if (f) fits_close_file(f, &close_status);
+        double top = 0;
+        for (int p = 0; p < 16 * 16 && status == 0; p++) top = fmax(top, fabs(pix[p]));
+        CHECK(rc == 0 && status == 0 && isfinite(top) && top > 1e299, "one amplitude of 1e300 in float64: rc %d, %g",
+              rc, top);
+    }
+    /* UVFITS: RR = LL = 3e38 in one group (float32 data, each in range) */
+    {
+        char path[1400], cmd2[3000];
+        snprintf(path, sizeof path, "%s/loud.uvfits", dir);
+        snprintf(cmd2, sizeof cmd2, "cp '%s/data/vis/mojave.uvfits' '%s'", root, path);
+        CHECK(system(cmd2) == 0, "copy mojave");
+        fitsfile *f;
+        int status = 0;
+        float loud = 3e38f;
+        fits_open_file(&f, path, READWRITE, &status);
+        fits_write_img_flt(f, 2, 1, 1, &loud, &status); /* group 2, IF 1: RR real part */
+        fits_write_img_flt(f, 2, 4, 1, &loud, &status); /* LL real part */
+        fits_close_file(f, &status);
+        CHECK(status == 0, "cfitsio status %d", status);
+        expect_failure("loud.uvfits -o old.fits --size 16 --cell 1e-9 --png none",
+                       "loud.uvfits: visibility 1: V = 1.06e+41", "RR = LL = 3e38");
+        CHECK(run("loud.uvfits -o loud64.fits --size 16 --cell 1e-9 --png none --precision double -q") == 0,
+              "RR = LL = 3e38 in float64");
+    }
+
     pk_vis vis;
     CHECK_OK(pk_vis_random(&ctx, 100, 9, &vis), &ctx);
     vis.re[41] = (double)NAN;

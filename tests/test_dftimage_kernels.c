@@ -2,10 +2,13 @@
  * on fresh random visibilities: awkward image sizes (1, 7, 33 and 70 pixels
  * a side, none a multiple of the 32 x 8 tile), both signs, real and
  * complex images, and the benchmark's statistics. Also cancellation (no
- * image, PK_ERR_CANCELLED) and argument errors. */
+ * image, PK_ERR_CANCELLED), argument errors, and amplitudes too large to
+ * sum in float32 or float64 (refused, naming the visibility), with the FITS
+ * writer's refusal of pixels that are not finite. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "pairkit/dftimage.h"
@@ -129,6 +132,99 @@ int main(void) {
         vis.re[17] = (double)NAN;
         CHECK(pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL) == PK_ERR_INVALID && strstr(ctx.message, "17"),
               "NaN visibility: %s", ctx.message);
+        pk_vis_free(&vis);
+    }
+
+    /* Amplitudes beyond what a precision can sum: refused before imaging,
+     * naming the visibility and the amplitudes (not the baselines); double
+     * precision images what float32 cannot. */
+    {
+        pk_vis vis;
+        random_vis(&rng, 300, 300.0, 30.0, &vis);
+        vis.re[17] = 1e300;
+        pk_image img;
+        for (int kernel = PK_DFTIMAGE_KERNEL_CPU_SCALAR; kernel <= PK_DFTIMAGE_KERNEL_CPU_AVX512; kernel++) {
+            if (!pk_dftimage_kernel_available(kernel)) continue;
+            pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, 0, 0};
+            pk_status st = pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL);
+            CHECK(st == PK_ERR_INVALID && img.re == NULL && strstr(ctx.message, "visibility 17: V = 1e+300") &&
+                      strstr(ctx.message, "amplitudes") && strstr(ctx.message, "(--precision double)") &&
+                      !strstr(ctx.message, "baselines"),
+                  "kernel %s, one amplitude of 1e300: status %d, %s", pk_dftimage_kernel_name(kernel), (int)st,
+                  ctx.message);
+        }
+        printf("one amplitude of 1e300 in float32: %s\n", ctx.message);
+        for (int kernel = PK_DFTIMAGE_KERNEL_REF; kernel <= PK_DFTIMAGE_KERNEL_CPU_F64; kernel++) {
+            pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_DOUBLE, 0, 1};
+            pk_status st = pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL);
+            CHECK_OK(st, &ctx);
+            if (st) continue;
+            double rel_l2 = 1;
+            int finite = 1;
+            for (size_t p = 0; p < 16 * 16; p++) finite &= isfinite(img.re[p]) && isfinite(img.im[p]);
+            CHECK_OK(pk_dftimage_check(&ctx, &vis, &img, 0, &rel_l2, NULL), &ctx);
+            CHECK(finite && rel_l2 < 1e-12, "kernel %s, one amplitude of 1e300 in float64: finite %d, error %.3g",
+                  pk_dftimage_kernel_name(kernel), finite, rel_l2);
+            pk_image_free(&img);
+        }
+        /* every amplitude 3e38, weights 1: in range one by one, not summed */
+        for (size_t k = 0; k < vis.n; k++) vis.re[k] = 3e38, vis.im[k] = 0;
+        pk_dftimage_options single = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+        pk_status st = pk_dftimage_run(&ctx, &single, &vis, 16, 0.0005, &img, NULL);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "amplitudes") && strstr(ctx.message, "sum to 9e+40") &&
+                  strstr(ctx.message, "(--precision double)") && !strstr(ctx.message, "baselines"),
+              "every amplitude 3e38: status %d, %s", (int)st, ctx.message);
+        printf("every amplitude 3e38 in float32: %s\n", ctx.message);
+        pk_dftimage_options dbl = {PK_BACKEND_CPU, 0, PK_PRECISION_DOUBLE, 0, 0};
+        CHECK_OK(pk_dftimage_run(&ctx, &dbl, &vis, 16, 0.0005, &img, NULL), &ctx);
+        CHECK(img.re && fabs(img.re[8 * 16 + 8] / 9e40 - 1) < 1e-12, "every amplitude 3e38 in float64: centre %g",
+              img.re ? img.re[8 * 16 + 8] : 0.0);
+        pk_image_free(&img);
+        /* beyond float64 too: refused there as well, without the advice to use it */
+        for (size_t k = 0; k < vis.n; k++) vis.re[k] = 1e307;
+        st = pk_dftimage_run(&ctx, &dbl, &vis, 16, 0.0005, &img, NULL);
+        CHECK(st == PK_ERR_INVALID && img.re == NULL && strstr(ctx.message, "even float64") &&
+                  strstr(ctx.message, "over 1.8e+308"),
+              "amplitudes beyond float64: status %d, %s", (int)st, ctx.message);
+        st = pk_dftimage_run(&ctx, &single, &vis, 16, 0.0005, &img, NULL);
+        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "even float64") && !strstr(ctx.message, "--precision"),
+              "amplitudes beyond float64, in float32: %s", ctx.message);
+        /* the beam sums the weights: 1e37 each is too much for float32 */
+        for (size_t k = 0; k < vis.n; k++) vis.re[k] = 1e-30, vis.weight[k] = 1e37;
+        vis.weight[5] = 2e37;
+        vis.weight_sum = 301e37;
+        st = pk_dftimage_psf(&ctx, &single, &vis, 16, 0.0005, &img, NULL);
+        CHECK(st == PK_ERR_INVALID && img.re == NULL && strstr(ctx.message, "visibility 5: weight 2e+37") &&
+                  strstr(ctx.message, "the weights sum to 3.01e+39"),
+              "a beam of weights 1e37 in float32: status %d, %s", (int)st, ctx.message);
+        CHECK_OK(pk_dftimage_run(&ctx, &single, &vis, 16, 0.0005, &img, NULL), &ctx);
+        pk_image_free(&img);
+        CHECK_OK(pk_dftimage_psf(&ctx, &dbl, &vis, 16, 0.0005, &img, NULL), &ctx);
+        CHECK(img.re && fabs(img.re[8 * 16 + 8] - 1) < 1e-12, "the beam of weights 1e37 in float64: centre %g",
+              img.re ? img.re[8 * 16 + 8] : 0.0);
+        /* an image with a pixel that is not finite, or beyond float32 in a
+         * float32 image, is not written */
+        char path[] = "/tmp/pk_dftkernels_XXXXXX";
+        int fd = mkstemp(path);
+        CHECK(fd >= 0, "mkstemp");
+        if (fd >= 0) close(fd);
+        unlink(path);
+        if (img.re) {
+            img.re[3] = (double)INFINITY;
+            st = pk_image_write_fits(&ctx, path, &img, &vis, 0);
+            CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "is inf") && access(path, F_OK) != 0,
+                  "an infinite pixel: status %d, %s", (int)st, ctx.message);
+            img.re[3] = 1e39;
+            img.precision = PK_PRECISION_SINGLE;
+            st = pk_image_write_fits(&ctx, path, &img, &vis, 0);
+            CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "beyond the range of a float32 image") &&
+                      access(path, F_OK) != 0,
+                  "a pixel beyond float32: status %d, %s", (int)st, ctx.message);
+            img.precision = PK_PRECISION_DOUBLE;
+            CHECK_OK(pk_image_write_fits(&ctx, path, &img, &vis, 0), &ctx);
+            unlink(path);
+        }
+        pk_image_free(&img);
         pk_vis_free(&vis);
     }
 

@@ -186,7 +186,12 @@ pk_precision pk_dftimage_kernel_precision(int kernel);
 pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_t *bytes);
 
 /* The dirty image of vis on n x n pixels of cell radians (0 < n, 0 < cell,
- * n * cell small enough that every pixel has l^2 + m^2 < 1). stats may be
+ * n * cell small enough that every pixel has l^2 + m^2 < 1). The sum of
+ * the moduli |re + i im| must stay below half the largest value of the
+ * precision's floats (1.7e38 in single, 9e307 in double): beyond it the
+ * sums could overflow, and PK_ERR_INVALID names the visibility of the
+ * largest modulus (for pk_dftimage_psf, the sum of the weights). An image
+ * with a pixel that is not finite is never returned. stats may be
  * NULL. Progress is reported. On any failure, cancellation included, out
  * is left empty, as pk_image_free leaves it.
  * Reentrant; uses ctx->n_threads CPU threads. */
@@ -236,7 +241,9 @@ pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *
  * float32 or float64 as the image's precision; with with_imag, the
  * imaginary part as a second image extension named IMAG (PK_ERR_INVALID
  * when the image has none). East is on the left: FITS column i holds
- * a = n - 1 - i (CDELT1 < 0). Atomic. */
+ * a = n - 1 - i (CDELT1 < 0). A pixel that is not finite, or beyond
+ * float32's range in a float32 image, is PK_ERR_INVALID naming it, and
+ * nothing is written. Atomic. */
 pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
                               int with_imag);
 

@@ -151,6 +151,19 @@ def test_bad_values(random_vis, tmp_path):
         pairkit.read_vis(notes)
 
 
+def test_amplitudes_beyond_float32(random_vis):
+    # an amplitude float32 sums cannot hold: refused naming it, imaged in float64
+    u, v, w, vis = random_vis
+    loud = vis.copy()
+    loud[17] = 1e300
+    with pytest.raises(pairkit.PairkitError, match=r"visibility 17: V = 1e\+300.*amplitudes.*precision='double'"):
+        pairkit.dft_image(u, v, w, loud, npix=8)
+    img = pairkit.dft_image(u, v, w, loud, npix=8, precision="double")
+    assert np.isfinite(img).all() and np.abs(img).max() > 1e299
+    with pytest.raises(pairkit.PairkitError, match="the weights sum to"):
+        pairkit.dft_psf(u, v, w, weight=np.full(u.size, 1e37), npix=8)
+
+
 def test_kernel_sets_the_precision(random_vis):
     u, v, w, vis = random_vis
     l, m = grid(16, 5e-4)

@@ -2,6 +2,7 @@
  * checks, the image allocation (sized against the machine first), the run,
  * the comparison with the reference, and the benchmark generator.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,8 +179,65 @@ static double f32_offset_turns(const pk_vis *vis, size_t n, double cell, size_t 
     return most;
 }
 
-pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
-                          pk_image *out, pk_dftimage_stats *stats) {
+/* Every term of a pixel's sum, and every partial sum, is at most
+ * sum_k |V_k| in magnitude (V_k = re + i im, the visibility times its
+ * weight), plus rounding. A precision's kernels image data whose sum of
+ * moduli stays below half its largest value (FLT_MAX or DBL_MAX): the other
+ * half leaves room for the rounding of the sums. */
+static double amplitude_limit(pk_precision precision) {
+    return 0.5 * (precision == PK_PRECISION_DOUBLE ? DBL_MAX : (double)FLT_MAX);
+}
+
+/* sum_k |V_k| in double (inf beyond it), *largest the visibility of the
+ * largest |V_k|. */
+static double amplitude_sum(const pk_vis *vis, size_t *largest) {
+    double sum = 0, most = -1;
+    *largest = 0;
+    for (size_t k = 0; k < vis->n; k++) {
+        double a = hypot(vis->re[k], vis->im[k]);
+        sum += a;
+        if (a > most) most = a, *largest = k;
+    }
+    return sum;
+}
+
+/* What the sums carry: the data's amplitudes, or for a beam the weights. */
+static const char *amplitude_name(int beam) {
+    return beam ? "weights" : "amplitudes (weight times |V|)";
+}
+
+/* The sum in words ("1.5e+40", "over 1.8e+308"), and the advice: double
+ * precision where float64 sums hold it, else smaller data. */
+static void sum_words(double sum, char *text, size_t size, const char **advice) {
+    if (isfinite(sum)) snprintf(text, size, "%.3g", sum);
+    else snprintf(text, size, "over %.3g", DBL_MAX);
+    *advice = sum <= amplitude_limit(PK_PRECISION_DOUBLE) ? "use double precision (--precision double)"
+                                                          : "scale the data down";
+}
+
+/* PK_ERR_INVALID, naming the largest visibility, when sum_k |V_k| exceeds
+ * what the precision can sum. */
+static pk_status check_amplitudes(pk_context *ctx, const pk_vis *vis, pk_precision precision, int beam) {
+    size_t k;
+    double sum = amplitude_sum(vis, &k);
+    if (sum <= amplitude_limit(precision)) return PK_OK;
+    char sum_text[48], value[80];
+    const char *advice;
+    sum_words(sum, sum_text, sizeof sum_text, &advice);
+    if (beam) snprintf(value, sizeof value, "weight %.3g", vis->re[k]);
+    else snprintf(value, sizeof value, "V = %.3g%+.3gi", vis->re[k], vis->im[k]);
+    int f64_too = !(sum <= amplitude_limit(PK_PRECISION_DOUBLE));
+    return pk_fail(ctx, PK_ERR_INVALID,
+                   "visibility %zu: %s, the largest of the %zu; the %s sum to %s, more than %s sums may reach "
+                   "(%.3g, half its largest value); %s",
+                   k, value, vis->n, amplitude_name(beam), sum_text, f64_too ? "even float64" : "float32",
+                   amplitude_limit(f64_too ? PK_PRECISION_DOUBLE : PK_PRECISION_SINGLE), advice);
+}
+
+/* pk_dftimage_run; beam: vis holds the weights (pk_dftimage_psf), for the
+ * messages. */
+static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
+                           pk_image *out, pk_dftimage_stats *stats, int beam) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
     pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
@@ -209,6 +267,7 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
                            "double precision or a smaller cell (--precision double, --cell)",
                            k, vis->u[k], vis->v[k], vis->w[k], turns, cell, PK_DFT_F32_MAX_TURNS);
     }
+    if ((st = check_amplitudes(ctx, vis, pk_dftimage_kernel_precision(kernel), beam)) != PK_OK) return st;
 
     out->n = n;
     out->cell = cell;
@@ -237,23 +296,41 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
     (void)backend;
     double seconds = pk_now() - t0;
     if (st == PK_OK) {
-        for (size_t p = 0; p < n * n; p++)
-            if (isnan(out->re[p]) || (out->im && isnan(out->im[p]))) {
+        for (size_t p = 0; p < n * n; p++) {
+            double value = out->re[p];
+            if (isfinite(value) && out->im) value = out->im[p];
+            if (isfinite(value)) continue;
+            size_t k;
+            double sum = amplitude_sum(vis, &k);
+            const char *kernel_name = pk_dftimage_kernel_name(kernel);
+            int single = out->precision == PK_PRECISION_SINGLE;
+            if (isinf(value) || !(sum <= amplitude_limit(out->precision))) {
+                /* only sums too large make an infinite pixel; phases that
+                 * overflow make NaN */
+                char sum_text[48];
+                const char *advice;
+                sum_words(sum, sum_text, sizeof sum_text, &advice);
+                st = pk_fail(ctx, PK_ERR_INVALID,
+                             "kernel %s: pixel (%zu, %zu) is %g: the sums of the data's %s overflowed %s (they sum "
+                             "to %s); %s",
+                             kernel_name, p % n, p / n, value, amplitude_name(beam), single ? "float32" : "float64",
+                             sum_text, single ? advice : "scale the data down");
+            } else if (single) {
                 /* float32 tiles carry u dl + v dm + w dn turns in float32:
                  * baselines of ~1e8 wavelengths and more at coarse cells
                  * overflow it. */
-                if (out->precision == PK_PRECISION_SINGLE)
-                    st = pk_fail(
-                        ctx, PK_ERR_INVALID,
-                        "kernel %s: the float32 phases overflowed at pixel (%zu, %zu): baselines too long "
-                        "for cells of %g rad in single precision; use double precision or a smaller cell (--precision "
-                        "double, --cell)",
-                        pk_dftimage_kernel_name(kernel), p % n, p / n, cell);
-                else
-                    st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %s left pixel (%zu, %zu) unwritten or NaN",
-                                 pk_dftimage_kernel_name(kernel), p % n, p / n);
-                break;
+                st = pk_fail(
+                    ctx, PK_ERR_INVALID,
+                    "kernel %s: the float32 phases overflowed at pixel (%zu, %zu): baselines too long "
+                    "for cells of %g rad in single precision; use double precision or a smaller cell (--precision "
+                    "double, --cell)",
+                    kernel_name, p % n, p / n, cell);
+            } else {
+                st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %s left pixel (%zu, %zu) unwritten or NaN", kernel_name,
+                             p % n, p / n);
             }
+            break;
+        }
     }
     if (st) {
         pk_image_free(out);
@@ -266,6 +343,11 @@ pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, cons
         stats->kernel = kernel;
     }
     return PK_OK;
+}
+
+pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
+                          pk_image *out, pk_dftimage_stats *stats) {
+    return run_image(ctx, opts, vis, n, cell, out, stats, 0);
 }
 
 void pk_image_free(pk_image *image) {
@@ -302,7 +384,7 @@ pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, cons
     pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
     if (opts) o = *opts;
     o.want_imag = 0;
-    pk_status st = pk_dftimage_run(ctx, &o, &beam, n, cell, out, stats);
+    pk_status st = run_image(ctx, &o, &beam, n, cell, out, stats, 1);
     free(mem);
     if (st) return st;
     double scale = 1.0 / vis->weight_sum;
@@ -341,18 +423,27 @@ pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *
     }
     pk_status st = pk_dftimage_ref_points(ctx, vis, image->sign, count, l, m, re, im);
     if (st == PK_OK) {
+        /* the values divided by the largest, so that the squares of
+         * amplitudes beyond 1e154 neither overflow nor, near 1e-154,
+         * underflow */
+        double big = 0;
+        for (size_t p = 0; p < count; p++) {
+            big = fmax(big, fmax(fabs(re[p]), fabs(image->re[index[p]])));
+            if (image->im) big = fmax(big, fmax(fabs(im[p]), fabs(image->im[index[p]])));
+        }
+        if (!(big > 0) || !isfinite(big)) big = 1;
         double num = 0, den = 0;
         for (size_t p = 0; p < count; p++) {
-            double d = image->re[index[p]] - re[p];
+            double d = image->re[index[p]] / big - re[p] / big, r = re[p] / big;
             num += d * d;
-            den += re[p] * re[p];
+            den += r * r;
             if (image->im) {
-                d = image->im[index[p]] - im[p];
+                d = image->im[index[p]] / big - im[p] / big, r = im[p] / big;
                 num += d * d;
-                den += im[p] * im[p];
+                den += r * r;
             }
         }
-        *rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+        *rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num) * big; /* no reference: the absolute error */
         if (n_compared) *n_compared = count;
     }
     free(index), free(l), free(m), free(re), free(im);

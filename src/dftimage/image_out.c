@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,11 +128,37 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
     fits_write_key(f, TSTRING, "ORIGIN", "pairkit " PK_VERSION_STRING, "exact direct Fourier transform", status);
 }
 
+/* PK_ERR_INVALID, naming the first, when a pixel is not finite or (a
+ * float32 image) beyond float32's range: such an image is not written. */
+static pk_status check_pixels(pk_context *ctx, const char *path, const pk_image *image, const double *plane,
+                              const char *part) {
+    size_t n = image->n;
+    int dbl = image->precision == PK_PRECISION_DOUBLE;
+    for (size_t p = 0; p < n * n; p++) {
+        double v = plane[p];
+        if (isfinite(v) && (dbl || fabs(v) <= (double)FLT_MAX)) continue;
+        size_t i = n - 1 - p % n, j = p / n; /* FITS column and row, 0-based */
+        if (!isfinite(v))
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "%s: the %s's pixel at FITS column %zu, row %zu is %g: an image with values that are not "
+                           "finite is not written",
+                           path, part, i, j, v);
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "%s: the %s's pixel at FITS column %zu, row %zu is %.3g, beyond the range of a float32 image "
+                       "(%.3g); image in double precision (--precision double)",
+                       path, part, i, j, v, (double)FLT_MAX);
+    }
+    return PK_OK;
+}
+
 pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
                               int with_imag) {
     pk_clear(ctx);
     if (with_imag && !image->im)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the imaginary part was asked for but not computed", path);
+    pk_status checked = check_pixels(ctx, path, image, image->re, image->psf ? "beam" : "image");
+    if (!checked && with_imag) checked = check_pixels(ctx, path, image, image->im, "imaginary part");
+    if (checked) return checked;
     size_t len = strlen(path);
     char *tmp = malloc(len + 16);
     if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
