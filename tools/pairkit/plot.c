@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -170,10 +171,11 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
     }
     free(x), free(y), free(ylo), free(yhi);
 
-    int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
+    int complete = cli_png_complete(tmp), ok = complete && rename(tmp, path) == 0;
     if (!ok) {
+        const char *why = !complete ? "the file was cut short (disk full, or an I/O error)" : strerror(errno);
         unlink(tmp);
-        fprintf(stderr, "pairkit %s: %s: could not write the PNG plot\n", cmd, name);
+        fprintf(stderr, "pairkit %s: %s: could not write the PNG plot: %s\n", cmd, name, why);
     }
     free(tmp);
     return ok ? 0 : 1;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -125,10 +126,11 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
     }
     free(columns), free(cells);
 
-    int ok = cli_png_complete(tmp) && rename(tmp, path) == 0;
+    int complete = cli_png_complete(tmp), ok = complete && rename(tmp, path) == 0;
     if (!ok) {
+        const char *why = !complete ? "the file was cut short (disk full, or an I/O error)" : strerror(errno);
         unlink(tmp);
-        fprintf(stderr, "pairkit %s: %s: could not write the PNG image\n", cmd, name);
+        fprintf(stderr, "pairkit %s: %s: could not write the PNG image: %s\n", cmd, name, why);
     }
     free(tmp);
     return ok ? 0 : 1;
