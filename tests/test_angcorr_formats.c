@@ -59,6 +59,51 @@ static int write_fits(const char *path, int n_cols, const char **names, double *
     return status;
 }
 
+/* A FITS table (BINARY_TBL or ASCII_TBL), names[c] of form forms[c]; a
+ * numeric column of repeat r (the number before its letter) takes r * n
+ * values from cols[c]; text, logical, complex and variable-length ones
+ * are left as created. */
+static int write_table(const char *path, int type, int n_cols, const char **names, const char **forms, double **cols,
+                       long n) {
+    fitsfile *f;
+    int status = 0;
+    char fname[600];
+    snprintf(fname, sizeof fname, "!%s", path);
+    char *ttype[8], *tform[8];
+    for (int c = 0; c < n_cols; c++) {
+        ttype[c] = (char *)names[c];
+        tform[c] = (char *)forms[c];
+    }
+    fits_create_file(&f, fname, &status);
+    fits_create_tbl(f, type, n, n_cols, ttype, tform, NULL, "CATALOG", &status);
+    for (int c = 0; c < n_cols; c++) {
+        long r = type == BINARY_TBL && forms[c][0] >= '0' && forms[c][0] <= '9' ? atol(forms[c]) : 1;
+        if (r > 0 && !strpbrk(forms[c], "PQCMAL")) fits_write_col(f, TDOUBLE, c + 1, 1, 1, r * n, cols[c], &status);
+    }
+    fits_close_file(f, &status);
+    return status;
+}
+
+/* The bytes of column col's field in row row of an ASCII table replaced
+ * by text (padded with blanks to the field's width). */
+static int edit_field(const char *path, int col, long row, const char *text) {
+    fitsfile *f;
+    int status = 0;
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_movabs_hdu(f, 2, NULL, &status);
+    char ttype[FLEN_VALUE], tunit[FLEN_VALUE], tform[FLEN_VALUE], nulstr[FLEN_VALUE], tdisp[FLEN_VALUE];
+    long tbcol = 0;
+    double scale, zero;
+    fits_get_acolparms(f, col, ttype, &tbcol, tunit, tform, &scale, &zero, nulstr, tdisp, &status);
+    int width = atoi(tform + 1);
+    unsigned char field[80];
+    memset(field, ' ', sizeof field);
+    memcpy(field, text, strlen(text));
+    if (!status && width > 0 && width <= 80) fits_write_tblbytes(f, row, tbcol, width, field, &status);
+    fits_close_file(f, &status);
+    return status;
+}
+
 static void same_catalog(const pk_catalog *a, const pk_catalog *b, const char *what) {
     CHECK(a->n == b->n, "%s: %zu vs %zu objects", what, a->n, b->n);
     for (size_t i = 0; i < a->n && i < b->n; i++) {
@@ -316,6 +361,198 @@ int main(void) {
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("empty_primary.fits"), &spd, &e3, NULL), &ctx);
             CHECK(e3.n == 3, "a FITS table behind an empty NAXIS1 = 0 image: %zu objects", e3.n);
             pk_catalog_free(&e3);
+        }
+        /* FITS columns that were read wrongly or refused unclearly */
+        {
+            pk_catalog_spec spd = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog e;
+            double *we = NULL;
+            double r6[6] = {10, 11, 20, 21, 30, 31}, r3[3] = {10, 20, 30}, d3[3] = {-5, 0, 5}, w3[3] = {1, 2, 3};
+            double *c3[3] = {r6, d3, w3};
+            /* a vector column: two values a row (read across rows before) */
+            const char *nv[3] = {"RA", "DEC", "W"}, *fv[3] = {"2D", "D", "D"};
+            CHECK(write_table(cli_path("vec.fits"), BINARY_TBL, 3, nv, fv, c3, 3) == 0, "writing vec.fits");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("vec.fits"), &spd, &e, NULL), &ctx,
+                        "vec.fits: the RA column 'RA' holds 2 values a row (TFORM1 = '2D'); a catalog needs one",
+                        "FITS RA column of repeat 2");
+            const char *fz[3] = {"D", "D", "0D"};
+            c3[0] = r3;
+            CHECK(write_table(cli_path("vec0.fits"), BINARY_TBL, 3, nv, fz, c3, 3) == 0, "writing vec0.fits");
+            pk_catalog_spec spw = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "w"};
+            check_error(pk_catalog_read_spec(&ctx, cli_path("vec0.fits"), &spw, &e, &we), &ctx,
+                        "vec0.fits: the weight column 'W' holds no value a row (TFORM3 = '0D'); a catalog needs one",
+                        "FITS weight column of repeat 0");
+            /* ASCII tables: a blank field (read as 0 before), text */
+            const char *fa[3] = {"F12.6", "F12.6", "F12.6"};
+            CHECK(write_table(cli_path("asc.fits"), ASCII_TBL, 3, nv, fa, c3, 3) == 0, "writing asc.fits");
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("asc.fits"), &spw, &e, &we), &ctx);
+            CHECK(e.n == 3 && fabs(e.dec[0] + 5 * M_PI / 180) < 1e-15 && we && we[2] == 3, "an ASCII table read");
+            if (e.n) pk_catalog_free(&e);
+            free(we);
+            we = NULL;
+            CHECK(edit_field(cli_path("asc.fits"), 2, 2, "") == 0, "blanking a field");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("asc.fits"), &spd, &e, NULL), &ctx,
+                        "asc.fits: row 2, column 'dec': the field is blank (no number)",
+                        "FITS ASCII table blank field");
+            CHECK(write_table(cli_path("asct.fits"), ASCII_TBL, 3, nv, fa, c3, 3) == 0, "writing asct.fits");
+            CHECK(edit_field(cli_path("asct.fits"), 3, 3, "  abc") == 0, "text in a field");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("asct.fits"), &spw, &e, &we), &ctx,
+                        "asct.fits: row 3, column 'w': 'abc' is not a number", "FITS ASCII table text field");
+            CHECK(edit_field(cli_path("asct.fits"), 3, 3, "1") == 0 &&
+                      edit_field(cli_path("asct.fits"), 1, 2, " -") == 0,
+                  "a lone minus in a field");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("asct.fits"), &spw, &e, &we), &ctx,
+                        "asct.fits: row 2, column 'ra': '-' is not a number",
+                        "FITS ASCII table lone minus (read as 0)");
+            CHECK(edit_field(cli_path("asct.fits"), 1, 2, "E5") == 0, "an exponent alone in a field");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("asct.fits"), &spw, &e, &we), &ctx,
+                        "asct.fits: row 2, column 'ra': 'E5' is not a number", "FITS ASCII table 'E5' (read as 0)");
+            /* a field that is the column's TNULLn: null, not text */
+            CHECK(edit_field(cli_path("asct.fits"), 1, 2, "NULL") == 0, "NULL in a field");
+            {
+                fitsfile *f;
+                int status = 0;
+                fits_open_file(&f, cli_path("asct.fits"), READWRITE, &status);
+                fits_movabs_hdu(f, 2, NULL, &status);
+                fits_write_key_str(f, "TNULL1", "NULL", "null", &status);
+                fits_close_file(f, &status);
+                CHECK(status == 0, "TNULL1 written: status %d", status);
+            }
+            check_error(pk_catalog_read_spec(&ctx, cli_path("asct.fits"), &spw, &e, &we), &ctx,
+                        "asct.fits: row 2, column 'ra': the RA is null (the column's TNULL value)", "FITS ASCII TNULL");
+            /* in a longer table, past the first chunks read */
+            long nl = 60000;
+            double *big[3] = {malloc(nl * sizeof(double)), malloc(nl * sizeof(double)), malloc(nl * sizeof(double))};
+            for (long i = 0; i < nl && big[0] && big[1] && big[2]; i++)
+                big[0][i] = (double)(i % 360), big[1][i] = (double)(i % 90), big[2][i] = 1;
+            CHECK(write_table(cli_path("ascl.fits"), ASCII_TBL, 3, nv, fa, big, nl) == 0, "writing ascl.fits");
+            CHECK(edit_field(cli_path("ascl.fits"), 1, 45678, "1.2.3") == 0, "text in a field");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("ascl.fits"), &spd, &e, NULL), &ctx,
+                        "ascl.fits: row 45678, column 'ra': '1.2.3' is not a number", "FITS ASCII table, row 45678");
+            CHECK(edit_field(cli_path("ascl.fits"), 1, 51234, "") == 0, "blanking a field");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("ascl.fits"), &spd, &e, NULL), &ctx,
+                        "ascl.fits: row 51234, column 'ra': the field is blank", "FITS ASCII table, row 51234");
+            free(big[0]), free(big[1]), free(big[2]);
+            /* text, logical, complex and variable-length columns (complex
+             * ones were read as real and imaginary parts in turn) */
+            const struct {
+                const char *form, *says;
+            } kinds[] = {
+                {"C", "the RA column 'RA' holds complex numbers (TFORM1 = 'C')"},
+                {"1PD(2)", "the RA column 'RA' holds an array of varying length a row (TFORM1 = '1PD(2)')"},
+                {"8A", "the RA column 'RA' holds text (TFORM1 = '8A')"},
+                {"L", "the RA column 'RA' holds logical values (TFORM1 = 'L')"},
+            };
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+                const char *fk[3] = {kinds[k].form, "D", "D"};
+                CHECK(write_table(cli_path("kind.fits"), BINARY_TBL, 3, nv, fk, c3, 3) == 0, "writing %s",
+                      kinds[k].form);
+                check_error(pk_catalog_read_spec(&ctx, cli_path("kind.fits"), &spd, &e, NULL), &ctx, kinds[k].says,
+                            kinds[k].form);
+            }
+            /* two columns whose names differ only in case: refused for the
+             * default name; a name given exactly as one of them picks it */
+            const char *nd[3] = {"RA", "DEC", "ra"}, *fd[3] = {"D", "D", "D"};
+            double r3b[3] = {40, 50, 60};
+            double *cd[3] = {r3, d3, r3b};
+            CHECK(write_table(cli_path("dup.fits"), BINARY_TBL, 3, nd, fd, cd, 3) == 0, "writing dup.fits");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("dup.fits"), &spd, &e, NULL), &ctx,
+                        "dup.fits: the RA column 'ra' could be column 1 'RA' or column 3 'ra'", "FITS RA and ra");
+            pk_catalog_spec spu = {PK_FORMAT_AUTO, PK_UNITS_DEG, "RA", NULL, NULL};
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("dup.fits"), &spu, &e, NULL), &ctx);
+            CHECK(e.n == 3 && fabs(e.ra[2] - 30 * M_PI / 180) < 1e-15, "--ra-col RA picks column 1");
+            if (e.n) pk_catalog_free(&e);
+            spu.ra_column = "ra";
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("dup.fits"), &spu, &e, NULL), &ctx);
+            CHECK(e.n == 3 && fabs(e.ra[2] - 60 * M_PI / 180) < 1e-15, "--ra-col ra picks column 3");
+            if (e.n) pk_catalog_free(&e);
+            spu.ra_column = "Ra";
+            check_error(pk_catalog_read_spec(&ctx, cli_path("dup.fits"), &spu, &e, NULL), &ctx,
+                        "dup.fits: the RA column 'Ra' could be column 1 'RA' or column 3 'ra'", "FITS Ra");
+            const char *nx[3] = {"ra", "dec", "ra"};
+            CHECK(write_table(cli_path("dupx.fits"), BINARY_TBL, 3, nx, fd, cd, 3) == 0, "writing dupx.fits");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("dupx.fits"), &spu, &e, NULL), &ctx,
+                        "dupx.fits: the RA column 'Ra' could be column 1 'ra' or column 3 'ra'", "FITS ra twice, Ra");
+            spu.ra_column = "ra";
+            check_error(pk_catalog_read_spec(&ctx, cli_path("dupx.fits"), &spu, &e, NULL), &ctx,
+                        "dupx.fits: the RA column 'ra' is named twice (columns 1 and 3)", "FITS ra twice");
+            /* infinite values (cfitsio reads them as null), told from NaN
+             * and from an integer column's TNULLn */
+            r3[1] = (double)INFINITY;
+            c3[0] = r3;
+            CHECK(write_table(cli_path("inf.fits"), BINARY_TBL, 3, nv, fd, c3, 3) == 0, "writing inf.fits");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("inf.fits"), &spd, &e, NULL), &ctx,
+                        "inf.fits: row 2, column 'ra': the RA is infinite", "FITS RA +inf");
+            r3[1] = 20;
+            w3[2] = -(double)INFINITY;
+            CHECK(write_table(cli_path("infw.fits"), BINARY_TBL, 3, nv, fd, c3, 3) == 0, "writing infw.fits");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("infw.fits"), &spw, &e, &we), &ctx,
+                        "infw.fits: row 3, column 'w': the weight is infinite", "FITS weight -inf");
+            w3[2] = 3;
+            r3[2] = (double)NAN;
+            CHECK(write_table(cli_path("nanra.fits"), BINARY_TBL, 3, nv, fd, c3, 3) == 0, "writing nanra.fits");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("nanra.fits"), &spd, &e, NULL), &ctx,
+                        "nanra.fits: row 3, column 'ra': the RA is NaN", "FITS RA NaN");
+            r3[2] = 30;
+            d3[1] = -999;
+            const char *fj[3] = {"D", "J", "D"};
+            CHECK(write_table(cli_path("tnull.fits"), BINARY_TBL, 3, nv, fj, c3, 3) == 0, "writing tnull.fits");
+            {
+                fitsfile *f;
+                int status = 0;
+                fits_open_file(&f, cli_path("tnull.fits"), READWRITE, &status);
+                fits_movabs_hdu(f, 2, NULL, &status);
+                fits_write_key_lng(f, "TNULL2", -999, "null", &status);
+                fits_close_file(f, &status);
+                CHECK(status == 0, "TNULL2 written: status %d", status);
+            }
+            check_error(pk_catalog_read_spec(&ctx, cli_path("tnull.fits"), &spd, &e, NULL), &ctx,
+                        "tnull.fits: row 2, column 'dec': the Dec is null (the column's TNULL value)", "FITS TNULL");
+            d3[1] = 0;
+            /* a negative NAXIS2, an empty file, a .gz that is not gzip */
+            size_t len = 0;
+            char *bytes = slurp_file(cli_path("asc.fits"), &len);
+            int edited = 0;
+            for (size_t at = 2880; bytes && at + 80 <= len && !edited; at += 80)
+                if (memcmp(bytes + at, "NAXIS2  =", 9) == 0)
+                    memcpy(bytes + at + 10, "                  -5", 20), edited = 1;
+            CHECK(edited, "NAXIS2 found in asc.fits");
+            FILE *fp = fopen(cli_path("neg.fits"), "wb");
+            if (fp && bytes) fwrite(bytes, 1, len, fp);
+            if (fp) fclose(fp);
+            free(bytes);
+            check_error(pk_catalog_read_spec(&ctx, cli_path("neg.fits"), &spd, &e, NULL), &ctx,
+                        "neg.fits: HDU 2: NAXIS2 = -5 is negative", "FITS NAXIS2 = -5");
+            cli_write("zero.fits", "");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("zero.fits"), &spd, &e, NULL), &ctx,
+                        "zero.fits: an empty file (0 bytes)", "empty .fits");
+            cli_write("notgz.fits.gz", "ra,dec\n1,2\n");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("notgz.fits.gz"), &spd, &e, NULL), &ctx,
+                        "notgz.fits.gz: named .gz but not gzip data", ".fits.gz of text");
+            cli_write("notfits.fits", "ra,dec\n1,2\n");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("notfits.fits"), &spd, &e, NULL), &ctx,
+                        "notfits.fits: not a FITS file (it does not start with 'SIMPLE')", ".fits of text");
+            gz_write(cli_path("empty.fits.gz"), "", 0);
+            check_error(pk_catalog_read_spec(&ctx, cli_path("empty.fits.gz"), &spd, &e, NULL), &ctx,
+                        "empty.fits.gz: gzip-compressed, but empty inside", "gzip of nothing");
+            /* an extension without its primary HDU (cfitsio opens it, and
+             * the check of the headers did not walk it) */
+            bytes = slurp_file(cli_path("vec0.fits"), &len);
+            fp = fopen(cli_path("xt.fits"), "wb");
+            if (fp && bytes && len > 2880) fwrite(bytes + 2880, 1, len - 2880, fp);
+            if (fp) fclose(fp);
+            free(bytes);
+            check_error(pk_catalog_read_spec(&ctx, cli_path("xt.fits"), &spd, &e, NULL), &ctx,
+                        "xt.fits: not a FITS file (it does not start with 'SIMPLE': an extension without its primary",
+                        "FITS file starting with XTENSION");
+            /* a plain FITS file named .gz: still read */
+            bytes = slurp_file(cli_path("vec0.fits"), &len);
+            fp = fopen(cli_path("plain.fits.gz"), "wb");
+            if (fp && bytes) fwrite(bytes, 1, len, fp);
+            if (fp) fclose(fp);
+            free(bytes);
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("plain.fits.gz"), &spd, &e, NULL), &ctx);
+            if (e.n) pk_catalog_free(&e);
         }
         sp.weight_column = "w";
         check_error(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &sp, &c, &wb), &ctx,

@@ -269,10 +269,188 @@ static pk_status fits_error(pk_context *ctx, const char *path, const char *what,
     return pk_fail(ctx, status == FILE_NOT_OPENED ? PK_ERR_IO : PK_ERR_PARSE, "%s: %s: %s", path, what, text);
 }
 
+static const char *option_of(const char *kind) {
+    return strcmp(kind, "RA") == 0 ? "--ra-col" : strcmp(kind, "Dec") == 0 ? "--dec-col" : "--weight-col";
+}
+
+/* The column named want, its names[] being the table's TTYPEn ("" where
+ * there is none). Names are matched without regard to case, as in CSV;
+ * where two columns match so, a name the caller gave (given: not a
+ * default) picks the one it matches exactly, case included, and
+ * otherwise the choice is refused. */
+static pk_status find_fits_column(pk_context *ctx, const char *path, const char *kind, const char *want, int given,
+                                  char (*names)[FLEN_VALUE], int n_cols, int *col) {
+    int first = -1, second = -1, exact = -1, exact2 = -1;
+    for (int k = 0; k < n_cols; k++) {
+        if (strcasecmp(names[k], want) != 0) continue;
+        if (first < 0) first = k;
+        else if (second < 0) second = k;
+        if (strcmp(names[k], want) != 0) continue;
+        if (exact < 0) exact = k;
+        else if (exact2 < 0) exact2 = k;
+    }
+    if (first < 0) {
+        char *list[64];
+        int m = n_cols < 64 ? n_cols : 64;
+        for (int k = 0; k < m; k++) list[k] = names[k][0] ? names[k] : "?";
+        return missing_column(ctx, path, "", kind, want, list, m);
+    }
+    if (exact2 >= 0)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: the %s column '%s' is named twice (columns %d and %d)", path, kind, want,
+                       exact + 1, exact2 + 1);
+    if (second >= 0 && !(given && exact >= 0))
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: the %s column '%s' could be column %d '%s' or column %d '%s' (names are matched without "
+                       "regard to case): give the name of one exactly, case included, to choose it (%s)",
+                       path, kind, want, first + 1, names[first], second + 1, names[second], option_of(kind));
+    *col = (second >= 0 ? exact : first) + 1;
+    return PK_OK;
+}
+
+/* A binary table's column must hold one real number a row: a vector
+ * column (TFORM 2D) would be read element by element across the rows, a
+ * complex one as real and imaginary parts in turn, one of arrays of
+ * varying length from the first row's array. */
+static pk_status check_fits_column(pk_context *ctx, fitsfile *f, const char *path, const char *kind, int col,
+                                   const char *name) {
+    char key[FLEN_KEYWORD], tform[FLEN_VALUE] = "?";
+    int s = 0;
+    snprintf(key, sizeof key, "TFORM%d", col);
+    if (fits_read_key(f, TSTRING, key, tform, NULL, &s)) snprintf(tform, sizeof tform, "?");
+    int type = 0;
+    long repeat = 0, width = 0;
+    s = 0;
+    if (fits_get_coltype(f, col, &type, &repeat, &width, &s)) return fits_error(ctx, path, name, s);
+    char many[64];
+    const char *what = NULL;
+    if (type < 0) what = "holds an array of varying length a row";
+    else if (type == TSTRING) what = "holds text";
+    else if (type == TLOGICAL) what = "holds logical values";
+    else if (type == TCOMPLEX || type == TDBLCOMPLEX) what = "holds complex numbers";
+    else if (repeat == 0) what = "holds no value a row";
+    else if (repeat != 1) {
+        snprintf(many, sizeof many, "holds %ld values a row", repeat);
+        what = many;
+    }
+    if (!what) return PK_OK;
+    return pk_fail(ctx, PK_ERR_PARSE, "%s: the %s column '%s' %s (%s = '%s'); a catalog needs one real number a row",
+                   path, kind, name, what, key, tform);
+}
+
+/* Where column col's field lies in an ASCII table's rows, and its null
+ * string (TNULLn, blanks around it dropped; "" when none): 0, or the
+ * status of the failed read. */
+static int ascii_field_place(fitsfile *f, int col, long *tbcol, long *width, long *row_bytes, char *nulstr) {
+    char ttype[FLEN_VALUE], tunit[FLEN_VALUE], tform[FLEN_VALUE], tdisp[FLEN_VALUE];
+    double scale, zero;
+    int type, s = 0;
+    long repeat;
+    fits_get_acolparms(f, col, ttype, tbcol, tunit, tform, &scale, &zero, nulstr, tdisp, &s);
+    fits_get_coltype(f, col, &type, &repeat, width, &s);
+    fits_read_key(f, TLONG, "NAXIS1", row_bytes, NULL, &s);
+    if (!s && (*tbcol < 1 || *width < 1 || *row_bytes < *tbcol - 1 + *width)) s = BAD_TBCOL;
+    size_t a = 0, b = s ? 0 : strlen(nulstr);
+    while (a < b && nulstr[a] == ' ') a++;
+    while (b > a && nulstr[b - 1] == ' ') b--;
+    memmove(nulstr, nulstr + a, b - a);
+    nulstr[b - a] = '\0';
+    return s;
+}
+
+/* A field's text without the blanks around it, into text. */
+static void field_text(const unsigned char *field, long width, char *text, size_t cap) {
+    long a = 0, b = width;
+    while (a < b && field[a] == ' ') a++;
+    while (b > a && field[b - 1] == ' ') b--;
+    snprintf(text, cap, "%.*s", (int)(b - a), (const char *)field + a);
+}
+
+/* The first row (from 1) whose field of column col in an ASCII table
+ * holds no digit before its exponent, if any, and is not the column's
+ * null string: a blank field, which cfitsio reads as 0 when the column
+ * has no TNULLn, or a lone sign, point or exponent ("-", "E5"), which it
+ * reads as 0. Its text in text; 0 when there is none, -1 with *status
+ * set when the table cannot be read. */
+static long ascii_empty_row(fitsfile *f, int col, long n_rows, char *text, size_t cap, int *status) {
+    long tbcol, width, row_bytes;
+    char nulstr[FLEN_VALUE];
+    if ((*status = ascii_field_place(f, col, &tbcol, &width, &row_bytes, nulstr)) != 0) return -1;
+    size_t null_len = strlen(nulstr);
+    long chunk = (1L << 20) / row_bytes + 1;
+    unsigned char *rows = malloc((size_t)chunk * (size_t)row_bytes);
+    if (!rows) {
+        *status = MEMORY_ALLOCATION;
+        return -1;
+    }
+    long found = 0;
+    for (long r0 = 1; r0 <= n_rows && !found; r0 += chunk) {
+        long m = n_rows - r0 + 1 < chunk ? n_rows - r0 + 1 : chunk;
+        if (fits_read_tblbytes(f, r0, 1, (LONGLONG)m * row_bytes, rows, status)) {
+            found = -1;
+            break;
+        }
+        for (long i = 0; i < m && !found; i++) {
+            const unsigned char *field = rows + i * row_bytes + tbcol - 1;
+            long a = 0, b = width, digit = 0;
+            while (a < b && field[a] == ' ') a++;
+            while (b > a && field[b - 1] == ' ') b--;
+            for (long k = a; k < b && !digit && !strchr("EeDd", field[k] ? field[k] : 'E'); k++)
+                digit = field[k] >= '0' && field[k] <= '9';
+            if (digit || (null_len && (size_t)(b - a) == null_len && memcmp(field + a, nulstr, null_len) == 0))
+                continue;
+            found = r0 + i;
+            field_text(field, width, text, cap);
+        }
+    }
+    free(rows);
+    return found;
+}
+
+/* The first row (from 1) of column col that cfitsio cannot read as a
+ * number, its text (trimmed) in text and cfitsio's reason in why; 0 when
+ * every row reads. */
+static long ascii_bad_row(fitsfile *f, int col, long n_rows, char *text, size_t cap, char *why) {
+    enum { CHUNK = 1024 };
+    double v[CHUNK], nulval = (double)NAN;
+    for (long r0 = 1; r0 <= n_rows; r0 += CHUNK) {
+        long m = n_rows - r0 + 1 < CHUNK ? n_rows - r0 + 1 : CHUNK;
+        int s = 0, anynul = 0;
+        if (!fits_read_col(f, TDOUBLE, col, r0, 1, m, &nulval, v, &anynul, &s)) continue;
+        for (long r = r0; r < r0 + m; r++) {
+            s = 0;
+            if (!fits_read_col(f, TDOUBLE, col, r, 1, 1, &nulval, v, &anynul, &s)) continue;
+            fits_get_errstatus(s, why);
+            long tbcol, width, row_bytes;
+            char nulstr[FLEN_VALUE];
+            unsigned char field[1024];
+            snprintf(text, cap, "?");
+            s = 0;
+            if (!ascii_field_place(f, col, &tbcol, &width, &row_bytes, nulstr) && width < (long)sizeof field &&
+                !fits_read_tblbytes(f, r, tbcol, width, field, &s))
+                field_text(field, width, text, cap);
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* What a value that is not finite was in the file: cfitsio reads an
+ * infinity as null (NaN here), as it does a NaN and an integer equal to
+ * the column's TNULLn; read again without the check of nulls, the row
+ * tells them apart. */
+static const char *not_finite_word(fitsfile *f, int col, long row) {
+    double raw = 0, no_check = 0;
+    int anynul = 0, s = 0;
+    fits_read_col(f, TDOUBLE, col, row, 1, 1, &no_check, &raw, &anynul, &s);
+    if (s || isfinite(raw)) return "null (the column's TNULL value)";
+    return isnan(raw) ? "NaN" : "infinite";
+}
+
 static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
                            double **weights) {
     const char *want[3] = {spec->ra_column ? spec->ra_column : "ra", spec->dec_column ? spec->dec_column : "dec",
                            spec->weight_column};
+    const int given[3] = {spec->ra_column != NULL, spec->dec_column != NULL, 1};
     const char *kind[3] = {"RA", "Dec", "weight"};
     fitsfile *f = NULL;
     int status = 0;
@@ -296,26 +474,26 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     fits_get_num_cols(f, &n_cols, &status);
     pk_status st = PK_OK;
     if (status) st = fits_error(ctx, path, "reading the table header", status);
+    /* the columns' names, matched here rather than by cfitsio, which
+     * reads wildcards in a name and does not say which columns a name
+     * matches twice */
+    char(*names)[FLEN_VALUE] = NULL;
+    if (st == PK_OK && !(names = malloc((size_t)(n_cols > 0 ? n_cols : 1) * sizeof *names)))
+        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    for (int k = 0; k < n_cols && st == PK_OK; k++) {
+        char key[FLEN_KEYWORD];
+        int s = 0;
+        snprintf(key, sizeof key, "TTYPE%d", k + 1);
+        if (fits_read_key(f, TSTRING, key, names[k], NULL, &s)) names[k][0] = '\0';
+    }
     int col[3] = {-1, -1, -1};
     for (int c = 0; c < 3 && st == PK_OK; c++) {
         if (!want[c]) continue;
-        char name[FLEN_VALUE];
-        snprintf(name, sizeof name, "%s", want[c]);
-        int s = 0;
-        if (fits_get_colnum(f, CASEINSEN, name, &col[c], &s)) {
-            char *names[64];
-            char store[64][FLEN_VALUE];
-            int m = n_cols < 64 ? n_cols : 64;
-            for (int k = 0; k < m; k++) {
-                char key[FLEN_KEYWORD];
-                int s2 = 0;
-                snprintf(key, sizeof key, "TTYPE%d", k + 1);
-                if (fits_read_key(f, TSTRING, key, store[k], NULL, &s2)) snprintf(store[k], FLEN_VALUE, "?");
-                names[k] = store[k];
-            }
-            st = missing_column(ctx, path, "", kind[c], want[c], names, m);
-        }
+        st = find_fits_column(ctx, path, kind[c], want[c], given[c], names, n_cols, &col[c]);
+        if (st == PK_OK && hdu_type == BINARY_TBL)
+            st = check_fits_column(ctx, f, path, kind[c], col[c], names[col[c] - 1]);
     }
+    free(names);
     if (st == PK_OK && n_rows < 1) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the table has no rows", path);
     if (st == PK_OK) {
         /* A cut file: the rows the header announces must be there before
@@ -339,21 +517,39 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
     if (!v[0] || !v[1]) st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
     for (int c = 0; c < 3 && st == PK_OK; c++) {
         if (col[c] < 0) continue;
+        if (hdu_type == ASCII_TBL) {
+            char text[64];
+            long empty = ascii_empty_row(f, col[c], n_rows, text, sizeof text, &status);
+            if (empty < 0) st = fits_error(ctx, path, want[c], status);
+            else if (empty > 0 && !text[0])
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': the field is blank (no number)", path, empty,
+                             want[c]);
+            else if (empty > 0)
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': '%s' is not a number", path, empty, want[c],
+                             text);
+            if (st) break;
+        }
         int anynul = 0;
         double nulval = (double)NAN;
-        if (fits_read_col(f, TDOUBLE, col[c], 1, 1, n_rows, &nulval, v[c], &anynul, &status))
-            st = fits_error(ctx, path, want[c], status);
+        if (fits_read_col(f, TDOUBLE, col[c], 1, 1, n_rows, &nulval, v[c], &anynul, &status)) {
+            char text[64], why[FLEN_STATUS];
+            long bad = hdu_type == ASCII_TBL ? ascii_bad_row(f, col[c], n_rows, text, sizeof text, why) : 0;
+            if (bad > 0)
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': '%s' is not a number (cfitsio: %s)", path,
+                             bad, want[c], text, why);
+            else st = fits_error(ctx, path, want[c], status);
+        }
     }
     for (long r = 0; r < n_rows && st == PK_OK; r++) {
         if (v[2] && !isfinite(v[2][r])) {
             st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': the weight is %s", path, r + 1, want[2],
-                         isnan(v[2][r]) ? "NaN (or null)" : "infinite");
+                         not_finite_word(f, col[2], r + 1));
             break;
         }
         for (int c = 0; c < 2 && st == PK_OK; c++)
             if (!isfinite(v[c][r]))
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': the %s is %s", path, r + 1, want[c],
-                             c == 0 ? "RA" : "Dec", isnan(v[c][r]) ? "NaN (or null)" : "infinite");
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: row %ld, column '%s': the %s is %s", path, r + 1, want[c], kind[c],
+                             not_finite_word(f, col[c], r + 1));
         if (st) break;
         char where[300];
         snprintf(where, sizeof where, "%.200s: row %ld (columns '%.20s', '%.20s')", path, r + 1, want[0], want[1]);

@@ -10,12 +10,16 @@
  * and the cards of a last, partial block. A gzip-compressed file is
  * decompressed here, checked and handed to cfitsio from memory (cfitsio
  * would decompress it too, but without the check, and the size of the file
- * on disk says nothing about the size of the FITS file in it).
+ * on disk says nothing about the size of the FITS file in it). A file
+ * that does not start with SIMPLE (an empty one, text, an extension without
+ * its primary HDU, which cfitsio would open unchecked) is refused here,
+ * saying which.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <zlib.h>
 
 #include "common.h"
@@ -223,6 +227,15 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
         if (bitpix != 8 && bitpix != 16 && bitpix != 32 && bitpix != 64 && bitpix != -32 && bitpix != -64)
             return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: BITPIX = %lld; FITS allows 8, 16, 32, 64, -32 or -64", path,
                            hdu, bitpix);
+        /* a negative size: cfitsio says only "keyword value not positive int" */
+        const char *neg_key = naxis < 0 ? "NAXIS" : pcount < 0 ? "PCOUNT" : gcount < 0 ? "GCOUNT" : NULL;
+        long long neg_value = naxis < 0 ? naxis : pcount < 0 ? pcount : gcount;
+        if (neg_key)
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: %s = %lld is negative", path, hdu, neg_key, neg_value);
+        for (long long k = 0; k < naxis && k < n_dims; k++)
+            if (dims[k] < 0)
+                return pk_fail(ctx, PK_ERR_PARSE, "%s: HDU %d: NAXIS%lld = %lld is negative", path, hdu, k + 1,
+                               dims[k]);
         /* data size: |BITPIX|/8 * GCOUNT * (PCOUNT + NAXIS1 * ... * NAXISn),
          * NAXIS1 = 0 standing for 1 in random groups (a primary HDU with
          * GROUPS = T) */
@@ -301,10 +314,28 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     FILE *fp;
     pk_status st = pk_open_read(ctx, path, &fp);
     if (st) return st;
-    unsigned char magic[2] = {0, 0};
-    size_t got = fread(magic, 1, 2, fp);
-    int gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    unsigned char magic[8] = {0};
+    size_t got = fread(magic, 1, sizeof magic, fp);
+    if (got < sizeof magic && ferror(fp)) {
+        fclose(fp);
+        return pk_fail(ctx, PK_ERR_IO, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+    }
+    int gzip = got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     int status = 0;
+    if (!gzip && (got < 6 || memcmp(magic, "SIMPLE", 6) != 0)) {
+        /* cfitsio would say "tried to move past end of file" or "error
+         * reading from FITS file"; it would also open a file that starts
+         * with an extension, which check_headers does not walk */
+        fclose(fp);
+        size_t len = strlen(path);
+        int gz_name = len >= 3 && strcasecmp(path + len - 3, ".gz") == 0;
+        if (got == 0)
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: an empty file (0 bytes)%s", path,
+                           gz_name ? ", named .gz but not gzip data" : ", not a FITS file");
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: %s (it does not start with 'SIMPLE'%s)", path,
+                       gz_name ? "named .gz but not gzip data, nor a FITS file" : "not a FITS file",
+                       got == 8 && memcmp(magic, "XTENSION", 8) == 0 ? ": an extension without its primary HDU" : "");
+    }
     if (!gzip) {
         fits_bytes b = {fp, NULL, 0};
         st = check_headers(ctx, path, &b);
@@ -327,13 +358,14 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     unsigned char *buf = NULL;
     size_t n = 0;
     if ((st = gunzip_file(ctx, path, &buf, &n)) != PK_OK) return st;
-    if (n >= 6 && memcmp(buf, "SIMPLE", 6) != 0) {
+    if (n < 6 || memcmp(buf, "SIMPLE", 6) != 0) {
         /* not a FITS file inside: say what it is where that is known */
         int zip = n >= 4 && buf[0] == 'P' && buf[1] == 'K';
         free(buf);
         return pk_fail(ctx, PK_ERR_PARSE, "%s: gzip-compressed, but %s", path,
                        zip ? "a zip archive (an .npz?) inside: gunzip it first; only FITS files are read compressed"
-                           : "not a FITS file inside (it does not start with 'SIMPLE')");
+                       : n == 0 ? "empty inside (0 bytes once decompressed)"
+                                : "not a FITS file inside (it does not start with 'SIMPLE')");
     }
     fits_bytes b = {NULL, buf, n};
     if ((st = check_headers(ctx, path, &b)) != PK_OK) {
