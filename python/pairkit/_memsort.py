@@ -102,11 +102,13 @@ def _declare(lib):
     lib.pk_memsort_trace_pin.argtypes = [P(_Context), P(_Trace)]
     lib.pk_memsort_trace_unpin.argtypes = [P(_Trace)]
     lib.pk_memsort_fill_from_chunks.argtypes = [P(_Context), P(_Chunk), _U32, P(_Fill), _U32]
+    lib.pk_memsort_read.argtypes = [P(_Context), ctypes.c_char_p, ctypes.c_int, P(_Regions), P(_Result)]
     lib.pk_memsort_kernel_from_name.argtypes = [ctypes.c_char_p]
     lib.pk_memsort_kernel_name.argtypes = [ctypes.c_int]
     lib.pk_memsort_kernel_name.restype = ctypes.c_char_p
     for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_run",
-                 "pk_memsort_kernel_from_name", "pk_memsort_trace_pin", "pk_memsort_fill_from_chunks"):
+                 "pk_memsort_kernel_from_name", "pk_memsort_trace_pin", "pk_memsort_fill_from_chunks",
+                 "pk_memsort_read"):
         getattr(lib, name).restype = ctypes.c_int
 
 
@@ -439,6 +441,19 @@ def _binary_file(path, name):
     return path, data, section
 
 
+def _check_plans(path):
+    """The library's checks of a memsort.bin's plans (without its rows)."""
+    lib = _load()
+    ctx = new_context(1)
+    table, res = _Regions(), _Result()
+    lib.pk_memsort_result_init(ctypes.byref(res))
+    try:
+        _check(lib.pk_memsort_read(ctypes.byref(ctx), os.fsencode(path), 0, ctypes.byref(table), ctypes.byref(res)),
+               ctx)
+    finally:
+        lib.pk_memsort_result_free(ctypes.byref(res))
+
+
 def read_memsort(path):
     """A memsort.bin written by `pairkit memsort` (path: the file or its
     folder), checked against its documented layout (docs/memsort.md), as
@@ -446,8 +461,11 @@ def read_memsort(path):
     "chunk_counts", "region_entries", "chunk_start", "workers", "worker",
     plus "n_entries" and "regions" (name, base, size, max_instances,
     instance_entries per region). The arrays are read-only views of the
-    file's bytes, read once. Files of version 1 (no chunk table) read
-    with "chunk_start" None."""
+    file's bytes, read once. A version 2 file's plans are also checked by
+    the library's reader (pk_memsort_read: every instance against the
+    regions, the header and the instance before it, the chunk counts
+    against the rows); the runs and values are checked for their sizes.
+    Files of version 1 (no chunk table) read with "chunk_start" None."""
     path, data, section = _binary_file(path, "memsort.bin")
     head, at = section(0, 1, _FILE_HEADER, "header")
     h = head[0]
@@ -472,6 +490,8 @@ def read_memsort(path):
     values, at = section(at, int(h["n_values"]), np.dtype("<u4"), "values")
     if at != data.size:
         raise PairkitError("%s: %d bytes, the header's sections take %d" % (path, data.size, at))
+    if h["version"] >= 2:
+        _check_plans(path)
     instances = np.zeros(inst.size, _INSTANCE)  # the fields memsort() gives, counts_offset the row of chunk_counts
     for name in _INSTANCE.names:
         if name != "counts_offset":

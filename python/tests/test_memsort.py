@@ -180,6 +180,19 @@ def test_read_memsort_matches_the_run(table, tmp_path):
         pairkit.read_memsort(tmp_path / "table.bin")
     with pytest.raises(pairkit.PairkitError, match="nothing.bin"):
         pairkit.read_memsort(tmp_path / "nothing.bin")
+    # a plan field out of place: the library's reader says which
+    inst0 = table_at + 8 * (n_chunks + 1)
+    bad = bytearray(raw)
+    bad[inst0 + 76:inst0 + 80] = (1).to_bytes(4, "little")  # instance 0's reserved field
+    (tmp_path / "reserved.bin").write_bytes(bytes(bad))
+    with pytest.raises(pairkit.PairkitError, match="reserved.bin: instance 0: .*reserved"):
+        pairkit.read_memsort(tmp_path / "reserved.bin")
+    bad = bytearray(raw)
+    skip = int.from_bytes(raw[inst0 + 44:inst0 + 48], "little")
+    bad[inst0 + 44:inst0 + 48] = (skip + 1).to_bytes(4, "little")  # first_skip_total
+    (tmp_path / "skip.bin").write_bytes(bytes(bad))
+    with pytest.raises(pairkit.PairkitError, match="skip.bin: instance 0: field first_skip"):
+        pairkit.read_memsort(tmp_path / "skip.bin")
 
 
 def test_memsort_fill_command(table, tmp_path):
