@@ -212,6 +212,26 @@ int main(void) {
         check_error(pk_catalog_read_spec(&ctx, cli_path("dec.fits"), &sp, &c, NULL), &ctx,
                     "dec.fits: row 4 (columns 'ra', 'dec'): dec 95 deg is outside", "FITS dec out of range");
         dec[3] = 10;
+        /* one column for two roles refused; names differing only in case,
+         * each given exactly, are two columns */
+        {
+            pk_catalog_spec both = {PK_FORMAT_AUTO, PK_UNITS_DEG, "DEC", NULL, NULL};
+            check_error(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &both, &c, NULL), &ctx,
+                        "cat.fits: column 2 'DEC' is asked for as both the RA and the Dec", "FITS RA column = Dec's");
+            const char *cased[3] = {"RA", "DEC", "ra"};
+            CHECK(write_fits(cli_path("cased.fits"), 3, cased, cols, (long)n) == 0, "writing the FITS table");
+            pk_catalog_spec exact = {PK_FORMAT_AUTO, PK_UNITS_DEG, "RA", "DEC", "ra"};
+            double *cw = NULL;
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cased.fits"), &exact, &c, &cw), &ctx);
+            CHECK(cw && c.n == n && cw[0] == w[0], "RA and ra as two columns");
+            free(cw);
+            pk_catalog_free(&c);
+            cli_write("roles.csv", "ra,dec,w\n10,20,1\n11,21,1\n");
+            pk_catalog_spec csv_both = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "RA"};
+            check_error(pk_catalog_read_spec(&ctx, cli_path("roles.csv"), &csv_both, &c, &cw), &ctx,
+                        "roles.csv: column 1 'ra' is asked for as both the RA and the weight",
+                        "CSV weight column = RA's");
+        }
         /* TTYPE2 given an unquoted value of 70 characters: cfitsio 4.2 would
          * overflow its column name; refused by the header check first */
         {
@@ -472,7 +492,7 @@ int main(void) {
             const char *nx[3] = {"ra", "dec", "ra"};
             CHECK(write_table(cli_path("dupx.fits"), BINARY_TBL, 3, nx, fd, cd, 3) == 0, "writing dupx.fits");
             check_error(pk_catalog_read_spec(&ctx, cli_path("dupx.fits"), &spu, &e, NULL), &ctx,
-                        "dupx.fits: the RA column 'Ra' could be column 1 'ra' or column 3 'ra'", "FITS ra twice, Ra");
+                        "dupx.fits: the RA column 'ra' is named twice (columns 1 and 3)", "FITS ra twice, Ra");
             spu.ra_column = "ra";
             check_error(pk_catalog_read_spec(&ctx, cli_path("dupx.fits"), &spu, &e, NULL), &ctx,
                         "dupx.fits: the RA column 'ra' is named twice (columns 1 and 3)", "FITS ra twice");

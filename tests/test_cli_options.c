@@ -122,8 +122,6 @@ int main(void) {
     expect("bench dftimage", "--nvis 10 --kernels no-such", "--kernels: unknown kernel 'no-such'", 0);
     expect("bench angcorr", "--kernels scalar,no-such", "--kernels: unknown kernel 'no-such'", 0);
     expect("angcorr", "a b --kernel no-such", "--kernel: unknown kernel 'no-such'", 0);
-    expect("angcorr", "d.csv r.csv --ra-col dec", "d.csv: the RA and Dec columns are both 'dec'", 0);
-    expect("angcorr", "d.csv r.csv --random-weight-col RA", "r.csv: the RA and weight columns are both 'RA'", 0);
     /* run counts and sizes out of range: said so (2^31 runs crashed, 0 exited without a word) */
     expect("bench angcorr", "--runs 2147483648", "--runs: 2147483648 is out of range 1 .. 100000", 0);
     expect("bench memsort", "--runs 0", "--runs: 0 is out of range 1 .. 100000", 0);

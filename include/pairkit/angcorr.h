@@ -101,8 +101,9 @@ typedef enum pk_angcorr_kernel {
 } pk_angcorr_kernel;
 
 /* Weights: finite, nonzero ones of magnitude at least PK_WEIGHT_MIN, and
- * a catalog's sum of |w| at most PK_WEIGHT_MAX, so that every pair product
- * and sum of products is a normal double. */
+ * a catalog's sum of |w| at most PK_WEIGHT_MAX (the sum's rounding within
+ * a billionth of it let through), so that every pair product and sum of
+ * products is a normal double. */
 #define PK_WEIGHT_MIN 1e-150
 #define PK_WEIGHT_MAX 1e150
 

@@ -130,6 +130,19 @@ static int find_column(char **names, int n, const char *want) {
     return -1;
 }
 
+/* One column for two roles (--ra-col dec) read Dec as RA too: refused.
+ * col[] are the columns found for RA, Dec and weight (-1: none), counted
+ * from base; name[] their names. */
+static pk_status one_role_each(pk_context *ctx, const char *path, const char *const kind[3], const int col[3],
+                               const char *const name[3], int base) {
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (col[i] >= 0 && col[i] == col[j])
+                return pk_fail(ctx, PK_ERR_PARSE, "%s: column %d '%s' is asked for as both the %s and the %s", path,
+                               col[i] + 1 - base, name[i], kind[i], kind[j]);
+    return PK_OK;
+}
+
 static pk_status missing_column(pk_context *ctx, const char *path, const char *where, const char *kind,
                                 const char *want, char **names, int n) {
     char list[256] = "";
@@ -196,6 +209,11 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
                     if (strcasecmp(fields[x], want[c]) == 0)
                         st = pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)",
                                      path, where, kind[c], want[c], col[c] + 1, x + 1);
+            }
+            if (st == PK_OK) {
+                const char *name[3];
+                for (int c = 0; c < 3; c++) name[c] = col[c] >= 0 ? fields[col[c]] : "";
+                st = one_role_each(ctx, path, kind, col, name, 0);
             }
             if (st == PK_OK) st = alloc_catalog(ctx, path, n_lines, want[2] != NULL, out, weights);
             continue;
@@ -298,12 +316,19 @@ static pk_status find_fits_column(pk_context *ctx, const char *path, const char 
     if (exact2 >= 0)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: the %s column '%s' is named twice (columns %d and %d)", path, kind, want,
                        exact + 1, exact2 + 1);
-    if (second >= 0 && !(given && exact >= 0))
+    if (second >= 0 && given && exact >= 0) {
+        *col = exact + 1; /* the one named exactly */
+        return PK_OK;
+    }
+    if (second >= 0 && strcmp(names[first], names[second]) == 0) /* no name given could choose between them */
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: the %s column '%s' is named twice (columns %d and %d)", path, kind,
+                       names[first], first + 1, second + 1);
+    if (second >= 0)
         return pk_fail(ctx, PK_ERR_PARSE,
                        "%s: the %s column '%s' could be column %d '%s' or column %d '%s' (names are matched without "
                        "regard to case): give the name of one exactly, case included, to choose it (%s)",
                        path, kind, want, first + 1, names[first], second + 1, names[second], option_of(kind));
-    *col = (second >= 0 ? exact : first) + 1;
+    *col = first + 1;
     return PK_OK;
 }
 
@@ -338,8 +363,8 @@ static pk_status check_fits_column(pk_context *ctx, fitsfile *f, const char *pat
 }
 
 /* Where column col's field lies in an ASCII table's rows, and its null
- * string (TNULLn, blanks around it dropped; "" when none): 0, or the
- * status of the failed read. */
+ * string (TNULLn without trailing blanks; "" when none): 0, or the status
+ * of the failed read. */
 static int ascii_field_place(fitsfile *f, int col, long *tbcol, long *width, long *row_bytes, char *nulstr) {
     char ttype[FLEN_VALUE], tunit[FLEN_VALUE], tform[FLEN_VALUE], tdisp[FLEN_VALUE];
     double scale, zero;
@@ -349,11 +374,9 @@ static int ascii_field_place(fitsfile *f, int col, long *tbcol, long *width, lon
     fits_get_coltype(f, col, &type, &repeat, width, &s);
     fits_read_key(f, TLONG, "NAXIS1", row_bytes, NULL, &s);
     if (!s && (*tbcol < 1 || *width < 1 || *row_bytes < *tbcol - 1 + *width)) s = BAD_TBCOL;
-    size_t a = 0, b = s ? 0 : strlen(nulstr);
-    while (a < b && nulstr[a] == ' ') a++;
-    while (b > a && nulstr[b - 1] == ' ') b--;
-    memmove(nulstr, nulstr + a, b - a);
-    nulstr[b - a] = '\0';
+    size_t b = s ? 0 : strlen(nulstr);
+    while (b > 0 && nulstr[b - 1] == ' ') b--;
+    nulstr[b] = '\0';
     return s;
 }
 
@@ -396,8 +419,8 @@ static long ascii_empty_row(fitsfile *f, int col, long n_rows, char *text, size_
             while (b > a && field[b - 1] == ' ') b--;
             for (long k = a; k < b && !digit && !strchr("EeDd", field[k] ? field[k] : 'E'); k++)
                 digit = field[k] >= '0' && field[k] <= '9';
-            if (digit || (null_len && (size_t)(b - a) == null_len && memcmp(field + a, nulstr, null_len) == 0))
-                continue;
+            /* null as cfitsio reads it: the field starts with TNULLn */
+            if (digit || (null_len && (size_t)width >= null_len && memcmp(field, nulstr, null_len) == 0)) continue;
             found = r0 + i;
             field_text(field, width, text, cap);
         }
@@ -492,6 +515,11 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         st = find_fits_column(ctx, path, kind[c], want[c], given[c], names, n_cols, &col[c]);
         if (st == PK_OK && hdu_type == BINARY_TBL)
             st = check_fits_column(ctx, f, path, kind[c], col[c], names[col[c] - 1]);
+    }
+    if (st == PK_OK) {
+        const char *name[3];
+        for (int c = 0; c < 3; c++) name[c] = col[c] >= 1 ? names[col[c] - 1] : "";
+        st = one_role_each(ctx, path, kind, col, name, 1);
     }
     free(names);
     if (st == PK_OK && n_rows < 1) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the table has no rows", path);

@@ -163,7 +163,8 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
     errno = 0;
     long long n = strtoll(p, &endp, 10);
     if (endp != p && is_blank(endp) && errno == ERANGE)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count '%.40s' is too large", path, count_line, p);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count '%.40s' is too %s", path, count_line, p,
+                       n < 0 ? "small (it must be at least 1)" : "large");
     if (endp == p || !is_blank(endp))
         return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'%s", path,
                        count_line, p,

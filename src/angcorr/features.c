@@ -49,7 +49,7 @@ static pk_status features_kernel(pk_context *ctx, const pk_angcorr_options *opts
  * estimators divide by it; a count alone does not). */
 static pk_status check_weights(pk_context *ctx, const double *w, size_t n, const char *name, int positive_total) {
     if (!w) return PK_OK;
-    double total = 0, abs_total = 0, smallest = INFINITY;
+    double total = 0, abs_total = 0, smallest = (double)INFINITY;
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(w[i]))
             return pk_fail(ctx, PK_ERR_INVALID, "%s[%zu] is %s: weights must be finite numbers", name, i,
@@ -60,7 +60,7 @@ static pk_status check_weights(pk_context *ctx, const double *w, size_t n, const
     }
     /* pair products w_i w_j and their sums stay normal doubles (1e-170
      * weights gave products of 0 and NaN estimators; 1e200 gave inf) */
-    if (abs_total > PK_WEIGHT_MAX || smallest < PK_WEIGHT_MIN)
+    if (abs_total > PK_WEIGHT_MAX * (1 + 1e-9) || smallest < PK_WEIGHT_MIN)
         return pk_fail(ctx, PK_ERR_INVALID,
                        "%s: |weights| from %g, summing to %g: pair products and their sums would leave double "
                        "precision (nonzero weights need |w| >= %g and sum |w| <= %g); rescale them (the estimators "

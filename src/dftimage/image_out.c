@@ -137,7 +137,7 @@ static pk_status check_pixels(pk_context *ctx, const char *path, const pk_image 
     for (size_t p = 0; p < n * n; p++) {
         double v = plane[p];
         if (isfinite(v) && (dbl || fabs(v) <= (double)FLT_MAX)) continue;
-        size_t i = n - 1 - p % n, j = p / n; /* FITS column and row, 0-based */
+        size_t i = n - p % n, j = p / n + 1; /* FITS column and row, from 1 as FITS counts */
         if (!isfinite(v))
             return pk_fail(ctx, PK_ERR_INVALID,
                            "%s: the %s's pixel at FITS column %zu, row %zu is %g: an image with values that are not "

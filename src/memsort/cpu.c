@@ -123,11 +123,12 @@ void pk_memsort_cpu_state_free(void *state) {
 #define HUGE_DENSITY 64u
 #define HUGE_BYTES (2u << 20)
 
-static void hist_advise_huge(void *p, uint64_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, bytes, MADV_HUGEPAGE); /* advice only */
+static void hist_advise_huge(void *p, uint64_t bytes, int huge) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    /* advice only; "no" too, where the system gives huge pages unasked */
+    madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 #else
-    (void)p, (void)bytes;
+    (void)p, (void)bytes, (void)huge;
 #endif
 }
 
@@ -136,7 +137,7 @@ static uint32_t *hist_alloc(uint64_t bytes, int huge, int *mapped) {
 #if defined(__linux__) && defined(MAP_NORESERVE)
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
-        if (huge) hist_advise_huge(p, bytes);
+        hist_advise_huge(p, bytes, huge);
         *mapped = 1;
         return p;
     }
@@ -163,7 +164,7 @@ static cpu_state *cpu_state_get(pk_memsort_result *result, int n_hist, uint64_t 
     if (s->n_hist >= n_hist && s->n_keys == n_keys) {
         if (huge && !s->huge) { /* kept from sparser runs: their pages stay, new ones come in 2 MB */
             for (int t = 0; t < s->n_hist; t++)
-                if (s->mapped[t]) hist_advise_huge(s->hist[t], s->hist_bytes);
+                if (s->mapped[t]) hist_advise_huge(s->hist[t], s->hist_bytes, 1);
             s->huge = 1;
         }
         return s;

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 #include "mpi.h"
@@ -279,16 +278,6 @@ int cmd_angcorr(int argc, char **argv) {
         if (!ra_col[c]) ra_col[c] = shared_ra;
         if (!dec_col[c]) dec_col[c] = shared_dec;
     }
-    /* one column for two roles (--ra-col dec) read Dec as RA too */
-    for (int c = 0; c < 2; c++) {
-        const char *role[3] = {"RA", "Dec", "weight"};
-        const char *col[3] = {ra_col[c] ? ra_col[c] : "ra", dec_col[c] ? dec_col[c] : "dec", weight_col[c]};
-        for (int i = 0; i < 3; i++)
-            for (int j = i + 1; j < 3; j++)
-                if (col[i] && col[j] && strcasecmp(col[i], col[j]) == 0)
-                    return cli_usage_error(cmd, "%s: the %s and %s columns are both '%s'", paths[c], role[i], role[j],
-                                           col[j]);
-    }
     pk_catalog_format read_as[2];
     for (int c = 0; c < 2; c++) {
         read_as[c] = format == PK_FORMAT_AUTO ? pk_catalog_format_of(paths[c]) : format;
@@ -312,7 +301,7 @@ int cmd_angcorr(int argc, char **argv) {
         if (st == PK_OK && weights[c]) {
             /* the estimators divide by the weights' total: said here with
              * the file and column, as a problem of the catalog */
-            double total = 0, abs_total = 0, smallest = INFINITY;
+            double total = 0, abs_total = 0, smallest = (double)INFINITY;
             for (size_t i = 0; i < cats[c]->n; i++) {
                 double w = weights[c][i];
                 total += w, abs_total += fabs(w);
@@ -323,7 +312,7 @@ int cmd_angcorr(int argc, char **argv) {
                          "%s: column '%s': the weights sum to %g; the estimators need a positive total weight",
                          paths[c], weight_col[c], total);
                 st = PK_ERR_PARSE;
-            } else if (abs_total > PK_WEIGHT_MAX || smallest < PK_WEIGHT_MIN) {
+            } else if (abs_total > PK_WEIGHT_MAX * (1 + 1e-9) || smallest < PK_WEIGHT_MIN) {
                 snprintf(ctx.message, sizeof ctx.message,
                          "%s: column '%s': |weights| from %g, summing to %g: pair products would leave double "
                          "precision (nonzero weights need |w| >= %g and sum |w| <= %g); rescale the column (the "
