@@ -212,6 +212,19 @@ int main(void) {
         check_error(pk_catalog_read_spec(&ctx, cli_path("dec.fits"), &sp, &c, NULL), &ctx,
                     "dec.fits: row 4 (columns 'ra', 'dec'): dec 95 deg is outside", "FITS dec out of range");
         dec[3] = 10;
+        /* FITS columns by number, as cfitsio took them */
+        {
+            pk_catalog_spec by_number = {PK_FORMAT_AUTO, PK_UNITS_DEG, "1", "2", NULL},
+                            by_name = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog a1, a2;
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &by_number, &a1, NULL), &ctx);
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &by_name, &a2, NULL), &ctx);
+            same_catalog(&a1, &a2, "FITS columns 1 and 2 vs RA and DEC");
+            pk_catalog_free(&a1), pk_catalog_free(&a2);
+            by_number.ra_column = "4";
+            check_error(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &by_number, &a1, NULL), &ctx,
+                        "cat.fits: no RA column '4'", "FITS column 4 of 3");
+        }
         /* one column for two roles refused; names differing only in case,
          * each given exactly, are two columns */
         {

@@ -307,6 +307,16 @@ static pk_status find_fits_column(pk_context *ctx, const char *path, const char 
         if (exact < 0) exact = k;
         else if (exact2 < 0) exact2 = k;
     }
+    if (first < 0 && given && n_cols > 0) {
+        /* a column number (--ra-col 2), as cfitsio took it, where no
+         * column bears that name */
+        char *end;
+        long number = strtol(want, &end, 10);
+        if (end != want && *end == '\0' && want[0] >= '1' && want[0] <= '9' && number <= n_cols) {
+            *col = (int)number;
+            return PK_OK;
+        }
+    }
     if (first < 0) {
         char *list[64];
         int m = n_cols < 64 ? n_cols : 64;
