@@ -260,6 +260,7 @@ static void test_broken(void) {
         {"CTYPE3", "'FOO     '", "axis 3 (CTYPE3 = 'FOO') has 4 elements", "unknown axis"},
         {"CTYPE5", "'STOKES  '", "two STOKES axes (3 and 5)", "two STOKES axes"},
         {"PSCAL1", "'x'", "PSCAL1 = 'x' is not a finite number", "PSCAL not a number"},
+        {"PSCAL1", "0.0", "PSCAL1 = 0: group parameter 1", "PSCAL zero (every u zero)"},
         {"CRVAL4", "abc", "CRVAL4", "CRVAL not a number"},
         {"CRVAL7", "123.9", "CRVAL7 = 123.9: the phase centre's declination", "declination past 90"},
         {"CRVAL6", "987.7", "CRVAL6 = 987.7: the phase centre's right ascension", "RA past 360"},

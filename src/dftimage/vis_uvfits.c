@@ -285,6 +285,11 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         pzero[p] = 0.0;
         snprintf(key, sizeof key, "PSCAL%ld", p + 1);
         if ((st = read_real_key(ctx, path, f, key, &pscal[p])) != PK_OK) goto done;
+        if (pscal[p] == 0) { /* every value of the parameter would be PZEROn (every u zero, say) */
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s = 0: group parameter %ld ('%s') would hold one value throughout",
+                         path, key, p + 1, ptype);
+            goto done;
+        }
         snprintf(key, sizeof key, "PZERO%ld", p + 1);
         if ((st = read_real_key(ctx, path, f, key, &pzero[p])) != PK_OK) goto done;
         if (param_is(ptype, "UU") && iu < 0) iu = (int)p;
