@@ -42,23 +42,6 @@ static void gz_write(const char *path, const void *bytes, size_t len) {
     gzclose(gz);
 }
 
-static int write_fits(const char *path, int n_cols, const char **names, double **cols, long n) {
-    fitsfile *f;
-    int status = 0;
-    char fname[600];
-    snprintf(fname, sizeof fname, "!%s", path);
-    char *ttype[8], *tform[8];
-    for (int c = 0; c < n_cols; c++) {
-        ttype[c] = (char *)names[c];
-        tform[c] = (char *)"D";
-    }
-    fits_create_file(&f, fname, &status);
-    fits_create_tbl(f, BINARY_TBL, n, n_cols, ttype, tform, NULL, "CATALOG", &status);
-    for (int c = 0; c < n_cols; c++) fits_write_col(f, TDOUBLE, c + 1, 1, 1, n, cols[c], &status);
-    fits_close_file(f, &status);
-    return status;
-}
-
 /* A FITS table (BINARY_TBL or ASCII_TBL), names[c] of form forms[c]; a
  * numeric column of repeat r (the number before its letter) takes r * n
  * values from cols[c]; text, logical, complex and variable-length ones
@@ -82,6 +65,12 @@ static int write_table(const char *path, int type, int n_cols, const char **name
     }
     fits_close_file(f, &status);
     return status;
+}
+
+/* A binary table of n_cols float64 columns. */
+static int write_fits(const char *path, int n_cols, const char **names, double **cols, long n) {
+    const char *forms[8] = {"D", "D", "D", "D", "D", "D", "D", "D"};
+    return write_table(path, BINARY_TBL, n_cols, names, forms, cols, n);
 }
 
 /* The bytes of column col's field in row row of an ASCII table replaced
