@@ -228,6 +228,16 @@ int main(void) {
             CHECK(cw && c.n == n && cw[0] == w[0], "RA and ra as two columns");
             free(cw);
             pk_catalog_free(&c);
+            /* CSV as FITS: RA and ra both there, a name given exactly picks one */
+            cli_write("cased.csv", "RA,DEC,ra\n10,20,40\n11,21,41\n");
+            pk_catalog_spec csv_exact = {PK_FORMAT_AUTO, PK_UNITS_DEG, "ra", NULL, NULL};
+            CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cased.csv"), &csv_exact, &c, NULL), &ctx);
+            CHECK(c.n == 2 && fabs(c.ra[1] - 41 * M_PI / 180) < 1e-15, "CSV --ra-col ra picks column 3");
+            pk_catalog_free(&c);
+            pk_catalog_spec csv_default = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            check_error(pk_catalog_read_spec(&ctx, cli_path("cased.csv"), &csv_default, &c, NULL), &ctx,
+                        "cased.csv:1: the RA column 'ra' is named twice (columns 1 and 3)",
+                        "CSV default ra, RA and ra");
             cli_write("roles.csv", "ra,dec,w\n10,20,1\n11,21,1\n");
             pk_catalog_spec csv_both = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "RA"};
             check_error(pk_catalog_read_spec(&ctx, cli_path("roles.csv"), &csv_both, &c, &cw), &ctx,

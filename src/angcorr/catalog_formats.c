@@ -161,6 +161,7 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
                           pk_catalog *out, double **weights) {
     const char *want[3] = {spec->ra_column ? spec->ra_column : "ra", spec->dec_column ? spec->dec_column : "dec",
                            spec->weight_column};
+    const int given[3] = {spec->ra_column != NULL, spec->dec_column != NULL, 1};
     const char *kind[3] = {"RA", "Dec", "weight"};
     char **fields = malloc(CSV_MAX_COLUMNS * sizeof(char *));
     if (!fields) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
@@ -204,11 +205,19 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
                 if (!want[c]) continue;
                 col[c] = find_column(fields, n_cols, want[c]);
                 if (col[c] < 0) st = missing_column(ctx, path, where, kind[c], want[c], fields, n_cols);
-                /* a name twice in the header: which column is meant is not clear */
-                for (int x = col[c] + 1; st == PK_OK && col[c] >= 0 && x < n_cols; x++)
-                    if (strcasecmp(fields[x], want[c]) == 0)
-                        st = pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)",
-                                     path, where, kind[c], want[c], col[c] + 1, x + 1);
+                /* a name twice in the header (without regard to case): which
+                 * column is meant is not clear, unless a name given with an
+                 * option matches one of them exactly, case included, as in
+                 * FITS tables */
+                int second = -1, exact = -1, n_exact = 0;
+                for (int x = 0; st == PK_OK && col[c] >= 0 && x < n_cols; x++) {
+                    if (x != col[c] && second < 0 && strcasecmp(fields[x], want[c]) == 0) second = x;
+                    if (strcmp(fields[x], want[c]) == 0) exact = x, n_exact++;
+                }
+                if (second >= 0 && given[c] && n_exact == 1) col[c] = exact;
+                else if (second >= 0)
+                    st = pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)", path,
+                                 where, kind[c], want[c], col[c] + 1, second + 1);
             }
             if (st == PK_OK) {
                 const char *name[3];
