@@ -3,6 +3,7 @@ import contextlib
 import ctypes
 import os
 import re
+import sys
 import threading
 
 import numpy as np
@@ -203,10 +204,32 @@ def _chunk_starts(n, chunk_entries, chunk_start):
     return np.minimum(np.arange(k + 1, dtype=np.uint64) * size, n).astype(np.uint64)
 
 
+class _Buffers:
+    """One pk_memsort_result, freed when the last reference goes: the
+    Memsort that runs into it and every view of its buffers hold one, so
+    a view outlives close() and the next run (which then takes new
+    buffers) with its values unchanged."""
+
+    def __init__(self, lib):
+        self._lib = lib
+        self.res = _Result()
+        lib.pk_memsort_result_init(ctypes.byref(self.res))
+
+    def __del__(self):
+        try:
+            self._lib.pk_memsort_result_free(ctypes.byref(self.res))
+        except Exception:  # the interpreter shutting down
+            pass
+
+    def viewed(self):
+        """Whether views of these buffers are alive (beyond the Memsort's
+        own reference and this call's)."""
+        return sys.getrefcount(self) > 3
+
+
 def _view(ptr, n, dtype, owner):
-    """The library's buffer as a numpy array, not copied: valid until the
-    owner's next run or close, and keeping the owner alive as long as it is
-    referenced (a view must not outlive a Memsort that was never closed)."""
+    """The library's buffer as a numpy array, not copied, keeping owner
+    (the _Buffers holding it) alive as long as the view is referenced."""
     if not n:
         return np.zeros(0, dtype)
     data = (ctypes.c_char * (n * dtype.itemsize)).from_address(ctypes.addressof(ptr.contents))
@@ -241,19 +264,22 @@ class Memsort:
         with pairkit.Memsort() as m:
             for addr in traces:
                 res = m.run(addr, workers=16, worker=3, backend="cuda")
+
+    With copy=False, drop a run's views (del res) before the next run to
+    have it reuse the buffers; views still alive keep theirs.
     """
 
     def __init__(self):
         self._lib = _load()
-        self._res = _Result()
-        self._lib.pk_memsort_result_init(ctypes.byref(self._res))
+        self._buf = _Buffers(self._lib)
         self._open = True
         self._busy = threading.Lock()
 
     def close(self):
+        """Frees the buffers, once no view of them (copy=False) is left."""
         with self._busy:
             if self._open:
-                self._lib.pk_memsort_result_free(ctypes.byref(self._res))
+                self._buf = None
                 self._open = False
 
     def __enter__(self):
@@ -273,7 +299,8 @@ class Memsort:
         """As memsort(): the same arguments and the same dict. With
         copy=False "runs", "values" and "chunk_counts" are views of this
         object's buffers where they can be (no copy of a trace's worth of
-        rows), valid until the next run or close(); by default copies."""
+        rows): a view keeps its buffers, past close() and the next run
+        (which then takes new ones); by default copies."""
         if not self._busy.acquire(blocking=False):
             raise PairkitError("this Memsort is running in another thread; make one Memsort per thread")
         try:
@@ -300,18 +327,21 @@ class Memsort:
         trace = _Trace(a.size, a.ctypes.data_as(ctypes.POINTER(_U32)), starts.size - 1,
                        starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
         opts = _Options(backend_code(backend), code, n_workers, w)
-        res = self._res
+        if self._buf.viewed():  # the last run's views stay as they are: new buffers for this one
+            self._buf = _Buffers(lib)
+        owner = self._buf
+        res = owner.res
         with interruptible(ctx):
             st = lib.pk_memsort_run(ctypes.byref(ctx), ctypes.byref(opts), ctypes.byref(table), ctypes.byref(trace),
                                     ctypes.byref(res))
         _check_trace(st, ctx, starts)
-        inst = _view(res.instances, res.n_instances, _INSTANCE, self).copy()
+        inst = _view(res.instances, res.n_instances, _INSTANCE, owner).copy()
         # the owned instances' values packed in gid order, as memsort.bin
         # holds them (a kernel may keep every row, at global positions):
         # one copy from the library's buffer
         owned = inst[inst["owned"] != 0]
         extent = int((owned["values_offset"] + owned["n_rows"]).max()) if owned.size else 0
-        every = _view(res.values, extent, np.dtype(np.uint32), self)
+        every = _view(res.values, extent, np.dtype(np.uint32), owner)
         packed = np.zeros(inst.size, np.uint64)
         packed[inst["owned"] != 0] = np.cumsum(owned["n_rows"], dtype=np.uint64) - owned["n_rows"]
         first = int(owned["values_offset"][0]) if owned.size else 0
@@ -328,11 +358,11 @@ class Memsort:
         def out(a):
             return a.copy() if copy else a
 
-        counts = out(_view(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32), self))
-        return {"instances": inst, "runs": out(_view(res.runs, res.n_runs, _RUN, self)), "values": values,
+        counts = out(_view(res.chunk_counts, res.n_owned * res.n_chunks, np.dtype(np.uint32), owner))
+        return {"instances": inst, "runs": out(_view(res.runs, res.n_runs, _RUN, owner)), "values": values,
                 "chunk_counts": counts.reshape(res.n_owned, res.n_chunks),
                 "region_entries": np.array(res.region_entries[:table.n_regions], dtype=np.uint64),
-                "chunk_start": _view(res.chunk_start, res.n_chunks + 1, np.dtype(np.uint64), self).copy(),
+                "chunk_start": _view(res.chunk_start, res.n_chunks + 1, np.dtype(np.uint64), owner).copy(),
                 "kernel": lib.pk_memsort_kernel_name(res.stats.kernel).decode(), "seconds": res.stats.seconds,
                 "workers": n_workers, "worker": w}
 

@@ -336,6 +336,26 @@ def test_views_keep_their_memsort_alive(table):
     del junk
 
 
+def test_views_outlive_close_and_the_next_run(table):
+    # a view of the buffers (copy=False) read after close() (the `with`
+    # block's end) read freed memory, and crashed; after a larger run the same
+    a, cs = pairkit.memsort_generate(200000, seed=1, chunk_entries=20000, regions=table)
+    big, big_cs = pairkit.memsort_generate(400000, seed=2, chunk_entries=20000, regions=table)
+    want = pairkit.memsort(a, chunk_start=cs, regions=table)
+    with pairkit.Memsort() as m:
+        r1 = m.run(a, chunk_start=cs, regions=table, copy=False)
+        r2 = m.run(big, chunk_start=big_cs, regions=table, copy=False)  # r1's buffers stay r1's
+        second = id(m._buf)  # (an id: a reference would count as a view)
+        del r2
+        r3 = m.run(a, chunk_start=cs, regions=table, copy=False)  # r2's views gone: its buffers reused
+        assert id(m._buf) == second
+    junk = [np.ones(1 << 16) for _ in range(64)]  # memory freed too early would be reused here
+    for r in (r1, r3):
+        for name in ("runs", "values", "chunk_counts"):
+            assert np.array_equal(r[name], want[name]), name
+    del junk
+
+
 def test_memsort_object_reuses_its_buffers(table):
     small, small_cs = pairkit.memsort_generate(20000, seed=3, chunk_entries=3000, regions=table)
     big, big_cs = pairkit.memsort_generate(90000, seed=8, chunk_entries=7000, regions=table)
