@@ -601,6 +601,13 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
                     c, np.asarray(addr).size, c, int(starts[c + 1]) - first))
         a = _addresses(addr)
         first = _count(first, "chunks[%d] first position" % c, 0, (1 << 32) - 1)
+        if starts is not None:  # the result's chunk table says where the chunk lies, and how long it is
+            if c >= len(starts) - 1:
+                raise PairkitError("chunks[%d]: the trace has %d chunks" % (c, len(starts) - 1))
+            if first != int(starts[c]) or a.size != int(starts[c + 1]) - int(starts[c]):
+                raise PairkitError("chunks[%d]: (position %d, %d addresses), the chunk table gives chunk %d position "
+                                   "%d and %d entries" % (c, first, a.size, c, int(starts[c]),
+                                                          int(starts[c + 1]) - int(starts[c])))
         keep.append(a)
         views.append(_Chunk(c, first, a.ctypes.data_as(ctypes.POINTER(_U32)), a.size))
     chunk_arr = (_Chunk * max(len(views), 1))(*views)
@@ -614,7 +621,11 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
     ctx = new_context(nthreads)
     with interruptible(ctx):
         st = lib.pk_memsort_fill_from_chunks(ctypes.byref(ctx), chunk_arr, len(views), fills, len(gids))
-    _check(st, ctx)
+    try:
+        _check(st, ctx)
+    except PairkitError as e:  # the library names chunk files; here they are entries of chunks
+        raise PairkitError(_CHUNK_ENTRY.sub(lambda m: "chunks[%d][%d]" % (int(m.group(1)), int(m.group(2))),
+                                            str(e))) from None
     out = {}
     for k, g in enumerate(gids):
         n = int(fills[k].n_rows)

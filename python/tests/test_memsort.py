@@ -274,7 +274,7 @@ def test_fill_from_the_plans_alone(table):
     inside = np.flatnonzero((bad > plans["instances"]["first_addr"][g]) & (bad < plans["instances"]["last_addr"][g]))
     assert inside.size
     bad[inside[0]] += 4
-    with pytest.raises(pairkit.PairkitError, match="mem_addr_0002.bin entry %d: address .* not 8-byte aligned"
+    with pytest.raises(pairkit.PairkitError, match=r"chunks\[2\]\[%d\]: address .* not 8-byte aligned"
                        % inside[0]):
         pairkit.memsort_fill(plans, {2: (int(cs[2]), bad)}, gids=[g])
     with pytest.raises(pairkit.PairkitError, match="gid"):
@@ -334,6 +334,23 @@ def test_views_keep_their_memsort_alive(table):
     for name in ("runs", "values", "chunk_counts"):
         assert np.array_equal(res[name], want[name]), name
     del junk
+
+
+def test_memsort_fill_checks_chunks_against_the_table(table):
+    addr, cs = pairkit.memsort_generate(5000, seed=3, chunk_entries=1000, regions=table)
+    res = pairkit.memsort(addr, chunk_start=cs, regions=table)
+    good = pairkit.memsort_fill(res, {1: addr[1000:2000]}, gids=[2])
+    same = pairkit.memsort_fill(res, {1: (1000, addr[1000:2000])}, gids=[2])
+    assert np.array_equal(good[2][1], same[2][1])
+    # a (position, addresses) pair the chunk table contradicts gave rows at other positions
+    for chunk, why in (((2000, addr[1000:2000]), "position 2000"), ((1000, addr[1000:1999]), "999 addresses")):
+        with pytest.raises(pairkit.PairkitError, match=r"chunks\[1\]: \(.*%s" % why):
+            pairkit.memsort_fill(res, {1: chunk}, gids=[2])
+    with pytest.raises(pairkit.PairkitError, match=r"chunks\[9\]: the trace has 5 chunks"):
+        pairkit.memsort_fill(res, {9: (9000, addr[1000:2000])}, gids=[2])
+    # the library's chunk file and entry, said as the chunk given and its entry
+    with pytest.raises(pairkit.PairkitError, match=r"chunks\[1\]\[0\]: address 0x[0-9a-f]+ is not 8-byte aligned"):
+        pairkit.memsort_fill(res, {1: addr[1000:2000] + 1})
 
 
 def test_views_outlive_close_and_the_next_run(table):
