@@ -305,6 +305,11 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
         # data weights alone, or prune: RR is the plain counts (as on the
         # command line), given as the one cell they are
         plain = np.asarray(rr)
+        if plain.ndim == 1 and plain.dtype.kind == "f":  # whole counts held as floats, as without weights
+            bad = np.flatnonzero(~np.isfinite(plain) | (plain != np.floor(plain)) | (plain < 0))
+            if bad.size:
+                raise PairkitError("rr must hold whole counts >= 0; rr[%d] is %r" % (bad[0], _plain(plain[bad[0]])))
+            plain = plain.astype(np.uint64)
         if plain.ndim == 1 and plain.dtype.kind in "iu":
             rr = {"counts": plain.reshape(1, 1, -1), "weighted": plain.astype(np.float64).reshape(1, 1, -1)}
     if rr is not None and features and not isinstance(rr, dict):

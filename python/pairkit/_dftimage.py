@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _one_dimensional, _plain, _ptr,
-                    backend_code, interruptible, load, new_context)
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _not_masked, _one_dimensional, _plain,
+                    _ptr, backend_code, interruptible, load, new_context)
 
 
 # ---- the C structures (dftimage.h) -------------------------------------------
@@ -247,12 +247,19 @@ def fit_beam(psf, cell):
     Returns (bmaj, bmin, bpa): FWHM in radians, the major axis's position
     angle in degrees east of north, in (-90, 90]. An error when the lobe
     reaches the edge or is not resolved by the cells."""
-    a = np.ascontiguousarray(psf, dtype=np.float64)
+    _not_masked(psf, "psf")
+    raw = np.asarray(psf)
+    if raw.dtype.kind not in "biuf":  # complex (its imaginary part dropped), text, objects, None
+        raise PairkitError("psf must be a real 2-D array (dft_psf's), got %s" % (
+            "None" if psf is None else "dtype %s" % raw.dtype))
+    a = np.ascontiguousarray(raw, dtype=np.float64)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise PairkitError("psf must be a square 2-D array, got shape %s" % (a.shape,))
     _finite(a.ravel(), "psf")
     if isinstance(cell, (bool, str, bytes)) or not isinstance(cell, (int, float, np.integer, np.floating)):
         raise PairkitError("cell must be a number of radians, got %r" % (_plain(cell),))
+    if not (np.isfinite(cell) and cell > 0):
+        raise PairkitError("cell must be a finite number of radians > 0, got %r" % (_plain(cell),))
     lib = _load()
     ctx = new_context(0)
     image = _Image()

@@ -283,6 +283,14 @@ def test_fit_beam():
         pairkit.fit_beam(psf[35:46, 35:46], cell)
     with pytest.raises(pairkit.PairkitError, match="square"):
         pairkit.fit_beam(psf[:, :10], cell)
+    # cells and PSFs the fit cannot use, said as such (a cell of 0 was "an image of at least 3 x 3 pixels")
+    for bad in (0, -cell, float("nan"), float("inf")):
+        with pytest.raises(pairkit.PairkitError, match="cell must be a finite number of radians > 0"):
+            pairkit.fit_beam(psf, bad)
+    for bad, says in ((np.ma.array(psf, mask=psf < 0.9), "masked"), (psf + 0j, "real 2-D array"),
+                      ([["a", "b"], ["c", "d"]], "real 2-D array"), (None, "got None")):
+        with pytest.raises(pairkit.PairkitError, match=says):
+            pairkit.fit_beam(bad, cell)
 
 
 def test_weighting_leaves_the_callers_arrays():

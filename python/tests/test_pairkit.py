@@ -112,9 +112,15 @@ def test_w_theta_with_rr_given(cats):
                  dict(weights=w_other, prune="off", backend="cpu")):
         counted = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, **opts)
         given = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=full["rr"], **opts)
+        # whole counts held as floats, as the plain path takes them
+        as_float = pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, rr=full["rr"].astype(float), **opts)
         for name in counted:
             if name != "rr_cells":
                 assert np.array_equal(counted[name], given[name], equal_nan=True), (opts, name)
+                assert np.array_equal(as_float[name], given[name], equal_nan=True), (opts, name)
+    with pytest.raises(pairkit.PairkitError, match=r"rr must hold whole counts >= 0; rr\[0\] is 0.5"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=w_other, backend="cpu",
+                        rr=np.full(len(EDGES) - 1, 0.5))
 
 
 def test_w_theta_with_rr_cells_given(cats):
