@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _plain, _ptr, backend_code, interruptible,
-                    load, new_context)
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _is_key, _plain, _ptr, backend_code,
+                    interruptible, load, new_context)
 
 
 # ---- the C structures (angcorr.h) --------------------------------------------
@@ -181,7 +181,7 @@ class _Session:
 
 
 def _check_prune(prune):
-    if prune not in _PRUNE:
+    if not _is_key(prune, _PRUNE):
         raise PairkitError("prune must be auto, on or off (got %r)" % (prune,))
 
 
@@ -210,12 +210,12 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     unknown = sorted(set(ignored) - _CORRFUNC_TUNING)
     if unknown:
         raise TypeError("DDtheta_mocks() got unexpected keyword argument(s): %s" % ", ".join(unknown))
-    if isinstance(autocorr, str) or autocorr not in (0, 1):
+    if isinstance(autocorr, str) or np.ndim(autocorr) != 0 or autocorr not in (0, 1):
         raise PairkitError("autocorr must be 1 (a catalog with itself) or 0 (RA1/DEC1 against RA2/DEC2), got %r"
                            % (_plain(autocorr),))
     if weight_type not in (None, "pair_product"):
         raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
-    if units not in _UNITS:
+    if not _is_key(units, _UNITS):
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)
     edges = _edges_deg(binfile)
@@ -293,9 +293,9 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     (K, K, bins), K = 1 without jackknife, for later runs with weights,
     jackknife, mean_theta or prune.
     """
-    if estimator not in _ESTIMATORS:
+    if not _is_key(estimator, _ESTIMATORS):
         raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
-    if units not in _UNITS:
+    if not _is_key(units, _UNITS):
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)
     edges = _edges_deg(bins, "bins")

@@ -79,8 +79,14 @@ def new_context(nthreads):
     return ctx
 
 
+def _is_key(x, table):
+    """Whether x names an entry of table (a list, an array or None is not a
+    name: no TypeError from hashing it)."""
+    return isinstance(x, str) and x in table
+
+
 def backend_code(backend):
-    if backend not in _BACKENDS:
+    if not _is_key(backend, _BACKENDS):
         raise PairkitError("backend must be auto, cpu or cuda (got %r)" % (backend,))
     return _BACKENDS[backend]
 

@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _not_masked, _one_dimensional, _plain,
-                    _ptr, backend_code, interruptible, load, new_context)
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _is_key, _not_masked, _one_dimensional,
+                    _plain, _ptr, backend_code, interruptible, load, new_context)
 
 
 # ---- the C structures (dftimage.h) -------------------------------------------
@@ -89,7 +89,7 @@ def _check_dft(st, ctx):
 
 
 def _sign(sign):
-    if isinstance(sign, bool) or sign not in (1, -1):
+    if isinstance(sign, (bool, str)) or np.ndim(sign) != 0 or sign not in (1, -1):
         raise PairkitError("sign must be +1 or -1, got %r" % (sign,))
     return int(sign)
 
@@ -129,7 +129,7 @@ class _VisArrays:
 
     def reweight(self, weighting, robust, npix, cell):
         """Imaging weights (pk_vis_weighting) on these copies of the arrays."""
-        if weighting not in _WEIGHTING:
+        if not _is_key(weighting, _WEIGHTING):
             raise PairkitError("weighting must be natural, uniform or briggs (got %r)" % (weighting,))
         if isinstance(robust, (bool, str, bytes)) or not isinstance(robust, (int, float, np.integer, np.floating)):
             raise PairkitError("robust must be a number, got %r" % (_plain(robust),))
@@ -162,7 +162,7 @@ def read_vis(path, weights="data"):
     unknown), "n_records", "n_flagged",
     "weight" (each visibility's weight; "vis" is the visibility times it)
     and "weight_sum"."""
-    if weights not in _WEIGHTS:
+    if not _is_key(weights, _WEIGHTS):
         raise PairkitError("weights must be data, abs or unit (got %r)" % (weights,))
     lib = _load()
     ctx = new_context(0)
@@ -273,7 +273,7 @@ def fit_beam(psf, cell):
 def _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nthreads, weight, weighting, robust,
            psf):
     lib = _load()
-    if precision is not None and precision not in _PRECISION:
+    if precision is not None and not _is_key(precision, _PRECISION):
         raise PairkitError("precision must be single or double (got %r)" % (precision,))
     data = _VisArrays(u, v, w, vis, sign, weight)
     npix = _count(npix, "npix", 1, 1 << 20)

@@ -249,3 +249,15 @@ def test_bin_files_masks_and_flags(tmp_path, cats):
             pairkit.DDtheta_mocks(bad, 1, EDGES, ra1, dec1)
     with pytest.raises(pairkit.PairkitError, match=r"rr\[1\] is 2.5"):
         pairkit.w_theta(ra1, dec1, ra1, dec1, EDGES, rr=np.array([1.0, 2.5] + [0.0] * (len(EDGES) - 3)))
+
+
+def test_choices_of_the_wrong_type_are_named(cats):
+    # a list or an array where a name or a flag goes raised TypeError (unhashable) or numpy's "truth value"
+    ra, dec = cats[0], cats[1]
+    for kw, says in ((dict(units=["deg"]), "units"), (dict(backend=["cpu"]), "backend"),
+                     (dict(estimator=["ls"]), "estimator")):
+        with pytest.raises(pairkit.PairkitError, match=says):
+            pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES, **kw)
+    with pytest.raises(pairkit.PairkitError, match="autocorr must be 1"):
+        pairkit.DDtheta_mocks(np.array([1, 0]), 1, EDGES, ra[:50], dec[:50])
+
