@@ -3,8 +3,8 @@ import contextlib
 import ctypes
 import os
 import re
-import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -214,6 +214,7 @@ class _Buffers:
         self._lib = lib
         self.res = _Result()
         lib.pk_memsort_result_init(ctypes.byref(self.res))
+        self._views = []  # weak references to the memory every view was made on
 
     def __del__(self):
         try:
@@ -221,10 +222,13 @@ class _Buffers:
         except Exception:  # the interpreter shutting down
             pass
 
+    def watch(self, data):
+        """Note the memory a view is made on (a view of a view keeps it too)."""
+        self._views = [r for r in self._views if r() is not None] + [weakref.ref(data)]
+
     def viewed(self):
-        """Whether views of these buffers are alive (beyond the Memsort's
-        own reference and this call's)."""
-        return sys.getrefcount(self) > 3
+        """Whether any view of these buffers is still alive."""
+        return any(r() is not None for r in self._views)
 
 
 def _view(ptr, n, dtype, owner):
@@ -234,6 +238,7 @@ def _view(ptr, n, dtype, owner):
         return np.zeros(0, dtype)
     data = (ctypes.c_char * (n * dtype.itemsize)).from_address(ctypes.addressof(ptr.contents))
     data._owner = owner
+    owner.watch(data)
     return np.frombuffer(data, dtype=dtype)
 
 
