@@ -172,7 +172,8 @@ int main(void) {
         {"nandec.csv", "ra,dec\n1,2\n1,nan\n", NULL, "nandec.csv:3: column 'dec': the Dec is NaN"},
         {"hexdec.csv", "ra,dec\n1,0x10\n", NULL, "hexdec.csv:2: column 'dec': '0x10' is not a number"},
         {"long.csv", "ra,dec\n3,4,5\n", NULL, "long.csv:2: the row has 3 fields, the header names 2"},
-        {"twice.csv", "ra,dec,RA\n3,4,5\n", NULL, "twice.csv:1: the RA column 'ra' is named twice (columns 1 and 3)"},
+        {"twice.csv", "ra,dec,RA\n3,4,5\n", NULL,
+         "twice.csv:1: the RA column 'ra' could be column 1 'ra' or column 3 'RA'"},
         {"open.csv", "name,ra,dec\n\"NGC 1, a,10,20\n", NULL, "open.csv:2: a quoted field is not closed on its line"},
         {"after.csv", "name,ra,dec\n\"NGC\" 1,10,20\n", NULL, "after.csv:2: text after a quoted field's closing"},
     };
@@ -236,8 +237,11 @@ int main(void) {
             pk_catalog_free(&c);
             pk_catalog_spec csv_default = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
             check_error(pk_catalog_read_spec(&ctx, cli_path("cased.csv"), &csv_default, &c, NULL), &ctx,
-                        "cased.csv:1: the RA column 'ra' is named twice (columns 1 and 3)",
+                        "cased.csv:1: the RA column 'ra' could be column 1 'RA' or column 3 'ra'",
                         "CSV default ra, RA and ra");
+            cli_write("cased2.csv", "RA,ra,Dec,DEC,ra\n10,20,1,2,3\n");
+            check_error(pk_catalog_read_spec(&ctx, cli_path("cased2.csv"), &csv_exact, &c, NULL), &ctx,
+                        "cased2.csv:1: the RA column 'ra' is named twice (columns 2 and 5)", "CSV ra twice exactly");
             cli_write("roles.csv", "ra,dec,w\n10,20,1\n11,21,1\n");
             pk_catalog_spec csv_both = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "RA"};
             check_error(pk_catalog_read_spec(&ctx, cli_path("roles.csv"), &csv_both, &c, &cw), &ctx,

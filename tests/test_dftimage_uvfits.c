@@ -274,6 +274,17 @@ static void test_broken(void) {
         copy_with_card(MOJAVE, path, cards[c].key, cards[c].value);
         expect_error(path, PK_WEIGHTS_DATA, cards[c].says, cards[c].what);
     }
+    /* a zero scale on a parameter not read (PTYPE7 'INTTIM') is no concern */
+    {
+        snprintf(path, sizeof path, "%s/inttim0.uvfits", dir);
+        copy_with_card(MOJAVE, path, "PSCAL7", "0.0");
+        pk_context zc;
+        pk_context_init(&zc);
+        pk_vis z;
+        pk_status zs = pk_vis_read_uvfits(&zc, path, PK_WEIGHTS_DATA, &z);
+        CHECK(zs == PK_OK && z.n == 5946, "PSCAL7 = 0 (INTTIM): status %d, %s", (int)zs, zc.message);
+        if (zs == PK_OK) pk_vis_free(&z);
+    }
     /* cut inside the last table (the antennas, which the image does not use) */
     struct stat sb;
     CHECK(stat(MOJAVE, &sb) == 0, "stat");

@@ -304,9 +304,12 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
             and not mean_theta:
         # data weights alone, or prune: RR is the plain counts (as on the
         # command line), given as the one cell they are
+        if isinstance(rr, np.ma.MaskedArray):
+            raise PairkitError("rr: a masked array; give the counts of every bin")
         plain = np.asarray(rr)
         if plain.ndim == 1 and plain.dtype.kind == "f":  # whole counts held as floats, as without weights
-            bad = np.flatnonzero(~np.isfinite(plain) | (plain != np.floor(plain)) | (plain < 0))
+            # (at most 2^53: beyond it a float holds no exact count, and 2^64 would wrap to 0)
+            bad = np.flatnonzero(~np.isfinite(plain) | (plain != np.floor(plain)) | (plain < 0) | (plain > 2.0 ** 53))
             if bad.size:
                 raise PairkitError("rr must hold whole counts >= 0; rr[%d] is %r" % (bad[0], _plain(plain[bad[0]])))
             plain = plain.astype(np.uint64)

@@ -242,7 +242,7 @@ def _view(ptr, n, dtype, owner):
     return np.frombuffer(data, dtype=dtype)
 
 
-_CHUNK_ENTRY = re.compile(r"mem_addr_(\d{4})\.bin entry (\d+)")
+_CHUNK_ENTRY = re.compile(r"mem_addr_(\d{4,})\.bin entry (\d+)")
 
 
 def _check_trace(st, ctx, starts):

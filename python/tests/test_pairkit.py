@@ -118,6 +118,13 @@ def test_w_theta_with_rr_given(cats):
             if name != "rr_cells":
                 assert np.array_equal(counted[name], given[name], equal_nan=True), (opts, name)
                 assert np.array_equal(as_float[name], given[name], equal_nan=True), (opts, name)
+    for big in (1e20, 2.0 ** 64):  # cast to uint64 they wrapped to 0, and the run went on
+        with pytest.raises(pairkit.PairkitError, match=r"rr must hold whole counts >= 0; rr\[0\] is"):
+            pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=w_other, backend="cpu",
+                            rr=np.r_[big, np.zeros(len(EDGES) - 2)])
+    with pytest.raises(pairkit.PairkitError, match="rr: a masked array"):
+        pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=w_other, backend="cpu",
+                        rr=np.ma.array(full["rr"].astype(float)))
     with pytest.raises(pairkit.PairkitError, match=r"rr must hold whole counts >= 0; rr\[0\] is 0.5"):
         pairkit.w_theta(other_ra, other_dec, ra2, dec2, EDGES, weights=w_other, backend="cpu",
                         rr=np.full(len(EDGES) - 1, 0.5))

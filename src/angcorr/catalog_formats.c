@@ -124,11 +124,8 @@ static int split_csv(char *line, char **fields, int max, const char **why) {
     return n;
 }
 
-static int find_column(char **names, int n, const char *want) {
-    for (int c = 0; c < n; c++)
-        if (strcasecmp(names[c], want) == 0) return c;
-    return -1;
-}
+static pk_status find_named_column(pk_context *ctx, const char *path, const char *where, const char *kind,
+                                   const char *want, int given, int numbers, char *const *names, int n_cols, int *col);
 
 /* One column for two roles (--ra-col dec) read Dec as RA too: refused.
  * col[] are the columns found for RA, Dec and weight (-1: none), counted
@@ -203,21 +200,7 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
             snprintf(where, sizeof where, ":%zu", line_no);
             for (int c = 0; c < 3 && st == PK_OK; c++) {
                 if (!want[c]) continue;
-                col[c] = find_column(fields, n_cols, want[c]);
-                if (col[c] < 0) st = missing_column(ctx, path, where, kind[c], want[c], fields, n_cols);
-                /* a name twice in the header (without regard to case): which
-                 * column is meant is not clear, unless a name given with an
-                 * option matches one of them exactly, case included, as in
-                 * FITS tables */
-                int second = -1, exact = -1, n_exact = 0;
-                for (int x = 0; st == PK_OK && col[c] >= 0 && x < n_cols; x++) {
-                    if (x != col[c] && second < 0 && strcasecmp(fields[x], want[c]) == 0) second = x;
-                    if (strcmp(fields[x], want[c]) == 0) exact = x, n_exact++;
-                }
-                if (second >= 0 && given[c] && n_exact == 1) col[c] = exact;
-                else if (second >= 0)
-                    st = pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)", path,
-                                 where, kind[c], want[c], col[c] + 1, second + 1);
+                st = find_named_column(ctx, path, where, kind[c], want[c], given[c], 0, fields, n_cols, &col[c]);
             }
             if (st == PK_OK) {
                 const char *name[3];
@@ -300,13 +283,15 @@ static const char *option_of(const char *kind) {
     return strcmp(kind, "RA") == 0 ? "--ra-col" : strcmp(kind, "Dec") == 0 ? "--dec-col" : "--weight-col";
 }
 
-/* The column named want, its names[] being the table's TTYPEn ("" where
- * there is none). Names are matched without regard to case, as in CSV;
- * where two columns match so, a name the caller gave (given: not a
- * default) picks the one it matches exactly, case included, and
- * otherwise the choice is refused. */
-static pk_status find_fits_column(pk_context *ctx, const char *path, const char *kind, const char *want, int given,
-                                  char (*names)[FLEN_VALUE], int n_cols, int *col) {
+/* The column named want (0-based into *col), names[] being the table's
+ * column names ("" where there is none). Names are matched without
+ * regard to case; where two columns match so, a name the caller gave
+ * (given: not a default) picks the one it matches exactly, case included,
+ * and otherwise the choice is refused. With numbers (FITS, as cfitsio took
+ * them), a given name that no column bears may be a column's number from
+ * 1. where: after the path in messages (":1" for a CSV header). */
+static pk_status find_named_column(pk_context *ctx, const char *path, const char *where, const char *kind,
+                                   const char *want, int given, int numbers, char *const *names, int n_cols, int *col) {
     int first = -1, second = -1, exact = -1, exact2 = -1;
     for (int k = 0; k < n_cols; k++) {
         if (strcasecmp(names[k], want) != 0) continue;
@@ -316,13 +301,11 @@ static pk_status find_fits_column(pk_context *ctx, const char *path, const char 
         if (exact < 0) exact = k;
         else if (exact2 < 0) exact2 = k;
     }
-    if (first < 0 && given && n_cols > 0) {
-        /* a column number (--ra-col 2), as cfitsio took it, where no
-         * column bears that name */
+    if (first < 0 && given && numbers && n_cols > 0) {
         char *end;
         long number = strtol(want, &end, 10);
         if (end != want && *end == '\0' && want[0] >= '1' && want[0] <= '9' && number <= n_cols) {
-            *col = (int)number;
+            *col = (int)number - 1;
             return PK_OK;
         }
     }
@@ -330,24 +313,24 @@ static pk_status find_fits_column(pk_context *ctx, const char *path, const char 
         char *list[64];
         int m = n_cols < 64 ? n_cols : 64;
         for (int k = 0; k < m; k++) list[k] = names[k][0] ? names[k] : "?";
-        return missing_column(ctx, path, "", kind, want, list, m);
+        return missing_column(ctx, path, where, kind, want, list, m);
     }
     if (exact2 >= 0)
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: the %s column '%s' is named twice (columns %d and %d)", path, kind, want,
-                       exact + 1, exact2 + 1);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)", path, where,
+                       kind, want, exact + 1, exact2 + 1);
     if (second >= 0 && given && exact >= 0) {
-        *col = exact + 1; /* the one named exactly */
+        *col = exact; /* the one named exactly */
         return PK_OK;
     }
     if (second >= 0 && strcmp(names[first], names[second]) == 0) /* no name given could choose between them */
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: the %s column '%s' is named twice (columns %d and %d)", path, kind,
-                       names[first], first + 1, second + 1);
+        return pk_fail(ctx, PK_ERR_PARSE, "%s%s: the %s column '%s' is named twice (columns %d and %d)", path, where,
+                       kind, names[first], first + 1, second + 1);
     if (second >= 0)
         return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s: the %s column '%s' could be column %d '%s' or column %d '%s' (names are matched without "
+                       "%s%s: the %s column '%s' could be column %d '%s' or column %d '%s' (names are matched without "
                        "regard to case): give the name of one exactly, case included, to choose it (%s)",
-                       path, kind, want, first + 1, names[first], second + 1, names[second], option_of(kind));
-    *col = first + 1;
+                       path, where, kind, want, first + 1, names[first], second + 1, names[second], option_of(kind));
+    *col = first;
     return PK_OK;
 }
 
@@ -528,10 +511,14 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         snprintf(key, sizeof key, "TTYPE%d", k + 1);
         if (fits_read_key(f, TSTRING, key, names[k], NULL, &s)) names[k][0] = '\0';
     }
+    char **name_list = st == PK_OK ? malloc((size_t)(n_cols > 0 ? n_cols : 1) * sizeof *name_list) : NULL;
+    if (st == PK_OK && !name_list) st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    for (int k = 0; k < n_cols && st == PK_OK; k++) name_list[k] = names[k];
     int col[3] = {-1, -1, -1};
     for (int c = 0; c < 3 && st == PK_OK; c++) {
         if (!want[c]) continue;
-        st = find_fits_column(ctx, path, kind[c], want[c], given[c], names, n_cols, &col[c]);
+        st = find_named_column(ctx, path, "", kind[c], want[c], given[c], 1, name_list, n_cols, &col[c]);
+        if (st == PK_OK) col[c]++; /* FITS counts columns from 1 */
         if (st == PK_OK && hdu_type == BINARY_TBL)
             st = check_fits_column(ctx, f, path, kind[c], col[c], names[col[c] - 1]);
     }
@@ -540,6 +527,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         for (int c = 0; c < 3; c++) name[c] = col[c] >= 1 ? names[col[c] - 1] : "";
         st = one_role_each(ctx, path, kind, col, name, 1);
     }
+    free(name_list);
     free(names);
     if (st == PK_OK && n_rows < 1) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the table has no rows", path);
     if (st == PK_OK) {

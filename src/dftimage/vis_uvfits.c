@@ -285,17 +285,20 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         pzero[p] = 0.0;
         snprintf(key, sizeof key, "PSCAL%ld", p + 1);
         if ((st = read_real_key(ctx, path, f, key, &pscal[p])) != PK_OK) goto done;
-        if (pscal[p] == 0) { /* every value of the parameter would be PZEROn (every u zero, say) */
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: %s = 0: group parameter %ld ('%s') would hold one value throughout",
-                         path, key, p + 1, ptype);
-            goto done;
-        }
         snprintf(key, sizeof key, "PZERO%ld", p + 1);
         if ((st = read_real_key(ctx, path, f, key, &pzero[p])) != PK_OK) goto done;
         if (param_is(ptype, "UU") && iu < 0) iu = (int)p;
         else if (param_is(ptype, "VV") && iv < 0) iv = (int)p;
         else if (param_is(ptype, "WW") && iw < 0) iw = (int)p;
         else if (strcmp(ptype, "DATE") == 0 && n_date < 4) idate[n_date++] = (int)p;
+        else continue;
+        if (pscal[p] == 0) { /* every value of a parameter read would be PZEROn (every u zero, say) */
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: PSCAL%ld = 0: group parameter %ld ('%s') would hold one value "
+                         "throughout",
+                         path, p + 1, p + 1, ptype);
+            goto done;
+        }
     }
     if (iu < 0 || iv < 0 || iw < 0) {
         st = pk_fail(ctx, PK_ERR_PARSE,
