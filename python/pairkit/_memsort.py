@@ -597,13 +597,8 @@ def memsort_fill(result, chunks, gids=None, nthreads=0):
                 first, addr = chunks[index]
             except (TypeError, ValueError):
                 raise PairkitError("chunks[%r] must be (first position, addresses)" % (index,)) from None
-        else:
-            if c >= len(starts) - 1:
-                raise PairkitError("chunks[%d]: the trace has %d chunks" % (c, len(starts) - 1))
-            first, addr = int(starts[c]), chunks[index]
-            if np.asarray(addr).size != int(starts[c + 1]) - first:
-                raise PairkitError("chunks[%d]: %d addresses, the chunk table gives chunk %d %d entries" % (
-                    c, np.asarray(addr).size, c, int(starts[c + 1]) - first))
+        else:  # the addresses alone: the position from the chunk table (checked below with the length)
+            first, addr = (int(starts[c]) if c < len(starts) - 1 else 0), chunks[index]
         a = _addresses(addr)
         first = _count(first, "chunks[%d] first position" % c, 0, (1 << 32) - 1)
         if starts is not None:  # the result's chunk table says where the chunk lies, and how long it is
