@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # angcorr on the CPU: the kernel ladder under pairkit's bench protocol (cold
 # run apart, interleaved warm rounds, median and min), then the whole command
-# on the bundled catalogs (file reading and output included) with hyperfine.
+# on the bundled catalogs (file reading and output included) with hyperfine
+# (installed with apt-get, as scripts/deps.sh does, when missing).
 # Usage: bench/angcorr_cpu.sh [build-dir]   (run on an otherwise idle machine)
 # N_LADDER (default 30000) sizes the ladder; N_FULL (default: all 100,000)
 # the interleaved run of the fastest kernels; RUNS the warm runs (3).
@@ -22,5 +23,13 @@ $pk bench angcorr --backend cpu --n "$n_ladder" --runs "$runs" \
 echo "== the full problem: the fastest kernels and the plain float32 anchor, interleaved"
 $pk bench angcorr --backend cpu --runs "$runs" ${n_full:+--n "$n_full"} --kernels avx512,avx2,cpu-approx-acos
 echo "== whole command, bundled catalogs"
+if ! command -v hyperfine >/dev/null; then
+  echo "installing hyperfine"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends hyperfine ||
+    { DEBIAN_FRONTEND=noninteractive $SUDO apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends hyperfine; }
+fi
 hyperfine --warmup 1 --runs 5 \
   "$pk angcorr $d $r -o /tmp/pairkit_bench_omega.out --png none -q --backend cpu"

@@ -6,7 +6,7 @@
 # complex images, and an interleaved A/B of the two fastest kernels. Run
 # from the repository root. BIN holds pairkit and test_dftimage_cuda;
 # logs go to $OUT (or /tmp/dftimage_out). QUICK=1 skips the sanitizer and
-# the complex ladder.
+# cuts the complex ladder to cuda-usual-f32 and cuda-hybrid-f32.
 #   BIN=build bench/dftimage_device.sh
 set -u
 BIN=${BIN:-build}
