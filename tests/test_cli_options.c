@@ -118,6 +118,23 @@ int main(void) {
         expect("bench dftimage", "--nvis 10 --kernels cuda-final-f32", "'cuda-final-f32' is a CUDA kernel", 0);
         expect("memsort", "t --kernel cuda", "--kernel: 'cuda' is a CUDA kernel, and this build has no CUDA", 0);
     }
+    /* a CUDA kernel named on a build with CUDA, on a machine without a GPU:
+     * the reason given is the missing device (it said "not built, or not
+     * supported by this machine") */
+    if (pk_cuda_built() && pk_cuda_device_count() == 0) {
+        cli_write("c2.txt", "2\n1 1\n2 2\n");
+        CHECK(cli_run("memsort-gen tr --entries 1000 -q") == 0, "memsort-gen failed");
+        const char *runs[] = {"angcorr c2.txt c2.txt --png none -o c2.out --kernel cuda-naive",
+                              "memsort tr -o ms --kernel cuda"};
+        for (int k = 0; k < 2; k++) {
+            int rc = cli_run(runs[k]);
+            char *err = cli_stderr();
+            CHECK(rc == 1 && err && strstr(err, "cannot run here (no CUDA device is present)"),
+                  "pairkit %s: exit %d, %s", runs[k], rc, err ? err : "");
+            free(err);
+        }
+        CHECK(cli_count_files("c2.out") == 0 && cli_count_files("ms") == 0, "an output was left behind");
+    }
     /* the name of an unknown kernel in a list (it was read after the list was freed) */
     expect("bench dftimage", "--nvis 10 --kernels no-such", "--kernels: unknown kernel 'no-such'", 0);
     expect("bench angcorr", "--kernels scalar,no-such", "--kernels: unknown kernel 'no-such'", 0);

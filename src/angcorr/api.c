@@ -85,10 +85,11 @@ pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *op
     if (opts) o = *opts;
     if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
         if (!pk_angcorr_kernel_name(o.kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o.kernel);
-        if (!pk_angcorr_kernel_available(o.kernel))
-            return pk_fail(ctx, PK_ERR_UNSUPPORTED,
-                           "kernel '%s' cannot run here (not built, or not supported by this %s)",
-                           pk_angcorr_kernel_name(o.kernel), is_cuda_kernel(o.kernel) ? "machine" : "CPU");
+        if (!pk_angcorr_kernel_available(o.kernel)) {
+            int avx512 = o.kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || o.kernel == PK_ANGCORR_KERNEL_CPU_AVX512_TABLE;
+            return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)",
+                           pk_angcorr_kernel_name(o.kernel), pk_kernel_absent_reason(is_cuda_kernel(o.kernel), avx512));
+        }
         *backend = is_cuda_kernel(o.kernel) ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
         if (o.backend != PK_BACKEND_AUTO && o.backend != *backend)
             return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",

@@ -43,6 +43,10 @@ double pk_host_memory_bytes(void);
 /* CPU features, detected once. */
 int pk_cpu_has_avx2_fma(void);
 int pk_cpu_has_avx512(void);
+/* Why a kernel cannot run here, for messages: "this build has no CUDA
+ * backend" or "no CUDA device is present" (cuda), else the instructions
+ * the CPU lacks (needs_avx512: AVX-512, else AVX2 with FMA). */
+const char *pk_kernel_absent_reason(int cuda, int needs_avx512);
 /* dir without its trailing slashes ("trace/" -> "trace", "/" stays), in
  * buf; dir itself when it has none or the shorter name does not fit. File
  * names are made as dir/name. */

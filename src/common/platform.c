@@ -56,6 +56,11 @@ int pk_cpu_has_avx512(void) {
 #endif
 }
 
+const char *pk_kernel_absent_reason(int cuda, int needs_avx512) {
+    if (cuda) return pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend";
+    return needs_avx512 ? "this CPU has no AVX-512 (F, BW, VL, DQ)" : "this CPU has no AVX2 with FMA";
+}
+
 void *pk_aligned_alloc(size_t bytes) {
     void *p = NULL;
     if (bytes == 0) bytes = 64;

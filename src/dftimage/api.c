@@ -87,9 +87,9 @@ static pk_status choose_kernel(pk_context *ctx, const pk_dftimage_options *o, pk
     if (o->kernel != PK_DFTIMAGE_KERNEL_BEST) {
         if (!pk_dftimage_kernel_name(o->kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o->kernel);
         if (!pk_dftimage_kernel_available(o->kernel))
-            return pk_fail(ctx, PK_ERR_UNSUPPORTED,
-                           "kernel '%s' cannot run here (not built, or not supported by this %s)",
-                           pk_dftimage_kernel_name(o->kernel), is_cuda_kernel(o->kernel) ? "machine" : "CPU");
+            return pk_fail(
+                ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_dftimage_kernel_name(o->kernel),
+                pk_kernel_absent_reason(is_cuda_kernel(o->kernel), o->kernel == PK_DFTIMAGE_KERNEL_CPU_AVX512));
         *backend = is_cuda_kernel(o->kernel) ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
         if (o->backend != PK_BACKEND_AUTO && o->backend != *backend)
             return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",

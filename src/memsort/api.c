@@ -215,7 +215,7 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
         kernel = backend == PK_BACKEND_CUDA ? PK_MEMSORT_KERNEL_CUDA : PK_MEMSORT_KERNEL_CPU;
     } else if (!pk_memsort_kernel_available(kernel)) {
         return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_memsort_kernel_name(kernel),
-                       pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
+                       pk_kernel_absent_reason(1, 0));
     } else if (o.backend != PK_BACKEND_AUTO && (o.backend == PK_BACKEND_CUDA) != (kernel == PK_MEMSORT_KERNEL_CUDA)) {
         return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
                        pk_memsort_kernel_name(kernel), pk_backend_name(o.backend));
