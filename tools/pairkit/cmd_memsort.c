@@ -176,14 +176,11 @@ int cmd_memsort(int argc, char **argv) {
             if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_dir = v;
             else if (strcmp(a, "--regions") == 0) regions_name = v;
             else if (strcmp(a, "--workers") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                if (t < 1 || t > UINT32_MAX)
-                    return cli_usage_error(cmd, "--workers: %s is out of range 1 .. %u", v, UINT32_MAX);
+                if (cli_parse_range(cmd, a, v, 1, UINT32_MAX, &t)) return 2;
                 opts.n_workers = (uint32_t)t;
                 workers_given = 1;
             } else if (strcmp(a, "--worker") == 0) {
-                if (cli_parse_size(cmd, a, v, &t)) return 2;
-                if (t > UINT32_MAX) return cli_usage_error(cmd, "--worker: %s is out of range", v);
+                if (cli_parse_range(cmd, a, v, 0, UINT32_MAX, &t)) return 2;
                 opts.worker = (uint32_t)t;
                 workers_given = 1;
                 worker_given = 1;
