@@ -51,7 +51,7 @@ static inline void fuzz_vis_check(pk_status st, const pk_context *ctx, const cha
         pk_context ictx;
         pk_context_init(&ictx);
         ictx.n_threads = 1;
-        pk_dftimage_options opts = {PK_BACKEND_CPU, kernels[k], pk_dftimage_kernel_precision(kernels[k]), 0, 1};
+        pk_dftimage_options opts = {PK_BACKEND_CPU, kernels[k], pk_dftimage_kernel_precision(kernels[k]), 0, 1, 0};
         pk_image image;
         pk_status ist = pk_dftimage_run(&ictx, &opts, vis, 8, 0.01, &image, NULL);
         int must_succeed = in_range && !(opts.precision == PK_PRECISION_SINGLE && ist == PK_ERR_INVALID);

@@ -510,6 +510,8 @@ static void test_weighting_psf(void) {
         {"--psf beam.fits.gz", "--psf beam.fits.gz: the image is written as plain FITS", "--psf NAME.gz"},
         {"--psf old.fits", "named for two outputs", "image and beam under one name"},
         {"--psf nodir/beam.fits", "nodir", "beam in a missing folder"},
+        {"--gpu-memory 0", "--gpu-memory must be a number of GiB > 0", "no GPU memory"},
+        {"--gpu-memory 2G", "--gpu-memory expects a number", "GPU memory with a unit"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 %s", root, bad[k].options);

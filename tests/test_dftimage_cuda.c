@@ -2,7 +2,8 @@
  * fresh random visibilities (sizes that are not multiples of the tiles,
  * visibility counts that are not multiples of the chunks, both signs, real
  * and complex images), and on a real UVFITS file, natural and Briggs
- * weighted; the beams (pk_dftimage_psf) of random and real data. Without a device: exit
+ * weighted; the beams (pk_dftimage_psf) of random and real data; images
+ * made in bands of rows under a GPU memory limit. Without a device: exit
  * 77 (skipped). */
 #include <math.h>
 #include <stdio.h>
@@ -26,12 +27,12 @@ static double rel_l2(const pk_image *a, const pk_image *ref, int imag) {
 
 static void compare_all(pk_context *ctx, const pk_vis *vis, size_t n, double cell, int sign, int imag,
                         const char *what) {
-    pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, sign, imag};
+    pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, sign, imag, 0};
     pk_image ref;
     CHECK_OK(pk_dftimage_run(ctx, &ro, vis, n, cell, &ref, NULL), ctx);
     for (int kernel = 100; kernel < 200; kernel++) {
         if (!pk_dftimage_kernel_name(kernel)) continue;
-        pk_dftimage_options o = {PK_BACKEND_CUDA, kernel, PK_PRECISION_SINGLE, sign, imag};
+        pk_dftimage_options o = {PK_BACKEND_CUDA, kernel, PK_PRECISION_SINGLE, sign, imag, 0};
         pk_image img;
         pk_dftimage_stats stats;
         pk_status st = pk_dftimage_run(ctx, &o, vis, n, cell, &img, &stats);
@@ -55,12 +56,12 @@ static void compare_all(pk_context *ctx, const pk_vis *vis, size_t n, double cel
 /* The beam of vis (after weighting) from every CUDA kernel against the
  * float64 CPU kernel's, and 1 at the centre. */
 static void compare_psf(pk_context *ctx, const pk_vis *vis, size_t n, double cell, const char *what) {
-    pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 0};
+    pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 0, 0};
     pk_image ref;
     CHECK_OK(pk_dftimage_psf(ctx, &ro, vis, n, cell, &ref, NULL), ctx);
     for (int kernel = 100; kernel < 200; kernel++) {
         if (!pk_dftimage_kernel_name(kernel)) continue;
-        pk_dftimage_options o = {PK_BACKEND_CUDA, kernel, PK_PRECISION_SINGLE, 0, 0};
+        pk_dftimage_options o = {PK_BACKEND_CUDA, kernel, PK_PRECISION_SINGLE, 0, 0, 0};
         pk_image psf;
         pk_status st = pk_dftimage_psf(ctx, &o, vis, n, cell, &psf, NULL);
         CHECK_OK(st, ctx);
@@ -76,6 +77,66 @@ static void compare_psf(pk_context *ctx, const pk_vis *vis, size_t n, double cel
               "%s kernel %s: beam rel L2 %.3g > %.3g or centre %.9f", what, pk_dftimage_kernel_name(kernel), err, limit,
               centre);
         pk_image_free(&psf);
+    }
+    pk_image_free(&ref);
+}
+
+/* Images made in bands of rows: for every CUDA kernel, a device memory
+ * limit halved from the one-pass image's until the image takes three bands
+ * or more; the banded image against the float64 reference, and against the
+ * one-pass image (the per-pixel kernels bit for bit; the tile kernels sum
+ * the same float32 chunks in one float64 order instead of per slice). Then
+ * a limit below one band: PK_ERR_NOMEM, saying so, and no image. */
+static void compare_bands(pk_context *ctx, const pk_vis *vis, size_t n, double cell, int imag, const char *what) {
+    pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, imag, 0};
+    pk_image ref;
+    CHECK_OK(pk_dftimage_run(ctx, &ro, vis, n, cell, &ref, NULL), ctx);
+    for (int kernel = 100; kernel < 200; kernel++) {
+        const char *name = pk_dftimage_kernel_name(kernel);
+        if (!name) continue;
+        pk_dftimage_options o = {PK_BACKEND_CUDA, kernel, PK_PRECISION_SINGLE, 0, imag, 0};
+        pk_image whole, banded;
+        pk_dftimage_stats ws, bs;
+        pk_status st = pk_dftimage_run(ctx, &o, vis, n, cell, &whole, &ws);
+        CHECK_OK(st, ctx);
+        if (st) continue;
+        CHECK(ws.gpu_bands == 1 && ws.gpu_bytes > 0, "%s: one pass reports %d bands, %zu bytes", name, ws.gpu_bands,
+              ws.gpu_bytes);
+        size_t limit = ws.gpu_bytes;
+        int found = 0;
+        while (limit > 1 && !found) {
+            limit /= 2;
+            o.gpu_memory = limit;
+            st = pk_dftimage_run(ctx, &o, vis, n, cell, &banded, &bs);
+            if (st == PK_ERR_NOMEM) break;
+            CHECK_OK(st, ctx);
+            if (st) break;
+            if (bs.gpu_bands >= 3) found = 1;
+            else pk_image_free(&banded);
+        }
+        CHECK(found, "%s: no limit below %zu bytes gave three bands or more (last status %d)", name, ws.gpu_bytes,
+              (int)st);
+        if (found) {
+            int f64 = pk_dftimage_kernel_precision(kernel) == PK_PRECISION_DOUBLE;
+            int per_pixel = strstr(name, "usual") || strstr(name, "naive");
+            double tol = f64 ? 1e-11 : per_pixel ? 2e-4 : 1e-5;
+            double err = rel_l2(&banded, &ref, imag), diff = rel_l2(&banded, &whole, imag);
+            int same = memcmp(banded.re, whole.re, n * n * sizeof(double)) == 0 &&
+                       (!imag || memcmp(banded.im, whole.im, n * n * sizeof(double)) == 0);
+            printf("%-24s %-16s bands n=%-4zu imag=%d  %d bands in %zu of %zu bytes, rel L2 %.3g, vs one pass %.3g%s\n",
+                   what, name, n, imag, bs.gpu_bands, bs.gpu_bytes, ws.gpu_bytes, err, diff,
+                   same ? " (same bits)" : "");
+            CHECK(bs.gpu_bytes <= limit, "%s: %zu bytes allocated, more than the limit %zu", name, bs.gpu_bytes, limit);
+            CHECK(err <= tol, "%s in bands: rel L2 error %.3g > %.3g", name, err, tol);
+            if (per_pixel) CHECK(same, "%s in bands: not the one-pass image's bits (rel L2 %.3g)", name, diff);
+            else CHECK(diff <= 1e-12, "%s in bands: rel L2 %.3g from the one-pass image", name, diff);
+            pk_image_free(&banded);
+        }
+        o.gpu_memory = 4096;
+        st = pk_dftimage_run(ctx, &o, vis, n, cell, &banded, &bs);
+        CHECK(st == PK_ERR_NOMEM && strstr(ctx->message, "not enough GPU memory") && banded.re == NULL,
+              "%s with 4096 bytes: status %d, '%s'", name, (int)st, ctx->message);
+        pk_image_free(&whole);
     }
     pk_image_free(&ref);
 }
@@ -100,12 +161,19 @@ int main(void) {
         compare_psf(&ctx, &vis, sizes[s], 0.0005, "random, uniform");
         pk_vis_free(&vis);
     }
+    {
+        pk_vis vis;
+        CHECK_OK(pk_vis_random(&ctx, 3001, check_next(&rng), &vis), &ctx);
+        for (int imag = 0; imag <= 1; imag++) compare_bands(&ctx, &vis, 301, 0.0005, imag, "random");
+        pk_vis_free(&vis);
+    }
     pk_vis vis;
     pk_status st = pk_vis_read(&ctx, "data/vis/1133866760.uvfits", PK_WEIGHTS_ABS, &vis);
     CHECK_OK(st, &ctx);
     if (st == PK_OK) {
         compare_all(&ctx, &vis, 200, 0.004, 0, 0, "MWA uvfits");
         compare_all(&ctx, &vis, 64, 0.004, 0, 1, "MWA uvfits");
+        compare_bands(&ctx, &vis, 200, 0.004, 0, "MWA uvfits");
         CHECK_OK(pk_vis_weighting(&ctx, &vis, PK_WEIGHTING_BRIGGS, 0, 200, 2e-4), &ctx);
         compare_all(&ctx, &vis, 200, 2e-4, 0, 0, "MWA uvfits, briggs 0");
         compare_psf(&ctx, &vis, 200, 2e-4, "MWA uvfits, briggs 0");

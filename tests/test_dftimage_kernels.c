@@ -52,8 +52,8 @@ int main(void) {
         random_vis(&rng, n_vis[si], 300.0, 30.0, &vis);
         for (int sign = -1; sign <= 1; sign += 2) {
             for (int imag = 0; imag <= 1; imag++) {
-                pk_dftimage_options ref_opts = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_REF, PK_PRECISION_DOUBLE, sign,
-                                                imag};
+                pk_dftimage_options ref_opts = {
+                    PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_REF, PK_PRECISION_DOUBLE, sign, imag, 0};
                 pk_image ref;
                 CHECK_OK(pk_dftimage_run(&ctx, &ref_opts, &vis, sizes[si], 0.0005, &ref, NULL), &ctx);
                 for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
@@ -62,7 +62,7 @@ int main(void) {
                         printf("kernel %s not available on this CPU, skipped\n", pk_dftimage_kernel_name(kernel));
                         continue;
                     }
-                    pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, sign, imag};
+                    pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, sign, imag, 0};
                     pk_image img;
                     pk_dftimage_stats stats;
                     pk_status st = pk_dftimage_run(&ctx, &o, &vis, sizes[si], 0.0005, &img, &stats);
@@ -96,7 +96,7 @@ int main(void) {
     {
         pk_vis vis;
         random_vis(&rng, 2000, 300.0, 30.0, &vis);
-        pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+        pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0, 0};
         pk_image img;
         CHECK_OK(pk_dftimage_run(&ctx, &o, &vis, 64, 0.0005, &img, NULL), &ctx);
         double err_all = 1, err_sub = 1;
@@ -115,7 +115,7 @@ int main(void) {
         cctx.progress = stop_now;
         for (int kernel = PK_DFTIMAGE_KERNEL_REF; kernel <= PK_DFTIMAGE_KERNEL_CPU_AVX512; kernel++) {
             if (!pk_dftimage_kernel_available(kernel)) continue;
-            pk_dftimage_options co = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, 0, 0};
+            pk_dftimage_options co = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, 0, 0, 0};
             pk_status st = pk_dftimage_run(&cctx, &co, &vis, 64, 0.0005, &img, NULL);
             CHECK(st == PK_ERR_CANCELLED && img.re == NULL, "kernel %s: cancel gave status %d",
                   pk_dftimage_kernel_name(kernel), (int)st);
@@ -145,7 +145,7 @@ int main(void) {
         pk_image img;
         for (int kernel = PK_DFTIMAGE_KERNEL_CPU_SCALAR; kernel <= PK_DFTIMAGE_KERNEL_CPU_AVX512; kernel++) {
             if (!pk_dftimage_kernel_available(kernel)) continue;
-            pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, 0, 0};
+            pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_SINGLE, 0, 0, 0};
             pk_status st = pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL);
             CHECK(st == PK_ERR_INVALID && img.re == NULL && strstr(ctx.message, "visibility 17: V = 1e+300") &&
                       strstr(ctx.message, "amplitudes") && strstr(ctx.message, "(--precision double)") &&
@@ -155,7 +155,7 @@ int main(void) {
         }
         printf("one amplitude of 1e300 in float32: %s\n", ctx.message);
         for (int kernel = PK_DFTIMAGE_KERNEL_REF; kernel <= PK_DFTIMAGE_KERNEL_CPU_F64; kernel++) {
-            pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_DOUBLE, 0, 1};
+            pk_dftimage_options o = {PK_BACKEND_CPU, kernel, PK_PRECISION_DOUBLE, 0, 1, 0};
             pk_status st = pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL);
             CHECK_OK(st, &ctx);
             if (st) continue;
@@ -169,13 +169,13 @@ int main(void) {
         }
         /* every amplitude 3e38, weights 1: in range one by one, not summed */
         for (size_t k = 0; k < vis.n; k++) vis.re[k] = 3e38, vis.im[k] = 0;
-        pk_dftimage_options single = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+        pk_dftimage_options single = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0, 0};
         pk_status st = pk_dftimage_run(&ctx, &single, &vis, 16, 0.0005, &img, NULL);
         CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "amplitudes") && strstr(ctx.message, "sum to 9e+40") &&
                   strstr(ctx.message, "(--precision double)") && !strstr(ctx.message, "baselines"),
               "every amplitude 3e38: status %d, %s", (int)st, ctx.message);
         printf("every amplitude 3e38 in float32: %s\n", ctx.message);
-        pk_dftimage_options dbl = {PK_BACKEND_CPU, 0, PK_PRECISION_DOUBLE, 0, 0};
+        pk_dftimage_options dbl = {PK_BACKEND_CPU, 0, PK_PRECISION_DOUBLE, 0, 0, 0};
         CHECK_OK(pk_dftimage_run(&ctx, &dbl, &vis, 16, 0.0005, &img, NULL), &ctx);
         CHECK(img.re && fabs(img.re[8 * 16 + 8] / 9e40 - 1) < 1e-12, "every amplitude 3e38 in float64: centre %g",
               img.re ? img.re[8 * 16 + 8] : 0.0);

@@ -73,7 +73,7 @@ static void test_twin(void) {
              * (7 arcsec) from the J2000 SIN position (see below). */
             CHECK(diff < 0.05, "twin test with the UVFITS sign: relative difference %.3g", diff);
             /* The fast float32 path gives the same twin value: its 1-pixel image. */
-            pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 1};
+            pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 1, 0};
             pk_image img;
             CHECK_OK(pk_dftimage_run(&ctx, &o, &twin, 1, 0.001, &img, NULL), &ctx);
             if (img.re) {
@@ -162,7 +162,7 @@ static void test_mojave(void) {
     const size_t n = 64;
     const double cell = 5e-10; /* 0.1 mas; the field is 6.6 mas across */
     for (int sign = -1; sign <= 1; sign += 2) {
-        pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, sign, 0};
+        pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, sign, 0, 0};
         pk_image img;
         CHECK_OK(pk_dftimage_run(&ctx, &o, &vis, n, cell, &img, NULL), &ctx);
         if (!img.re) continue;
@@ -188,7 +188,7 @@ static void test_eht(void) {
     CHECK_OK(pk_vis_read(&ctx, EHT, PK_WEIGHTS_DATA, &vis), &ctx);
     const size_t n = 128;
     const double cell = 1e-11; /* 2 uas */
-    pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+    pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0, 0};
     pk_image img;
     CHECK_OK(pk_dftimage_run(&ctx, &o, &vis, n, cell, &img, NULL), &ctx);
     if (img.re) {

@@ -191,7 +191,7 @@ static void check_psf(const pk_vis *vis, size_t n, double cell, const char *what
                            PK_DFTIMAGE_KERNEL_CPU_AVX512};
     for (size_t ki = 0; ki < 4; ki++) {
         if (!pk_dftimage_kernel_available(kernels[ki])) continue;
-        pk_dftimage_options o = {PK_BACKEND_CPU, kernels[ki], PK_PRECISION_SINGLE, 0, 1};
+        pk_dftimage_options o = {PK_BACKEND_CPU, kernels[ki], PK_PRECISION_SINGLE, 0, 1, 0};
         pk_image psf;
         pk_status st = pk_dftimage_psf(&ctx, &o, vis, n, cell, &psf, NULL);
         CHECK_OK(st, &ctx);
@@ -299,7 +299,7 @@ static void check_beam_fit(void) {
         }
         vis.weight_sum = (double)vis.n;
         vis.sign = -1;
-        pk_dftimage_options o = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 0};
+        pk_dftimage_options o = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 0, 0};
         pk_image psf;
         st = pk_dftimage_psf(&ctx, &o, &vis, 81, 1.5e-5, &psf, NULL);
         CHECK_OK(st, &ctx);
@@ -596,7 +596,7 @@ int main(void) {
         if (st == PK_OK) {
             size_t n = 65;
             double cell = 2e-4; /* the longest baselines, 1475 wavelengths, resolve 7e-4 rad */
-            pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0};
+            pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0, 0};
             pk_image nat, uni, bri;
             CHECK_OK(pk_dftimage_psf(&ctx, &o, &vis, n, cell, &nat, NULL), &ctx);
             pk_vis u = copy_vis(&vis), b = copy_vis(&vis);

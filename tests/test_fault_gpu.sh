@@ -6,7 +6,7 @@
 #  2. out of GPU memory: most of the card taken by another process
 #     (PyTorch), then an image, a catalog and a trace that do not fit in
 #     what is left; each must end in a clear error or a result, never a
-#     crash.
+#     crash; the image must be made in bands of rows.
 # Usage: tests/test_fault_gpu.sh PAIRKIT WORKDIR [SECONDS]; prints one line
 # per run and a summary; exit 1 if any run failed. PK_GPU_KEEP_MIB: memory
 # left free on the card (default 3072: room for a context, not for the
@@ -86,7 +86,14 @@ EOF
   hog=$!
   for i in $(seq 100); do [ -f hog.ready ] && break; sleep 0.3; done
   "$bin" memsort-gen bigtrace --entries 2^28 > /dev/null 2>&1
-  run "oom dftimage 40000^2 cuda" "$bin" dftimage vis.npz --backend cuda --size 40000 --cell 1e-6 -q -o big.fits
+  # the image (23.8 GiB in one pass) is made in bands of rows: it must succeed
+  run "oom dftimage 40000^2 cuda" "$bin" dftimage vis.npz --backend cuda --size 40000 --cell 1e-6 --png none -o big.fits
+  grep -q "bands of rows" log_oom_dftimage_40000^2_cuda.txt || { echo "dftimage 40000^2: not made in bands"; fails=$((fails + 1)); }
+  [ "$(cat rc_oom_dftimage_40000^2_cuda)" = 0 ] || fails=$((fails + 1))
+  rm -f big.fits
+  run "oom dftimage too little for a band" "$bin" dftimage vis.npz --backend cuda --size 40000 --cell 1e-6 --gpu-memory 0.001 --png none -o small.fits
+  grep -q "not enough GPU memory" log_oom_dftimage_too_little_for_a_band.txt || { echo "--gpu-memory 0.001: no clear error"; fails=$((fails + 1)); }
+  [ "$(cat rc_oom_dftimage_too_little_for_a_band)" = 1 ] || fails=$((fails + 1))
   run "oom angcorr 100k cuda" "$bin" angcorr "$root"/data/galaxy/data_100k_arcmin.txt "$root"/data/galaxy/flat_100k_arcmin.txt --backend cuda -q --png none -o big.out
   run "oom memsort 2^28 cuda" "$bin" memsort bigtrace --backend cuda -q -o bigout
   for f in rc_oom_*; do # 0 (it fitted) or an error exit; 124 (hung) or a signal is a failure
@@ -95,7 +102,7 @@ EOF
   done
   kill $hog 2>/dev/null
   wait $hog 2>/dev/null
-  ls big.fits big.out bigout 2>/dev/null | sed 's/^/left behind: /'
+  ls small.fits big.out bigout 2>/dev/null | sed 's/^/left behind: /'
 else
   echo "no PyTorch with CUDA: out-of-memory runs skipped"
 fi

@@ -104,7 +104,7 @@ static void test_limits(void) {
     CHECK_OK(pk_vis_alloc(&ctx, 1, &vis), &ctx);
     vis.u[0] = 1e12, vis.v[0] = 0, vis.w[0] = 0, vis.re[0] = 1, vis.im[0] = 0;
     pk_image image;
-    pk_dftimage_options dopts = {PK_BACKEND_CPU, 0, PK_PRECISION_DOUBLE, 0, 0};
+    pk_dftimage_options dopts = {PK_BACKEND_CPU, 0, PK_PRECISION_DOUBLE, 0, 0, 0};
     st = pk_dftimage_run(&ctx, &dopts, &vis, 8, 1e-3, &image, NULL);
     printf("dftimage u = 1e12 wavelengths: %s\n", ctx.message);
     CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "2^38"), "u = 1e12: status %d", (int)st);

@@ -145,6 +145,12 @@ typedef struct pk_dftimage_options {
     pk_precision precision; /* SINGLE by default */
     int sign;               /* +1 or -1; 0 = the data's own (pk_vis.sign) */
     int want_imag;          /* also compute the imaginary part */
+    /* CUDA: bytes of device memory the run may allocate; 0 = what the
+     * device has free. An image that does not fit is made in bands of
+     * rows, one after another (each pixel gets the same sums); too little
+     * for one band and the visibilities is PK_ERR_NOMEM with the least
+     * that would do. */
+    size_t gpu_memory;
 } pk_dftimage_options;
 
 /* A dirty image. re (and im when asked for) hold n * n values, row b at
@@ -170,6 +176,8 @@ typedef struct pk_dftimage_stats {
     double seconds;   /* wall time of the imaging */
     double kernel_ms; /* device time of the kernels (CUDA), else 0 */
     int kernel;       /* the kernel that ran */
+    int gpu_bands;    /* CUDA: bands of rows the image was made in (1: all at once); CPU: 0 */
+    size_t gpu_bytes; /* CUDA: device memory allocated; CPU: 0 */
 } pk_dftimage_stats;
 
 const char *pk_dftimage_kernel_name(int kernel);

@@ -24,7 +24,7 @@ class _Vis(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("kernel", ctypes.c_int), ("precision", ctypes.c_int),
-                ("sign", ctypes.c_int), ("want_imag", ctypes.c_int)]
+                ("sign", ctypes.c_int), ("want_imag", ctypes.c_int), ("gpu_memory", ctypes.c_size_t)]
 
 
 class _Image(ctypes.Structure):
@@ -35,7 +35,7 @@ class _Image(ctypes.Structure):
 
 class _Stats(ctypes.Structure):
     _fields_ = [("terms", ctypes.c_double), ("seconds", ctypes.c_double), ("kernel_ms", ctypes.c_double),
-                ("kernel", ctypes.c_int)]
+                ("kernel", ctypes.c_int), ("gpu_bands", ctypes.c_int), ("gpu_bytes", ctypes.c_size_t)]
 
 
 _WEIGHTS = {"data": 0, "abs": 1, "unit": 2}

@@ -240,7 +240,7 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
                            pk_image *out, pk_dftimage_stats *stats, int beam) {
     pk_clear(ctx);
     memset(out, 0, sizeof *out);
-    pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
+    pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     if (opts) o = *opts;
     pk_status st = check_vis(ctx, vis);
     if (st) return st;
@@ -283,14 +283,19 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
         out->re[p] = (double)NAN; /* every pixel must be written */
         if (out->im) out->im[p] = (double)NAN;
     }
-    pk_dft_job job = {vis, n, cell, sign, o.want_imag, out->re, out->im};
+    pk_dft_job job = {vis, n, cell, sign, o.want_imag, out->re, out->im, o.gpu_memory};
     pk_progress progress;
     double terms = (double)vis->n * (double)n * (double)n;
     pk_progress_begin(&progress, ctx, terms, 0.0, 1.0);
     double kernel_ms = 0, t0 = pk_now();
+    int bands = 0;
+    size_t gpu_bytes = 0;
 #ifdef PK_HAVE_CUDA
-    if (backend == PK_BACKEND_CUDA) st = pk_dft_run_cuda(ctx, kernel, &job, &progress, &kernel_ms);
-    else
+    if (backend == PK_BACKEND_CUDA) {
+        pk_dft_cuda_report report;
+        st = pk_dft_run_cuda(ctx, kernel, &job, &progress, &report);
+        kernel_ms = report.kernel_ms, bands = report.bands, gpu_bytes = report.gpu_bytes;
+    } else
 #endif
         st = pk_dft_run_cpu(ctx, kernel, &job, &progress);
     (void)backend;
@@ -341,6 +346,8 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
         stats->seconds = seconds;
         stats->kernel_ms = kernel_ms;
         stats->kernel = kernel;
+        stats->gpu_bands = bands;
+        stats->gpu_bytes = gpu_bytes;
     }
     return PK_OK;
 }
@@ -381,7 +388,7 @@ pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, cons
         beam.re[k] = wk;
         beam.im[k] = 0.0;
     }
-    pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
+    pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     if (opts) o = *opts;
     o.want_imag = 0;
     pk_status st = run_image(ctx, &o, &beam, n, cell, out, stats, 1);

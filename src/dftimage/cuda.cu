@@ -131,13 +131,15 @@ __device__ __forceinline__ float turns_frac(float x_rad) {
 
 /* ---- naive kernels ----------------------------------------------------------- */
 
-/* One thread per pixel over visibilities [k0, k1), adding into out. */
+/* One thread per pixel over visibilities [k0, k1), adding into out. The
+ * band: pixels [p0, p0 + n_band) of the image, out[0] the first. */
 __global__ void naive_f64(const double *__restrict__ u, const double *__restrict__ v, const double *__restrict__ w,
-                          const double *__restrict__ re, const double *__restrict__ im, int k0, int k1, int n,
-                          double cell, double sign, double *out_re, double *out_im) {
+                          const double *__restrict__ re, const double *__restrict__ im, int k0, int k1, int n, int p0,
+                          int n_band, double cell, double sign, double *out_re, double *out_im) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n * n) return;
-    double l = pixel_lm(p % n, n, cell), m = pixel_lm(p / n, n, cell), np = nprime(l, m);
+    if (p >= n_band) return;
+    int g = p0 + p;
+    double l = pixel_lm(g % n, n, cell), m = pixel_lm(g / n, n, cell), np = nprime(l, m);
     double sr = 0, si = 0;
     for (int k = k0; k < k1; k++) {
         double s, c;
@@ -151,11 +153,12 @@ __global__ void naive_f64(const double *__restrict__ u, const double *__restrict
 
 /* The float32 arrays: 2 pi s u, 2 pi s v, 2 pi s w, re, im. */
 __global__ void naive_f32(const float *__restrict__ u, const float *__restrict__ v, const float *__restrict__ w,
-                          const float *__restrict__ re, const float *__restrict__ im, int k0, int k1, int n, float cell,
-                          double *out_re, double *out_im) {
+                          const float *__restrict__ re, const float *__restrict__ im, int k0, int k1, int n, int p0,
+                          int n_band, float cell, double *out_re, double *out_im) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n * n) return;
-    float l = (float)((p % n) - n / 2) * cell, m = (float)((p / n) - n / 2) * cell;
+    if (p >= n_band) return;
+    int g = p0 + p;
+    float l = (float)((g % n) - n / 2) * cell, m = (float)((g / n) - n / 2) * cell;
     float np = -(l * l + m * m) / (1.0f + sqrtf(1.0f - l * l - m * m));
     float sr = 0, si = 0;
     for (int k = k0; k < k1; k++) {
@@ -174,16 +177,16 @@ __global__ void naive_f32(const float *__restrict__ u, const float *__restrict__
 #define USUAL_PIX 3
 
 __global__ void __launch_bounds__(USUAL_THREADS)
-    usual_f32(const float4 *__restrict__ uvwr, const float *__restrict__ vim, int k0, int k1, int n, float cell,
-              double *out_re, double *out_im) {
+    usual_f32(const float4 *__restrict__ uvwr, const float *__restrict__ vim, int k0, int k1, int n, int p0, int n_band,
+              float cell, double *out_re, double *out_im) {
     __shared__ float4 s_uvwr[USUAL_THREADS];
     __shared__ float s_im[USUAL_THREADS];
     int base = (blockIdx.x * USUAL_THREADS + threadIdx.x) * USUAL_PIX;
     float l[USUAL_PIX], m[USUAL_PIX], np[USUAL_PIX], sr[USUAL_PIX], si[USUAL_PIX];
     for (int q = 0; q < USUAL_PIX; q++) {
-        int p = base + q < n * n ? base + q : n * n - 1;
-        l[q] = (float)((p % n) - n / 2) * cell;
-        m[q] = (float)((p / n) - n / 2) * cell;
+        int g = p0 + (base + q < n_band ? base + q : n_band - 1);
+        l[q] = (float)((g % n) - n / 2) * cell;
+        m[q] = (float)((g / n) - n / 2) * cell;
         np[q] = -(l[q] * l[q] + m[q] * m[q]) / (1.0f + sqrtf(1.0f - l[q] * l[q] - m[q] * m[q]));
         sr[q] = si[q] = 0.0f;
     }
@@ -210,7 +213,7 @@ __global__ void __launch_bounds__(USUAL_THREADS)
         }
     }
     for (int q = 0; q < USUAL_PIX; q++)
-        if (base + q < n * n) {
+        if (base + q < n_band) {
             out_re[base + q] += (double)sr[q];
             out_im[base + q] += (double)si[q];
         }
@@ -232,8 +235,9 @@ struct tile_args {
     double cell, sign;
     int slice_len; /* visibilities per slice (gridDim.z slices) */
     int k_begin, k_end;
-    double *part_re, *part_im; /* [slices][n_pad_y][n_pad_x] */
+    double *part_re, *part_im; /* [slices][pad_y][pad_x]: the band's rows */
     int pad_x, pad_y;
+    int row_base; /* the band's first image row; blockIdx.y counts tiles from it */
 };
 
 /* IMAG: complex image; else the real part by amp cos. P pixels a thread, of
@@ -243,7 +247,7 @@ template <bool IMAG, int P, int Q> __global__ void __launch_bounds__(TILE_THREAD
     __shared__ float2 s_val[TILE_CHUNK];  /* (re, im), or (amp, 0) */
     const int tile_rows = 4 * P;
     int col = threadIdx.x % TILE_COLS, row0 = threadIdx.x / TILE_COLS;
-    int a0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * tile_rows;
+    int a0 = blockIdx.x * TILE_COLS, b0 = a.row_base + blockIdx.y * tile_rows;
     double l0 = pixel_lm(a0 + TILE_COLS / 2, a.n, a.cell), m0 = pixel_lm(b0 + tile_rows / 2, a.n, a.cell);
     double n0 = nprime(l0, m0);
     int a_pix = a0 + col;
@@ -316,7 +320,7 @@ template <bool IMAG, int P, int Q> __global__ void __launch_bounds__(TILE_THREAD
     size_t plane = (size_t)a.pad_x * a.pad_y * blockIdx.z;
 #pragma unroll
     for (int q = 0; q < P; q++) {
-        size_t idx = plane + (size_t)(b0 + row0 + 4 * q) * a.pad_x + a_pix;
+        size_t idx = plane + (size_t)(blockIdx.y * tile_rows + row0 + 4 * q) * a.pad_x + a_pix;
         a.part_re[idx] += tot_re[q];
         if (IMAG) a.part_im[idx] += tot_im[q];
     }
@@ -329,7 +333,7 @@ __global__ void __launch_bounds__(TILE_THREADS) tile_f64(tile_args a) {
     __shared__ double2 s_val[TILE_CHUNK];
     const int tile_rows = 4 * F64_P;
     int col = threadIdx.x % TILE_COLS, row0 = threadIdx.x / TILE_COLS;
-    int a0 = blockIdx.x * TILE_COLS, b0 = blockIdx.y * tile_rows;
+    int a0 = blockIdx.x * TILE_COLS, b0 = a.row_base + blockIdx.y * tile_rows;
     double l0 = pixel_lm(a0 + TILE_COLS / 2, a.n, a.cell), m0 = pixel_lm(b0 + tile_rows / 2, a.n, a.cell);
     double n0 = nprime(l0, m0);
     int a_pix = a0 + col;
@@ -373,16 +377,18 @@ __global__ void __launch_bounds__(TILE_THREADS) tile_f64(tile_args a) {
     size_t plane = (size_t)a.pad_x * a.pad_y * blockIdx.z;
 #pragma unroll
     for (int q = 0; q < F64_P; q++) {
-        size_t idx = plane + (size_t)(b0 + row0 + 4 * q) * a.pad_x + a_pix;
+        size_t idx = plane + (size_t)(blockIdx.y * tile_rows + row0 + 4 * q) * a.pad_x + a_pix;
         a.part_re[idx] += acc_re[q];
         a.part_im[idx] += acc_im[q];
     }
 }
 
-/* Sum the slices' partial images in slice order into the n x n image. */
-__global__ void sum_slices(const double *__restrict__ part, int slices, int pad_x, int pad_y, int n, double *out) {
+/* Sum the slices' partial images in slice order into the band's rows x n
+ * pixels. */
+__global__ void sum_slices(const double *__restrict__ part, int slices, int pad_x, int pad_y, int n, int rows,
+                           double *out) {
     int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= n * n) return;
+    if (p >= n * rows) return;
     int a = p % n, b = p / n;
     double s = 0;
     for (int z = 0; z < slices; z++) s += part[(size_t)z * pad_x * pad_y + (size_t)b * pad_x + a];
@@ -423,8 +429,21 @@ static tile_fn tile_kernel_for(int kernel, int imag, int *p) {
     }
 }
 
+/* Bytes of device memory the run may take: what is free on the device
+ * (less a margin for the allocator's rounding), and at most the caller's
+ * limit. */
+static size_t device_budget(size_t limit, size_t *free_out) {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) free_b = 0;
+    *free_out = free_b;
+    size_t margin = (size_t)64 << 20;
+    size_t budget = free_b > margin ? free_b - margin : 0;
+    if (limit && limit < budget) budget = limit;
+    return budget;
+}
+
 extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
-                                     double *kernel_ms) {
+                                     pk_dft_cuda_report *report) {
     const pk_vis *vis = job->vis;
     int n = (int)job->n;
     size_t n_vis = vis->n, n_pix = job->n * job->n;
@@ -436,22 +455,80 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     pk_status st = PK_OK;
     device_buffers d;
     memset(&d, 0, sizeof d);
+    memset(report, 0, sizeof *report);
     cudaEvent_t ev0 = NULL, ev1 = NULL;
     double *host_tmp = NULL;
     float *host_f32 = NULL;
     int imag_kernel = kernel != K_FINAL_F32 && kernel != K_HYBRID_F32 ? 1 : job->want_imag;
+    int planes = imag_kernel ? 2 : 1;
     int p_per_thread = 0;
     tile_fn tk = tile_kernel_for(kernel, job->want_imag, &p_per_thread);
-    int slices = 1, pad_x = 0, pad_y = 0;
+    int slices = 1, pad_x = 0, tile_rows = 1, band_rows = n;
     float ms_total = 0;
+    size_t vis_bytes = 0;
 
+    if (!tk && kernel != K_NAIVE_F64 && kernel != K_NAIVE_F32 && kernel != K_USUAL_F32)
+        return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
     PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
     PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_re, n_pix * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_im, n_pix * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_re, 0, n_pix * sizeof(double)));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_im, 0, n_pix * sizeof(double)));
+
+    if (tk) {
+        /* Slices: enough blocks for several full waves of the device, with
+         * the count chosen so that the last wave is nearly full. */
+        tile_rows = 4 * p_per_thread;
+        int tiles_x = (n + TILE_COLS - 1) / TILE_COLS, tiles_y = (n + tile_rows - 1) / tile_rows;
+        pad_x = tiles_x * TILE_COLS;
+        int dev = 0, sms = 1, per_sm = 1;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        PK_CUDA_GOTO(ctx, st, done, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tk, TILE_THREADS, 0));
+        if (per_sm < 1) per_sm = 1;
+        long slots = (long)sms * per_sm, tiles = (long)tiles_x * tiles_y;
+        double best_eff = 0;
+        for (int s = 1; s <= 64; s++) {
+            long blocks = tiles * s;
+            if ((size_t)s * TILE_CHUNK > n_vis && s > 1) break;
+            double waves = ceil((double)blocks / (double)slots);
+            double eff = (double)blocks / (waves * (double)slots);
+            if (blocks < 2 * slots) eff *= 0.9; /* one wave leaves SMs idle as blocks finish unevenly */
+            if (eff > best_eff + 0.01) best_eff = eff, slices = s;
+        }
+    }
+
+    /* Device memory: the visibilities, and for each image row its output
+     * and (tile kernels) the slices' partial rows. When the whole image
+     * does not fit in what the device has free (or the caller allows), it
+     * is made in bands of rows, one after another, with one slice. */
+    if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) vis_bytes = 5 * n_vis * sizeof(float);
+    else vis_bytes = (5 + (imag_kernel ? 0 : 2)) * n_vis * sizeof(double);
+    {
+        size_t free_b = 0, budget = device_budget(job->gpu_memory, &free_b);
+        int pad_y = (n + tile_rows - 1) / tile_rows * tile_rows;
+        double row_bytes = (double)planes * sizeof(double) * ((double)n + (tk ? (double)slices * pad_x : 0.0));
+        double whole = (double)vis_bytes + row_bytes * (double)pad_y;
+        if (whole > (double)budget) {
+            slices = 1;
+            row_bytes = (double)planes * sizeof(double) * ((double)n + (tk ? (double)pad_x : 0.0));
+            double rows = ((double)budget - (double)vis_bytes) / row_bytes;
+            band_rows = rows >= (double)pad_y ? pad_y : rows > 0 ? (int)rows / tile_rows * tile_rows : 0;
+            if (band_rows < tile_rows) {
+                double gib = 1024.0 * 1024.0 * 1024.0;
+                st = pk_fail(ctx, PK_ERR_NOMEM,
+                             "not enough GPU memory: an image of %d x %d pixels with %zu visibilities needs at "
+                             "least %.3f GiB (%.3f for the visibilities, %.3f for a band of %d rows), and %.3f GiB "
+                             "%s",
+                             n, n, n_vis, ((double)vis_bytes + row_bytes * tile_rows) / gib, (double)vis_bytes / gib,
+                             row_bytes * tile_rows / gib, tile_rows,
+                             (job->gpu_memory && job->gpu_memory < free_b ? (double)job->gpu_memory : (double)free_b) /
+                                 gib,
+                             job->gpu_memory && job->gpu_memory < free_b ? "are allowed" : "are free on the device");
+                goto done;
+            }
+            if (band_rows > n) band_rows = n;
+        }
+    }
+    report->bands = (n + band_rows - 1) / band_rows;
 
     if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) {
         /* float arrays, 2 pi s folded in: naive as u, v, w, re, im planes;
@@ -496,102 +573,99 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
         }
     }
 
-    if (tk) {
-        /* Slices: enough blocks for several full waves of the device, with
-         * the count chosen so that the last wave is nearly full. */
-        int tile_rows = 4 * p_per_thread;
-        int tiles_x = (n + TILE_COLS - 1) / TILE_COLS, tiles_y = (n + tile_rows - 1) / tile_rows;
-        pad_x = tiles_x * TILE_COLS;
-        pad_y = tiles_y * tile_rows;
-        int dev = 0, sms = 1, per_sm = 1;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-        PK_CUDA_GOTO(ctx, st, done, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tk, TILE_THREADS, 0));
-        if (per_sm < 1) per_sm = 1;
-        long slots = (long)sms * per_sm, tiles = (long)tiles_x * tiles_y;
-        double best_eff = 0;
-        for (int s = 1; s <= 64; s++) {
-            long blocks = tiles * s;
-            if ((size_t)s * TILE_CHUNK > n_vis && s > 1) break;
-            double waves = ceil((double)blocks / (double)slots);
-            double eff = (double)blocks / (waves * (double)slots);
-            if (blocks < 2 * slots) eff *= 0.9; /* one wave leaves SMs idle as blocks finish unevenly */
-            if (eff > best_eff + 0.01) best_eff = eff, slices = s;
-        }
-        size_t plane = (size_t)pad_x * pad_y;
-        PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_re, (size_t)slices * plane * sizeof(double)));
-        PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_re, 0, (size_t)slices * plane * sizeof(double)));
-        if (imag_kernel) {
-            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_im, (size_t)slices * plane * sizeof(double)));
-            PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_im, 0, (size_t)slices * plane * sizeof(double)));
-        }
-    }
-
     {
+        size_t band_pix = (size_t)band_rows * n;
+        int band_pad = (band_rows + tile_rows - 1) / tile_rows * tile_rows;
+        size_t part_pix = tk ? (size_t)slices * pad_x * band_pad : 0;
+        PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_re, band_pix * sizeof(double)));
+        if (imag_kernel) PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_im, band_pix * sizeof(double)));
+        if (tk) {
+            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_re, part_pix * sizeof(double)));
+            if (imag_kernel) PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_im, part_pix * sizeof(double)));
+        }
+        report->gpu_bytes = vis_bytes + (size_t)planes * (band_pix + part_pix) * sizeof(double);
+        /* visibilities a launch: from the whole image, so that every pixel
+         * sums the same batches however the image is banded */
         size_t per_batch = (size_t)(batch_terms(kernel) / (double)n_pix);
         if (per_batch < 1024) per_batch = 1024;
-        for (size_t k0 = 0; k0 < n_vis; k0 += per_batch) {
-            size_t k1 = k0 + per_batch < n_vis ? k0 + per_batch : n_vis;
-            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
-            if (kernel == K_NAIVE_F64) {
-                naive_f64<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.u, d.v, d.w, d.re, d.im, (int)k0, (int)k1, n,
-                                                                    job->cell, (double)job->sign, d.out_re, d.out_im);
-            } else if (kernel == K_NAIVE_F32) {
-                naive_f32<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.f32, d.f32 + n_vis, d.f32 + 2 * n_vis,
-                                                                    d.f32 + 3 * n_vis, d.f32 + 4 * n_vis, (int)k0,
-                                                                    (int)k1, n, (float)job->cell, d.out_re, d.out_im);
-            } else if (kernel == K_USUAL_F32) {
-                size_t threads = (n_pix + USUAL_PIX - 1) / USUAL_PIX;
-                usual_f32<<<(unsigned)((threads + USUAL_THREADS - 1) / USUAL_THREADS), USUAL_THREADS>>>(
-                    (const float4 *)d.f32, d.f32 + 4 * n_vis, (int)k0, (int)k1, n, (float)job->cell, d.out_re,
-                    d.out_im);
-            } else if (tk) {
-                tile_args a;
-                a.u = d.u, a.v = d.v, a.w = d.w, a.re = d.re, a.im = d.im, a.amp = d.amp, a.psi = d.psi;
-                a.n_vis = (int)n_vis, a.n = n, a.cell = job->cell, a.sign = (double)job->sign;
-                a.k_begin = (int)k0, a.k_end = (int)k1;
-                int len = (int)((k1 - k0 + (size_t)slices - 1) / (size_t)slices);
-                a.slice_len = (len + TILE_CHUNK - 1) / TILE_CHUNK * TILE_CHUNK;
-                a.part_re = d.part_re, a.part_im = d.part_im, a.pad_x = pad_x, a.pad_y = pad_y;
-                dim3 grid((unsigned)(pad_x / TILE_COLS), (unsigned)(pad_y / (4 * p_per_thread)), (unsigned)slices);
-                tk<<<grid, TILE_THREADS>>>(a);
+        for (int y0 = 0; y0 < n; y0 += band_rows) {
+            int rows = n - y0 < band_rows ? n - y0 : band_rows;
+            int rows_pad = (rows + tile_rows - 1) / tile_rows * tile_rows;
+            size_t pix = (size_t)rows * n, p0 = (size_t)y0 * n;
+            if (tk) {
+                size_t bytes = (size_t)slices * pad_x * rows_pad * sizeof(double);
+                PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_re, 0, bytes));
+                if (imag_kernel) PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_im, 0, bytes));
             } else {
-                st = pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
-                goto done;
+                PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_re, 0, pix * sizeof(double)));
+                PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_im, 0, pix * sizeof(double)));
             }
-            PK_CUDA_LAUNCHED(ctx, st, done);
-            PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
-            PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
-            float ms = 0;
-            PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
-            ms_total += ms;
-            if (pk_progress_add(progress, (double)(k1 - k0) * (double)n_pix, 1)) {
-                st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-                goto done;
+            for (size_t k0 = 0; k0 < n_vis; k0 += per_batch) {
+                size_t k1 = k0 + per_batch < n_vis ? k0 + per_batch : n_vis;
+                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
+                if (kernel == K_NAIVE_F64) {
+                    naive_f64<<<(unsigned)((pix + 255) / 256), 256>>>(d.u, d.v, d.w, d.re, d.im, (int)k0, (int)k1, n,
+                                                                      (int)p0, (int)pix, job->cell, (double)job->sign,
+                                                                      d.out_re, d.out_im);
+                } else if (kernel == K_NAIVE_F32) {
+                    naive_f32<<<(unsigned)((pix + 255) / 256), 256>>>(
+                        d.f32, d.f32 + n_vis, d.f32 + 2 * n_vis, d.f32 + 3 * n_vis, d.f32 + 4 * n_vis, (int)k0, (int)k1,
+                        n, (int)p0, (int)pix, (float)job->cell, d.out_re, d.out_im);
+                } else if (kernel == K_USUAL_F32) {
+                    size_t threads = (pix + USUAL_PIX - 1) / USUAL_PIX;
+                    usual_f32<<<(unsigned)((threads + USUAL_THREADS - 1) / USUAL_THREADS), USUAL_THREADS>>>(
+                        (const float4 *)d.f32, d.f32 + 4 * n_vis, (int)k0, (int)k1, n, (int)p0, (int)pix,
+                        (float)job->cell, d.out_re, d.out_im);
+                } else {
+                    tile_args a;
+                    a.u = d.u, a.v = d.v, a.w = d.w, a.re = d.re, a.im = d.im, a.amp = d.amp, a.psi = d.psi;
+                    a.n_vis = (int)n_vis, a.n = n, a.cell = job->cell, a.sign = (double)job->sign;
+                    a.k_begin = (int)k0, a.k_end = (int)k1;
+                    int len = (int)((k1 - k0 + (size_t)slices - 1) / (size_t)slices);
+                    a.slice_len = (len + TILE_CHUNK - 1) / TILE_CHUNK * TILE_CHUNK;
+                    a.part_re = d.part_re, a.part_im = d.part_im, a.pad_x = pad_x, a.pad_y = rows_pad;
+                    a.row_base = y0;
+                    dim3 grid((unsigned)(pad_x / TILE_COLS), (unsigned)(rows_pad / tile_rows), (unsigned)slices);
+                    tk<<<grid, TILE_THREADS>>>(a);
+                }
+                PK_CUDA_LAUNCHED(ctx, st, done);
+                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
+                PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
+                float ms = 0;
+                PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
+                ms_total += ms;
+                if (pk_progress_add(progress, (double)(k1 - k0) * (double)pix, 1)) {
+                    st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+                    goto done;
+                }
+            }
+            if (tk) {
+                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
+                sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(d.part_re, slices, pad_x, rows_pad, n, rows,
+                                                                   d.out_re);
+                if (imag_kernel)
+                    sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, rows_pad, n, rows,
+                                                                       d.out_im);
+                PK_CUDA_LAUNCHED(ctx, st, done);
+                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
+                PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
+                float ms = 0;
+                PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
+                ms_total += ms;
+            }
+            PK_CUDA_GOTO(ctx, st, done,
+                         cudaMemcpy(job->re + p0, d.out_re, pix * sizeof(double), cudaMemcpyDeviceToHost));
+            if (job->im) {
+                if (!imag_kernel) {
+                    st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %d computed no imaginary part", kernel);
+                    goto done;
+                }
+                PK_CUDA_GOTO(ctx, st, done,
+                             cudaMemcpy(job->im + p0, d.out_im, pix * sizeof(double), cudaMemcpyDeviceToHost));
             }
         }
     }
-    if (tk) {
-        PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
-        sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_re, slices, pad_x, pad_y, n, d.out_re);
-        if (imag_kernel)
-            sum_slices<<<(unsigned)((n_pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, pad_y, n, d.out_im);
-        PK_CUDA_LAUNCHED(ctx, st, done);
-        PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
-        PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
-        float ms = 0;
-        PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
-        ms_total += ms;
-    }
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(job->re, d.out_re, n_pix * sizeof(double), cudaMemcpyDeviceToHost));
-    if (job->im) {
-        if (!imag_kernel) {
-            st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %d computed no imaginary part", kernel);
-            goto done;
-        }
-        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(job->im, d.out_im, n_pix * sizeof(double), cudaMemcpyDeviceToHost));
-    }
-    *kernel_ms = ms_total;
+    report->kernel_ms = ms_total;
 done:
     free(host_tmp);
     free(host_f32);

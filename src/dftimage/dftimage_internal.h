@@ -212,6 +212,7 @@ typedef struct pk_dft_job {
     int sign;
     int want_imag;
     double *re, *im;
+    size_t gpu_memory; /* CUDA: bytes of device memory allowed, 0 = what is free */
 } pk_dft_job;
 
 pk_status pk_dft_run_ref(pk_context *ctx, const pk_dft_job *job, pk_progress *progress);
@@ -219,13 +220,21 @@ pk_status pk_dft_run_cpu(pk_context *ctx, int kernel, const pk_dft_job *job, pk_
 
 #ifdef PK_HAVE_CUDA
 #define PK_DFTIMAGE_KERNEL_CUDA_FIRST 100
-/* cuda.cu names its kernels, picks the best of a precision, and runs one;
- * kernel_ms receives the device time. */
+/* cuda.cu names its kernels, picks the best of a precision, and runs one,
+ * in bands of image rows when the whole image does not fit in the device
+ * memory free (or job->gpu_memory); the report gives the device time of the
+ * kernels, the bands and the device bytes allocated. */
+typedef struct pk_dft_cuda_report {
+    double kernel_ms;
+    int bands;
+    size_t gpu_bytes;
+} pk_dft_cuda_report;
 const char *pk_dft_cuda_kernel_name(int kernel);
 int pk_dft_cuda_kernel_from_name(const char *name);
 pk_precision pk_dft_cuda_kernel_precision(int kernel);
 int pk_dft_cuda_best(pk_precision precision);
-pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress, double *kernel_ms);
+pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
+                          pk_dft_cuda_report *report);
 #endif
 
 #endif

@@ -189,7 +189,7 @@ int bench_dftimage(int argc, char **argv) {
     for (int round = 0; round <= runs; round++) {
         for (int q = 0; q < n_kernels; q++) {
             int kk = (q + round) % n_kernels;
-            pk_dftimage_options opts = {PK_BACKEND_AUTO, kernels[kk], PK_PRECISION_SINGLE, 0, want_imag};
+            pk_dftimage_options opts = {PK_BACKEND_AUTO, kernels[kk], PK_PRECISION_SINGLE, 0, want_imag, 0};
             pk_image img;
             pk_dftimage_stats stats;
             if ((st = pk_dftimage_run(&ctx, &opts, &vis, size, cell, &img, &stats)) != PK_OK)

@@ -42,6 +42,8 @@ static void usage(FILE *out) {
             "                       (on a subset of pixels when the job is large)\n"
             "  --check-pixels N     pixels in that subset (default 4096; 0: every pixel)\n"
             "  --threads N          CPU threads (default: all)\n"
+            "  --gpu-memory GIB     GPU memory the run may take (default: what is free); an\n"
+            "                       image that does not fit is made in bands of rows\n"
             "  -q, --quiet          no progress line, no summary\n");
 }
 
@@ -57,9 +59,9 @@ static void angle_unit(double extent_rad, const char **name, double *per_rad) {
 
 /* The options that take a value. */
 static const char *const value_options[] = {
-    "-o",          "--output", "--png",  "--size",    "--cell",         "--backend",
-    "--precision", "--kernel", "--sign", "--weights", "--check-pixels", "--threads",
-    "--weighting", "--robust", "--psf",  "--minuv-l", "--maxuv-l",      NULL};
+    "-o",       "--output",  "--png",     "--size",         "--cell",    "--backend",   "--precision",
+    "--kernel", "--sign",    "--weights", "--check-pixels", "--threads", "--weighting", "--robust",
+    "--psf",    "--minuv-l", "--maxuv-l", "--gpu-memory",   NULL};
 
 int cmd_dftimage(int argc, char **argv) {
     const char *cmd = "dftimage";
@@ -76,7 +78,7 @@ int cmd_dftimage(int argc, char **argv) {
     int robust_given = 0;
     const char *psf_path = NULL;
     double minuv = 0.0, maxuv = (double)INFINITY;
-    pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0};
+    pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     pk_context ctx;
     pk_context_init(&ctx);
     for (int k = 1; k < argc; k++) {
@@ -145,6 +147,13 @@ int cmd_dftimage(int argc, char **argv) {
             } else if (strcmp(a, "--check-pixels") == 0) {
                 if (cli_parse_size(cmd, a, v, &check_pixels)) return 2;
                 check_pixels_given = 1;
+            } else if (strcmp(a, "--gpu-memory") == 0) {
+                double gib;
+                if (cli_parse_double(cmd, a, v, &gib)) return 2;
+                if (!(gib > 0) || gib > 1e6)
+                    return cli_usage_error(cmd, "--gpu-memory must be a number of GiB > 0, got '%s'", v);
+                opts.gpu_memory = (size_t)(gib * 1073741824.0);
+                if (opts.gpu_memory == 0) opts.gpu_memory = 1;
             } else if (strcmp(a, "--threads") == 0) {
                 if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
             } else {
@@ -398,6 +407,11 @@ int cmd_dftimage(int argc, char **argv) {
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
                 secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path, png_path ? ", " : "",
                 png_path ? png_path : "");
+        if (stats.gpu_bands > 1)
+            fprintf(stderr,
+                    "the image did not fit in the GPU memory at once: made in %d bands of rows (%.2f GiB "
+                    "on the GPU)\n",
+                    stats.gpu_bands, (double)stats.gpu_bytes / 1073741824.0);
         if (psf_path) {
             double psecs = psf_stats.kernel_ms > 0 ? psf_stats.kernel_ms * 1e-3 : psf_stats.seconds;
             fprintf(stderr, "beam: %.3f s%s; wrote %s%s%s%s\n", psecs, psf_stats.kernel_ms > 0 ? " of device time" : "",
