@@ -82,11 +82,12 @@ static void compare_psf(pk_context *ctx, const pk_vis *vis, size_t n, double cel
 }
 
 /* Images made in bands of rows: for every CUDA kernel, a device memory
- * limit halved from the one-pass image's until the image takes three bands
- * or more; the banded image against the float64 reference, and against the
- * one-pass image (the per-pixel kernels bit for bit; the tile kernels sum
- * the same float32 chunks in one float64 order instead of per slice). Then
- * a limit below one band: PK_ERR_NOMEM, saying so, and no image. */
+ * limit, found by bisection below the one-pass image's, under which the
+ * image takes three bands or more; the banded image against the float64
+ * reference, and against the one-pass image (the per-pixel kernels bit for
+ * bit; the tile kernels sum the same float32 chunks in one float64 order
+ * instead of per slice). Then a limit below one band: PK_ERR_NOMEM, saying
+ * so, and no image. */
 static void compare_bands(pk_context *ctx, const pk_vis *vis, size_t n, double cell, int imag, const char *what) {
     pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, imag, 0};
     pk_image ref;
@@ -102,17 +103,22 @@ static void compare_bands(pk_context *ctx, const pk_vis *vis, size_t n, double c
         if (st) continue;
         CHECK(ws.gpu_bands == 1 && ws.gpu_bytes > 0, "%s: one pass reports %d bands, %zu bytes", name, ws.gpu_bands,
               ws.gpu_bytes);
-        size_t limit = ws.gpu_bytes;
+        /* bisection between a limit too small (0) and one that fits
+         * whole: the bands only grow as the limit shrinks */
+        size_t lo = 0, hi = ws.gpu_bytes, limit = 0;
         int found = 0;
-        while (limit > 1 && !found) {
-            limit /= 2;
+        while (hi - lo > 1 && !found) {
+            limit = lo + (hi - lo) / 2;
             o.gpu_memory = limit;
             st = pk_dftimage_run(ctx, &o, vis, n, cell, &banded, &bs);
-            if (st == PK_ERR_NOMEM) break;
+            if (st == PK_ERR_NOMEM) {
+                lo = limit;
+                continue;
+            }
             CHECK_OK(st, ctx);
             if (st) break;
             if (bs.gpu_bands >= 3) found = 1;
-            else pk_image_free(&banded);
+            else hi = limit, pk_image_free(&banded);
         }
         CHECK(found, "%s: no limit below %zu bytes gave three bands or more (last status %d)", name, ws.gpu_bytes,
               (int)st);

@@ -407,11 +407,13 @@ int cmd_dftimage(int argc, char **argv) {
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
                 secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path, png_path ? ", " : "",
                 png_path ? png_path : "");
-        if (stats.gpu_bands > 1)
+        if (stats.gpu_bands > 1) {
+            double mib = (double)stats.gpu_bytes / 1048576.0;
             fprintf(stderr,
-                    "the image did not fit in the GPU memory at once: made in %d bands of rows (%.2f GiB "
-                    "on the GPU)\n",
-                    stats.gpu_bands, (double)stats.gpu_bytes / 1073741824.0);
+                    "the image did not fit in the GPU memory at once: made in %d bands of rows (%.*f %s on the "
+                    "GPU)\n",
+                    stats.gpu_bands, mib >= 1024 ? 2 : 1, mib >= 1024 ? mib / 1024 : mib, mib >= 1024 ? "GiB" : "MiB");
+        }
         if (psf_path) {
             double psecs = psf_stats.kernel_ms > 0 ? psf_stats.kernel_ms * 1e-3 : psf_stats.seconds;
             fprintf(stderr, "beam: %.3f s%s; wrote %s%s%s%s\n", psecs, psf_stats.kernel_ms > 0 ? " of device time" : "",
