@@ -199,7 +199,7 @@ def read_vis(path, weights="data"):
 
 
 def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=False, backend="auto",
-              kernel=None, nthreads=0, weight=None, weighting="natural", robust=0.0):
+              kernel=None, nthreads=0, weight=None, weighting="natural", robust=0.0, gpu_memory=None):
     """The exact dirty image, w term kept:
 
         I(l, m) = sum_k vis_k exp(sign 2 pi i (u_k l + v_k m + w_k (sqrt(1 - l^2 - m^2) - 1)))
@@ -224,20 +224,24 @@ def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=
     (as given), "uniform" or "briggs" with robust (-2 near uniform, 2 near
     natural), from the summed weights of the image's uv cells (1 / (npix
     cell) wavelengths; (u, v) and (-u, -v) share one), as
-    `pairkit dftimage --weighting` does."""
+    `pairkit dftimage --weighting` does.
+
+    gpu_memory: GiB of GPU memory the CUDA backend may take (None: what
+    the device has free); an image that does not fit is made in bands of
+    rows, as `pairkit dftimage --gpu-memory` does."""
     return _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nthreads, weight, weighting,
-                  robust, psf=False)
+                  robust, psf=False, gpu_memory=gpu_memory)
 
 
 def dft_psf(u, v, w, weight=None, npix=700, cell=0.0005, sign=1, precision=None, backend="auto", kernel=None,
-            nthreads=0, weighting="natural", robust=0.0):
+            nthreads=0, weighting="natural", robust=0.0, gpu_memory=None):
     """The point spread function (dirty beam) on the grid of dft_image: the
     image of the weights alone, divided by their sum, so 1 at the phase
-    centre; weighting and robust as for dft_image. A float64 array
-    psf[b, a]."""
+    centre; weighting, robust and gpu_memory as for dft_image. A float64
+    array psf[b, a]."""
     u_arr = _array(u, "u")
     return _image(u_arr, v, w, np.zeros(u_arr.size), npix, cell, sign, precision, False, backend, kernel, nthreads,
-                  weight, weighting, robust, psf=True)
+                  weight, weighting, robust, psf=True, gpu_memory=gpu_memory)
 
 
 def fit_beam(psf, cell):
@@ -270,9 +274,21 @@ def fit_beam(psf, cell):
     return tuple(x.value for x in out)
 
 
+def _gpu_bytes(gib):
+    """gpu_memory in GiB (None: no limit) as the library's byte count."""
+    if gib is None:
+        return 0
+    if isinstance(gib, (bool, str, bytes)) or not isinstance(gib, (int, float, np.integer, np.floating)):
+        raise PairkitError("gpu_memory must be a number of GiB, got %r" % (_plain(gib),))
+    if not (np.isfinite(gib) and 0 < gib <= 1e6):
+        raise PairkitError("gpu_memory must be a number of GiB > 0, got %r" % (_plain(gib),))
+    return max(1, int(float(gib) * 2**30))
+
+
 def _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nthreads, weight, weighting, robust,
-           psf):
+           psf, gpu_memory):
     lib = _load()
+    gpu_bytes = _gpu_bytes(gpu_memory)
     if precision is not None and not _is_key(precision, _PRECISION):
         raise PairkitError("precision must be single or double (got %r)" % (precision,))
     data = _VisArrays(u, v, w, vis, sign, weight)
@@ -294,7 +310,8 @@ def _image(u, v, w, vis, npix, cell, sign, precision, imag, backend, kernel, nth
                                % (kernel, own, precision))
         precision = own
     ctx = new_context(nthreads)
-    opts = _Options(backend_code(backend), code, _PRECISION[precision or "single"], data.c.sign, 1 if imag else 0)
+    opts = _Options(backend_code(backend), code, _PRECISION[precision or "single"], data.c.sign, 1 if imag else 0,
+                    gpu_bytes)
     image, stats = _Image(), _Stats()
     try:  # the image is freed however the call ends (Ctrl-C included)
         with interruptible(ctx):

@@ -114,6 +114,17 @@ def test_cuda_backend_or_a_clear_refusal(random_vis):
     assert rel(img.ravel(), ref.real) < 3e-5
 
 
+def test_gpu_memory_limit(random_vis):
+    # on the GPU a limit below the image's needs makes it in bands of rows,
+    # with the one-pass image's values; on the CPU it is accepted and unused
+    u, v, w, vis = random_vis
+    one = pairkit.dft_image(u, v, w, vis, npix=101, cell=5e-4)
+    banded = pairkit.dft_image(u, v, w, vis, npix=101, cell=5e-4, gpu_memory=0.0002)
+    assert rel(banded.ravel(), one.ravel()) < 1e-12
+    psf = pairkit.dft_psf(u, v, w, npix=101, cell=5e-4, gpu_memory=0.0002)
+    assert abs(psf[50, 50] - 1) < 1e-4
+
+
 def test_bad_values(random_vis, tmp_path):
     u, v, w, vis = random_vis
     bad_u = u.copy()
@@ -133,6 +144,9 @@ def test_bad_values(random_vis, tmp_path):
         (lambda: pairkit.dft_image(u, v, w, vis, npix=800, cell=0.01), "beyond the sky"),
         (lambda: pairkit.dft_image(u, v, w, vis, npix=8, kernel="nope"), "unknown kernel"),
         (lambda: pairkit.dft_image(u, v, w, vis, npix=8, backend="gpu"), "backend must be"),
+        (lambda: pairkit.dft_image(u, v, w, vis, npix=8, gpu_memory=0), "gpu_memory must be a number of GiB > 0"),
+        (lambda: pairkit.dft_image(u, v, w, vis, npix=8, gpu_memory="2G"), "gpu_memory must be a number of GiB"),
+        (lambda: pairkit.dft_psf(u, v, w, npix=8, gpu_memory=float("nan")), "gpu_memory must be"),
         (lambda: pairkit.dft_points(u, v, w, vis, [0.0, 0.9], [0.0, 0.9]), "point 1 .* beyond the sky"),
         (lambda: pairkit.read_vis(str(tmp_path / "missing.uvfits")), "missing.uvfits"),
         (lambda: pairkit.read_vis(LESSON, weights="none"), "weights must be"),

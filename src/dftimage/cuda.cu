@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -442,6 +443,14 @@ static size_t device_budget(size_t limit, size_t *free_out) {
     return budget;
 }
 
+/* A byte count for a message: GiB, MiB or KiB by its size. */
+static const char *bytes_text(double b, char *buf, size_t size) {
+    if (b >= 1024.0 * 1024 * 1024) snprintf(buf, size, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024) snprintf(buf, size, "%.1f MiB", b / (1024.0 * 1024));
+    else snprintf(buf, size, "%.1f KiB", b / 1024.0);
+    return buf;
+}
+
 extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
                                      pk_dft_cuda_report *report) {
     const pk_vis *vis = job->vis;
@@ -513,16 +522,16 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
             double rows = ((double)budget - (double)vis_bytes) / row_bytes;
             band_rows = rows >= (double)pad_y ? pad_y : rows > 0 ? (int)rows / tile_rows * tile_rows : 0;
             if (band_rows < tile_rows) {
-                double gib = 1024.0 * 1024.0 * 1024.0;
+                char need[32], vis_text[32], band[32], have[32];
+                int limited = job->gpu_memory && job->gpu_memory < free_b;
                 st = pk_fail(ctx, PK_ERR_NOMEM,
                              "not enough GPU memory: an image of %d x %d pixels with %zu visibilities needs at "
-                             "least %.3f GiB (%.3f for the visibilities, %.3f for a band of %d rows), and %.3f GiB "
-                             "%s",
-                             n, n, n_vis, ((double)vis_bytes + row_bytes * tile_rows) / gib, (double)vis_bytes / gib,
-                             row_bytes * tile_rows / gib, tile_rows,
-                             (job->gpu_memory && job->gpu_memory < free_b ? (double)job->gpu_memory : (double)free_b) /
-                                 gib,
-                             job->gpu_memory && job->gpu_memory < free_b ? "are allowed" : "are free on the device");
+                             "least %s (%s for the visibilities, %s for a band of %d rows), and %s %s",
+                             n, n, n_vis, bytes_text((double)vis_bytes + row_bytes * tile_rows, need, sizeof need),
+                             bytes_text((double)vis_bytes, vis_text, sizeof vis_text),
+                             bytes_text(row_bytes * tile_rows, band, sizeof band), tile_rows,
+                             bytes_text(limited ? (double)job->gpu_memory : (double)free_b, have, sizeof have),
+                             limited ? "are allowed" : "are free on the device");
                 goto done;
             }
             if (band_rows > n) band_rows = n;
