@@ -83,6 +83,9 @@ typedef struct cuda_state {
     void *d_temp;
     size_t temp_bytes;
     uint64_t device_bytes;
+    /* for an allocation's failure: the run's estimated need and what was
+     * free (with what this state held) when it began */
+    uint64_t need_bytes, free_bytes;
     uint32_t *h_small;
     dev_plan *h_plan;
     uint32_t *h_table; /* the instance tables' host side */
@@ -478,6 +481,11 @@ static pk_status device_alloc(pk_context *ctx, cuda_state *s, void **p, size_t b
     if (err != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
+        if (err == cudaErrorMemoryAllocation && s->need_bytes)
+            return pk_fail(ctx, PK_ERR_NOMEM,
+                           "cudaMalloc of %zu bytes for %s failed: out of memory; this trace needs about %.2f GiB "
+                           "of GPU memory in all and %.2f GiB were free (--backend cpu sorts it on the host)",
+                           bytes, what, (double)s->need_bytes / 1073741824.0, (double)s->free_bytes / 1073741824.0);
         return pk_fail(ctx, PK_ERR_CUDA, "cudaMalloc of %zu bytes for %s failed: %s", bytes, what,
                        cudaGetErrorString(err));
     }
@@ -671,6 +679,15 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     cuda_state *s = NULL;
     pk_status st = state_get(ctx, result, &s);
     if (st) return st;
+    {
+        size_t free_b = 0, total_b = 0;
+        uint64_t need = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError(), free_b = 0;
+        if (pk_memsort_cuda_device_bytes(ctx, &layout, n, &need) != PK_OK) need = 0;
+        pk_clear(ctx);
+        s->need_bytes = need;
+        s->free_bytes = (uint64_t)free_b + s->device_bytes;
+    }
     if ((st = reserve_trace(ctx, s, n, layout.n_compact, layout.key_bits)) != PK_OK) return st;
 
     dev_layout L;
