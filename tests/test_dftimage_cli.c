@@ -132,6 +132,29 @@ static void test_good(void) {
     CHECK(rc == 0 && drawn != warned, "default PNG: rc %d, drawn %d, warned %d: %s", rc, drawn, warned, err ? err : "");
     rc = run("point.npz -o nopng.fits --size 16 --cell 0.001 --png none");
     CHECK(rc == 0 && count_files("nopng") == 1, "--png none: rc %d, %d files named nopng*", rc, count_files("nopng"));
+    /* an image larger than the preview's 1024 cells a side: drawn in
+     * blocks, the PNG as large as any other (900 x 800) */
+    {
+        pk_vis few;
+        CHECK_OK(pk_vis_random(&ctx, 20, 6, &few), &ctx);
+        write_npz("few.npz", &few);
+        pk_vis_free(&few);
+        rc = run("few.npz -o wide.fits --size 2500 --cell 1e-4");
+        err = slurp(in_dir("err.txt"));
+        CHECK(rc == 0, "2500^2 image with its PNG: rc %d, %s", rc, err ? err : "");
+        FILE *png = fopen(in_dir("wide.png"), "rb");
+        if (png) {
+            unsigned char h[24] = {0};
+            size_t got = fread(h, 1, sizeof h, png);
+            fclose(png);
+            unsigned long w = (unsigned long)h[16] << 24 | h[17] << 16 | h[18] << 8 | h[19];
+            unsigned long hh = (unsigned long)h[20] << 24 | h[21] << 16 | h[22] << 8 | h[23];
+            CHECK(got == 24 && memcmp(h + 12, "IHDR", 4) == 0 && w == 900 && hh == 800,
+                  "the 2500^2 image's PNG is %lu x %lu", w, hh);
+        } else {
+            CHECK(err && strstr(err, "no PNG"), "no PNG of the 2500^2 image, and no warning: %s", err ? err : "");
+        }
+    }
 
     /* a PNG that cannot be written fails the run before any output moves:
      * the older image stays, nothing staged is left */

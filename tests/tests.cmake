@@ -23,6 +23,8 @@ function(pk_test name)
 endfunction()
 
 pk_test(test_angcorr_ref)
+pk_test(test_plot_preview)
+target_sources(test_plot_preview PRIVATE ${CMAKE_SOURCE_DIR}/tools/pairkit/preview.c)
 pk_test(test_angcorr_edges)
 pk_test(test_angcorr_random)
 pk_test(test_angcorr_input)

@@ -68,6 +68,12 @@ static int draw_image(const image_draw *d) {
     return 0;
 }
 
+/* The PNG's image viewport is about 600 pixels wide: a larger image is
+ * drawn as at most PREVIEW_CELLS cells a side (cli_image_preview).
+ * Drawing every pixel of a 4000^2 image took 24 s; of 40000^2, PLplot
+ * would need 25 GB. */
+#define PREVIEW_CELLS 1024
+
 int cli_image_png(const char *cmd, const char *path, const char *shown, const cli_image *img) {
     const char *name = shown ? shown : path;
     size_t n = img->n;
@@ -88,18 +94,22 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
         zmax += half_range;
     }
     /* PLplot draws nothing of a 1 x 1 image: its one pixel as 2 x 2 */
-    size_t m = n == 1 ? 2 : n;
+    size_t side = n < PREVIEW_CELLS ? n : PREVIEW_CELLS;
+    double *reduced = malloc(side * side * sizeof(double));
+    size_t r = reduced ? cli_image_preview(img->values, n, PREVIEW_CELLS, reduced) : 0;
+    size_t m = r == 1 ? 2 : r;
     PLFLT **columns = malloc(m * sizeof(PLFLT *));
     PLFLT *cells = malloc(m * m * sizeof(PLFLT));
-    if (!columns || !cells) {
-        free(columns), free(cells);
+    if (!reduced || !columns || !cells) {
+        free(reduced), free(columns), free(cells);
         fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, name);
         return 1;
     }
     for (size_t a = 0; a < m; a++) {
         columns[a] = cells + a * m;
-        for (size_t b = 0; b < m; b++) columns[a][b] = img->values[(b % n) * n + a % n];
+        for (size_t b = 0; b < m; b++) columns[a][b] = reduced[(b % r) * r + a % r];
     }
+    free(reduced);
     double half = 0.5 * img->dx;
     double xlo = img->x0 - half, xhi = img->x0 + (double)(n - 1) * img->dx + half;
     double ylo = img->y0 - half, yhi = img->y0 + (double)(n - 1) * img->dx + half;

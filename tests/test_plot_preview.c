@@ -1,0 +1,66 @@
+/* test_plot_preview.c - the PNG preview's reduction of a large image
+ * (cli_image_preview): every cell the value of largest magnitude in its
+ * block, by brute force, for sizes that do and do not divide into the
+ * blocks; point sources of either sign keep their peaks; a small image
+ * passes through unchanged. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "../tools/pairkit/plot_image.h"
+
+static void check_size(size_t n, size_t max_cells, check_rng *rng) {
+    double *img = malloc(n * n * sizeof(double));
+    size_t side = n < max_cells ? n : max_cells;
+    double *cells = malloc(side * side * sizeof(double));
+    if (!img || !cells) {
+        CHECK(0, "out of memory");
+        free(img), free(cells);
+        return;
+    }
+    for (size_t p = 0; p < n * n; p++) img[p] = (double)(check_next(rng) >> 11) * 0x1p-53 * 2.0 - 1.0;
+    /* two point sources, one negative, and a NaN beside the first */
+    size_t pa = n * 2 / 3, pb = n / 5, qa = n - 1, qb = n - 1;
+    int sources = n >= 3;
+    if (sources) {
+        img[pb * n + pa] = 1000.0;
+        img[qb * n + qa] = -2000.0;
+        img[pb * n + pa - 1] = (double)NAN;
+    }
+    size_t m = cli_image_preview(img, n, max_cells, cells);
+    size_t k = n > max_cells ? (n + max_cells - 1) / max_cells : 1;
+    CHECK(m == (n + k - 1) / k && m <= max_cells, "n=%zu: %zu cells a side (k %zu)", n, m, k);
+    size_t bad = 0;
+    for (size_t b = 0; b < m; b++)
+        for (size_t a = 0; a < m; a++) {
+            double best = (double)NAN;
+            for (size_t y = b * k; y < (b + 1) * k && y < n; y++)
+                for (size_t x = a * k; x < (a + 1) * k && x < n; x++) {
+                    double v = img[y * n + x];
+                    if (isfinite(v) && (isnan(best) || fabs(v) > fabs(best))) best = v;
+                }
+            double got = cells[b * m + a];
+            if (!(got == best) && !(isnan(got) && isnan(best))) bad++;
+        }
+    CHECK(bad == 0, "n=%zu: %zu cells differ from their block's value of largest magnitude", n, bad);
+    if (sources)
+        CHECK(cells[(pb / k) * m + pa / k] == 1000.0 && cells[(qb / k) * m + qa / k] == -2000.0,
+              "n=%zu: the point sources' peaks kept", n);
+    if (k == 1) {
+        int same = 1;
+        for (size_t p = 0; p < n * n; p++)
+            if (!(cells[p] == img[p]) && !(isnan(cells[p]) && isnan(img[p]))) same = 0;
+        CHECK(same, "n=%zu: a small image passes unchanged", n);
+    }
+    printf("n=%-5zu max %-5zu -> %zu cells a side, blocks of %zu\n", n, max_cells, m, k);
+    free(img), free(cells);
+}
+
+int main(void) {
+    check_rng rng = check_rng_make(20261130);
+    const size_t sizes[][2] = {{1, 1024},    {7, 1024},    {1024, 1024}, {1025, 1024},
+                               {2500, 1024}, {3000, 1024}, {100, 16},    {97, 10}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) check_size(sizes[s][0], sizes[s][1], &rng);
+    return check_finish("test_plot_preview");
+}
