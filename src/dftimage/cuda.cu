@@ -456,6 +456,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     const pk_vis *vis = job->vis;
     int n = (int)job->n;
     size_t n_vis = vis->n, n_pix = job->n * job->n;
+    memset(report, 0, sizeof *report);
     /* 2^30: a slice's end (its start plus up to n_vis) stays within int */
     if (n_vis > ((size_t)1 << 30) || job->n > 46340)
         return pk_fail(ctx, PK_ERR_INVALID,
@@ -464,7 +465,6 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     pk_status st = PK_OK;
     device_buffers d;
     memset(&d, 0, sizeof d);
-    memset(report, 0, sizeof *report);
     cudaEvent_t ev0 = NULL, ev1 = NULL;
     double *host_tmp = NULL;
     float *host_f32 = NULL;
