@@ -6,7 +6,8 @@
 #  2. out of GPU memory: most of the card taken by another process
 #     (PyTorch), then an image, a catalog and a trace that do not fit in
 #     what is left; each must end in a clear error or a result, never a
-#     crash; the image must be made in bands of rows.
+#     crash; the image must be made in bands of rows, and memsort with
+#     --backend auto must sort the trace on the CPU.
 # Usage: tests/test_fault_gpu.sh PAIRKIT WORKDIR [SECONDS]; prints one line
 # per run and a summary; exit 1 if any run failed. PK_GPU_KEEP_MIB: memory
 # left free on the card (default 3072: room for a context, not for the
@@ -96,6 +97,12 @@ EOF
   [ "$(cat rc_oom_dftimage_too_little_for_a_band)" = 1 ] || fails=$((fails + 1))
   run "oom angcorr 100k cuda" "$bin" angcorr "$root"/data/galaxy/data_100k_arcmin.txt "$root"/data/galaxy/flat_100k_arcmin.txt --backend cuda -q --png none -o big.out
   run "oom memsort 2^28 cuda" "$bin" memsort bigtrace --backend cuda -q -o bigout
+  # auto: the trace does not fit in the GPU's free memory, so the CPU sorts it
+  run "oom memsort 2^28 auto" "$bin" memsort bigtrace -o autoout
+  grep -q "sorted on the CPU" log_oom_memsort_2^28_auto.txt && [ -f autoout/memsort.bin ] \
+    || { echo "memsort auto: not sorted on the CPU"; fails=$((fails + 1)); }
+  [ "$(cat rc_oom_memsort_2^28_auto)" = 0 ] || fails=$((fails + 1))
+  rm -rf autoout
   for f in rc_oom_*; do # 0 (it fitted) or an error exit; 124 (hung) or a signal is a failure
     rc=$(cat "$f")
     [ "$rc" -le 2 ] || fails=$((fails + 1))

@@ -194,6 +194,7 @@ typedef struct pk_memsort_stats {
     uint64_t host_bytes;   /* host memory the backend allocated (peak) */
     uint64_t pcie_bytes;   /* CUDA: bytes copied in both directions */
     int kernel;            /* the kernel that ran */
+    int gpu_too_small; /* 1: backend AUTO found a GPU with too little free memory for the trace, and the CPU ran it */
 } pk_memsort_stats;
 
 /* The result of one run. Initialise with pk_memsort_result_init; a result

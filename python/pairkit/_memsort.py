@@ -62,7 +62,8 @@ class _Fill(ctypes.Structure):
 
 class _Stats(ctypes.Structure):
     _fields_ = [("seconds", ctypes.c_double), ("device_ms", ctypes.c_double), ("upload_ms", ctypes.c_double),
-                ("device_bytes", _U64), ("host_bytes", _U64), ("pcie_bytes", _U64), ("kernel", ctypes.c_int)]
+                ("device_bytes", _U64), ("host_bytes", _U64), ("pcie_bytes", _U64), ("kernel", ctypes.c_int),
+                ("gpu_too_small", ctypes.c_int)]
 
 
 class _Result(ctypes.Structure):

@@ -209,10 +209,17 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     int kernel = o.kernel;
     if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_)
         return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
+    int gpu_too_small = 0;
     if (kernel == PK_MEMSORT_KERNEL_BEST) {
         pk_backend backend;
         if ((st = pk_backend_resolve(ctx, o.backend, &backend)) != PK_OK) return st;
         kernel = backend == PK_BACKEND_CUDA ? PK_MEMSORT_KERNEL_CUDA : PK_MEMSORT_KERNEL_CPU;
+#ifdef PK_HAVE_CUDA
+        /* auto: a trace the GPU's free memory cannot hold is sorted on the CPU */
+        if (o.backend == PK_BACKEND_AUTO && kernel == PK_MEMSORT_KERNEL_CUDA &&
+            !pk_memsort_cuda_fits(ctx, regions, trace->n_entries, result))
+            kernel = PK_MEMSORT_KERNEL_CPU, gpu_too_small = 1;
+#endif
     } else if (!pk_memsort_kernel_available(kernel)) {
         return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_memsort_kernel_name(kernel),
                        pk_kernel_absent_reason(1, 0));
@@ -221,6 +228,7 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
                        pk_memsort_kernel_name(kernel), pk_backend_name(o.backend));
     }
     memset(&result->stats, 0, sizeof result->stats);
+    result->stats.gpu_too_small = gpu_too_small;
     pk_progress progress;
     pk_progress_begin(&progress, ctx, (double)trace->n_entries + 1, 0, 1);
     if (kernel == PK_MEMSORT_KERNEL_REF) {

@@ -565,6 +565,24 @@ extern "C" pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_mems
     return PK_OK;
 }
 
+extern "C" int pk_memsort_cuda_fits(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n,
+                                    const pk_memsort_result *result) {
+    pk_memsort_layout layout;
+    pk_memsort_layout_make(regions, &layout);
+    uint64_t need = 0;
+    size_t free_b = 0, total_b = 0;
+    int device = ctx ? ctx->cuda_device : 0;
+    if (pk_memsort_cuda_device_bytes(ctx, &layout, n, &need) != PK_OK || cudaSetDevice(device) != cudaSuccess ||
+        cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError();
+        pk_clear(ctx);
+        return 1;
+    }
+    const cuda_state *s = (const cuda_state *)result->backend_state;
+    uint64_t held = s && s->kind == PK_MEMSORT_STATE_CUDA && s->device == device ? s->device_bytes : 0;
+    return need + ((uint64_t)64 << 20) <= (uint64_t)free_b + held;
+}
+
 /* The scatter bounds: two words per (piece, owned segment). */
 static pk_status reserve_bounds(pk_context *ctx, cuda_state *s, uint64_t n_pairs) {
     uint64_t n_bounds = 2 * (n_pairs ? n_pairs : 1);

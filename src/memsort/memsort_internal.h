@@ -113,6 +113,11 @@ pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions
 void *pk_memsort_cuda_host_alloc(size_t bytes);
 pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_memsort_layout *layout, uint64_t n_entries,
                                        uint64_t *bytes);
+/* 1 when a run of n_entries under regions fits in the device memory free
+ * (with what result's CUDA state already holds), 0 when it does not; 1 too
+ * when that cannot be told (the run then reports what fails). */
+int pk_memsort_cuda_fits(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n_entries,
+                         const pk_memsort_result *result);
 void pk_memsort_cuda_host_free(void *p);
 void pk_memsort_cuda_state_free(void *state);
 int pk_memsort_cuda_host_register(void *p, size_t bytes);

@@ -317,6 +317,16 @@ int cmd_memsort(int argc, char **argv) {
                 (unsigned long long)result.n_entries, result.n_chunks, result.n_chunks == 1 ? "" : "s",
                 result.n_instances, result.worker, result.n_workers, result.n_owned,
                 (unsigned long long)result.n_values, (unsigned long long)result.n_runs);
+        if (s->gpu_too_small) {
+            uint64_t host = 0, device = 0;
+            pk_context q = ctx;
+            if (pk_memsort_memory_bytes(&q, &regions, result.n_entries, PK_MEMSORT_KERNEL_CUDA, 0, &host, &device) ==
+                PK_OK)
+                fprintf(stderr,
+                        "the GPU has too little free memory for this trace (about %.2f GiB needed): sorted on the "
+                        "CPU\n",
+                        (double)device / 1073741824.0);
+        }
         fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
         if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
         fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
