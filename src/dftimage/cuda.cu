@@ -443,6 +443,17 @@ static size_t device_budget(size_t limit, size_t *free_out) {
     return budget;
 }
 
+/* Ends a timed stretch begun by recording ev0: records ev1, waits for it
+ * and adds the stretch's milliseconds to total. */
+static cudaError_t add_elapsed(cudaEvent_t ev0, cudaEvent_t ev1, float *total) {
+    float ms = 0;
+    cudaError_t err = cudaEventRecord(ev1);
+    if (err == cudaSuccess) err = cudaEventSynchronize(ev1);
+    if (err == cudaSuccess) err = cudaEventElapsedTime(&ms, ev0, ev1);
+    if (err == cudaSuccess) *total += ms;
+    return err;
+}
+
 /* A byte count for a message: GiB, MiB or KiB by its size. */
 static const char *bytes_text(double b, char *buf, size_t size) {
     if (b >= 1024.0 * 1024 * 1024) snprintf(buf, size, "%.2f GiB", b / (1024.0 * 1024 * 1024));
@@ -638,11 +649,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
                     tk<<<grid, TILE_THREADS>>>(a);
                 }
                 PK_CUDA_LAUNCHED(ctx, st, done);
-                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
-                PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
-                float ms = 0;
-                PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
-                ms_total += ms;
+                PK_CUDA_GOTO(ctx, st, done, add_elapsed(ev0, ev1, &ms_total));
                 if (pk_progress_add(progress, (double)(k1 - k0) * (double)pix, 1)) {
                     st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
                     goto done;
@@ -656,11 +663,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
                     sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, rows_pad, n, rows,
                                                                        d.out_im);
                 PK_CUDA_LAUNCHED(ctx, st, done);
-                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
-                PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
-                float ms = 0;
-                PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
-                ms_total += ms;
+                PK_CUDA_GOTO(ctx, st, done, add_elapsed(ev0, ev1, &ms_total));
             }
             PK_CUDA_GOTO(ctx, st, done,
                          cudaMemcpy(job->re + p0, d.out_re, pix * sizeof(double), cudaMemcpyDeviceToHost));
