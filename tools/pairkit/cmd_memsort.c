@@ -28,7 +28,8 @@ static void usage(FILE *out) {
             "                       reference sort's, and fill every owned instance again\n"
             "                       from the chunk files by its plan alone (exit 1 on any\n"
             "                       difference)\n"
-            "  --backend B          auto (default), cpu or cuda\n"
+            "  --backend B          auto (default: the GPU when its free memory holds the\n"
+            "                       trace, else the CPU), cpu or cuda\n"
             "  --kernel K           ref, cpu, cpu-portable (no hand-written vector code) or cuda\n"
             "  --threads N          CPU threads (default: all)\n"
             "  -q, --quiet          no progress line, no summary\n");
