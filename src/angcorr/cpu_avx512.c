@@ -180,8 +180,9 @@ AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, 
 
 /* One histogram copy: on the benchmark machine one copy beat two and four
  * (docs/performance.md). The slots of four groups of 16 columns are made
- * before their 64 increments: 1.5x faster on an Intel Xeon than a group
- * at a time, where two groups gained 8% and eight less than four. */
+ * before their 64 increments: on an Intel Xeon one group a step took
+ * 1.26-1.48 s, two 1.18-1.26, four 0.85-0.92 and eight 0.95-1.03
+ * (docs/performance.md). */
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_block_avx512_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
                                size_t stride) {

@@ -70,8 +70,8 @@ static int draw_image(const image_draw *d) {
 
 /* The PNG's image viewport is about 600 pixels wide: a larger image is
  * drawn as at most PREVIEW_CELLS cells a side (cli_image_preview).
- * Drawing every pixel of a 4000^2 image took 12 s; of 40000^2, PLplot
- * would need 25 GB. */
+ * Drawing every pixel of a 4000^2 image took ~12 s (docs/performance.md);
+ * at 40000^2 the cells handed to PLplot alone would be 12.8 GB. */
 #define PREVIEW_CELLS 1024
 
 int cli_image_png(const char *cmd, const char *path, const char *shown, const cli_image *img) {
