@@ -143,6 +143,45 @@ int main(void) {
         CHECK(st0 == PK_ERR_INVALID, "pk_angcorr_count with backend 7: status %d: %s", (int)st0, ctx.message);
         pk_catalog_free(&cat);
     }
+    {
+        /* auto with a device that takes no context (here: one past the last)
+         * runs on the CPU and counts what the CPU counts; explicit CUDA on it
+         * fails with the driver's reason */
+        pk_context bad_dev;
+        pk_context_init(&bad_dev);
+        bad_dev.cuda_device = pk_cuda_device_count();
+        CHECK(pk_cuda_unusable(bad_dev.cuda_device) != NULL && pk_cuda_unusable(-1) != NULL,
+              "device %d or -1 reported usable", bad_dev.cuda_device);
+        if (pk_cuda_device_count() > 0)
+            CHECK(pk_cuda_unusable(0) == NULL, "device 0 reported unusable: %s", pk_cuda_unusable(0));
+        CHECK_OK(pk_backend_resolve(&bad_dev, PK_BACKEND_AUTO, &resolved), &bad_dev);
+        CHECK(resolved == PK_BACKEND_CPU, "auto with device %d resolved to %s", bad_dev.cuda_device,
+              pk_backend_name(resolved));
+        enum { N = 300 };
+        double ra[N], dec[N];
+        for (int i = 0; i < N; i++) ra[i] = 0.37 * i, dec[i] = asin(-1.0 + 2.0 * (i + 0.5) / N);
+        pk_catalog cat;
+        CHECK_OK(pk_catalog_from_arrays(&ctx, N, ra, dec, PK_UNITS_RAD, "spiral", &cat), &ctx);
+        pk_bins wide;
+        CHECK_OK(pk_bins_linear(&ctx, 0.0, 5.0, 10, &wide), &ctx);
+        uint64_t on_auto[10] = {0}, on_cpu[10] = {0};
+        pk_angcorr_options o_auto = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
+        pk_angcorr_options o_cpu = {PK_BACKEND_CPU, PK_ANGCORR_KERNEL_BEST};
+        CHECK_OK(pk_angcorr_count(&bad_dev, &o_auto, &cat, NULL, &wide, on_auto, NULL), &bad_dev);
+        CHECK_OK(pk_angcorr_count(&ctx, &o_cpu, &cat, NULL, &wide, on_cpu, NULL), &ctx);
+        uint64_t total = 0;
+        for (int k = 0; k < 10; k++) total += on_cpu[k];
+        CHECK(total > 0 && memcmp(on_auto, on_cpu, sizeof on_cpu) == 0, "auto on device %d counted otherwise",
+              bad_dev.cuda_device);
+        if (pk_cuda_device_count() > 0) {
+            pk_angcorr_options o_cuda = {PK_BACKEND_CUDA, PK_ANGCORR_KERNEL_BEST};
+            pk_status sc = pk_angcorr_count(&bad_dev, &o_cuda, &cat, NULL, &wide, on_auto, NULL);
+            CHECK(sc == PK_ERR_UNSUPPORTED && strstr(bad_dev.message, "cannot be used (invalid device ordinal)"),
+                  "explicit CUDA on device %d: status %d: %s", bad_dev.cuda_device, (int)sc, bad_dev.message);
+        }
+        pk_bins_free(&wide);
+        pk_catalog_free(&cat);
+    }
     uint64_t host = 0, device = 0;
     CHECK(pk_memsort_memory_bytes(&ctx, &regions, 1ull << 33, PK_MEMSORT_KERNEL_CPU, 2, &host, &device) ==
               PK_ERR_INVALID,

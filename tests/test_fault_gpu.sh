@@ -7,7 +7,10 @@
 #     (PyTorch), then an image, a catalog and a trace that do not fit in
 #     what is left; each must end in a clear error or a result, never a
 #     crash; the image must be made in bands of rows, and memsort with
-#     --backend auto must sort the trace on the CPU.
+#     --backend auto must sort the trace on the CPU;
+#  3. a card so full that no context can be made on it (PK_GPU_NOCTX_MIB
+#     left, default 128): --backend auto must run each workload on the CPU,
+#     saying why, with the CPU's result; --backend cuda must fail clearly.
 # Usage: tests/test_fault_gpu.sh PAIRKIT WORKDIR [SECONDS]; prints one line
 # per run and a summary; exit 1 if any run failed. PK_GPU_KEEP_MIB: memory
 # left free on the card (default 3072: room for a context, not for the
@@ -75,17 +78,21 @@ done
 
 echo "== out of GPU memory"
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  python3 - <<'EOF' &
+  hog_start() { # MiB to leave free; the hog's pid in $hog
+    rm -f hog.ready
+    PK_KEEP=$1 python3 - <<'EOF' &
 import os, sys, time, torch
 free, total = torch.cuda.mem_get_info()
-keep = int(os.environ.get("PK_GPU_KEEP_MIB", "3072")) << 20
+keep = int(os.environ["PK_KEEP"]) << 20
 hog = torch.empty(free - keep, dtype=torch.uint8, device='cuda')
 print(f"hog: {(free - keep) / 2**30:.1f} GiB taken of {total / 2**30:.1f}, {keep >> 20} MiB left", flush=True)
 open('hog.ready', 'w').close()
 time.sleep(100)
 EOF
-  hog=$!
-  for i in $(seq 100); do [ -f hog.ready ] && break; sleep 0.3; done
+    hog=$!
+    for i in $(seq 100); do [ -f hog.ready ] && break; sleep 0.3; done
+  }
+  hog_start "${PK_GPU_KEEP_MIB:-3072}"
   "$bin" memsort-gen bigtrace --entries 2^28 > /dev/null 2>&1
   # the image (23.8 GiB in one pass) is made in bands of rows: it must succeed
   run "oom dftimage 40000 cuda" "$bin" dftimage vis.npz --backend cuda --size 40000 --cell 1e-6 --png none -o big.fits
@@ -110,6 +117,27 @@ EOF
   kill $hog 2>/dev/null
   wait $hog 2>/dev/null
   ls small.fits big.out bigout 2>/dev/null | sed 's/^/left behind: /'
+
+  echo "== no room for a context"
+  "$bin" angcorr data.txt flat.txt --backend cpu -q --png none -o cpu.out
+  "$bin" dftimage vis.npz --backend cpu --size 48 --cell 0.002 --png none -q -o cpu.fits
+  "$bin" memsort trace --backend cpu -q -o cpu_ms
+  hog_start "${PK_GPU_NOCTX_MIB:-128}"
+  run "noctx angcorr auto" "$bin" angcorr data.txt flat.txt --png none -o auto.out
+  run "noctx dftimage auto" "$bin" dftimage vis.npz --size 48 --cell 0.002 --png none -o auto.fits
+  run "noctx memsort auto" "$bin" memsort trace -o auto_ms
+  run "noctx angcorr cuda" "$bin" angcorr data.txt flat.txt --backend cuda -q --png none -o cuda.out
+  for w in angcorr dftimage memsort; do
+    [ "$(cat rc_noctx_${w}_auto)" = 0 ] && grep -q "is present but cannot be used (.*): running on the CPU" \
+      log_noctx_${w}_auto.txt || { echo "$w auto: not run on the CPU with a note"; fails=$((fails + 1)); }
+  done
+  cmp -s cpu.out auto.out && cmp -s cpu.fits auto.fits && cmp -s cpu_ms/memsort.bin auto_ms/memsort.bin \
+    || { echo "auto on the CPU: a result differs from --backend cpu"; fails=$((fails + 1)); }
+  [ "$(cat rc_noctx_angcorr_cuda)" = 1 ] && [ ! -e cuda.out ] && grep -q "CUDA device 0 cannot be used (" \
+    log_noctx_angcorr_cuda.txt \
+    || { echo "angcorr cuda with no room for a context: not a clear failure"; fails=$((fails + 1)); }
+  kill $hog 2>/dev/null
+  wait $hog 2>/dev/null
 else
   echo "no PyTorch with CUDA: out-of-memory runs skipped"
 fi

@@ -70,12 +70,21 @@ pk_status pk_backend_parse(const char *name, pk_backend *out);
 /* 1 when the library was built with CUDA, 0 otherwise. */
 int pk_cuda_built(void);
 
-/* Number of usable CUDA devices: 0 when not built with CUDA, when there is
- * no driver or no device. Never fails. */
+/* Number of CUDA devices the driver reports: 0 when not built with CUDA,
+ * when there is no driver or no device. Never fails. */
 int pk_cuda_device_count(void);
 
-/* Resolve PK_BACKEND_AUTO to CPU or CUDA; an explicit PK_BACKEND_CUDA with
- * no device gives PK_ERR_UNSUPPORTED with a message. */
+/* NULL when a CUDA context can be made on device `device`; otherwise why
+ * not, as a constant string ("invalid device ordinal", "CUDA-capable device
+ * is busy or unavailable", "this build has no CUDA backend", ...). Asked
+ * once a device, the answer kept. Leaves the calling thread's current
+ * device as it was. */
+const char *pk_cuda_unusable(int device);
+
+/* Resolve PK_BACKEND_AUTO to CPU or CUDA: CUDA when ctx->cuda_device (0
+ * without a context) can be used (pk_cuda_unusable), the CPU otherwise. An
+ * explicit PK_BACKEND_CUDA with no device, or with one that cannot be used,
+ * gives PK_ERR_UNSUPPORTED with a message saying why. */
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved);
 
 #if defined(__GNUC__)

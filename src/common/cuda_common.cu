@@ -3,6 +3,8 @@
  * "no device" and the backends fall back to the CPU. */
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 #include "common.h"
 
 extern "C" int pk_cuda_built(void) {
@@ -21,6 +23,26 @@ extern "C" int pk_cuda_device_count(void) {
     return n;
 }
 
+extern "C" const char *pk_cuda_unusable(int device) {
+    enum { KEPT = 64 };
+    static std::mutex lock;
+    static const char *answer[KEPT];
+    static bool asked[KEPT];
+    if (pk_cuda_device_count() == 0) return "no CUDA driver or device is present";
+    if (device < 0 || device >= pk_cuda_device_count()) return "invalid device ordinal";
+    std::lock_guard<std::mutex> hold(lock);
+    if (device < KEPT && asked[device]) return answer[device];
+    int cur = 0;
+    bool had = cudaGetDevice(&cur) == cudaSuccess;
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaFree(0); /* makes the device's primary context */
+    const char *why = e == cudaSuccess ? NULL : cudaGetErrorString(e);
+    cudaGetLastError(); /* a failed context is not sticky: clear it */
+    if (had && cur != device) cudaSetDevice(cur);
+    if (device < KEPT) asked[device] = true, answer[device] = why;
+    return why;
+}
+
 /* ---- device memory kept for the next count ------------------------------ */
 
 /* Blocks of up to 64 MiB are kept on release, up to 64 of them and 256 MiB
@@ -32,7 +54,6 @@ extern "C" int pk_cuda_device_count(void) {
  * and all of them at exit. The blocks belong to the device's context as it
  * was when they were made: a program that resets a device (cudaDeviceReset)
  * must not count on it with pairkit afterwards. */
-#include <mutex>
 #include <stdlib.h>
 
 namespace {

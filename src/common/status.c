@@ -63,6 +63,10 @@ int pk_cuda_built(void) {
 int pk_cuda_device_count(void) {
     return 0;
 }
+const char *pk_cuda_unusable(int device) {
+    (void)device;
+    return "this build has no CUDA backend";
+}
 #endif
 
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {
@@ -78,7 +82,17 @@ pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *res
         return pk_fail(ctx, PK_ERR_UNSUPPORTED, "the CUDA backend was asked for, but %s",
                        pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
     }
-    *resolved = devices > 0 ? PK_BACKEND_CUDA : PK_BACKEND_CPU;
+    /* a device that is there but takes no context (out of range, full, held
+     * by another process in exclusive mode, a driver too old for this build):
+     * auto leaves the work to the CPU, an explicit CUDA fails saying why */
+    int device = ctx ? ctx->cuda_device : 0;
+    const char *why = devices > 0 ? pk_cuda_unusable(device) : "no device";
+    if (wanted == PK_BACKEND_CUDA && why)
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED,
+                       "the CUDA backend was asked for, but CUDA device %d cannot be used (%s); --backend cpu runs "
+                       "on the CPU",
+                       device, why);
+    *resolved = why ? PK_BACKEND_CPU : PK_BACKEND_CUDA;
     return PK_OK;
 }
 

@@ -49,6 +49,14 @@ int cli_unknown_kernel(const char *cmd, const char *opt, const char *name) {
     return cli_usage_error(cmd, "%s: unknown kernel '%s'", opt, name);
 }
 
+void cli_note_cpu_fallback(const char *cmd, const pk_context *ctx, pk_backend backend, int kernel_best, int quiet) {
+    if (quiet || backend != PK_BACKEND_AUTO || !kernel_best || pk_cuda_device_count() == 0) return;
+    const char *why = pk_cuda_unusable(ctx->cuda_device);
+    if (why)
+        fprintf(stderr, "pairkit %s: CUDA device %d is present but cannot be used (%s): running on the CPU\n", cmd,
+                ctx->cuda_device, why);
+}
+
 int cli_missing_value(const char *cmd, const char *a, const char *const *value_options) {
     for (const char *const *o = value_options; *o; o++)
         if (strcmp(a, *o) == 0) return cli_usage_error(cmd, "%s needs a value", a);

@@ -20,6 +20,11 @@ int cli_missing_value(const char *cmd, const char *a, const char *const *value_o
  * build without CUDA says so; exit code 2. */
 int cli_unknown_kernel(const char *cmd, const char *opt, const char *name);
 
+/* With --backend auto and no kernel named: when a CUDA device is present
+ * but ctx->cuda_device takes no context (pk_cuda_unusable), so the library
+ * runs on the CPU, say so on stderr (unless quiet). */
+void cli_note_cpu_fallback(const char *cmd, const pk_context *ctx, pk_backend backend, int kernel_best, int quiet);
+
 /* Progress on stderr when it is a terminal (and not --quiet): a line
  * "label  37%  elapsed 2.1 s  left 3.5 s", shown once the work has run for
  * half a second. Ctrl-C sets a flag the callback returns, so the library

@@ -222,6 +222,7 @@ int cmd_angcorr(int argc, char **argv) {
      * rank 0, which alone writes the outputs. */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
     ctx.cuda_device = cli_mpi_cuda_device();
+    cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_ANGCORR_KERNEL_BEST, quiet);
 
     pk_bins bins = {0};
     pk_catalog data = {0}, random = {0};

@@ -218,6 +218,7 @@ int cmd_dftimage(int argc, char **argv) {
      * sums (docs/dftimage.md gives the bound), and only rank 0 writes. */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
     ctx.cuda_device = cli_mpi_cuda_device();
+    cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_DFTIMAGE_KERNEL_BEST, quiet);
     pk_vis vis;
     memset(&vis, 0, sizeof vis);
     st = pk_vis_read(&ctx, vis_path, weights, &vis);

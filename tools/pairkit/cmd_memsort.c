@@ -231,6 +231,7 @@ int cmd_memsort(int argc, char **argv) {
                                opts.n_workers, opts.n_workers, opts.n_workers - 1);
     if (opts.worker >= opts.n_workers)
         return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
+    cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_MEMSORT_KERNEL_BEST, quiet);
 
     {
         /* the output's place, before the work: OUT_DIR a folder or to be
