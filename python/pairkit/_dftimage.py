@@ -214,9 +214,9 @@ def dft_image(u, v, w, vis, npix=700, cell=0.0005, sign=1, precision=None, imag=
     -1 (UVFITS); read_vis returns the file's. precision: "single" (the
     default, float32
     with fast sincos; relative L2 error below 3e-6 at cells near the
-    Nyquist cell) or "double" (near 1e-14). backend:
-    "auto" (a CUDA GPU when one takes a context, else the CPU), "cpu" or "cuda"; kernel: a name
-    from `pairkit bench dftimage` to force one (its precision, unless
+    Nyquist cell) or "double" (near 1e-14). backend: "auto" (a CUDA GPU
+    when one takes a context, else the CPU), "cpu" or "cuda"; kernel: a
+    name from `pairkit bench dftimage` to force one (its precision, unless
     precision says otherwise, which is an error). Ctrl-C stops the call.
 
     weight: each visibility's weight (> 0; vis is the visibility times
