@@ -14,9 +14,11 @@
 # Usage: tests/test_fault_gpu.sh PAIRKIT WORKDIR [SECONDS]; prints one line
 # per run and a summary; exit 1 if any run failed. PK_GPU_KEEP_MIB: memory
 # left free on the card (default 3072: room for a context, not for the
-# inputs); PK_GPU_SKIP_SANITIZER=1 runs only the out-of-memory part.
+# inputs); PK_GPU_SKIP_SANITIZER=1 runs only the out-of-memory part;
+# PK_LIB=path/to/libpairkit.so adds the Python module to part 3.
 set -u
 bin=$(readlink -f "$1")
+lib=${PK_LIB:+$(readlink -f "$PK_LIB")}
 work=$2
 budget=${3:-200}
 root=$(dirname "$(dirname "$(readlink -f "$0")")")
@@ -136,6 +138,22 @@ EOF
   [ "$(cat rc_noctx_angcorr_cuda)" = 1 ] && [ ! -e cuda.out ] && grep -q "CUDA device 0 cannot be used (" \
     log_noctx_angcorr_cuda.txt \
     || { echo "angcorr cuda with no room for a context: not a clear failure"; fails=$((fails + 1)); }
+  if [ -n "$lib" ] && python3 -c 'import numpy' 2>/dev/null; then
+    # the Python module: pinning is a no-op and auto sorts on the CPU, as cpu does
+    PYTHONPATH=$root/python PAIRKIT_LIB=$lib python3 - > log_noctx_python.txt 2>&1 <<'EOF'
+import numpy as np, pairkit
+addr, starts = pairkit.memsort_generate(1 << 16, seed=3)
+with pairkit.memsort_pin(addr):
+    auto = pairkit.memsort(addr, chunk_start=starts, workers=3, worker=1)
+cpu = pairkit.memsort(addr, chunk_start=starts, workers=3, worker=1, backend="cpu")
+assert auto["kernel"] == cpu["kernel"], (auto["kernel"], cpu["kernel"])
+assert all(np.array_equal(auto[k], cpu[k]) for k in ("runs", "values", "chunk_counts", "instances"))
+print("python: pinned and sorted on the CPU, kernel", auto["kernel"])
+EOF
+    rc=$?
+    printf '%-48s rc %3d  %s\n' "noctx python memsort_pin + auto" "$rc" "$(tail -1 log_noctx_python.txt)"
+    [ $rc = 0 ] || fails=$((fails + 1))
+  fi
   kill $hog 2>/dev/null
   wait $hog 2>/dev/null
 else

@@ -109,7 +109,8 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace);
 
 /* Page-lock the trace's addresses for fast copies to the GPU (a prover
- * keeps its trace pinned). No-op without CUDA. Unpin before freeing. */
+ * keeps its trace pinned). No-op without CUDA, and where ctx->cuda_device
+ * cannot be used (pk_cuda_unusable). Unpin before freeing. */
 pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace);
 void pk_memsort_trace_unpin(pk_memsort_trace *trace);
 

@@ -584,7 +584,8 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
 pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace) {
     pk_clear(ctx);
 #ifdef PK_HAVE_CUDA
-    if (trace->pinned || trace->n_entries == 0 || pk_cuda_device_count() == 0) return PK_OK;
+    /* nothing to pin for: no device, or one that takes no context (auto then sorts on the CPU) */
+    if (trace->pinned || trace->n_entries == 0 || pk_cuda_unusable(ctx ? ctx->cuda_device : 0)) return PK_OK;
     /* the n entries only: a caller's array need hold no more */
     if (pk_memsort_cuda_host_register(trace->addr, trace->n_entries * sizeof(uint32_t)) != 0)
         return pk_fail(ctx, PK_ERR_CUDA, "cudaHostRegister of the %llu-entry trace failed",
