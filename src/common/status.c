@@ -83,8 +83,9 @@ pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *res
                        pk_cuda_built() ? "no CUDA device is present" : "this build has no CUDA backend");
     }
     /* a device that is there but takes no context (out of range, full, held
-     * by another process in exclusive mode, a driver too old for this build):
-     * auto leaves the work to the CPU, an explicit CUDA fails saying why */
+     * by another process in exclusive mode): auto leaves the work to the
+     * CPU, an explicit CUDA fails saying why (a driver too old for this
+     * build already shows as no device) */
     int device = ctx ? ctx->cuda_device : 0;
     const char *why = devices > 0 ? pk_cuda_unusable(device) : "no device";
     if (wanted == PK_BACKEND_CUDA && why)
