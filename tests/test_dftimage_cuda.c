@@ -3,13 +3,15 @@
  * visibility counts that are not multiples of the chunks, both signs, real
  * and complex images), and on a real UVFITS file, natural and Briggs
  * weighted; the beams (pk_dftimage_psf) of random and real data; images
- * made in bands of rows under a GPU memory limit. Without a device: exit
- * 77 (skipped). */
+ * made in bands of rows under a GPU memory limit, and when the device's
+ * memory is taken between a run's sizing and its allocations. Without a
+ * device: exit 77 (skipped). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
+#include "dftimage/dftimage_internal.h"
 #include "pairkit/dftimage.h"
 
 static double rel_l2(const pk_image *a, const pk_image *ref, int imag) {
@@ -147,6 +149,78 @@ static void compare_bands(pk_context *ctx, const pk_vis *vis, size_t n, double c
     pk_image_free(&ref);
 }
 
+/* The device's free memory taken between a run's sizing and its
+ * allocations (pk_dft_cuda_test_leave_free, as another process would):
+ * every CUDA kernel sizes the image for one pass, finds the device full,
+ * sizes it again from what is left and makes it in bands; the image against
+ * the float64 reference and against the one-pass image (as in
+ * compare_bands). Then too little left for one band, and too little for
+ * the visibilities: PK_ERR_NOMEM, saying so, and no image. */
+static void compare_taken(pk_context *ctx, const pk_vis *vis, const pk_vis *big, size_t n, double cell,
+                          const char *what) {
+    const size_t mib = (size_t)1 << 20;
+    pk_dftimage_options ro = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 1, 0};
+    pk_image ref;
+    CHECK_OK(pk_dftimage_run(ctx, &ro, vis, n, cell, &ref, NULL), ctx);
+    for (int kernel = 100; kernel < 200; kernel++) {
+        const char *name = pk_dftimage_kernel_name(kernel);
+        if (!name) continue;
+        pk_dftimage_options o = {PK_BACKEND_CUDA, kernel, PK_PRECISION_SINGLE, 0, 1, 0};
+        pk_image whole, img;
+        pk_dftimage_stats ws, ts;
+        pk_status st = pk_dftimage_run(ctx, &o, vis, n, cell, &whole, &ws);
+        CHECK_OK(st, ctx);
+        if (st) continue;
+        /* less than the one-pass image's bytes left, so that its first
+         * allocation fails; above the margin kept below the free memory
+         * (64 MiB), half of what the image needs beyond it: several bands */
+        CHECK(ws.gpu_bytes > 96 * mib, "%s: the one-pass image takes %zu bytes, too few for this test", name,
+              ws.gpu_bytes);
+        pk_dft_cuda_test_leave_free = 64 * mib + (ws.gpu_bytes - 64 * mib) / 2;
+        st = pk_dftimage_run(ctx, &o, vis, n, cell, &img, &ts);
+        pk_dft_cuda_test_leave_free = 0;
+        CHECK_OK(st, ctx);
+        if (st == PK_OK) {
+            int f64 = pk_dftimage_kernel_precision(kernel) == PK_PRECISION_DOUBLE;
+            int per_pixel = strstr(name, "usual") || strstr(name, "naive");
+            double tol = f64 ? 1e-11 : per_pixel ? 2e-4 : 1e-5;
+            double err = rel_l2(&img, &ref, 1), diff = rel_l2(&img, &whole, 1);
+            int same = memcmp(img.re, whole.re, n * n * sizeof(double)) == 0 &&
+                       memcmp(img.im, whole.im, n * n * sizeof(double)) == 0;
+            printf(
+                "%-24s %-16s taken n=%-4zu  %d bands in %zu bytes (one pass: %d in %zu), rel L2 %.3g, vs one "
+                "pass %.3g%s\n",
+                what, name, n, ts.gpu_bands, ts.gpu_bytes, ws.gpu_bands, ws.gpu_bytes, err, diff,
+                same ? " (same bits)" : "");
+            CHECK(ws.gpu_bands == 1 && ts.gpu_bands >= 2 && ts.gpu_bytes < ws.gpu_bytes,
+                  "%s: %d bands in %zu bytes with the memory taken, %d in %zu without", name, ts.gpu_bands,
+                  ts.gpu_bytes, ws.gpu_bands, ws.gpu_bytes);
+            CHECK(err <= tol, "%s, memory taken: rel L2 error %.3g > %.3g", name, err, tol);
+            if (per_pixel) CHECK(same, "%s, memory taken: not the one-pass image's bits (rel L2 %.3g)", name, diff);
+            else CHECK(diff <= 1e-12, "%s, memory taken: rel L2 %.3g from the one-pass image", name, diff);
+            pk_image_free(&img);
+        }
+        /* 48 MiB left, less than the margin: the visibilities (~56 KB)
+         * fit, the image does not, and no band is tried */
+        pk_dft_cuda_test_leave_free = 48 * mib;
+        st = pk_dftimage_run(ctx, &o, vis, n, cell, &img, &ts);
+        pk_dft_cuda_test_leave_free = 0;
+        CHECK(st == PK_ERR_NOMEM && strstr(ctx->message, "not enough GPU memory") &&
+                  strstr(ctx->message, "for a band of") && img.re == NULL,
+              "%s with 48 MiB left: status %d, '%s'", name, (int)st, ctx->message);
+        pk_image_free(&whole);
+    }
+    /* the visibilities themselves do not fit in what is left */
+    pk_dftimage_options o = {PK_BACKEND_CUDA, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
+    pk_image img;
+    pk_dft_cuda_test_leave_free = 32 * mib;
+    pk_status st = pk_dftimage_run(ctx, &o, big, 64, cell, &img, NULL);
+    pk_dft_cuda_test_leave_free = 0;
+    CHECK(st == PK_ERR_NOMEM && strstr(ctx->message, "visibilities take") && img.re == NULL,
+          "%zu visibilities with 32 MiB left: status %d, '%s'", big->n, (int)st, ctx->message);
+    pk_image_free(&ref);
+}
+
 int main(void) {
     if (pk_cuda_device_count() == 0) return check_skip("test_dftimage_cuda", "no CUDA device");
     pk_context ctx;
@@ -172,6 +246,14 @@ int main(void) {
         CHECK_OK(pk_vis_random(&ctx, 3001, check_next(&rng), &vis), &ctx);
         for (int imag = 0; imag <= 1; imag++) compare_bands(&ctx, &vis, 301, 0.0005, imag, "random");
         pk_vis_free(&vis);
+    }
+    {
+        pk_vis vis, big;
+        CHECK_OK(pk_vis_random(&ctx, 1001, check_next(&rng), &vis), &ctx);
+        CHECK_OK(pk_vis_random(&ctx, (size_t)1 << 20, check_next(&rng), &big), &ctx);
+        compare_taken(&ctx, &vis, &big, 3072, 0.0002, "random");
+        pk_vis_free(&vis);
+        pk_vis_free(&big);
     }
     pk_vis vis;
     pk_status st = pk_vis_read(&ctx, "data/vis/1133866760.uvfits", PK_WEIGHTS_ABS, &vis);

@@ -462,6 +462,81 @@ static const char *bytes_text(double b, char *buf, size_t size) {
     return buf;
 }
 
+/* Slices and rows a band for the image's buffers in `budget` bytes, of
+ * which vis_bytes go to the visibilities: the whole image with the slices
+ * asked for when it fits, else bands of whole tiles of rows with one
+ * slice. 0 when not even one tile of rows fits (row_bytes then holds what
+ * a row of that band takes). */
+static int size_bands(size_t budget, size_t vis_bytes, int n, int tile_rows, int planes, int tile_kernel, int pad_x,
+                      int *slices, int *band_rows, double *row_bytes) {
+    int pad_y = (n + tile_rows - 1) / tile_rows * tile_rows;
+    *row_bytes = (double)planes * sizeof(double) * ((double)n + (tile_kernel ? (double)*slices * pad_x : 0.0));
+    if ((double)vis_bytes + *row_bytes * (double)pad_y <= (double)budget) {
+        *band_rows = n;
+        return 1;
+    }
+    *slices = 1;
+    *row_bytes = (double)planes * sizeof(double) * ((double)n + (tile_kernel ? (double)pad_x : 0.0));
+    double rows = ((double)budget - (double)vis_bytes) / *row_bytes;
+    int r = rows >= (double)pad_y ? pad_y : rows > 0 ? (int)rows / tile_rows * tile_rows : 0;
+    if (r < tile_rows) return 0;
+    *band_rows = r > n ? n : r;
+    return 1;
+}
+
+/* The error for an image whose visibilities and one band of tile_rows rows
+ * do not fit in the memory allowed (limit) or free. */
+static pk_status no_room(pk_context *ctx, int n, size_t n_vis, size_t vis_bytes, double row_bytes, int tile_rows,
+                         size_t limit, size_t free_b) {
+    char need[32], vis_text[32], band[32], have[32];
+    int limited = limit && limit < free_b;
+    return pk_fail(ctx, PK_ERR_NOMEM,
+                   "not enough GPU memory: an image of %d x %d pixels with %zu visibilities needs at least %s (%s "
+                   "for the visibilities, %s for a band of %d rows), and %s %s",
+                   n, n, n_vis, bytes_text((double)vis_bytes + row_bytes * tile_rows, need, sizeof need),
+                   bytes_text((double)vis_bytes, vis_text, sizeof vis_text),
+                   bytes_text(row_bytes * tile_rows, band, sizeof band), tile_rows,
+                   bytes_text(limited ? (double)limit : (double)free_b, have, sizeof have),
+                   limited ? "are allowed" : "are free on the device");
+}
+
+/* cudaMalloc for the visibilities; a full device is named as such. */
+static pk_status vis_malloc(pk_context *ctx, void **p, size_t bytes, size_t n_vis, size_t vis_bytes) {
+    cudaError_t err = cudaMalloc(p, bytes);
+    if (err == cudaSuccess) return PK_OK;
+    *p = NULL;
+    if (err == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError(), free_b = 0;
+        char need[32], have[32];
+        return pk_fail(ctx, PK_ERR_NOMEM,
+                       "not enough GPU memory: the %zu visibilities take %s on the device, and only %s are free "
+                       "there now",
+                       n_vis, bytes_text((double)vis_bytes, need, sizeof need),
+                       bytes_text((double)free_b, have, sizeof have));
+    }
+    return pk_fail(ctx, PK_ERR_CUDA, "cudaMalloc of %zu bytes for the visibilities failed: %s", bytes,
+                   cudaGetErrorString(err));
+}
+
+/* For tests (pk_dft_cuda_test_leave_free): takes all but leave bytes of
+ * what the device has free, as another process would between the sizing
+ * and the allocations; *taken is freed at the end of the run. */
+static void take_device_memory(size_t leave, void **taken) {
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b <= leave) {
+        cudaGetLastError();
+        return;
+    }
+    size_t want = free_b - leave;
+    while (want > ((size_t)2 << 20) && cudaMalloc(taken, want) != cudaSuccess) {
+        cudaGetLastError();
+        *taken = NULL;
+        want -= want / 32 + ((size_t)2 << 20);
+    }
+}
+
 extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
                                      pk_dft_cuda_report *report) {
     const pk_vis *vis = job->vis;
@@ -486,6 +561,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     int slices = 1, pad_x = 0, tile_rows = 1, band_rows = n;
     float ms_total = 0;
     size_t vis_bytes = 0;
+    void *taken = NULL; /* pk_dft_cuda_test_leave_free's */
 
     if (!tk && kernel != K_NAIVE_F64 && kernel != K_NAIVE_F32 && kernel != K_USUAL_F32)
         return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
@@ -524,31 +600,13 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     else vis_bytes = (5 + (imag_kernel ? 0 : 2)) * n_vis * sizeof(double);
     {
         size_t free_b = 0, budget = device_budget(job->gpu_memory, &free_b);
-        int pad_y = (n + tile_rows - 1) / tile_rows * tile_rows;
-        double row_bytes = (double)planes * sizeof(double) * ((double)n + (tk ? (double)slices * pad_x : 0.0));
-        double whole = (double)vis_bytes + row_bytes * (double)pad_y;
-        if (whole > (double)budget) {
-            slices = 1;
-            row_bytes = (double)planes * sizeof(double) * ((double)n + (tk ? (double)pad_x : 0.0));
-            double rows = ((double)budget - (double)vis_bytes) / row_bytes;
-            band_rows = rows >= (double)pad_y ? pad_y : rows > 0 ? (int)rows / tile_rows * tile_rows : 0;
-            if (band_rows < tile_rows) {
-                char need[32], vis_text[32], band[32], have[32];
-                int limited = job->gpu_memory && job->gpu_memory < free_b;
-                st = pk_fail(ctx, PK_ERR_NOMEM,
-                             "not enough GPU memory: an image of %d x %d pixels with %zu visibilities needs at "
-                             "least %s (%s for the visibilities, %s for a band of %d rows), and %s %s",
-                             n, n, n_vis, bytes_text((double)vis_bytes + row_bytes * tile_rows, need, sizeof need),
-                             bytes_text((double)vis_bytes, vis_text, sizeof vis_text),
-                             bytes_text(row_bytes * tile_rows, band, sizeof band), tile_rows,
-                             bytes_text(limited ? (double)job->gpu_memory : (double)free_b, have, sizeof have),
-                             limited ? "are allowed" : "are free on the device");
-                goto done;
-            }
-            if (band_rows > n) band_rows = n;
+        double row_bytes = 0;
+        if (!size_bands(budget, vis_bytes, n, tile_rows, planes, tk != NULL, pad_x, &slices, &band_rows, &row_bytes)) {
+            st = no_room(ctx, n, n_vis, vis_bytes, row_bytes, tile_rows, job->gpu_memory, free_b);
+            goto done;
         }
     }
-    report->bands = (n + band_rows - 1) / band_rows;
+    if (pk_dft_cuda_test_leave_free) take_device_memory(pk_dft_cuda_test_leave_free, &taken);
 
     if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) {
         /* float arrays, 2 pi s folded in: naive as u, v, w, re, im planes;
@@ -570,13 +628,13 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
                 host_f32[4 * n_vis + k] = (float)vis->im[k];
             }
         }
-        PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.f32, 5 * n_vis * sizeof(float)));
+        if ((st = vis_malloc(ctx, (void **)&d.f32, 5 * n_vis * sizeof(float), n_vis, vis_bytes)) != PK_OK) goto done;
         PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d.f32, host_f32, 5 * n_vis * sizeof(float), cudaMemcpyHostToDevice));
     } else {
         double **dst[5] = {&d.u, &d.v, &d.w, &d.re, &d.im};
         const double *src[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
         for (int c = 0; c < 5; c++) {
-            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(dst[c], n_vis * sizeof(double)));
+            if ((st = vis_malloc(ctx, (void **)dst[c], n_vis * sizeof(double), n_vis, vis_bytes)) != PK_OK) goto done;
             PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(*dst[c], src[c], n_vis * sizeof(double), cudaMemcpyHostToDevice));
         }
         if (!imag_kernel) {
@@ -586,24 +644,53 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
                 goto done;
             }
             for (size_t k = 0; k < n_vis; k++) pk_dft_polar(vis->re[k], vis->im[k], &host_tmp[k], &host_tmp[n_vis + k]);
-            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.amp, 2 * n_vis * sizeof(double)));
+            if ((st = vis_malloc(ctx, (void **)&d.amp, 2 * n_vis * sizeof(double), n_vis, vis_bytes)) != PK_OK)
+                goto done;
             d.psi = d.amp + n_vis;
             PK_CUDA_GOTO(ctx, st, done,
                          cudaMemcpy(d.amp, host_tmp, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
         }
     }
 
-    {
+    /* The image's buffers. The device's free memory can shrink between the
+     * sizing above and here (another process, or another rank on the same
+     * GPU, allocating meanwhile): when an allocation finds it full, the
+     * buffers are sized again from what is free now, at most half of what
+     * was just asked for (fewer slices, then thinner bands), until they fit
+     * or a band of one tile of rows does not. */
+    for (;;) {
         size_t band_pix = (size_t)band_rows * n;
         int band_pad = (band_rows + tile_rows - 1) / tile_rows * tile_rows;
         size_t part_pix = tk ? (size_t)slices * pad_x * band_pad : 0;
-        PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_re, band_pix * sizeof(double)));
-        if (imag_kernel) PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.out_im, band_pix * sizeof(double)));
-        if (tk) {
-            PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_re, part_pix * sizeof(double)));
-            if (imag_kernel) PK_CUDA_GOTO(ctx, st, done, cudaMalloc(&d.part_im, part_pix * sizeof(double)));
+        cudaError_t err = cudaMalloc(&d.out_re, band_pix * sizeof(double));
+        if (err == cudaSuccess && imag_kernel) err = cudaMalloc(&d.out_im, band_pix * sizeof(double));
+        if (err == cudaSuccess && tk) err = cudaMalloc(&d.part_re, part_pix * sizeof(double));
+        if (err == cudaSuccess && tk && imag_kernel) err = cudaMalloc(&d.part_im, part_pix * sizeof(double));
+        size_t asked = (size_t)planes * (band_pix + part_pix) * sizeof(double);
+        if (err == cudaSuccess) {
+            report->gpu_bytes = vis_bytes + asked;
+            break;
         }
-        report->gpu_bytes = vis_bytes + (size_t)planes * (band_pix + part_pix) * sizeof(double);
+        if (err != cudaErrorMemoryAllocation) {
+            st = pk_fail(ctx, PK_ERR_CUDA, "cudaMalloc of the image's %zu bytes failed: %s", asked,
+                         cudaGetErrorString(err));
+            goto done;
+        }
+        cudaGetLastError();
+        double *band_bufs[] = {d.out_re, d.out_im, d.part_re, d.part_im};
+        for (int b = 0; b < 4; b++)
+            if (band_bufs[b]) cudaFree(band_bufs[b]);
+        d.out_re = d.out_im = d.part_re = d.part_im = NULL;
+        size_t free_b = 0, budget = device_budget(job->gpu_memory ? job->gpu_memory - vis_bytes : 0, &free_b);
+        if (budget > asked / 2) budget = asked / 2;
+        double row_bytes = 0;
+        if (!size_bands(budget, 0, n, tile_rows, planes, tk != NULL, pad_x, &slices, &band_rows, &row_bytes)) {
+            st = no_room(ctx, n, n_vis, vis_bytes, row_bytes, tile_rows, job->gpu_memory, free_b + vis_bytes);
+            goto done;
+        }
+    }
+    report->bands = (n + band_rows - 1) / band_rows;
+    {
         /* visibilities a launch: from the whole image, so that every pixel
          * sums the same batches however the image is banded */
         size_t per_batch = (size_t)(batch_terms(kernel) / (double)n_pix);
@@ -682,6 +769,7 @@ done:
     free(host_tmp);
     free(host_f32);
     free_buffers(&d);
+    if (taken) cudaFree(taken);
     if (ev0) cudaEventDestroy(ev0);
     if (ev1) cudaEventDestroy(ev1);
     return st;
