@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "dftimage/dftimage_internal.h"
+#include "common/common.h"
 #include "pairkit/dftimage.h"
 
 static double rel_l2(const pk_image *a, const pk_image *ref, int imag) {
@@ -150,7 +150,7 @@ static void compare_bands(pk_context *ctx, const pk_vis *vis, size_t n, double c
 }
 
 /* The device's free memory taken between a run's sizing and its
- * allocations (pk_dft_cuda_test_leave_free, as another process would):
+ * allocations (pk_test_gpu_leave_free, as another process would):
  * every CUDA kernel sizes the image for one pass, finds the device full,
  * sizes it again from what is left and makes it in bands; the image against
  * the float64 reference and against the one-pass image (as in
@@ -176,9 +176,9 @@ static void compare_taken(pk_context *ctx, const pk_vis *vis, const pk_vis *big,
          * (64 MiB), half of what the image needs beyond it: several bands */
         CHECK(ws.gpu_bytes > 96 * mib, "%s: the one-pass image takes %zu bytes, too few for this test", name,
               ws.gpu_bytes);
-        pk_dft_cuda_test_leave_free = 64 * mib + (ws.gpu_bytes - 64 * mib) / 2;
+        pk_test_gpu_leave_free = 64 * mib + (ws.gpu_bytes - 64 * mib) / 2;
         st = pk_dftimage_run(ctx, &o, vis, n, cell, &img, &ts);
-        pk_dft_cuda_test_leave_free = 0;
+        pk_test_gpu_leave_free = 0;
         CHECK_OK(st, ctx);
         if (st == PK_OK) {
             int f64 = pk_dftimage_kernel_precision(kernel) == PK_PRECISION_DOUBLE;
@@ -202,9 +202,9 @@ static void compare_taken(pk_context *ctx, const pk_vis *vis, const pk_vis *big,
         }
         /* 48 MiB left, less than the margin: the visibilities (~56 KB)
          * fit, the image does not, and no band is tried */
-        pk_dft_cuda_test_leave_free = 48 * mib;
+        pk_test_gpu_leave_free = 48 * mib;
         st = pk_dftimage_run(ctx, &o, vis, n, cell, &img, &ts);
-        pk_dft_cuda_test_leave_free = 0;
+        pk_test_gpu_leave_free = 0;
         CHECK(st == PK_ERR_NOMEM && strstr(ctx->message, "not enough GPU memory") &&
                   strstr(ctx->message, "for a band of") && img.re == NULL,
               "%s with 48 MiB left: status %d, '%s'", name, (int)st, ctx->message);
@@ -213,9 +213,9 @@ static void compare_taken(pk_context *ctx, const pk_vis *vis, const pk_vis *big,
     /* the visibilities themselves do not fit in what is left */
     pk_dftimage_options o = {PK_BACKEND_CUDA, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     pk_image img;
-    pk_dft_cuda_test_leave_free = 32 * mib;
+    pk_test_gpu_leave_free = 32 * mib;
     pk_status st = pk_dftimage_run(ctx, &o, big, 64, cell, &img, NULL);
-    pk_dft_cuda_test_leave_free = 0;
+    pk_test_gpu_leave_free = 0;
     CHECK(st == PK_ERR_NOMEM && strstr(ctx->message, "visibilities take") && img.re == NULL,
           "%zu visibilities with 32 MiB left: status %d, '%s'", big->n, (int)st, ctx->message);
     pk_image_free(&ref);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/common.h"
 #include "memsort_util.h"
 
 #ifdef __linux__
@@ -260,6 +261,37 @@ int main(int argc, char **argv) {
               (unsigned long long)host, (unsigned long long)device, (unsigned long long)res.stats.host_bytes,
               (unsigned long long)res.stats.device_bytes);
         pk_memsort_result_free(&res);
+        /* the device's memory taken by another process between auto's
+         * check and the run's allocations (pk_test_gpu_leave_free: all but
+         * 64 MiB, where this table alone needs ~1.5 GiB): auto sorts on the
+         * CPU and says so, cuda stops with the memory it needs; with the
+         * memory back, auto runs on the GPU again */
+        if (kernel == PK_MEMSORT_KERNEL_CUDA) {
+            pk_memsort_result ref;
+            pk_memsort_result_init(&ref);
+            pk_memsort_result_init(&res);
+            pk_memsort_options o_ref = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 3, 1};
+            pk_memsort_options o_auto = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 3, 1};
+            pk_memsort_options o_cuda = {PK_BACKEND_CUDA, PK_MEMSORT_KERNEL_BEST, 3, 1};
+            CHECK_OK(pk_memsort_run(&ctx, &o_ref, &regions, &trace, &ref), &ctx);
+            pk_test_gpu_leave_free = (size_t)64 << 20;
+            pk_status st = pk_memsort_run(&ctx, &o_auto, &regions, &trace, &res);
+            CHECK(st == PK_OK && res.stats.gpu_too_small == 1 && res.stats.kernel == PK_MEMSORT_KERNEL_CPU,
+                  "%s, device memory taken, auto: status %d (%s), gpu_too_small %d, kernel %d", what, (int)st,
+                  ctx.message, res.stats.gpu_too_small, res.stats.kernel);
+            if (st == PK_OK) CHECK_OK(pk_memsort_compare(&ctx, &ref, &res), &ctx);
+            st = pk_memsort_run(&ctx, &o_cuda, &regions, &trace, &res);
+            CHECK(st == PK_ERR_NOMEM && strstr(ctx.message, "out of memory; this trace needs about"),
+                  "%s, device memory taken, cuda: status %d (%s)", what, (int)st, ctx.message);
+            pk_test_gpu_leave_free = 0;
+            st = pk_memsort_run(&ctx, &o_auto, &regions, &trace, &res);
+            CHECK(st == PK_OK && res.stats.gpu_too_small == 0 && res.stats.kernel == PK_MEMSORT_KERNEL_CUDA,
+                  "%s, memory back, auto: status %d (%s), gpu_too_small %d, kernel %d", what, (int)st, ctx.message,
+                  res.stats.gpu_too_small, res.stats.kernel);
+            if (st == PK_OK) CHECK_OK(pk_memsort_compare(&ctx, &ref, &res), &ctx);
+            pk_memsort_result_free(&ref);
+            pk_memsort_result_free(&res);
+        }
         pk_memsort_trace_free(&trace);
     }
     /* a sparse trace over a large table: what the run holds stays within

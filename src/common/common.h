@@ -94,6 +94,13 @@ pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out);
  * *size). Errors name the file. */
 pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size);
 
+/* For tests of the CUDA backends: when nonzero, a run that has sized its
+ * device memory against what is free takes all but this many bytes of the
+ * device's free memory before allocating (pk_cuda_test_take), as another
+ * process allocating meanwhile would, and gives them back at its end.
+ * Defined in platform.c, with or without CUDA. */
+extern size_t pk_test_gpu_leave_free;
+
 /* Progress reporting from inside OpenMP regions: only the thread that
  * created the tracker (the caller's) calls the callback; other threads add
  * work done. pk_progress_add returns non-zero once cancellation was asked. */

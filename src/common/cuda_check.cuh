@@ -38,4 +38,9 @@
 extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes);
 extern "C" void pk_cuda_pool_free(void *p);
 
+/* With pk_test_gpu_leave_free set: device memory holding all but that many
+ * bytes of what the current device has free (NULL otherwise), to be given
+ * back with cudaFree at the end of the run. */
+extern "C" void *pk_cuda_test_take(void);
+
 #endif

@@ -127,6 +127,23 @@ cudaError_t device_malloc(void **p, size_t bytes, int device) {
 }
 } // namespace
 
+extern "C" void *pk_cuda_test_take(void) {
+    size_t leave = pk_test_gpu_leave_free, free_b = 0, total_b = 0;
+    void *taken = NULL;
+    if (!leave) return NULL;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b <= leave) {
+        cudaGetLastError();
+        return NULL;
+    }
+    size_t want = free_b - leave;
+    while (want > ((size_t)2 << 20) && cudaMalloc(&taken, want) != cudaSuccess) {
+        cudaGetLastError();
+        taken = NULL;
+        want -= want / 32 + ((size_t)2 << 20);
+    }
+    return taken;
+}
+
 extern "C" cudaError_t pk_cuda_pool_malloc(void **p, size_t bytes) {
     *p = NULL;
     if (bytes == 0) bytes = 1;

@@ -15,6 +15,8 @@
 #include <omp.h>
 #endif
 
+size_t pk_test_gpu_leave_free = 0;
+
 int pk_thread_count(const pk_context *ctx) {
     int n = 1;
 #ifdef _OPENMP

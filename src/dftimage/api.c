@@ -10,8 +10,6 @@
 
 #include "dftimage_internal.h"
 
-size_t pk_dft_cuda_test_leave_free = 0;
-
 static const struct {
     int kernel;
     const char *name;

@@ -520,23 +520,6 @@ static pk_status vis_malloc(pk_context *ctx, void **p, size_t bytes, size_t n_vi
                    cudaGetErrorString(err));
 }
 
-/* For tests (pk_dft_cuda_test_leave_free): takes all but leave bytes of
- * what the device has free, as another process would between the sizing
- * and the allocations; *taken is freed at the end of the run. */
-static void take_device_memory(size_t leave, void **taken) {
-    size_t free_b = 0, total_b = 0;
-    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b <= leave) {
-        cudaGetLastError();
-        return;
-    }
-    size_t want = free_b - leave;
-    while (want > ((size_t)2 << 20) && cudaMalloc(taken, want) != cudaSuccess) {
-        cudaGetLastError();
-        *taken = NULL;
-        want -= want / 32 + ((size_t)2 << 20);
-    }
-}
-
 extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
                                      pk_dft_cuda_report *report) {
     const pk_vis *vis = job->vis;
@@ -561,7 +544,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
     int slices = 1, pad_x = 0, tile_rows = 1, band_rows = n;
     float ms_total = 0;
     size_t vis_bytes = 0;
-    void *taken = NULL; /* pk_dft_cuda_test_leave_free's */
+    void *taken = NULL; /* pk_test_gpu_leave_free's */
 
     if (!tk && kernel != K_NAIVE_F64 && kernel != K_NAIVE_F32 && kernel != K_USUAL_F32)
         return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
@@ -606,7 +589,7 @@ extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_j
             goto done;
         }
     }
-    if (pk_dft_cuda_test_leave_free) take_device_memory(pk_dft_cuda_test_leave_free, &taken);
+    taken = pk_cuda_test_take();
 
     if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) {
         /* float arrays, 2 pi s folded in: naive as u, v, w, re, im planes;

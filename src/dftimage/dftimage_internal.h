@@ -236,10 +236,5 @@ int pk_dft_cuda_best(pk_precision precision);
 pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
                           pk_dft_cuda_report *report);
 #endif
-/* For tests: when nonzero, a CUDA run, once sized, takes all but this many
- * bytes of the device's free memory (given back at its end), as another
- * process allocating meanwhile would, so that the image's allocations find
- * the device full. Defined in api.c, with or without CUDA. */
-extern size_t pk_dft_cuda_test_leave_free;
 
 #endif

@@ -209,7 +209,8 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
     int kernel = o.kernel;
     if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_)
         return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
-    int gpu_too_small = 0;
+    int gpu_too_small = 0, chosen = kernel == PK_MEMSORT_KERNEL_BEST && o.backend == PK_BACKEND_AUTO;
+    (void)chosen; /* used with CUDA only */
     if (kernel == PK_MEMSORT_KERNEL_BEST) {
         pk_backend backend;
         if ((st = pk_backend_resolve(ctx, o.backend, &backend)) != PK_OK) return st;
@@ -240,6 +241,18 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
 #ifdef PK_HAVE_CUDA
     } else {
         st = pk_memsort_run_cuda(ctx, regions, trace, o.n_workers, o.worker, result, &progress);
+        /* auto: the device's free memory held the trace when it was
+         * checked, but another process (or another rank on the same GPU)
+         * took it before this run's allocations: the CPU sorts it, the
+         * device memory already taken given back */
+        if (st == PK_ERR_NOMEM && chosen && pk_memsort_cuda_device_was_full(result)) {
+            pk_memsort_backend_state_free(result);
+            pk_clear(ctx);
+            kernel = PK_MEMSORT_KERNEL_CPU;
+            result->stats.gpu_too_small = 1;
+            pk_progress_begin(&progress, ctx, (double)trace->n_entries + 1, 0, 1);
+            st = pk_memsort_run_cpu(ctx, regions, trace, o.n_workers, o.worker, 0, result, &progress);
+        }
 #endif
     }
     if (st) return st;

@@ -86,6 +86,7 @@ typedef struct cuda_state {
     /* for an allocation's failure: the run's estimated need and what was
      * free (with what this state held) when it began */
     uint64_t need_bytes, free_bytes;
+    int device_full; /* 1: an allocation of this run found the device full */
     uint32_t *h_small;
     dev_plan *h_plan;
     uint32_t *h_table; /* the instance tables' host side */
@@ -481,6 +482,7 @@ static pk_status device_alloc(pk_context *ctx, cuda_state *s, void **p, size_t b
     if (err != cudaSuccess) {
         cudaGetLastError();
         *p = NULL;
+        if (err == cudaErrorMemoryAllocation) s->device_full = 1;
         if (err == cudaErrorMemoryAllocation && s->need_bytes)
             return pk_fail(ctx, PK_ERR_NOMEM,
                            "cudaMalloc of %zu bytes for %s failed: out of memory; this trace needs about %.2f GiB "
@@ -687,9 +689,8 @@ static uint32_t make_pieces(uint64_t n, uint32_t *piece_start) {
     return p;
 }
 
-extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions,
-                                         const pk_memsort_trace *trace, uint32_t n_workers, uint32_t worker,
-                                         pk_memsort_result *result, pk_progress *progress) {
+static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                          uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress) {
     pk_memsort_layout layout;
     pk_memsort_layout_make(regions, &layout);
     const uint64_t n = trace->n_entries;
@@ -697,6 +698,7 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
     cuda_state *s = NULL;
     pk_status st = state_get(ctx, result, &s);
     if (st) return st;
+    s->device_full = 0;
     {
         size_t free_b = 0, total_b = 0;
         uint64_t need = 0;
@@ -950,4 +952,20 @@ extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regio
         4 * n + 4 * n_values + 8 * n_runs + 4ull * n_owned * n_chunks + (uint64_t)n_inst * sizeof(dev_plan) * 2;
     if (pk_progress_add(progress, (double)n, 1)) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     return PK_OK;
+}
+
+extern "C" pk_status pk_memsort_run_cuda(pk_context *ctx, const pk_memsort_regions *regions,
+                                         const pk_memsort_trace *trace, uint32_t n_workers, uint32_t worker,
+                                         pk_memsort_result *result, pk_progress *progress) {
+    int device = ctx ? ctx->cuda_device : 0;
+    void *taken = NULL;
+    if (pk_test_gpu_leave_free && cudaSetDevice(device) == cudaSuccess) taken = pk_cuda_test_take();
+    pk_status st = run_cuda(ctx, regions, trace, n_workers, worker, result, progress);
+    if (taken) cudaFree(taken);
+    return st;
+}
+
+extern "C" int pk_memsort_cuda_device_was_full(const pk_memsort_result *result) {
+    const cuda_state *s = (const cuda_state *)result->backend_state;
+    return s && s->kind == PK_MEMSORT_STATE_CUDA && s->device_full;
 }

@@ -118,6 +118,9 @@ pk_status pk_memsort_cuda_device_bytes(pk_context *ctx, const pk_memsort_layout 
  * when that cannot be told (the run then reports what fails). */
 int pk_memsort_cuda_fits(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n_entries,
                          const pk_memsort_result *result);
+/* 1 when the last CUDA run on result stopped because an allocation found
+ * the device full. */
+int pk_memsort_cuda_device_was_full(const pk_memsort_result *result);
 void pk_memsort_cuda_host_free(void *p);
 void pk_memsort_cuda_state_free(void *state);
 int pk_memsort_cuda_host_register(void *p, size_t bytes);
