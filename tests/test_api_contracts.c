@@ -154,6 +154,18 @@ int main(void) {
               "device %d or -1 reported usable", bad_dev.cuda_device);
         if (pk_cuda_device_count() > 0)
             CHECK(pk_cuda_unusable(0) == NULL, "device 0 reported unusable: %s", pk_cuda_unusable(0));
+        /* the one-line description: name, memory and free memory of a
+         * usable device; why not, of one that is not */
+        char line[256];
+        int rc = pk_cuda_describe(bad_dev.cuda_device, line, sizeof line);
+        CHECK(rc == 1 && strstr(line, "cannot be used ("), "device %d described as %d '%s'", bad_dev.cuda_device, rc,
+              line);
+        if (pk_cuda_device_count() > 0) {
+            rc = pk_cuda_describe(0, line, sizeof line);
+            printf("CUDA device 0: %s\n", line);
+            CHECK(rc == 0 && strstr(line, ", sm_") && strstr(line, " GiB free"), "device 0 described as %d '%s'", rc,
+                  line);
+        }
         CHECK_OK(pk_backend_resolve(&bad_dev, PK_BACKEND_AUTO, &resolved), &bad_dev);
         CHECK(resolved == PK_BACKEND_CPU, "auto with device %d resolved to %s", bad_dev.cuda_device,
               pk_backend_name(resolved));

@@ -81,6 +81,13 @@ int pk_cuda_device_count(void);
  * device as it was. */
 const char *pk_cuda_unusable(int device);
 
+/* One line about CUDA device `device` into buf: its name, compute
+ * capability, memory and memory free now ("NVIDIA H200, sm_90, 139.8 GiB,
+ * 139.1 GiB free"), or why it cannot be used (pk_cuda_unusable). Returns 0
+ * when the device can be used, 1 otherwise. Leaves the calling thread's
+ * current device as it was. */
+int pk_cuda_describe(int device, char *buf, size_t size);
+
 /* Resolve PK_BACKEND_AUTO to CPU or CUDA: CUDA when ctx->cuda_device (0
  * without a context) can be used (pk_cuda_unusable), the CPU otherwise. An
  * explicit PK_BACKEND_CUDA with no device, or with one that cannot be used,

@@ -43,6 +43,30 @@ extern "C" const char *pk_cuda_unusable(int device) {
     return why;
 }
 
+extern "C" int pk_cuda_describe(int device, char *buf, size_t size) {
+    const char *why = pk_cuda_unusable(device);
+    if (why) {
+        snprintf(buf, size, "device %d cannot be used (%s)", device, why);
+        return 1;
+    }
+    cudaDeviceProp prop;
+    size_t free_b = 0, total_b = 0;
+    int cur = 0;
+    bool had = cudaGetDevice(&cur) == cudaSuccess;
+    cudaError_t e = cudaGetDeviceProperties(&prop, device);
+    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);
+    if (e != cudaSuccess) {
+        snprintf(buf, size, "device %d cannot be used (%s)", device, cudaGetErrorString(e));
+        cudaGetLastError();
+    } else {
+        snprintf(buf, size, "%s, sm_%d%d, %.1f GiB, %.1f GiB free", prop.name, prop.major, prop.minor,
+                 (double)total_b / 1073741824.0, (double)free_b / 1073741824.0);
+    }
+    if (had && cur != device) cudaSetDevice(cur);
+    return e != cudaSuccess;
+}
+
 /* ---- device memory kept for the next count ------------------------------ */
 
 /* Blocks of up to 64 MiB are kept on release, up to 64 of them and 256 MiB

@@ -67,6 +67,10 @@ const char *pk_cuda_unusable(int device) {
     (void)device;
     return "this build has no CUDA backend";
 }
+int pk_cuda_describe(int device, char *buf, size_t size) {
+    snprintf(buf, size, "device %d cannot be used (%s)", device, pk_cuda_unusable(device));
+    return 1;
+}
 #endif
 
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {

@@ -38,9 +38,15 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        int devices = pk_cuda_device_count();
         printf("pairkit %s  (CUDA backend: %s, CUDA devices: %d; MPI: %s)\n", PK_VERSION_STRING,
-               pk_cuda_built() ? "built" : "not built", pk_cuda_device_count(),
+               pk_cuda_built() ? "built" : "not built", devices,
                cli_mpi_built() ? "built, for mpirun -np K" : "not built");
+        for (int d = 0; d < devices; d++) {
+            char line[256];
+            pk_cuda_describe(d, line, sizeof line);
+            printf("  CUDA device %d: %s\n", d, line);
+        }
         return 0;
     }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
