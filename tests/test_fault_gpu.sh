@@ -129,6 +129,9 @@ EOF
   run "noctx dftimage auto" "$bin" dftimage vis.npz --size 48 --cell 0.002 --png none -o auto.fits
   run "noctx memsort auto" "$bin" memsort trace -o auto_ms
   run "noctx angcorr cuda" "$bin" angcorr data.txt flat.txt --backend cuda -q --png none -o cuda.out
+  run "noctx version" "$bin" version
+  grep -q "CUDA device 0: cannot be used (" log_noctx_version.txt \
+    || { echo "version with no room for a context: device 0 not said to be unusable"; fails=$((fails + 1)); }
   for w in angcorr dftimage memsort; do
     [ "$(cat rc_noctx_${w}_auto)" = 0 ] && grep -q "is present but cannot be used (.*): running on the CPU" \
       log_noctx_${w}_auto.txt || { echo "$w auto: not run on the CPU with a note"; fails=$((fails + 1)); }

@@ -83,7 +83,7 @@ const char *pk_cuda_unusable(int device);
 
 /* One line about CUDA device `device` into buf: its name, compute
  * capability, memory and memory free now ("NVIDIA H200, sm_90, 139.8 GiB,
- * 139.1 GiB free"), or why it cannot be used (pk_cuda_unusable). Returns 0
+ * 139.1 GiB free"), or "cannot be used (why)" (pk_cuda_unusable). Returns 0
  * when the device can be used, 1 otherwise. Leaves the calling thread's
  * current device as it was. */
 int pk_cuda_describe(int device, char *buf, size_t size);

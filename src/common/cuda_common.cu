@@ -46,7 +46,7 @@ extern "C" const char *pk_cuda_unusable(int device) {
 extern "C" int pk_cuda_describe(int device, char *buf, size_t size) {
     const char *why = pk_cuda_unusable(device);
     if (why) {
-        snprintf(buf, size, "device %d cannot be used (%s)", device, why);
+        snprintf(buf, size, "cannot be used (%s)", why);
         return 1;
     }
     cudaDeviceProp prop;
@@ -57,7 +57,7 @@ extern "C" int pk_cuda_describe(int device, char *buf, size_t size) {
     if (e == cudaSuccess) e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);
     if (e != cudaSuccess) {
-        snprintf(buf, size, "device %d cannot be used (%s)", device, cudaGetErrorString(e));
+        snprintf(buf, size, "cannot be used (%s)", cudaGetErrorString(e));
         cudaGetLastError();
     } else {
         snprintf(buf, size, "%s, sm_%d%d, %.1f GiB, %.1f GiB free", prop.name, prop.major, prop.minor,

@@ -68,7 +68,7 @@ const char *pk_cuda_unusable(int device) {
     return "this build has no CUDA backend";
 }
 int pk_cuda_describe(int device, char *buf, size_t size) {
-    snprintf(buf, size, "device %d cannot be used (%s)", device, pk_cuda_unusable(device));
+    snprintf(buf, size, "cannot be used (%s)", pk_cuda_unusable(device));
     return 1;
 }
 #endif
