@@ -10,7 +10,8 @@
 #     --backend auto must sort the trace on the CPU;
 #  3. a card so full that no context can be made on it (PK_GPU_NOCTX_MIB
 #     left, default 128): --backend auto must run each workload on the CPU,
-#     saying why, with the CPU's result; --backend cuda must fail clearly.
+#     saying why, with the CPU's result; --backend cuda must fail clearly;
+#     `pairkit version` must say that device 0 cannot be used.
 # Usage: tests/test_fault_gpu.sh PAIRKIT WORKDIR [SECONDS]; prints one line
 # per run and a summary; exit 1 if any run failed. PK_GPU_KEEP_MIB: memory
 # left free on the card (default 3072: room for a context, not for the
