@@ -136,8 +136,10 @@ int bench_memsort(int argc, char **argv) {
     double t0 = pk_now();
     if ((st = pk_memsort_generate(&ctx, &regions, &g, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
     printf(
-        "pairkit bench memsort: %llu entries (seed %llu, %u chunks, regions %s), generated in %.2f s, %d warm runs\n",
-        (unsigned long long)n, (unsigned long long)seed, trace.n_chunks, regions_name, pk_now() - t0, runs);
+        "pairkit bench memsort: %llu entries (seed %llu, %u chunk%s, regions %s), generated in %.2f s, %d warm runs\n",
+        (unsigned long long)n, (unsigned long long)seed, trace.n_chunks, trace.n_chunks == 1 ? "" : "s", regions_name,
+        pk_now() - t0, runs);
+    cli_print_machine(&ctx);
     fflush(stdout);
 
     const char *names[MAX_VARIANTS];

@@ -49,6 +49,35 @@ int cli_unknown_kernel(const char *cmd, const char *opt, const char *name) {
     return cli_usage_error(cmd, "%s: unknown kernel '%s'", opt, name);
 }
 
+void cli_print_machine(const pk_context *ctx) {
+    char model[160] = "a CPU of unknown model", line[256];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        colon++;
+        while (*colon == ' ' || *colon == '\t') colon++;
+        size_t len = strcspn(colon, "\n");
+        if (len >= sizeof model) len = sizeof model - 1;
+        memcpy(model, colon, len);
+        model[len] = 0;
+        break;
+    }
+    if (f) fclose(f);
+    char when[32] = "";
+    time_t t = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    int threads = pk_thread_count(ctx);
+    printf("on %s, %d thread%s; %s", model, threads, threads == 1 ? "" : "s", when);
+    if (pk_cuda_device_count() > 0) {
+        char gpu[256];
+        pk_cuda_describe(ctx->cuda_device, gpu, sizeof gpu);
+        printf("; CUDA device %d: %s", ctx->cuda_device, gpu);
+    }
+    printf("\n");
+}
+
 void cli_note_cpu_fallback(const char *cmd, const pk_context *ctx, pk_backend backend, int kernel_best, int quiet) {
     if (quiet || backend != PK_BACKEND_AUTO || !kernel_best || pk_cuda_device_count() == 0) return;
     const char *why = pk_cuda_unusable(ctx->cuda_device);
