@@ -20,13 +20,13 @@ int cli_missing_value(const char *cmd, const char *a, const char *const *value_o
  * build without CUDA says so; exit code 2. */
 int cli_unknown_kernel(const char *cmd, const char *opt, const char *name);
 
-/* With --backend auto and no kernel named: when a CUDA device is present
- * but ctx->cuda_device takes no context (pk_cuda_unusable), so the library
- * runs on the CPU, say so on stderr (unless quiet). */
 /* One line for a benchmark's record: the CPU's model and the threads a run
  * takes, the date (UTC) and, where CUDA devices are present, the one
  * ctx->cuda_device names (pk_cuda_describe). */
 void cli_print_machine(const pk_context *ctx);
+/* With --backend auto and no kernel named: when a CUDA device is present
+ * but ctx->cuda_device takes no context (pk_cuda_unusable), so the library
+ * runs on the CPU, say so on stderr (unless quiet). */
 void cli_note_cpu_fallback(const char *cmd, const pk_context *ctx, pk_backend backend, int kernel_best, int quiet);
 
 /* Progress on stderr when it is a terminal (and not --quiet): a line
