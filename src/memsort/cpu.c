@@ -17,6 +17,11 @@
  *      runs (raw address, count) of owned instances are written straight
  *      into the result, cut at instance boundaries;
  *   4. scatter: each thread writes its positions to their rows;
+ *      a worker that does not own every instance writes only the rows of
+ *      the keys that reach its instances or hold a row the plans read
+ *      (in 3, whole pages are left out; the pages that hold an instance
+ *      boundary get a bit map of their needed keys, since the hot stack
+ *      pages, which hold a third of a trace, are among them);
  *   5. rows per (owned instance, chunk), read off the sorted positions;
  *   6. the plans, from the runs that hold each instance's first and last
  *      row (recorded in step 3); the touched pages are zeroed again.
@@ -75,6 +80,11 @@
  * (the line it will write, unless the same key comes again before it). */
 #define PREFETCH_AHEAD 64u
 #define MAX_THREADS 256
+/* A page's bit map of needed keys, in 32-bit words; maps beyond this many
+ * pages with instance boundaries (65,533) have every key needed. */
+#define NEED_WORDS_BITS (PAGE_BITS - 5)
+#define NEED_WORDS (1u << NEED_WORDS_BITS)
+#define NEED_MAPS 65535u
 
 /* ---- histograms kept between runs ------------------------------------ */
 
@@ -325,7 +335,17 @@ typedef struct cpu_job {
     uint32_t *page_inst;                /* instance of the first row */
     uint64_t *page_run0;                /* index of the page's first run among its instance's runs */
     uint8_t *page_special;              /* holds a row the plan needs: cut and recorded key by key */
-    uint32_t *page_raw;                 /* raw address of the page's first key */
+    /* Which keys' rows are written, for a worker that does not own every
+     * instance: page p's keys by the bit map need_bits + NEED_WORDS *
+     * page_need[p]; map 0 has no key, map 1 every key, and each special
+     * page has a map of its own (the keys whose rows reach an owned
+     * instance or hold a row the plan needs), made in the cursor pass. */
+    uint16_t *page_need;
+    uint32_t *need_bits;
+    uint32_t n_need_maps;
+    int all_needed;      /* every key's rows are written (then the maps are not made) */
+    uint32_t *positions; /* [n_threads * KEY_BLOCK] where not all_needed */
+    uint32_t *page_raw;  /* raw address of the page's first key */
     /* the instances */
     const pk_memsort_instance *instances;
     uint32_t n_instances;
@@ -451,15 +471,19 @@ static inline uint64_t plan_row(const cpu_job *job, uint64_t q) {
 }
 
 /* Serially, after the instances are known: each page's instance, whether
- * it holds a row the plan needs, the index of its first run, and every
- * instance's number of runs. */
+ * it holds a row the plan needs, whether its rows are written at all (not
+ * where they all lie in instances another worker owns), the index of its
+ * first run, and every instance's number of runs. */
 static void page_instances(cpu_job *job) {
-    uint32_t g = 0;
+    uint32_t g = 0, n_maps = 2;
     const uint32_t n_inst = job->n_instances;
+    job->all_needed = 1;
+    for (uint32_t i = 0; i < n_inst; i++) job->all_needed &= job->instances[i].owned;
     memset(job->inst_runs, 0, (size_t)n_inst * sizeof(uint64_t));
     for (uint64_t p = 0; p < job->n_pages; p++) {
         uint32_t e = job->page_entries[p];
         job->page_special[p] = 0;
+        job->page_need[p] = 0;
         if (!e) continue;
         uint64_t row = job->page_row[p], end = row + e;
         while (g < n_inst && inst_end(job, g) <= row) g++;
@@ -467,11 +491,13 @@ static void page_instances(cpu_job *job) {
         job->page_run0[p] = job->inst_runs[g];
         if (job->inst_start[g] != row && inst_end(job, g) > end) {
             job->inst_runs[g] += job->page_keys[p]; /* inside one instance */
+            job->page_need[p] = (uint16_t)job->instances[g].owned;
             continue;
         }
         /* the page holds an instance's first or last row: count its runs
          * key by key, cut at the boundaries */
         job->page_special[p] = 1;
+        job->page_need[p] = n_maps < NEED_MAPS ? (uint16_t)n_maps++ : 1;
         uint32_t *h[MAX_THREADS];
         int nt = page_touchers(job, p, h);
         uint32_t gg = g;
@@ -487,6 +513,8 @@ static void page_instances(cpu_job *job) {
             }
         }
     }
+    job->page_need[job->n_pages] = 0; /* read with the last page's by needed_entries_avx512 */
+    job->n_need_maps = n_maps;
 }
 
 /* ---- 3. cursors and runs --------------------------------------------------- */
@@ -535,7 +563,8 @@ static void page_cursors(const cpu_job *job, uint64_t p) {
 }
 
 /* A page holding rows the plan needs: cursors, runs cut at the instance
- * boundaries, and the runs that hold the plan's rows. */
+ * boundaries, the runs that hold the plan's rows, and (where not every
+ * key is needed) its map of needed keys. */
 static void page_cursors_special(cpu_job *job, uint64_t p) {
     uint32_t *h[MAX_THREADS];
     int nt = page_touchers(job, p, h);
@@ -546,6 +575,7 @@ static void page_cursors_special(cpu_job *job, uint64_t p) {
     const uint64_t n_plan = 2 * (uint64_t)job->n_instances;
     uint64_t q = 2 * (uint64_t)g; /* plan rows below this instance's first lie on earlier pages */
     while (q < n_plan && plan_row(job, q) < row) q++;
+    uint32_t *bits = job->need_bits && job->page_need[p] > 1 ? job->need_bits + NEED_WORDS * job->page_need[p] : NULL;
     for (uint32_t j = 0; j < PAGE_KEYS; j++) {
         uint64_t r0 = row;
         for (int u = 0; u < nt; u++) {
@@ -555,11 +585,16 @@ static void page_cursors_special(cpu_job *job, uint64_t p) {
         }
         if (row == r0) continue;
         uint32_t addr = raw0 + (j << 3);
-        while (q < n_plan && plan_row(job, q) < row) job->plan_runs[q++] = (row_run){addr, r0, row};
+        uint32_t needed = 0;
+        while (q < n_plan && plan_row(job, q) < row) {
+            job->plan_runs[q++] = (row_run){addr, r0, row};
+            needed = 1;
+        }
         for (uint64_t x = r0; x < row;) {
             uint64_t end = inst_end(job, g) < row ? inst_end(job, g) : row;
             const pk_memsort_instance *in = &job->instances[g];
             if (in->owned) job->runs[in->runs_offset + k] = (pk_memsort_run_entry){addr, (uint32_t)(end - x)};
+            needed |= in->owned;
             k++;
             x = end;
             if (x == inst_end(job, g)) {
@@ -567,19 +602,91 @@ static void page_cursors_special(cpu_job *job, uint64_t p) {
                 k = 0;
             }
         }
+        if (needed && bits) bits[j / 32] |= 1u << (j % 32);
     }
 }
 
 static void cursor_pass(cpu_job *job) {
 #pragma omp parallel for num_threads(job->n_threads) schedule(dynamic, 8)
     for (int64_t p = 0; p < (int64_t)job->n_pages; p++) {
-        if (!job->page_entries[p]) continue;
+        if (!job->page_need[p]) continue; /* no entries, or all in instances not owned */
         if (job->page_special[p]) page_cursors_special(job, (uint64_t)p);
         else page_cursors(job, (uint64_t)p);
     }
 }
 
 /* ---- 4. scatter ---------------------------------------------------------- */
+
+/* Entries keys[0..m) to their rows; entry j's value is pos[j], or base + j
+ * without pos. */
+static inline void scatter_block(uint32_t *restrict h, uint32_t *restrict out, const uint32_t *keys,
+                                 const uint32_t *pos, uint32_t base, uint32_t m) {
+    uint32_t j = 0;
+    for (; j + PREFETCH_AHEAD < m; j++) {
+        __builtin_prefetch(out + h[keys[j + PREFETCH_AHEAD]], 1);
+        uint32_t c = h[keys[j]]++;
+        out[c] = pos ? pos[j] : base + j;
+        __builtin_prefetch(out + c + PREFETCH_ROWS, 1);
+    }
+    for (; j < m; j++) {
+        uint32_t c = h[keys[j]]++;
+        out[c] = pos ? pos[j] : base + j;
+        __builtin_prefetch(out + c + PREFETCH_ROWS, 1);
+    }
+}
+
+/* Keeps the entries of keys[0..m) whose rows are written (the key's bit
+ * in its page's map), keys packed in place and their values into pos;
+ * returns how many. Without branches: an entry is always written and
+ * kept when its bit is set. */
+static inline uint32_t needed_entries(const cpu_job *job, uint32_t *keys, uint32_t *pos, uint32_t base, uint32_t m) {
+    const uint16_t *need = job->page_need;
+    const uint32_t *bits = job->need_bits;
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        uint32_t key = keys[j], in_page = key % PAGE_KEYS;
+        uint32_t word = bits[NEED_WORDS * need[key >> PAGE_BITS] + in_page / 32];
+        keys[k] = key;
+        pos[k] = base + j;
+        k += (word >> (in_page % 32)) & 1;
+    }
+    return k;
+}
+
+#ifdef PK_MEMSORT_X86
+/* The same, 16 entries at a time: page maps and words gathered, the kept
+ * keys and positions compressed to the front of each vector and stored
+ * whole (a store reaches no further than the keys already read). */
+__attribute__((target("avx512f"))) static uint32_t needed_entries_avx512(const cpu_job *job, uint32_t *keys,
+                                                                         uint32_t *pos, uint32_t base, uint32_t m) {
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i low16 = _mm512_set1_epi32(0xffff), in_page_mask = _mm512_set1_epi32(PAGE_KEYS - 1);
+    const __m512i bit_mask = _mm512_set1_epi32(31), one = _mm512_set1_epi32(1);
+    uint32_t k = 0, j = 0;
+    for (; j + 16 <= m; j += 16) {
+        __m512i key = _mm512_loadu_si512(keys + j);
+        /* each page's 16-bit map number, read as 32 bits (the table has one spare entry) */
+        __m512i map = _mm512_and_si512(
+            _mm512_i32gather_epi32(_mm512_srli_epi32(key, PAGE_BITS), (const void *)job->page_need, 2), low16);
+        __m512i in_page = _mm512_and_si512(key, in_page_mask);
+        __m512i word_at = _mm512_add_epi32(_mm512_slli_epi32(map, NEED_WORDS_BITS), _mm512_srli_epi32(in_page, 5));
+        __m512i word = _mm512_i32gather_epi32(word_at, (const void *)job->need_bits, 4);
+        __mmask16 keep = _mm512_test_epi32_mask(_mm512_srlv_epi32(word, _mm512_and_si512(key, bit_mask)), one);
+        _mm512_storeu_si512(keys + k, _mm512_maskz_compress_epi32(keep, key));
+        _mm512_storeu_si512(
+            pos + k, _mm512_maskz_compress_epi32(keep, _mm512_add_epi32(_mm512_set1_epi32((int)(base + j)), lane)));
+        k += (uint32_t)__builtin_popcount(keep);
+    }
+    for (; j < m; j++) {
+        uint32_t key = keys[j], in_page = key % PAGE_KEYS;
+        uint32_t word = job->need_bits[NEED_WORDS * job->page_need[key >> PAGE_BITS] + in_page / 32];
+        keys[k] = key;
+        pos[k] = base + j;
+        k += (word >> (in_page % 32)) & 1;
+    }
+    return k;
+}
+#endif
 
 static int scatter_pass(cpu_job *job, pk_progress *progress) {
     const uint32_t *addr = job->trace->addr;
@@ -594,23 +701,22 @@ static int scatter_pass(cpu_job *job, pk_progress *progress) {
 #endif
         uint32_t *const h = job->hist[t];
         uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
+        uint32_t *const pos = job->all_needed ? NULL : job->positions + (uint64_t)t * KEY_BLOCK;
         uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
         for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
             uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
             for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
                 uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
                 (void)make_keys(job, addr + i, m, keys); /* the count pass checked every entry */
-                uint32_t j = 0;
-                for (; j + PREFETCH_AHEAD < m; j++) {
-                    __builtin_prefetch(out + h[keys[j + PREFETCH_AHEAD]], 1);
-                    uint32_t c = h[keys[j]]++;
-                    out[c] = (uint32_t)(i + j);
-                    __builtin_prefetch(out + c + PREFETCH_ROWS, 1);
-                }
-                for (; j < m; j++) {
-                    uint32_t c = h[keys[j]]++;
-                    out[c] = (uint32_t)(i + j);
-                    __builtin_prefetch(out + c + PREFETCH_ROWS, 1);
+                if (!pos) scatter_block(h, out, keys, NULL, (uint32_t)i, m);
+                else {
+#ifdef PK_MEMSORT_X86
+                    uint32_t kept = job->use_avx512 ? needed_entries_avx512(job, keys, pos, (uint32_t)i, m)
+                                                    : needed_entries(job, keys, pos, (uint32_t)i, m);
+#else
+                    uint32_t kept = needed_entries(job, keys, pos, (uint32_t)i, m);
+#endif
+                    scatter_block(h, out, keys, pos, 0, kept);
                 }
             }
             if (pk_progress_add(progress, 0.5 * (double)(i1 - i0), t == 0)) cancelled = 1;
@@ -845,9 +951,10 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     job.page_inst = malloc((np + 1) * sizeof(uint32_t));
     job.page_run0 = malloc((np + 1) * sizeof(uint64_t));
     job.page_special = malloc(np + 1);
+    job.page_need = malloc((np + 1) * sizeof(uint16_t));
     job.page_raw = malloc((np + 1) * sizeof(uint32_t));
     if (!job.page_entries || !job.page_keys || !job.page_row || !job.page_inst || !job.page_run0 || !job.page_special ||
-        !job.page_raw) {
+        !job.page_need || !job.page_raw) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the page table");
         goto done;
     }
@@ -903,6 +1010,15 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         job.inst_start[g] = region_row[result->instances[g].region] + result->instances[g].first_row;
     job.inst_start[n_inst] = n;
     page_instances(&job);
+    if (!job.all_needed) {
+        job.positions = malloc((size_t)n_threads * KEY_BLOCK * sizeof(uint32_t));
+        job.need_bits = calloc((size_t)job.n_need_maps * NEED_WORDS, sizeof(uint32_t));
+        if (!job.positions || !job.need_bits) {
+            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the maps of the rows this worker writes");
+            goto done;
+        }
+        memset(job.need_bits + NEED_WORDS, 0xff, NEED_WORDS * sizeof(uint32_t)); /* map 1: every key */
+    }
     uint64_t n_runs = 0;
     for (uint32_t g = 0; g < n_inst; g++) {
         pk_memsort_instance *in = &result->instances[g];
@@ -1003,6 +1119,9 @@ done:
     free(job.page_inst);
     free(job.page_run0);
     free(job.page_special);
+    free(job.page_need);
+    free(job.positions);
+    free(job.need_bits);
     free(job.page_raw);
     free(job.inst_start);
     free(job.inst_runs);

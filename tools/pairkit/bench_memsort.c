@@ -5,8 +5,8 @@
  *
  * CPU (--backend cpu): one streaming pass that reads the trace and writes
  * an output of the result's size with non-temporal stores (the floor) and
- * the same pass with plain stores, pairkit's plan + fill, and the reference
- * sort. CUDA (--backend cuda): the plain CUB alternative (upload,
+ * the same pass with plain stores, pairkit's plan + fill (all instances,
+ * and one worker of 16), and the reference sort. CUDA (--backend cuda): the plain CUB alternative (upload,
  * radix sort of (compact address, index) pairs, download keys and values),
  * pairkit for all instances, and pairkit for one worker of 16, all on a
  * trace pinned once up front, timed with device events. */
@@ -25,7 +25,7 @@
 #include "memsort/memsort_internal.h"
 #include "pairkit/memsort.h"
 
-enum { MAX_VARIANTS = 5 };
+enum { MAX_VARIANTS = 6 };
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -143,7 +143,7 @@ int bench_memsort(int argc, char **argv) {
     fflush(stdout);
 
     const char *names[MAX_VARIANTS];
-    int n_var = 0, rc = 0, v_portable = 0, v_plain = 0; /* CPU: where those two variants sit */
+    int n_var = 0, rc = 0, v_portable = 0, v_plain = 0, v_worker = 0; /* CPU: where those variants sit */
     double *times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double *cpu_times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double cold[MAX_VARIANTS] = {0};
@@ -167,6 +167,8 @@ int bench_memsort(int argc, char **argv) {
         names[n_var++] = "cpu-portable"; /* what the AVX-512 paths buy */
         v_plain = n_var;
         names[n_var++] = "stream-plain"; /* the floor with plain stores */
+        v_worker = n_var;
+        names[n_var++] = "cpu-1-of-16";
         /* the stream pass writes as much as the CPU result holds: learn that first */
         pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
         if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[1])) != PK_OK) return cli_error(cmd, st, &ctx);
@@ -212,7 +214,7 @@ int bench_memsort(int argc, char **argv) {
                 if (strcmp(name, "ref") == 0) o.kernel = PK_MEMSORT_KERNEL_REF;
                 if (strcmp(name, "cpu-portable") == 0) o.kernel = PK_MEMSORT_KERNEL_CPU_PORTABLE;
                 if (strncmp(name, "cuda", 4) == 0) o.kernel = PK_MEMSORT_KERNEL_CUDA;
-                if (strcmp(name, "cuda-1-of-16") == 0) o.n_workers = 16;
+                if (strcmp(name + strlen(name) - 8, "-1-of-16") == 0) o.n_workers = 16;
                 if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[v])) != PK_OK) {
                     rc = cli_error(cmd, st, &ctx);
                     goto done;
@@ -232,8 +234,16 @@ int bench_memsort(int argc, char **argv) {
     if (backend == PK_BACKEND_CPU) {
         st = pk_memsort_compare(&ctx, &res[1], &res[v_portable]);
         if (!st && with_ref) st = pk_memsort_compare(&ctx, &res[2], &res[1]);
+        if (!st && with_ref) { /* worker 0 of 16 against the reference's worker 0 */
+            pk_memsort_result ref16;
+            pk_memsort_result_init(&ref16);
+            pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 16, 0};
+            st = pk_memsort_run(&ctx, &o, &regions, &trace, &ref16);
+            if (!st) st = pk_memsort_compare(&ctx, &ref16, &res[v_worker]);
+            pk_memsort_result_free(&ref16);
+        }
         agree = st         ? ctx.message
-                : with_ref ? "cpu and cpu-portable results identical to the reference"
+                : with_ref ? "cpu, cpu-portable and cpu-1-of-16 results identical to the reference"
                            : "cpu-portable result identical to cpu";
         rc |= st != PK_OK;
 #ifdef PK_HAVE_CUDA
@@ -277,8 +287,11 @@ int bench_memsort(int argc, char **argv) {
     if (backend == PK_BACKEND_CPU) {
         double cpu = median_of(times + (size_t)runs, runs);
         double plain = median_of(times + (size_t)v_plain * (size_t)runs, runs);
-        printf("cpu plan+fill / stream pass: %.2fx (/ the pass with plain stores: %.2fx); cpu-portable / cpu: %.2fx",
-               cpu / base, cpu / plain, median_of(times + (size_t)v_portable * (size_t)runs, runs) / cpu);
+        printf(
+            "cpu plan+fill / stream pass: %.2fx (/ the pass with plain stores: %.2fx); cpu-portable / cpu: %.2fx; "
+            "cpu-1-of-16 / cpu: %.2fx",
+            cpu / base, cpu / plain, median_of(times + (size_t)v_portable * (size_t)runs, runs) / cpu,
+            median_of(times + (size_t)v_worker * (size_t)runs, runs) / cpu);
         if (with_ref)
             printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
         printf("\n");
