@@ -212,10 +212,10 @@ typedef struct pk_memsort_result {
     uint32_t n_owned;
     uint64_t n_runs;            /* runs of all owned instances */
     pk_memsort_run_entry *runs; /* [n_runs] */
-    uint64_t n_values;
-    uint32_t *values;       /* trace positions; see values_offset */
-    uint32_t *chunk_counts; /* [n_owned * n_chunks] */
-    uint64_t *chunk_start;  /* [n_chunks + 1]: the trace position of each chunk's first entry, then n_entries */
+    uint64_t n_values;          /* rows of all owned instances */
+    uint32_t *values;           /* trace positions; see values_offset (elsewhere unspecified) */
+    uint32_t *chunk_counts;     /* [n_owned * n_chunks] */
+    uint64_t *chunk_start;      /* [n_chunks + 1]: the trace position of each chunk's first entry, then n_entries */
     pk_memsort_stats stats;
     /* buffer capacities and backend state, owned by the library */
     uint64_t cap_runs, cap_values, cap_counts;
