@@ -635,15 +635,15 @@ static inline void scatter_block(uint32_t *restrict h, uint32_t *restrict out, c
     }
 }
 
-/* Keeps the entries of keys[0..m) whose rows are written (the key's bit
- * in its page's map), keys packed in place and their values into pos;
- * returns how many. Without branches: an entry is always written and
- * kept when its bit is set. */
-static inline uint32_t needed_entries(const cpu_job *job, uint32_t *keys, uint32_t *pos, uint32_t base, uint32_t m) {
+/* Keeps the entries of keys[j..m) whose rows are written (the key's bit
+ * in its page's map), keys packed in place from keys[k] on (k <= j) and
+ * their values into pos; returns how many are kept in all. Without
+ * branches: an entry is always written and kept when its bit is set. */
+static inline uint32_t needed_from(const cpu_job *job, uint32_t *keys, uint32_t *pos, uint32_t base, uint32_t j,
+                                   uint32_t k, uint32_t m) {
     const uint16_t *need = job->page_need;
     const uint32_t *bits = job->need_bits;
-    uint32_t k = 0;
-    for (uint32_t j = 0; j < m; j++) {
+    for (; j < m; j++) {
         uint32_t key = keys[j], in_page = key % PAGE_KEYS;
         uint32_t word = bits[NEED_WORDS * need[key >> PAGE_BITS] + in_page / 32];
         keys[k] = key;
@@ -651,6 +651,10 @@ static inline uint32_t needed_entries(const cpu_job *job, uint32_t *keys, uint32
         k += (word >> (in_page % 32)) & 1;
     }
     return k;
+}
+
+static uint32_t needed_entries(const cpu_job *job, uint32_t *keys, uint32_t *pos, uint32_t base, uint32_t m) {
+    return needed_from(job, keys, pos, base, 0, 0, m);
 }
 
 #ifdef PK_MEMSORT_X86
@@ -677,14 +681,7 @@ __attribute__((target("avx512f"))) static uint32_t needed_entries_avx512(const c
             pos + k, _mm512_maskz_compress_epi32(keep, _mm512_add_epi32(_mm512_set1_epi32((int)(base + j)), lane)));
         k += (uint32_t)__builtin_popcount(keep);
     }
-    for (; j < m; j++) {
-        uint32_t key = keys[j], in_page = key % PAGE_KEYS;
-        uint32_t word = job->need_bits[NEED_WORDS * job->page_need[key >> PAGE_BITS] + in_page / 32];
-        keys[k] = key;
-        pos[k] = base + j;
-        k += (word >> (in_page % 32)) & 1;
-    }
-    return k;
+    return needed_from(job, keys, pos, base, j, k, m);
 }
 #endif
 
