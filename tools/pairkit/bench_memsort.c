@@ -6,10 +6,11 @@
  * CPU (--backend cpu): one streaming pass that reads the trace and writes
  * an output of the result's size with non-temporal stores (the floor) and
  * the same pass with plain stores, pairkit's plan + fill (all instances,
- * and one worker of 16), and the reference sort. CUDA (--backend cuda): the plain CUB alternative (upload,
- * radix sort of (compact address, index) pairs, download keys and values),
- * pairkit for all instances, and pairkit for one worker of 16, all on a
- * trace pinned once up front, timed with device events. */
+ * and one worker of 16), and the reference sort. CUDA (--backend cuda):
+ * the plain CUB alternative (upload, radix sort of (compact address,
+ * index) pairs, download keys and values), pairkit for all instances, and
+ * pairkit for one worker of 16, all on a trace pinned once up front, timed
+ * with device events. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,7 @@ int bench_memsort(int argc, char **argv) {
                 if (strcmp(name, "ref") == 0) o.kernel = PK_MEMSORT_KERNEL_REF;
                 if (strcmp(name, "cpu-portable") == 0) o.kernel = PK_MEMSORT_KERNEL_CPU_PORTABLE;
                 if (strncmp(name, "cuda", 4) == 0) o.kernel = PK_MEMSORT_KERNEL_CUDA;
-                if (strcmp(name + strlen(name) - 8, "-1-of-16") == 0) o.n_workers = 16;
+                if (strstr(name, "-1-of-16")) o.n_workers = 16;
                 if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[v])) != PK_OK) {
                     rc = cli_error(cmd, st, &ctx);
                     goto done;
