@@ -21,7 +21,8 @@
  *      the keys that reach its instances or hold a row the plans read
  *      (in 3, whole pages are left out; the pages that hold an instance
  *      boundary get a bit map of their needed keys, since the hot stack
- *      pages are among them: 38% of the entries of a 2^25-entry generated trace);
+ *      pages are among them: 38% of the entries of a generated trace of
+ *      2^25);
  *   5. rows per (owned instance, chunk), read off the sorted positions;
  *   6. the plans, from the runs that hold each instance's first and last
  *      row (recorded in step 3); the touched pages are zeroed again.
