@@ -132,6 +132,65 @@ int main(void) {
     write_file(d, "mem_addr_0001.bin", good, 10);
     expect_error("truncated", d, &def, "mem_addr_0001.bin", "entry 2 is incomplete");
 
+    /* a large trace in memory: the first bad entry wherever it lies (the
+     * check goes a block of entries at a time, each thread its part), and
+     * the regions' entry counts exact (a capacity of the count passes,
+     * one less fails) */
+    {
+        check_rng rng = check_rng_make(20261201);
+        printf("seed %llu\n", rng.s);
+        pk_memsort_gen_options g = {300000, check_next(&rng), 1u << 16, 0};
+        pk_memsort_trace big;
+        CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &big), &ctx);
+        const uint64_t n = big.n_entries;
+        uint64_t per_region[PK_MEMSORT_MAX_REGIONS] = {0};
+        for (uint64_t i = 0; i < n; i++)
+            for (uint32_t r = 0; r < def.n_regions; r++)
+                per_region[r] += big.addr[i] - def.region[r].base < def.region[r].size;
+        for (int threads = 0; threads <= 3; threads += 3)
+            for (int k = 0; k < 40; k++) {
+                pk_context c;
+                pk_context_init(&c);
+                c.n_threads = threads;
+                /* one or two bad entries: fixed places at the edges of blocks and parts, then random ones */
+                const uint64_t fixed[] = {0, 4095, 4096, n / 2 - 1, n / 2, n - 1};
+                uint64_t at[2], n_bad = 1 + k % 2;
+                for (uint64_t b = 0; b < n_bad; b++) at[b] = k < 12 && b == 0 ? fixed[k / 2] : check_next(&rng) % n;
+                uint32_t kept[2], value[2];
+                for (uint64_t b = 0; b < n_bad; b++) {
+                    kept[b] = big.addr[at[b]];
+                    value[b] = check_next(&rng) % 2 ? 0x80000004u : 0x00001000u; /* misaligned, or in no region */
+                }
+                for (uint64_t b = 0; b < n_bad; b++) big.addr[at[b]] = value[b];
+                uint64_t first = n_bad == 2 && at[1] < at[0] ? at[1] : at[0];
+                uint32_t chunk = 0;
+                while (big.chunk_start[chunk + 1] <= first) chunk++;
+                char want[64];
+                snprintf(want, sizeof want, "mem_addr_%04u.bin entry %llu", chunk,
+                         (unsigned long long)(first - big.chunk_start[chunk]));
+                pk_status st = pk_memsort_trace_check(&c, &def, &big);
+                CHECK(st == PK_ERR_PARSE && strstr(c.message, want) &&
+                          strstr(c.message, big.addr[first] & 7 ? "not 8-byte aligned" : "in no region"),
+                      "bad entries at %llu and %llu (%d threads): expected '%s', got %d '%s'",
+                      (unsigned long long)at[0], (unsigned long long)(n_bad == 2 ? at[1] : at[0]), threads, want,
+                      (int)st, c.message);
+                for (uint64_t b = n_bad; b-- > 0;) big.addr[at[b]] = kept[b];
+            }
+        CHECK_OK(pk_memsort_trace_check(&ctx, &def, &big), &ctx);
+        for (uint32_t r = 0; r < def.n_regions; r++) {
+            if (!per_region[r]) continue;
+            pk_memsort_regions capped = def;
+            capped.region[r].instance_entries = 1;
+            capped.region[r].max_instances = (uint32_t)per_region[r];
+            CHECK_OK(pk_memsort_trace_check(&ctx, &capped, &big), &ctx);
+            capped.region[r].max_instances = (uint32_t)per_region[r] - 1;
+            CHECK(pk_memsort_trace_check(&ctx, &capped, &big) != PK_OK && strstr(ctx.message, def.region[r].name),
+                  "region %s capped one below its %llu entries: %s", def.region[r].name,
+                  (unsigned long long)per_region[r], ctx.message);
+        }
+        pk_memsort_trace_free(&big);
+    }
+
     /* missing chunk in the sequence */
     d = fresh_dir("missing");
     write_chunk(d, 0, good, 8);

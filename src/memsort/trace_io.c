@@ -13,6 +13,10 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "memsort_internal.h"
 
 #define CHUNK_PREFIX "mem_addr_"
@@ -72,6 +76,55 @@ pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_tra
     return PK_OK;
 }
 
+/* Whether a[0..n) (n < 2^32) holds an entry that is misaligned or in no
+ * region; each region's entries are added to counts. Without branches,
+ * so that the compiler vectorises it; nr is a constant in each caller. */
+static inline int bad_in_block_nr(const uint32_t *lo, const uint32_t *span, const uint32_t *a, uint32_t n,
+                                  uint64_t *counts, const uint32_t nr) {
+    uint32_t c[PK_MEMSORT_MAX_REGIONS] = {0}, bad = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t raw = a[j], found = 0;
+        for (uint32_t r = 0; r < nr; r++) {
+            uint32_t in = raw - lo[r] <= span[r];
+            c[r] += in;
+            found |= in;
+        }
+        bad |= (raw & 7) | (found ^ 1);
+    }
+    for (uint32_t r = 0; r < nr; r++) counts[r] += c[r];
+    return bad != 0;
+}
+
+static int bad_in_block(const uint32_t *lo, const uint32_t *span, uint32_t nr, const uint32_t *a, uint32_t n,
+                        uint64_t *counts) {
+    switch (nr) {
+    case 1: return bad_in_block_nr(lo, span, a, n, counts, 1);
+    case 2: return bad_in_block_nr(lo, span, a, n, counts, 2);
+    case 3: return bad_in_block_nr(lo, span, a, n, counts, 3);
+    case 4: return bad_in_block_nr(lo, span, a, n, counts, 4);
+    default: return bad_in_block_nr(lo, span, a, n, counts, nr);
+    }
+}
+
+/* Entries checked a block at a time: small enough to stay in L1 for the
+ * scan that finds the bad one in a block that has one. */
+#define CHECK_BLOCK 4096u
+
+uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts) {
+    uint32_t lo[PK_MEMSORT_MAX_REGIONS], span[PK_MEMSORT_MAX_REGIONS];
+    for (uint32_t r = 0; r < l->n_regions; r++) {
+        lo[r] = (uint32_t)l->base[r];
+        span[r] = (uint32_t)(l->end[r] - 1 - l->base[r]);
+    }
+    for (uint64_t i = 0; i < n; i += CHECK_BLOCK) {
+        uint32_t m = n - i < CHECK_BLOCK ? (uint32_t)(n - i) : CHECK_BLOCK;
+        if (!bad_in_block(lo, span, l->n_regions, a + i, m, counts)) continue;
+        for (uint32_t j = 0; j < m; j++)
+            if ((a[i + j] & 7) || pk_memsort_region_of(l, a[i + j]) < 0) return i + j;
+    }
+    return n;
+}
+
 pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace) {
     pk_clear(ctx);
     pk_status st = pk_memsort_regions_check(ctx, regions);
@@ -87,14 +140,19 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     {
         uint64_t local[PK_MEMSORT_MAX_REGIONS] = {0};
         uint64_t bad = n;
-#pragma omp for schedule(static) nowait
-        for (uint64_t i = 0; i < n; i++) {
-            int r = pk_memsort_region_of(&layout, addr[i]);
-            if ((addr[i] & 7) || r < 0) {
-                if (i < bad) bad = i;
-            } else {
-                local[r]++;
-            }
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        /* each thread its contiguous part, in whole blocks */
+        uint64_t blocks = (n + CHECK_BLOCK - 1) / CHECK_BLOCK;
+        uint64_t b = blocks * (uint64_t)t / (uint64_t)nt * CHECK_BLOCK,
+                 e = blocks * (uint64_t)(t + 1) / (uint64_t)nt * CHECK_BLOCK;
+        if (e > n) e = n;
+        if (b < e) {
+            uint64_t at = pk_memsort_first_bad(&layout, addr + b, e - b, local);
+            if (at < e - b) bad = b + at;
         }
 #pragma omp critical
         {
@@ -356,10 +414,8 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
                     addr[i] = (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24);
                 }
             /* the first entry misaligned or in no region */
-            uint64_t first_bad = want;
-#pragma omp parallel for schedule(static) reduction(min : first_bad) num_threads(pk_thread_count(ctx))
-            for (uint64_t i = 0; i < want; i++)
-                if (((addr[i] & 7) || pk_memsort_region_of(layout, addr[i]) < 0) && i < first_bad) first_bad = i;
+            uint64_t counts[PK_MEMSORT_MAX_REGIONS] = {0};
+            uint64_t first_bad = pk_memsort_first_bad(layout, addr, want, counts);
             if (first_bad < want) {
                 uint32_t a = addr[first_bad];
                 st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s", path, (unsigned long long)first_bad,
