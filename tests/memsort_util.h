@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "memsort/memsort_internal.h"
 #include "pairkit/memsort.h"
 
 /* ROM of 256 words in instances of 16, INPUT of 64 words in instances of 8
@@ -77,7 +78,12 @@ static inline int test_fill_from_plan(const char *what, const pk_memsort_trace *
     uint32_t *chunk_rows = malloc(((uint64_t)n_owned * n_chunks + 1) * sizeof *chunk_rows);
     CHECK(chunks && fills && pairs && want && chunk_rows, "%s: fill from plan: out of memory", what);
     if (!chunks || !fills || !pairs || !want || !chunk_rows) failures++;
-    for (int odd = 0; odd < 2 && !failures; odd++) {
+    /* all chunks, then the odd-numbered ones; each scanned 16 entries at
+     * a time where the CPU can, then one at a time */
+    for (int pass = 0; pass < 4 && !failures; pass++) {
+        int odd = pass % 2;
+        pk_memsort_fill_scalar = pass / 2;
+        const char *which = odd ? (pass / 2 ? "odd, scalar scan" : "odd") : (pass / 2 ? "all, scalar scan" : "all");
         uint32_t k = test_trace_chunks(trace, odd, chunks);
         uint64_t at = 0;
         uint32_t f = 0;
@@ -89,7 +95,7 @@ static inline int test_fill_from_plan(const char *what, const pk_memsort_trace *
             f++;
         }
         pk_status st = pk_memsort_fill_from_chunks(&ctx, chunks, k, fills, n_owned);
-        CHECK(st == PK_OK, "%s: fill from plan (%s chunks): %s", what, odd ? "odd" : "all", ctx.message);
+        CHECK(st == PK_OK, "%s: fill from plan (%s chunks): %s", what, which, ctx.message);
         if (st) {
             failures++;
             break;
@@ -118,11 +124,12 @@ static inline int test_fill_from_plan(const char *what, const pk_memsort_trace *
             int ok = fills[f].n_rows == n_want && bad_chunk == UINT64_MAX &&
                      memcmp(fills[f].pairs, want, 2 * n_want * sizeof(uint32_t)) == 0;
             CHECK(ok, "%s: instance %u filled from its plan (%s chunks): %llu rows, %llu expected%s", what, in->gid,
-                  odd ? "odd" : "all", (unsigned long long)fills[f].n_rows, (unsigned long long)n_want,
+                  which, (unsigned long long)fills[f].n_rows, (unsigned long long)n_want,
                   bad_chunk != UINT64_MAX ? ", a chunk's count differs" : "");
             failures += !ok;
         }
     }
+    pk_memsort_fill_scalar = 0;
     free(chunks);
     free(fills);
     free(pairs);

@@ -9,7 +9,9 @@
  * time, so the chunks are shared out to the threads, twice: the first pass
  * lists each chunk's rows of each instance it gives rows to (which places
  * every chunk's rows, in chunk order, and checks each instance's room
- * before any pair is written), the second writes them. Each instance's rows, so in trace
+ * before any pair is written), the second writes them. Each pass first
+ * picks, 16 entries at a time (AVX-512), the entries whose address lies
+ * in a bucket that some instance's range meets. Each instance's rows, so in trace
  * order, are then sorted stably by address (a counting sort or a
  * least-significant-digit radix sort on the address's offset from
  * first_addr), which is its stable address order.
@@ -22,6 +24,12 @@
 #endif
 
 #include "memsort_internal.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PK_FILL_X86 1
+#endif
+
+int pk_memsort_fill_scalar = 0;
 
 /* Per instance and thread while a chunk is read: how many occurrences of
  * the first address the chunk has shown, how many of the last address it
@@ -128,6 +136,8 @@ typedef struct fill_index {
     uint32_t lo, span;   /* every range lies in [lo, lo + span] */
     uint32_t shift;      /* addresses a bucket: 1 << shift bytes from lo */
     uint32_t (*cand)[2]; /* per bucket: the ranges that meet it are among [cand[0], cand[1]) */
+    uint32_t *meets;     /* a bit per bucket: some range meets it */
+    int use_avx512;
 } fill_index;
 
 /* Index of the first fill (by end) whose range ends at or after a, by
@@ -193,39 +203,91 @@ static inline void take(pk_memsort_fill *fills, tally *t, uint32_t k, uint32_t a
     }
 }
 
+/* Entry e of chunk ch (its address a inside [lo, lo + span]) to every fill
+ * that takes it; 1 when it is misaligned inside a range. */
+static inline int scan_entry(const fill_index *ix, const pk_memsort_chunk *ch, uint64_t e, uint32_t at,
+                             pk_memsort_fill *fills, fill_state *state, tally *count, int write) {
+    uint32_t a = ch->addr[e];
+    const uint32_t *b = ix->cand[(a - ix->lo) >> ix->shift];
+    uint32_t lo = b[0], hi = b[1];
+    if (lo == hi) return 0; /* in no range that meets its bucket */
+    if (hi - lo == 1) {     /* most buckets meet one range: is a inside it */
+        const fill_order o = ix->order[lo];
+        if (a - o.first > o.last - o.first) return 0;
+        if (a & 7) return 1;
+        uint32_t k = o.k;
+        if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) return 0;
+        take(fills, count, k, a, ch->first_position + e, write);
+        return 0;
+    }
+    for (uint32_t h = hi; lo < h;) { /* the first range ending at or after a */
+        uint32_t mid = lo + (h - lo) / 2;
+        if (ix->order[mid].last < a) lo = mid + 1;
+        else h = mid;
+    }
+    for (uint32_t i = lo; i < hi && ix->lowest_first[i] <= a; i++) {
+        const fill_order o = ix->order[i];
+        if (o.first > a) continue;
+        if (a & 7) return 1;
+        uint32_t k = o.k;
+        if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) continue;
+        take(fills, count, k, a, ch->first_position + e, write);
+    }
+    return 0;
+}
+
+#ifdef PK_FILL_X86
+/* Entries scanned a block at a time for those that may lie in a range. */
+#define SCAN_BLOCK 4096u
+
+/* The indices j < n (a multiple of 16) of the entries a[j] inside [lo, lo
+ * + span] in a bucket that some range meets (the bucket's bit gathered),
+ * into idx; returns how many. */
+__attribute__((target("avx512f"))) static uint32_t maybe_in_ranges(const fill_index *ix, const uint32_t *a, uint32_t n,
+                                                                   uint32_t *idx) {
+    const __m512i lo = _mm512_set1_epi32((int)ix->lo), span = _mm512_set1_epi32((int)ix->span);
+    const __m512i shift = _mm512_set1_epi32((int)ix->shift), low5 = _mm512_set1_epi32(31), one = _mm512_set1_epi32(1);
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < n; j += 16) {
+        __m512i off = _mm512_sub_epi32(_mm512_loadu_si512(a + j), lo);
+        __mmask16 inside = _mm512_cmple_epu32_mask(off, span);
+        __m512i bucket = _mm512_srlv_epi32(off, shift);
+        __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), inside, _mm512_srli_epi32(bucket, 5),
+                                                   (const void *)ix->meets, 4);
+        __m512i bit = _mm512_srlv_epi32(word, _mm512_and_si512(bucket, low5));
+        __mmask16 keep = _mm512_mask_test_epi32_mask(inside, bit, one);
+        _mm512_storeu_si512(idx + k,
+                            _mm512_maskz_compress_epi32(keep, _mm512_add_epi32(lane, _mm512_set1_epi32((int)j))));
+        k += (uint32_t)__builtin_popcount(keep);
+    }
+    return k;
+}
+#endif
+
 /* One chunk, at list position `at`: without `write` count its rows of
  * each fill into the tally; with it write them at pairs[2 * n[k]++] of
  * fill k. Returns the first misaligned entry inside a range, or n_entries. */
 static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uint32_t at, pk_memsort_fill *fills,
                            fill_state *state, tally *count, int write) {
-    for (uint64_t e = 0; e < ch->n_entries; e++) {
-        uint32_t a = ch->addr[e];
-        if (a - ix->lo > ix->span) continue; /* in no fill's range */
-        const uint32_t *b = ix->cand[(a - ix->lo) >> ix->shift];
-        uint32_t lo = b[0], hi = b[1];
-        if (lo == hi) continue; /* nor in one that meets its bucket */
-        if (hi - lo == 1) {     /* most buckets meet one range: is a inside it */
-            const fill_order o = ix->order[lo];
-            if (a - o.first > o.last - o.first) continue;
-            if (a & 7) return e;
-            uint32_t k = o.k;
-            if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) continue;
-            take(fills, count, k, a, ch->first_position + e, write);
-            continue;
+    uint64_t e = 0;
+#ifdef PK_FILL_X86
+    /* 16 entries at a time where most lie in no range (a worker's
+     * instances span a part of the addresses), listed, then the listed
+     * ones one by one: worker 3 of 16's instances from all chunks of a
+     * 519M-entry trace on two threads, 2.1-2.2 -> 0.86 s (1.1 s with a
+     * mask of each 16 walked at once, its branches unpredictable) */
+    uint32_t idx[SCAN_BLOCK + 16];
+    if (ix->use_avx512)
+        for (; e + SCAN_BLOCK <= ch->n_entries; e += SCAN_BLOCK) {
+            uint32_t n = maybe_in_ranges(ix, ch->addr + e, SCAN_BLOCK, idx);
+            for (uint32_t i = 0; i < n; i++)
+                if (scan_entry(ix, ch, e + idx[i], at, fills, state, count, write)) return e + idx[i];
         }
-        for (uint32_t h = hi; lo < h;) { /* the first range ending at or after a */
-            uint32_t mid = lo + (h - lo) / 2;
-            if (ix->order[mid].last < a) lo = mid + 1;
-            else h = mid;
-        }
-        for (uint32_t i = lo; i < hi && ix->lowest_first[i] <= a; i++) {
-            const fill_order o = ix->order[i];
-            if (o.first > a) continue;
-            if (a & 7) return e;
-            uint32_t k = o.k;
-            if ((a == o.first || a == o.last) && !takes(fills[k].plan, &state[k], at, ch->index, a)) continue;
-            take(fills, count, k, a, ch->first_position + e, write);
-        }
+#endif
+    for (; e < ch->n_entries; e++) {
+        if (ch->addr[e] - ix->lo > ix->span) continue; /* in no fill's range */
+        if (scan_entry(ix, ch, e, at, fills, state, count, write)) return e;
     }
     return ch->n_entries;
 }
@@ -275,7 +337,9 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                      0,
                      0,
                      0,
-                     NULL};
+                     NULL,
+                     NULL,
+                     0};
     /* each thread's states, with more than a line between one thread's
      * and the next's */
     const uint64_t state_stride = (uint64_t)n_fills + 64 / sizeof(fill_state) + 1;
@@ -320,7 +384,9 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     while ((ix.span >> ix.shift) >= (1u << 16)) ix.shift++;
     uint64_t n_buckets = ((uint64_t)ix.span >> ix.shift) + 1;
     ix.cand = malloc((size_t)n_buckets * sizeof *ix.cand);
-    if (!ix.cand) {
+    ix.meets = calloc((size_t)(n_buckets + 31) / 32, sizeof(uint32_t));
+    ix.use_avx512 = pk_cpu_has_avx512() && !pk_memsort_fill_scalar;
+    if (!ix.cand || !ix.meets) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
         goto done;
     }
@@ -332,6 +398,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
             if (ix.order[k].first <= end) j = k + 1;
         ix.cand[b][0] = i;
         ix.cand[b][1] = j > i ? j : i;
+        if (j > i) ix.meets[b / 32] |= 1u << (b % 32);
     }
 
     uint64_t n_entries = 0;
@@ -447,6 +514,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
     }
 done:
     free(ix.cand);
+    free(ix.meets);
     free(ix.order);
     free(ix.lowest_first);
     free(state);

@@ -66,6 +66,11 @@ uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos);
  * (all of them where none is bad). One thread. */
 uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts);
 
+/* Tests set this to have pk_memsort_fill_from_chunks scan the chunks one
+ * entry at a time, as it does on a CPU without AVX-512 (0: as the CPU
+ * allows). Process-wide; not thread-safe. */
+extern int pk_memsort_fill_scalar;
+
 /* The chunk table and sizes of a trace, without looking at the entries. */
 pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_trace *trace);
 
