@@ -11,8 +11,8 @@
  * every chunk's rows, in chunk order, and checks each instance's room
  * before any pair is written), the second writes them. Each pass first
  * picks, 16 entries at a time (AVX-512), the entries whose address lies
- * in a bucket that some instance's range meets. Each instance's rows, so in trace
- * order, are then sorted stably by address (a counting sort or a
+ * in a bucket that some instance's range meets. Each instance's rows, so
+ * in trace order, are then sorted stably by address (a counting sort or a
  * least-significant-digit radix sort on the address's offset from
  * first_addr), which is its stable address order.
  */
