@@ -125,6 +125,37 @@ uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uin
     return n;
 }
 
+/* pk_memsort_first_bad on n_threads threads, each its contiguous part in
+ * whole blocks. */
+static uint64_t first_bad_threads(int n_threads, const pk_memsort_layout *l, const uint32_t *addr, uint64_t n,
+                                  uint64_t *counts) {
+    uint64_t first_bad = n;
+#pragma omp parallel num_threads(n_threads)
+    {
+        uint64_t local[PK_MEMSORT_MAX_REGIONS] = {0};
+        uint64_t bad = n;
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        uint64_t blocks = (n + CHECK_BLOCK - 1) / CHECK_BLOCK;
+        uint64_t b = blocks * (uint64_t)t / (uint64_t)nt * CHECK_BLOCK,
+                 e = blocks * (uint64_t)(t + 1) / (uint64_t)nt * CHECK_BLOCK;
+        if (e > n) e = n;
+        if (b < e) {
+            uint64_t at = pk_memsort_first_bad(l, addr + b, e - b, local);
+            if (at < e - b) bad = b + at;
+        }
+#pragma omp critical
+        {
+            if (bad < first_bad) first_bad = bad;
+            for (uint32_t r = 0; r < l->n_regions; r++) counts[r] += local[r];
+        }
+    }
+    return first_bad;
+}
+
 pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace) {
     pk_clear(ctx);
     pk_status st = pk_memsort_regions_check(ctx, regions);
@@ -134,32 +165,8 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     pk_memsort_layout_make(regions, &layout);
     const uint64_t n = trace->n_entries;
     const uint32_t *addr = trace->addr;
-    uint64_t first_bad = n;
     uint64_t counts[PK_MEMSORT_MAX_REGIONS] = {0};
-#pragma omp parallel num_threads(pk_thread_count(ctx))
-    {
-        uint64_t local[PK_MEMSORT_MAX_REGIONS] = {0};
-        uint64_t bad = n;
-        int t = 0, nt = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        nt = omp_get_num_threads();
-#endif
-        /* each thread its contiguous part, in whole blocks */
-        uint64_t blocks = (n + CHECK_BLOCK - 1) / CHECK_BLOCK;
-        uint64_t b = blocks * (uint64_t)t / (uint64_t)nt * CHECK_BLOCK,
-                 e = blocks * (uint64_t)(t + 1) / (uint64_t)nt * CHECK_BLOCK;
-        if (e > n) e = n;
-        if (b < e) {
-            uint64_t at = pk_memsort_first_bad(&layout, addr + b, e - b, local);
-            if (at < e - b) bad = b + at;
-        }
-#pragma omp critical
-        {
-            if (bad < first_bad) first_bad = bad;
-            for (uint32_t r = 0; r < layout.n_regions; r++) counts[r] += local[r];
-        }
-    }
+    uint64_t first_bad = first_bad_threads(pk_thread_count(ctx), &layout, addr, n, counts);
     if (first_bad < n) {
         char where[96];
         pk_memsort_entry_name(trace, first_bad, where, sizeof where);
@@ -415,7 +422,7 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
                 }
             /* the first entry misaligned or in no region */
             uint64_t counts[PK_MEMSORT_MAX_REGIONS] = {0};
-            uint64_t first_bad = pk_memsort_first_bad(layout, addr, want, counts);
+            uint64_t first_bad = first_bad_threads(pk_thread_count(ctx), layout, addr, want, counts);
             if (first_bad < want) {
                 uint32_t a = addr[first_bad];
                 st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s", path, (unsigned long long)first_bad,
