@@ -152,7 +152,8 @@ int main(void) {
                 pk_context c;
                 pk_context_init(&c);
                 c.n_threads = threads;
-                /* one or two bad entries: fixed places at the edges of blocks and parts, then random ones */
+                /* one or two bad entries: first at fixed places (the ends, either side of the first
+                 * block's end and of the middle), then at random ones */
                 const uint64_t fixed[] = {0, 4095, 4096, n / 2 - 1, n / 2, n - 1};
                 uint64_t at[2], n_bad = 1 + k % 2;
                 for (uint64_t b = 0; b < n_bad; b++) at[b] = k < 12 && b == 0 ? fixed[k / 2] : check_next(&rng) % n;

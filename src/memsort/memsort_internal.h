@@ -61,11 +61,6 @@ static inline uint32_t pk_memsort_raw(const pk_memsort_layout *l, uint32_t a) {
  * (empty chunks are never the answer). */
 uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos);
 
-/* The first of the n entries at a that is misaligned or in no region of
- * l, n when none; each region's entries are added to counts[n_regions]
- * (all of them where none is bad). One thread. */
-uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts);
-
 /* Tests set this to have pk_memsort_fill_from_chunks scan the chunks one
  * entry at a time, as it does on a CPU without AVX-512 (0: as the CPU
  * allows). Process-wide; not thread-safe. */

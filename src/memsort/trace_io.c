@@ -110,7 +110,10 @@ static int bad_in_block(const uint32_t *lo, const uint32_t *span, uint32_t nr, c
  * scan that finds the bad one in a block that has one. */
 #define CHECK_BLOCK 4096u
 
-uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts) {
+/* The first of the n entries at a that is misaligned or in no region of
+ * l, n when none; each region's entries are added to counts[n_regions]
+ * (all of them where none is bad). One thread. */
+static uint64_t first_bad_in(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts) {
     uint32_t lo[PK_MEMSORT_MAX_REGIONS], span[PK_MEMSORT_MAX_REGIONS];
     for (uint32_t r = 0; r < l->n_regions; r++) {
         lo[r] = (uint32_t)l->base[r];
@@ -125,7 +128,7 @@ uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uin
     return n;
 }
 
-/* pk_memsort_first_bad on n_threads threads, each its contiguous part in
+/* first_bad_in on n_threads threads, each its contiguous part in
  * whole blocks. */
 static uint64_t first_bad_threads(int n_threads, const pk_memsort_layout *l, const uint32_t *addr, uint64_t n,
                                   uint64_t *counts) {
@@ -144,7 +147,7 @@ static uint64_t first_bad_threads(int n_threads, const pk_memsort_layout *l, con
                  e = blocks * (uint64_t)(t + 1) / (uint64_t)nt * CHECK_BLOCK;
         if (e > n) e = n;
         if (b < e) {
-            uint64_t at = pk_memsort_first_bad(l, addr + b, e - b, local);
+            uint64_t at = first_bad_in(l, addr + b, e - b, local);
             if (at < e - b) bad = b + at;
         }
 #pragma omp critical
