@@ -103,6 +103,17 @@ static void add_u32(unsigned char *p, void *arg) {
     put32(p + k->at, get32(p + k->at) + k->value);
 }
 
+/* A progress callback that asks to cancel at its at-th call. */
+typedef struct {
+    int at, calls;
+} cancel_at_ask;
+
+static int cancel_at(void *user, double fraction) {
+    (void)fraction;
+    cancel_at_ask *c = user;
+    return ++c->calls == c->at;
+}
+
 /* Run the CLI; its exit code, stderr into err. */
 static int run_cli(const char *args, char *err, size_t err_size) {
     const char *cli = getenv("PAIRKIT_CLI");
@@ -179,6 +190,58 @@ int main(void) {
         CHECK(pk_memsort_write(&ctx, path_in("none"), &small, &empty) == PK_ERR_INVALID &&
                   strstr(ctx.message, "no chunk table"),
               "writing a result without a chunk table: %s", ctx.message);
+    }
+
+    /* a write cancelled by the progress callback, at each of its asks in
+     * turn until one lets it finish: PK_ERR_CANCELLED, the older pair in
+     * the folder byte for byte as it was, no temporary file */
+    {
+        pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1u, 0u};
+        pk_memsort_result res, back;
+        pk_memsort_result_init(&res);
+        pk_memsort_result_init(&back);
+        CHECK_OK(pk_memsort_run(&ctx, &o, &small, &trace, &res), &ctx);
+        char bin[700], txt[700];
+        snprintf(bin, sizeof bin, "%s/memsort.bin", path_in("out3"));
+        snprintf(txt, sizeof txt, "%s/summary.txt", path_in("out3"));
+        size_t n_bin = 0, n_txt = 0;
+        unsigned char *old_bin = read_all(bin, &n_bin), *old_txt = read_all(txt, &n_txt);
+        int cancelled = 0;
+        for (int at = 1; at < 100; at++) {
+            cancel_at_ask stop = {at, 0};
+            pk_context c;
+            pk_context_init(&c);
+            c.progress = cancel_at;
+            c.progress_user = &stop;
+            pk_status st = pk_memsort_write(&c, path_in("out3"), &small, &res);
+            if (st == PK_OK) break;
+            cancelled++;
+            CHECK(st == PK_ERR_CANCELLED && strcmp(c.message, "cancelled") == 0,
+                  "write cancelled at ask %d: status %d: %s", at, (int)st, c.message);
+            size_t n1 = 0, n2 = 0;
+            unsigned char *b1 = read_all(bin, &n1), *b2 = read_all(txt, &n2);
+            CHECK(b1 && b2 && n1 == n_bin && n2 == n_txt && memcmp(b1, old_bin, n1) == 0 &&
+                      memcmp(b2, old_txt, n2) == 0,
+                  "write cancelled at ask %d: the older pair changed", at);
+            free(b1);
+            free(b2);
+            char cmd[800];
+            snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -c tmp > /dev/null", path_in("out3"));
+            CHECK(system(cmd) != 0, "write cancelled at ask %d: a temporary file is left", at);
+        }
+        printf("memsort.bin write cancelled at each of its first %d asks, then written\n", cancelled);
+        CHECK(cancelled >= 3, "only %d asks of the progress callback in a write (start, before sync, before rename)",
+              cancelled);
+        pk_memsort_regions t;
+        CHECK_OK(pk_memsort_read(&ctx, path_in("out3"), 1, &t, &back), &ctx);
+        CHECK_OK(pk_memsort_compare(&ctx, &res, &back), &ctx);
+        /* worker 2 of 3's pair back in place for the tests below */
+        write_all(bin, old_bin, n_bin);
+        write_all(txt, old_txt, n_txt);
+        free(old_bin);
+        free(old_txt);
+        pk_memsort_result_free(&res);
+        pk_memsort_result_free(&back);
     }
 
     /* corruptions of worker 2 of 3's file */

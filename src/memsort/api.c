@@ -441,6 +441,12 @@ static char *join_path(const char *dir, const char *name) {
     return p;
 }
 
+/* The caller's callback asked at once (pk_progress_add asks at most every
+ * 0.05 s): non-zero when it wants the write cancelled. */
+static int write_cancel_asked(pk_context *ctx) {
+    return ctx->progress && ctx->progress(ctx->progress_user, 1.0);
+}
+
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *res) {
     pk_clear(ctx);
@@ -460,6 +466,10 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         free(txt_path);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
+    /* progress by bytes written; cancelled between instances and before
+     * the files are synced and renamed */
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, 4.0 * (double)(res->n_values + 2 * res->n_runs) + 1, 0, 1);
     pk_atomic_file bin, txt;
     pk_status st = pk_atomic_open(ctx, &bin, bin_path);
     if (st) goto out;
@@ -536,13 +546,18 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         if (in->owned) write_u32s(bin.fp, res->chunk_counts + in->counts_offset, res->n_chunks);
     }
     if (((uint64_t)res->n_owned * res->n_chunks) % 2) write_u32s(bin.fp, (const uint32_t[]){0}, 1);
-    for (uint32_t g = 0; g < res->n_instances; g++) {
+    int cancelled = progress.cancelled;
+    for (uint32_t g = 0; g < res->n_instances && !cancelled; g++) {
         const pk_memsort_instance *in = &res->instances[g];
-        if (in->owned) write_u32s(bin.fp, (const uint32_t *)(res->runs + in->runs_offset), 2 * (size_t)in->n_runs);
+        if (!in->owned) continue;
+        write_u32s(bin.fp, (const uint32_t *)(res->runs + in->runs_offset), 2 * (size_t)in->n_runs);
+        cancelled = pk_progress_add(&progress, 8.0 * (double)in->n_runs, 1);
     }
-    for (uint32_t g = 0; g < res->n_instances; g++) {
+    for (uint32_t g = 0; g < res->n_instances && !cancelled; g++) {
         const pk_memsort_instance *in = &res->instances[g];
-        if (in->owned) write_u32s(bin.fp, res->values + in->values_offset, in->n_rows);
+        if (!in->owned) continue;
+        write_u32s(bin.fp, res->values + in->values_offset, in->n_rows);
+        cancelled = pk_progress_add(&progress, 4.0 * (double)in->n_rows, 1);
     }
     if (value_at % 2) write_u32s(bin.fp, (const uint32_t[]){0}, 1); /* the file ends 8-byte aligned */
 
@@ -566,6 +581,13 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         fprintf(t, "%5u %-8s %5u %8u 0x%08x 0x%08x %6u %8u %6u %8u %5s\n", in->gid, regions->region[in->region].name,
                 in->index, in->n_rows, in->first_addr, in->last_addr, in->first_chunk, in->first_skip, in->last_chunk,
                 in->last_include, in->owned ? "yes" : "no");
+    }
+    if (!cancelled) cancelled = write_cancel_asked(ctx);
+    if (cancelled) {
+        pk_atomic_abort(&bin);
+        pk_atomic_abort(&txt);
+        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        goto out;
     }
     if (failed) {
         pk_atomic_abort(&bin);
@@ -591,7 +613,9 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     bin.fp = NULL;
     closed &= fclose(txt.fp) == 0;
     txt.fp = NULL;
-    if (!closed) {
+    if (write_cancel_asked(ctx)) { /* asked while the files were synced */
+        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    } else if (!closed) {
         st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", bin_path, strerror(errno));
     } else {
         char *from[2] = {bin.tmp_path, txt.tmp_path}, *to[2] = {bin_path, txt_path};

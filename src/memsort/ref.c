@@ -124,7 +124,7 @@ pk_status pk_memsort_run_ref(pk_context *ctx, const pk_memsort_regions *regions,
         }
         owned_at++;
     }
-    pk_progress_add(progress, 0.5 * (double)n, 1);
+    if (pk_progress_add(progress, 0.5 * (double)n, 1)) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
 done:
     free(keys);
     free(tmp);

@@ -52,12 +52,6 @@ static void gen_usage(FILE *out) {
             "  -q, --quiet          no summary line\n");
 }
 
-/* Under mpirun, the job's output, all of it or none: each rank writes its
- * worker-NNNN/ into a staging folder (rank 0 also workers.txt), then, once
- * every rank has, moves its older folder aside and the new one in; should
- * any rank fail at either step, every rank puts its older folder back. The
- * older folders are removed only when every rank has moved its new one in.
- * Returns the exit code. */
 /* A worker folder and the two files memsort writes into it, removed. */
 static void remove_worker_dir(const char *dir) {
     char path[4300];
@@ -68,8 +62,15 @@ static void remove_worker_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* Under mpirun, the job's output, all of it or none: each rank writes its
+ * worker-NNNN/ into a staging folder (rank 0 also workers.txt), then, once
+ * every rank has, moves its older folder aside and the new one in; should
+ * any rank fail at either step, every rank puts its older folder back. The
+ * older folders are removed only when every rank has moved its new one in.
+ * Returns the exit code. */
 static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, const char *worker_dir,
-                     const pk_memsort_regions *regions, const pk_memsort_result *result, int rank, int n_ranks) {
+                     const pk_memsort_regions *regions, const pk_memsort_result *result, int rank, int n_ranks,
+                     int quiet) {
     char staged[4200], old[4200], list[4200], list_staged[4200], list_old[4200];
     snprintf(staged, sizeof staged, "%.4000s.pkstage", worker_dir);
     snprintf(old, sizeof old, "%.4000s.pkold", worker_dir);
@@ -90,8 +91,11 @@ static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, cons
         fprintf(stderr, "pairkit %s [rank %d]: %s: cannot create the directory: %s\n", cmd, rank, out_dir,
                 strerror(errno));
         rc = 1;
-    } else if ((st = pk_memsort_write(ctx, staged, regions, result)) != PK_OK) {
-        rc = cli_error(cmd, st, ctx);
+    } else {
+        cli_progress_attach(ctx, "memsort: writing", quiet || rank != 0);
+        st = pk_memsort_write(ctx, staged, regions, result);
+        cli_progress_done(ctx);
+        if (st != PK_OK) rc = cli_error(cmd, st, ctx);
     }
     uint32_t mine[2] = {result->n_owned, (uint32_t)result->n_values};
     uint32_t *all = rank == 0 ? calloc((size_t)n_ranks * 2, sizeof(uint32_t)) : NULL;
@@ -303,14 +307,17 @@ int cmd_memsort(int argc, char **argv) {
     } else if (n_ranks == 1) {
         struct stat sb;
         int existed = stat(write_dir, &sb) == 0;
-        if ((st = pk_memsort_write(&ctx, write_dir, &regions, &result)) != PK_OK) {
+        cli_progress_attach(&ctx, "memsort: writing", quiet);
+        st = pk_memsort_write(&ctx, write_dir, &regions, &result);
+        cli_progress_done(&ctx);
+        if (st != PK_OK) {
             rc = cli_error(cmd, st, &ctx);
             if (!existed) rmdir(write_dir); /* the folder it made, empty again: no trace of the run */
         } else {
             wrote = 1;
         }
     } else {
-        rc = write_job(cmd, &ctx, out_dir, write_dir, &regions, &result, rank, n_ranks);
+        rc = write_job(cmd, &ctx, out_dir, write_dir, &regions, &result, rank, n_ranks, quiet);
         wrote = rc == 0;
     }
     if (wrote && !rc && !quiet) {
