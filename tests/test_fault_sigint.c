@@ -102,9 +102,122 @@ static void test_memsort_gen(void) {
     }
 }
 
+/* Whether an output is being written in dir (under the scratch folder):
+ * a staged file (the CLI's NAME.pkstage..., the library's NAME.tmp....). */
+static int writing_in(const char *dir) {
+    DIR *d = opendir(cli_path(dir));
+    int found = 0;
+    struct dirent *e;
+    while (d && !found && (e = readdir(d)) != NULL) found = strstr(e->d_name, ".pkstage") || strstr(e->d_name, ".tmp.");
+    if (d) closedir(d);
+    return found;
+}
+
+/* Run pairkit with args in the scratch folder and send SIGINT as soon as
+ * it is seen writing its outputs into dir. Returns the exit code; *sent:
+ * whether the signal went (the run may end before a staged file is seen). */
+static int interrupt_while_writing(const char *const *args, const char *dir, int *sent) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(cli_dir) != 0) _exit(99);
+        if (!freopen("err.txt", "w", stderr)) _exit(99);
+        signal(SIGINT, SIG_DFL);
+        const char *argv[20] = {cli_binary()};
+        for (int k = 0; args[k] && k < 18; k++) argv[k + 1] = args[k];
+        execv(cli_binary(), (char *const *)argv);
+        _exit(98);
+    }
+    int status = 0;
+    *sent = 0;
+    struct timespec tick = {0, 100000};
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (!*sent && writing_in(dir)) {
+            kill(pid, SIGINT);
+            *sent = 1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* SIGINT while a command writes its outputs: exit 130, no output and no
+ * staged file left. A run can still finish when the signal lands after
+ * its last rename (exit 0, every output there); of three tries at least
+ * one must be stopped. outputs: the names in dir that a finished run
+ * writes; NULL-terminated. */
+static void test_write_interrupted(const char *what, const char *const *args, const char *dir,
+                                   const char *const *outputs) {
+    int stopped = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int sent = 0;
+        int rc = interrupt_while_writing(args, dir, &sent);
+        int present = 0, n_out = 0;
+        for (int k = 0; outputs[k]; k++, n_out++) {
+            char name[128];
+            snprintf(name, sizeof name, "%.60s/%.60s", dir, outputs[k]);
+            present += access(cli_path(name), F_OK) == 0;
+        }
+        printf("%s, SIGINT once writing: %s, exit %d, %d of %d outputs\n", what, sent ? "sent" : "not sent", rc,
+               present, n_out);
+        CHECK(!writing_in(dir), "%s: a staged file is left", what);
+        if (rc == 130) {
+            CHECK(present == 0, "%s: exit 130 with %d outputs written", what, present);
+            char *e = cli_read(cli_path("err.txt"));
+            CHECK(e && strstr(e, "interrupted"), "%s: says it was interrupted: %s", what, e ? e : "");
+            free(e);
+            stopped++;
+        } else {
+            CHECK(rc == 0 && present == n_out, "%s: exit %d with %d of %d outputs", what, rc, present, n_out);
+        }
+        for (int k = 0; outputs[k]; k++) {
+            char name[128];
+            snprintf(name, sizeof name, "%.60s/%.60s", dir, outputs[k]);
+            unlink(cli_path(name));
+        }
+    }
+    CHECK(stopped > 0, "%s: SIGINT while writing never stopped the run", what);
+}
+
+static void test_writes(void) {
+    /* memsort (the library's writer) and memsort-fill, on the trace of
+     * test_memsort */
+    const char *ms[] = {"memsort", "trace", "-o", "plans", "--backend", "cpu", "-q", NULL};
+    const char *ms_out[] = {"memsort.bin", "summary.txt", NULL};
+    test_write_interrupted("memsort", ms, "plans", ms_out);
+    CHECK(cli_run("memsort trace -o plans --backend cpu -q") == 0, "memsort for the plans"); /* a run left whole */
+    const char *fill[] = {"memsort-fill", "plans", "trace", "-o", "filled", "-q", NULL};
+    const char *fill_out[] = {"fill.bin", "fill.txt", NULL};
+    test_write_interrupted("memsort-fill", fill, "filled", fill_out);
+    /* angcorr: its text output, then the PNG plot where this build draws one */
+    FILE *fp[2] = {fopen(cli_path("d.txt"), "w"), fopen(cli_path("r.txt"), "w")};
+    uint64_t x = 88172645463325252ull;
+    for (int f = 0; f < 2; f++) {
+        fprintf(fp[f], "%d\n", 3000);
+        for (int i = 0; i < 3000; i++) {
+            double v[2];
+            for (int k = 0; k < 2; k++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                v[k] = 5400.0 * (double)(x >> 11) / 9007199254740992.0;
+            }
+            fprintf(fp[f], "%.6f %.6f\n", v[0], v[1]);
+        }
+        fclose(fp[f]);
+    }
+    const char *ac[] = {"angcorr", "d.txt", "r.txt", "-o", "w.out", "--png", "w.png", "-q", NULL};
+    const char *ac_out[] = {"w.out", "w.png", NULL};
+    const char *ac_text[] = {"angcorr", "d.txt", "r.txt", "-o", "w.out", "--png", "none", "--csv", "w.csv", "-q", NULL};
+    const char *ac_text_out[] = {"w.out", "w.csv", NULL};
+    int png = cli_run("angcorr d.txt r.txt -o w.out --png w.png -q") == 0 && access(cli_path("w.png"), F_OK) == 0;
+    if (!png) printf("angcorr: no PNG plot in this build or here; its text outputs alone\n");
+    unlink(cli_path("w.out"));
+    unlink(cli_path("w.png"));
+    test_write_interrupted("angcorr", png ? ac : ac_text, ".", png ? ac_out : ac_text_out);
+}
+
 int main(void) {
     cli_scratch();
     test_memsort();
+    test_writes();
     test_memsort_gen();
     cli_scratch_remove();
     return check_finish("test_fault_sigint");

@@ -425,6 +425,11 @@ void cli_discard(cli_outputs *o) {
 }
 
 int cli_commit(const char *cmd, cli_outputs *o) {
+    if (interrupted) { /* Ctrl-C while the outputs were written: none of them */
+        cli_discard(o);
+        fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
+        return 130;
+    }
     int failed = pk_rename_all(o->n, o->staged, o->final_path);
     if (failed >= 0) {
         fprintf(stderr, "pairkit %s: %s: cannot move into place: %s; no output changed\n", cmd, o->final_path[failed],

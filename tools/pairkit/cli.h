@@ -116,7 +116,9 @@ int cli_check_names(const char *cmd, const cli_named *outputs, int n);
  * final; NULL after printing such an error. */
 const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path);
 /* Rename every staged file over its final name (see above); 0 on success,
- * 1 after printing the error. The staged names are freed either way. */
+ * 1 after printing the error. After a Ctrl-C (SIGINT or SIGTERM, once
+ * cli_progress_attach has run), 130 with the staged files removed and
+ * nothing renamed. The staged names are freed either way. */
 int cli_commit(const char *cmd, cli_outputs *o);
 /* Remove the staged files and free the names. */
 void cli_discard(cli_outputs *o);
