@@ -15,20 +15,27 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Run pairkit with args (NULL-terminated) in the scratch folder, send
- * SIGINT after delay seconds; *stop_s is the time from the signal to the
- * exit. Returns the exit code (128 + signal when killed). */
-static int run_interrupted(const char *const *args, double delay, double *stop_s) {
+/* Start pairkit with args (NULL-terminated, at most 18) in the scratch
+ * folder, its stderr into err.txt; the child's pid. */
+static pid_t spawn(const char *const *args) {
     pid_t pid = fork();
     if (pid == 0) {
         if (chdir(cli_dir) != 0) _exit(99);
         if (!freopen("err.txt", "w", stderr)) _exit(99);
         signal(SIGINT, SIG_DFL);
-        const char *argv[16] = {cli_binary()};
-        for (int k = 0; args[k] && k < 14; k++) argv[k + 1] = args[k];
+        const char *argv[20] = {cli_binary()};
+        for (int k = 0; args[k] && k < 18; k++) argv[k + 1] = args[k];
         execv(cli_binary(), (char *const *)argv);
         _exit(98);
     }
+    return pid;
+}
+
+/* Run pairkit with args (NULL-terminated) in the scratch folder, send
+ * SIGINT after delay seconds; *stop_s is the time from the signal to the
+ * exit. Returns the exit code (128 + signal when killed). */
+static int run_interrupted(const char *const *args, double delay, double *stop_s) {
+    pid_t pid = spawn(args);
     struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
     nanosleep(&ts, NULL);
     double t0 = now_s();
@@ -117,16 +124,7 @@ static int writing_in(const char *dir) {
  * it is seen writing its outputs into dir. Returns the exit code; *sent:
  * whether the signal went (the run may end before a staged file is seen). */
 static int interrupt_while_writing(const char *const *args, const char *dir, int *sent) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (chdir(cli_dir) != 0) _exit(99);
-        if (!freopen("err.txt", "w", stderr)) _exit(99);
-        signal(SIGINT, SIG_DFL);
-        const char *argv[20] = {cli_binary()};
-        for (int k = 0; args[k] && k < 18; k++) argv[k + 1] = args[k];
-        execv(cli_binary(), (char *const *)argv);
-        _exit(98);
-    }
+    pid_t pid = spawn(args);
     int status = 0;
     *sent = 0;
     struct timespec tick = {0, 100000};
