@@ -1,7 +1,9 @@
 /* test_fault_sigint.c - Ctrl-C (SIGINT) during a long memsort run and while
  * memsort-gen writes its chunk files: the command stops within a second
  * and leaves no file behind, or (when the signal came after the work) a
- * complete output. angcorr and dftimage have the same test in
+ * complete output. Also Ctrl-C once memsort, memsort-fill and angcorr are
+ * writing their outputs (a staged file seen): exit 130 and no output.
+ * angcorr and dftimage have the Ctrl-C test of a long run in
  * test_angcorr_cli.c and test_dftimage_cli.c. */
 #include <signal.h>
 #include <time.h>
