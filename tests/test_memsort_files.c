@@ -114,6 +114,58 @@ static int cancel_at(void *user, double fraction) {
     return ++c->calls == c->at;
 }
 
+/* A progress callback that keeps the fractions it is given. */
+typedef struct {
+    double fraction[256];
+    int n;
+} fractions_seen;
+
+static int keep_fraction(void *user, double fraction) {
+    fractions_seen *f = user;
+    if (f->n < 256) f->fraction[f->n] = fraction;
+    f->n++;
+    return 0;
+}
+
+/* pk_sync_file in steps: one ask of the callback a step, a cancellation
+ * at any of them answered at once, the file whole when it runs through. */
+static void test_sync_steps(void) {
+    const size_t size = (1u << 20) + 100, step = 1u << 16; /* 17 steps, the last short */
+    unsigned char *data = malloc(size);
+    for (size_t i = 0; i < size; i++) data[i] = (unsigned char)(i * 131 + 7);
+    int runs = 0;
+    for (int at = 1; at <= 19; at++) {
+        FILE *fp = fopen(path_in("sync.bin"), "wb");
+        CHECK(fp && fwrite(data, 1, size, fp) == size, "writing sync.bin");
+        if (!fp) break;
+        cancel_at_ask stop = {at, 0};
+        pk_context c;
+        pk_context_init(&c);
+        c.progress = cancel_at;
+        c.progress_user = &stop;
+        pk_progress p;
+        pk_progress_begin(&p, &c, (double)size, 0, 1); /* ask 1 */
+        int r = pk_sync_file(fp, step, &p);
+        fclose(fp);
+        if (at <= 18) {
+            CHECK(r == 1 && stop.calls == at, "sync cancelled at ask %d: returned %d after %d asks", at, r, stop.calls);
+        } else {
+            size_t n = 0;
+            unsigned char *back = read_all(path_in("sync.bin"), &n);
+            CHECK(r == 0 && stop.calls == 18 && back && n == size && memcmp(back, data, size) == 0,
+                  "sync run through: returned %d after %d asks (18 expected), file %s", r, stop.calls,
+                  back && n == size && memcmp(back, data, size) == 0 ? "whole" : "differs");
+            free(back);
+        }
+        runs++;
+    }
+    FILE *fp = fopen(path_in("sync.bin"), "wb");
+    CHECK(fp && fwrite(data, 1, 10, fp) == 10 && pk_sync_file(fp, step, NULL) == 0, "sync without progress");
+    if (fp) fclose(fp);
+    printf("pk_sync_file: 17 steps, cancelled at each of 18 asks, then run through (%d runs)\n", runs);
+    free(data);
+}
+
 /* Run the CLI; its exit code, stderr into err. */
 static int run_cli(const char *args, char *err, size_t err_size) {
     const char *cli = getenv("PAIRKIT_CLI");
@@ -146,6 +198,7 @@ int main(void) {
                             small.region[r].max_instances, small.region[r].instance_entries);
         write_all(path_in("small.txt"), text, (size_t)len);
     }
+    test_sync_steps();
     pk_memsort_gen_options g = {20000, 11, 1000, 1}; /* awkward: runs across and over instances */
     pk_memsort_trace trace;
     CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);
@@ -230,8 +283,24 @@ int main(void) {
             CHECK(system(cmd) != 0, "write cancelled at ask %d: a temporary file is left", at);
         }
         printf("memsort.bin write cancelled at each of its first %d asks, then written\n", cancelled);
-        CHECK(cancelled >= 3, "only %d asks of the progress callback in a write (start, before sync, before rename)",
+        CHECK(cancelled >= 5,
+              "only %d asks of the progress callback in a write (start, the sync's start, a step of each file, "
+              "before rename)",
               cancelled);
+        /* the fraction: from 0, half once the files are written, whole at the end, never back */
+        fractions_seen seen = {{0}, 0};
+        pk_context c;
+        pk_context_init(&c);
+        c.progress = keep_fraction;
+        c.progress_user = &seen;
+        CHECK_OK(pk_memsort_write(&c, path_in("out3"), &small, &res), &c);
+        int monotone = seen.n >= 5 && seen.n <= 256;
+        for (int k = 1; monotone && k < seen.n; k++) monotone = seen.fraction[k] >= seen.fraction[k - 1];
+        CHECK(monotone && seen.fraction[0] == 0 && seen.fraction[seen.n - 1] == 1 && seen.fraction[seen.n - 4] == 0.5 &&
+                  seen.fraction[seen.n - 2] == 1,
+              "write progress: %d fractions, first %g, the sync's start %g, last two %g %g (0, 0.5, 1, 1 expected)",
+              seen.n, seen.n ? seen.fraction[0] : -1, seen.n >= 4 ? seen.fraction[seen.n - 4] : -1,
+              seen.n >= 2 ? seen.fraction[seen.n - 2] : -1, seen.n ? seen.fraction[seen.n - 1] : -1);
         pk_memsort_regions t;
         CHECK_OK(pk_memsort_read(&ctx, path_in("out3"), 1, &t, &back), &ctx);
         CHECK_OK(pk_memsort_compare(&ctx, &res, &back), &ctx);

@@ -319,10 +319,12 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *expected,
 
 /* Write OUT_DIR/memsort.bin (binary layout in docs/memsort.md) and
  * OUT_DIR/summary.txt. Both appear together or not at all; on failure an
- * older pair in OUT_DIR is left as it was. Progress is reported by bytes
- * written; the callback is also asked before the files are synced and
- * again before they are renamed into place, and a cancellation at any of
- * these is PK_ERR_CANCELLED with no file changed. */
+ * older pair in OUT_DIR is left as it was. Progress is reported by bytes:
+ * the first half of the fraction as they are written (the callback asked
+ * between instances), the second as they reach the disk (asked when the
+ * sync starts and after each 32 MiB of it); the callback is asked once
+ * more before the files are renamed into place, and a cancellation at any
+ * of these is PK_ERR_CANCELLED with no file changed. */
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *result);
 

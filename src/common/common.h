@@ -119,5 +119,18 @@ void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double bas
  * times a second, and never again once the callback asked to stop.
  * Returns non-zero when cancelled. */
 int pk_progress_add(pk_progress *p, double work, int is_owner_thread);
+/* Report the fraction done to the callback now, from the owning thread,
+ * whatever the time since the last report; non-zero when cancelled. */
+int pk_progress_ask(pk_progress *p);
+
+/* Flush `fp` and bring its data to the disk. On Linux it goes a step of
+ * `step` bytes at a time (sync_file_range), each step added to `progress`
+ * (when not NULL) as that many units of work and followed by
+ * pk_progress_ask, so that a long sync shows its progress and stops when
+ * asked; then one fsync (the metadata, the disk's cache). Elsewhere, or
+ * where the file system refuses the steps, the fsync alone. Returns 0 once
+ * the file is on the disk, 1 when cancelled (the file then half synced:
+ * the caller removes it), -1 on a write error, errno saying which. */
+int pk_sync_file(FILE *fp, uint64_t step, pk_progress *progress);
 
 #endif

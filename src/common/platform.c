@@ -1,6 +1,7 @@
 /* platform.c - clocks, CPU features, aligned memory, whole-file reads and
  * atomic file output (temporary file + fsync + rename). */
 
+#define _GNU_SOURCE /* sync_file_range */
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -277,4 +278,34 @@ const char *pk_dir_name(const char *dir, char *buf, size_t size) {
     memcpy(buf, dir, n);
     buf[n] = '\0';
     return buf;
+}
+
+int pk_sync_file(FILE *fp, uint64_t step, pk_progress *progress) {
+    if (ferror(fp)) {
+        errno = 0;
+        return -1;
+    }
+    if (fflush(fp) != 0) return -1;
+    int fd = fileno(fp);
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    struct stat sb;
+    if (step > 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+        for (uint64_t at = 0; at < (uint64_t)sb.st_size; at += step) {
+            uint64_t len = (uint64_t)sb.st_size - at < step ? (uint64_t)sb.st_size - at : step;
+            if (sync_file_range(fd, (off_t)at, (off_t)len, flags) != 0) {
+                if (errno == EINVAL || errno == ENOSYS || errno == ESPIPE || errno == EOPNOTSUPP) break;
+                return -1; /* EIO, ENOSPC: the data did not reach the disk */
+            }
+            if (progress) {
+                pk_progress_add(progress, (double)len, 0);
+                if (pk_progress_ask(progress)) return 1;
+            }
+        }
+    }
+#else
+    (void)step;
+    (void)progress;
+#endif
+    return fsync(fd) != 0 ? -1 : 0;
 }

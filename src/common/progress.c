@@ -32,3 +32,15 @@ int pk_progress_add(pk_progress *p, double work, int is_owner_thread) {
     }
     return p->cancelled;
 }
+
+int pk_progress_ask(pk_progress *p) {
+    if (p->ctx && p->ctx->progress && !p->cancelled) {
+        double done;
+#pragma omp atomic read
+        done = p->done;
+        p->last_report = pk_now();
+        double frac = p->base + p->span * (done / p->total);
+        if (p->ctx->progress(p->ctx->progress_user, frac > 1 ? 1 : frac)) p->cancelled = 1;
+    }
+    return p->cancelled;
+}

@@ -441,6 +441,11 @@ static char *join_path(const char *dir, const char *name) {
     return p;
 }
 
+/* Steps in which the output files are brought to the disk: each a
+ * progress report and a chance to cancel, a fraction of a second on a
+ * disk of a few hundred MB/s. */
+#define SYNC_STEP_BYTES (32ull << 20)
+
 /* The caller's callback asked at once (pk_progress_add asks at most every
  * 0.05 s): non-zero when it wants the write cancelled. */
 static int write_cancel_asked(pk_context *ctx) {
@@ -466,10 +471,11 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         free(txt_path);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     }
-    /* progress by bytes written; cancelled between instances and before
-     * the files are synced and renamed */
+    /* progress by bytes, the first half as they are written (cancelled
+     * between instances), the second as they reach the disk (cancelled
+     * between steps of the sync); asked once more before the renames */
     pk_progress progress;
-    pk_progress_begin(&progress, ctx, 4.0 * (double)(res->n_values + 2 * res->n_runs) + 1, 0, 1);
+    pk_progress_begin(&progress, ctx, 4.0 * (double)(res->n_values + 2 * res->n_runs) + 1, 0, 0.5);
     pk_atomic_file bin, txt;
     pk_status st = pk_atomic_open(ctx, &bin, bin_path);
     if (st) goto out;
@@ -582,14 +588,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
                 in->index, in->n_rows, in->first_addr, in->last_addr, in->first_chunk, in->first_skip, in->last_chunk,
                 in->last_include, in->owned ? "yes" : "no");
     }
-    if (!cancelled) cancelled = write_cancel_asked(ctx);
-    if (cancelled) {
-        pk_atomic_abort(&bin);
-        pk_atomic_abort(&txt);
-        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-        goto out;
-    }
-    if (failed) {
+    if (failed && !cancelled) {
         pk_atomic_abort(&bin);
         pk_atomic_abort(&txt);
         st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", bin_path);
@@ -597,23 +596,37 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     }
     /* Both files reach the disk before either is renamed into place, so a
      * full disk cannot leave a new memsort.bin beside an old summary.txt. */
-    for (int k = 0; k < 2; k++) {
+    pk_progress sync;
+    if (!cancelled) {
+        off_t bytes = ftello(bin.fp) + ftello(txt.fp);
+        pk_progress_begin(&sync, ctx, bytes > 0 ? (double)bytes : 1, 0.5, 0.5);
+        cancelled = sync.cancelled;
+    }
+    for (int k = 0; k < 2 && !cancelled; k++) {
         pk_atomic_file *f = k ? &txt : &bin;
         errno = 0;
-        if (ferror(f->fp) || fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0) {
+        int r = pk_sync_file(f->fp, SYNC_STEP_BYTES, &sync);
+        if (r < 0) {
             st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? txt_path : bin_path,
                          errno ? strerror(errno) : "an earlier write failed (disk full or I/O error)");
             pk_atomic_abort(&bin);
             pk_atomic_abort(&txt);
             goto out;
         }
+        cancelled = r > 0;
+    }
+    if (cancelled) {
+        pk_atomic_abort(&bin);
+        pk_atomic_abort(&txt);
+        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        goto out;
     }
     /* then both renamed into place, or neither: an older pair stays whole */
     int closed = fclose(bin.fp) == 0;
     bin.fp = NULL;
     closed &= fclose(txt.fp) == 0;
     txt.fp = NULL;
-    if (write_cancel_asked(ctx)) { /* asked while the files were synced */
+    if (write_cancel_asked(ctx)) { /* asked after the last step of the sync */
         st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     } else if (!closed) {
         st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", bin_path, strerror(errno));

@@ -80,9 +80,11 @@ static void put_u32s(FILE *fp, const uint32_t *v, uint64_t n) {
 }
 
 /* fill.bin: header, the given chunks, the instances, their rows per given
- * chunk, the pairs (docs/memsort.md). */
+ * chunk, the pairs (docs/memsort.md). The pairs' bytes are added to
+ * `progress` instance by instance; a cancellation stops the writing. */
 static void write_fill_bin(FILE *fp, const pk_memsort_result *plans, const pk_memsort_chunk *chunks, uint32_t n_given,
-                           const pk_memsort_fill *fills, uint32_t n_fills, const uint32_t *chunk_rows) {
+                           const pk_memsort_fill *fills, uint32_t n_fills, const uint32_t *chunk_rows,
+                           pk_progress *progress) {
     uint64_t n_pairs = 0;
     for (uint32_t k = 0; k < n_fills; k++) n_pairs += fills[k].n_rows;
     fwrite("PKMFILL1", 1, 8, fp);
@@ -106,7 +108,10 @@ static void write_fill_bin(FILE *fp, const pk_memsort_result *plans, const pk_me
     }
     put_u32s(fp, chunk_rows, (uint64_t)n_fills * n_given);
     if (((uint64_t)n_fills * n_given) % 2) put_u32(fp, 0);
-    for (uint32_t k = 0; k < n_fills; k++) put_u32s(fp, fills[k].pairs, 2 * fills[k].n_rows);
+    for (uint32_t k = 0; k < n_fills && !progress->cancelled; k++) {
+        put_u32s(fp, fills[k].pairs, 2 * fills[k].n_rows);
+        pk_progress_add(progress, 8.0 * (double)fills[k].n_rows, 1);
+    }
 }
 
 static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_result *plans,
@@ -362,18 +367,29 @@ int cmd_memsort_fill(int argc, char **argv) {
             rc = 1;
             goto out;
         }
-        for (int j = 0; j < 2 && !rc; j++) {
+        /* progress by the pairs' bytes, once as they are written and once
+         * as they reach the disk (32 MiB a step); a Ctrl-C in either ends
+         * the loop, and cli_commit then leaves no output */
+        cli_progress_attach(&ctx, "memsort-fill: writing", quiet);
+        pk_progress progress;
+        double bytes = 1;
+        for (uint32_t k = 0; k < n_fills; k++) bytes += 16.0 * (double)fills[k].n_rows;
+        pk_progress_begin(&progress, &ctx, bytes, 0, 1);
+        for (int j = 0; j < 2 && !rc && !progress.cancelled; j++) {
             const char *path = j ? s_txt : s_bin;
             errno = 0;
             FILE *fp = fopen(path, "wb");
             int open_errno = errno;
             if (fp) {
                 if (j) write_fill_txt(fp, plans_path, &plans, chunks, n_given, fills, n_fills);
-                else write_fill_bin(fp, &plans, chunks, n_given, fills, n_fills, chunk_rows);
+                else write_fill_bin(fp, &plans, chunks, n_given, fills, n_fills, chunk_rows, &progress);
             }
             if (fp) errno = 0;
             else errno = open_errno;
-            int bad = !fp || ferror(fp) || fflush(fp) != 0 || fsync(fileno(fp)) != 0;
+            int bad = !fp || (!progress.cancelled && pk_sync_file(fp, 32ull << 20, &progress) < 0);
+            /* a cancelled file emptied before it is closed: its pages are
+             * dropped, not first given disk blocks by the close */
+            if (fp && progress.cancelled && (fflush(fp), ftruncate(fileno(fp), 0)) != 0) bad = 1;
             if (fp && fclose(fp) != 0) bad = 1;
             if (bad) {
                 rc = cli_output_error(cmd,
@@ -382,6 +398,7 @@ int cmd_memsort_fill(int argc, char **argv) {
                                       &ctx, &outs);
             }
         }
+        cli_progress_done(&ctx);
         if (!rc) rc = cli_commit(cmd, &outs);
         else cli_discard(&outs);
         if (!rc && !quiet) {
