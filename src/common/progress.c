@@ -16,31 +16,25 @@ void pk_progress_begin(pk_progress *p, pk_context *ctx, double total, double bas
     if (ctx && ctx->progress && ctx->progress(ctx->progress_user, base > 1 ? 1 : base)) p->cancelled = 1;
 }
 
+/* The fraction done, given to the callback; the cancel flag set when it
+ * asks to stop. From the owning thread only. */
+static void report(pk_progress *p) {
+    double done;
+#pragma omp atomic read
+    done = p->done;
+    p->last_report = pk_now();
+    double frac = p->base + p->span * (done / p->total);
+    if (p->ctx->progress(p->ctx->progress_user, frac > 1 ? 1 : frac)) p->cancelled = 1;
+}
+
 int pk_progress_add(pk_progress *p, double work, int is_owner_thread) {
 #pragma omp atomic
     p->done += work;
-    if (is_owner_thread && p->ctx && p->ctx->progress && !p->cancelled) {
-        double now = pk_now();
-        if (now - p->last_report > 0.05) {
-            double done;
-#pragma omp atomic read
-            done = p->done;
-            p->last_report = now;
-            double frac = p->base + p->span * (done / p->total);
-            if (p->ctx->progress(p->ctx->progress_user, frac > 1 ? 1 : frac)) p->cancelled = 1;
-        }
-    }
+    if (is_owner_thread && p->ctx && p->ctx->progress && !p->cancelled && pk_now() - p->last_report > 0.05) report(p);
     return p->cancelled;
 }
 
 int pk_progress_ask(pk_progress *p) {
-    if (p->ctx && p->ctx->progress && !p->cancelled) {
-        double done;
-#pragma omp atomic read
-        done = p->done;
-        p->last_report = pk_now();
-        double frac = p->base + p->span * (done / p->total);
-        if (p->ctx->progress(p->ctx->progress_user, frac > 1 ? 1 : frac)) p->cancelled = 1;
-    }
+    if (p->ctx && p->ctx->progress && !p->cancelled) report(p);
     return p->cancelled;
 }

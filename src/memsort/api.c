@@ -441,11 +441,6 @@ static char *join_path(const char *dir, const char *name) {
     return p;
 }
 
-/* Steps in which the output files are brought to the disk: each a
- * progress report and a chance to cancel, a fraction of a second on a
- * disk of a few hundred MB/s. */
-#define SYNC_STEP_BYTES (32ull << 20)
-
 /* The caller's callback asked at once (pk_progress_add asks at most every
  * 0.05 s): non-zero when it wants the write cancelled. */
 static int write_cancel_asked(pk_context *ctx) {
@@ -605,7 +600,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     for (int k = 0; k < 2 && !cancelled; k++) {
         pk_atomic_file *f = k ? &txt : &bin;
         errno = 0;
-        int r = pk_sync_file(f->fp, SYNC_STEP_BYTES, &sync);
+        int r = pk_sync_file(f->fp, PK_SYNC_STEP_BYTES, &sync);
         if (r < 0) {
             st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? txt_path : bin_path,
                          errno ? strerror(errno) : "an earlier write failed (disk full or I/O error)");

@@ -386,11 +386,14 @@ int cmd_memsort_fill(int argc, char **argv) {
             }
             if (fp) errno = 0;
             else errno = open_errno;
-            int bad = !fp || (!progress.cancelled && pk_sync_file(fp, 32ull << 20, &progress) < 0);
-            /* a cancelled file emptied before it is closed: its pages are
-             * dropped, not first given disk blocks by the close */
-            if (fp && progress.cancelled && (fflush(fp), ftruncate(fileno(fp), 0)) != 0) bad = 1;
-            if (fp && fclose(fp) != 0) bad = 1;
+            int bad = !fp || (!progress.cancelled && pk_sync_file(fp, PK_SYNC_STEP_BYTES, &progress) < 0);
+            /* a cancelled file (removed either way) is emptied before it is
+             * closed, so that its pages are dropped rather than first given
+             * disk blocks by the close */
+            if (fp && progress.cancelled && fflush(fp) == 0 && ftruncate(fileno(fp), 0) != 0) {
+                /* not emptied: the close only takes longer */
+            }
+            if (fp && fclose(fp) != 0 && !progress.cancelled) bad = 1;
             if (bad) {
                 rc = cli_output_error(cmd,
                                       pk_fail(&ctx, PK_ERR_IO, "%s: write failed: %s", path,
