@@ -90,6 +90,136 @@ static void expect_regions_error(const char *what, const char *text, const char 
     printf("%s: %s\n", what, ctx.message);
 }
 
+/* Entries in a folder, "." and ".." aside (-1: no folder). */
+static int count_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
+}
+
+static int gen_asks, gen_cancel_at;
+static double gen_last_fraction;
+static int gen_fractions_ok;
+static int gen_progress(void *user, double fraction) {
+    (void)user;
+    if (fraction < gen_last_fraction || fraction > 1) gen_fractions_ok = 0;
+    gen_last_fraction = fraction;
+    return ++gen_asks == gen_cancel_at;
+}
+
+/* The folder holds exactly the trace `want` (its chunk files, nothing more). */
+static void expect_trace_in(const char *what, const char *dir, const pk_memsort_regions *regions,
+                            const pk_memsort_trace *want) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_trace back;
+    pk_status st = pk_memsort_trace_read(&ctx, dir, regions, &back);
+    CHECK(st == PK_OK, "%s: reading back: %s", what, ctx.message);
+    if (st != PK_OK) return;
+    CHECK(back.n_entries == want->n_entries && back.n_chunks == want->n_chunks &&
+              memcmp(back.addr, want->addr, want->n_entries * 4) == 0 &&
+              memcmp(back.chunk_start, want->chunk_start, (want->n_chunks + 1) * 8) == 0,
+          "%s: the folder holds another trace (%llu entries in %u chunks, %llu in %u wanted)", what,
+          (unsigned long long)back.n_entries, back.n_chunks, (unsigned long long)want->n_entries, want->n_chunks);
+    int files = count_entries(dir);
+    CHECK(files == (int)want->n_chunks, "%s: %d files in the folder, %u chunk files wanted", what, files,
+          want->n_chunks);
+    pk_memsort_trace_free(&back);
+}
+
+/* pk_memsort_generate_dir writes the trace pk_memsort_generate makes, a
+ * chunk at a time: the same entries and chunk table for chunkings that
+ * divide the entries and that do not, one chunk, the path for a last
+ * region too small for a stack, the zisk preset and awkward mode. A
+ * region over its capacity and a cancellation at any chunk leave the
+ * folder's older trace as it was, with no temporary file. */
+static void test_generate_dir(const pk_memsort_regions *def) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions zisk, small = test_regions_small();
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &zisk), &ctx);
+    struct {
+        const pk_memsort_regions *r;
+        pk_memsort_gen_options g;
+    } cases[] = {
+        {def, {100000, 3, 7777, 0}},   {def, {65536, 4, 4096, 0}},    {def, {5000, 5, 0, 0}},
+        {&zisk, {50000, 6, 10000, 0}}, {&small, {20000, 7, 1000, 0}}, {&small, {20000, 8, 999, 1}},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char what[64], name[32];
+        snprintf(what, sizeof what, "generate_dir case %zu", k);
+        snprintf(name, sizeof name, "gendir%zu", k);
+        pk_memsort_trace mem;
+        CHECK_OK(pk_memsort_generate(&ctx, cases[k].r, &cases[k].g, &mem), &ctx);
+        char *dir = fresh_dir(name);
+        CHECK_OK(pk_memsort_generate_dir(&ctx, cases[k].r, &cases[k].g, dir), &ctx);
+        expect_trace_in(what, dir, cases[k].r, &mem);
+        pk_memsort_trace_free(&mem);
+    }
+
+    /* over the folder's older trace: cancelled after each of the 13 chunks
+     * in turn, then run through */
+    pk_memsort_gen_options older_g = {1000, 5, 100, 0}, g = {100000, 3, 7777, 0};
+    pk_memsort_trace older, newer;
+    CHECK_OK(pk_memsort_generate(&ctx, def, &older_g, &older), &ctx);
+    CHECK_OK(pk_memsort_generate(&ctx, def, &g, &newer), &ctx);
+    char *dir = fresh_dir("gendir_over");
+    CHECK_OK(pk_memsort_trace_write(&ctx, dir, &older), &ctx);
+    ctx.progress = gen_progress;
+    for (gen_cancel_at = 1; gen_cancel_at <= 14; gen_cancel_at++) {
+        gen_asks = 0;
+        gen_last_fraction = 0;
+        gen_fractions_ok = 1;
+        pk_status st = pk_memsort_generate_dir(&ctx, def, &g, dir);
+        char what[64];
+        snprintf(what, sizeof what, "generate_dir cancelled at ask %d", gen_cancel_at);
+        if (gen_cancel_at <= 13) {
+            CHECK(st == PK_ERR_CANCELLED && strstr(ctx.message, "cancelled; no chunk file written") &&
+                      gen_asks == gen_cancel_at,
+                  "%s: status %d after %d asks: %s", what, (int)st, gen_asks, ctx.message);
+            expect_trace_in(what, dir, def, &older);
+        } else {
+            CHECK(st == PK_OK && gen_asks == 13 && gen_last_fraction == 1.0,
+                  "generate_dir run through: status %d, %d asks, last fraction %g: %s", (int)st, gen_asks,
+                  gen_last_fraction, ctx.message);
+            expect_trace_in("generate_dir over an older trace", dir, def, &newer);
+        }
+        CHECK(gen_fractions_ok, "%s: the progress went back or past 1", what);
+    }
+    ctx.progress = NULL;
+
+    /* a region over its capacity: stopped at the chunk that overflows it,
+     * named by region, the folder as it was */
+    pk_memsort_regions tight = *def;
+    tight.region[2].max_instances = 1;
+    tight.region[2].instance_entries = 20000;
+    uint64_t ram = 0, stop = 0;
+    for (uint64_t i = 0; i < newer.n_entries && !stop; i++) {
+        ram += newer.addr[i] >= def->region[2].base;
+        if (ram > 20000) stop = (i / 7777 + 1) * 7777; /* the end of the chunk that overflows */
+    }
+    char expect[128];
+    snprintf(expect, sizeof expect, "in region RAM by entry %llu, more than its 1 instances of 20000 rows",
+             (unsigned long long)stop);
+    pk_status st = pk_memsort_generate_dir(&ctx, &tight, &g, dir);
+    CHECK(st == PK_ERR_INVALID && stop > 0 && strstr(ctx.message, expect) && !strstr(ctx.message, "mem_addr"),
+          "generate_dir over capacity: status %d: %s (wanted '%s')", (int)st, ctx.message, expect);
+    printf("generate_dir over capacity: %s\n", ctx.message);
+    expect_trace_in("generate_dir over capacity", dir, def, &newer);
+    /* a folder name that is a file: refused before anything is made */
+    char file[600];
+    snprintf(file, sizeof file, "%s/mem_addr_0000.bin", dir);
+    st = pk_memsort_generate_dir(&ctx, def, &g, file);
+    CHECK(st == PK_ERR_IO && strstr(ctx.message, "not a directory"), "generate_dir into a file: status %d: %s", (int)st,
+          ctx.message);
+    pk_memsort_trace_free(&older);
+    pk_memsort_trace_free(&newer);
+}
+
 int main(void) {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/pk_memsort_XXXXXX");
     if (!mkdtemp(tmp_root)) {
@@ -361,6 +491,8 @@ int main(void) {
         pk_memsort_trace_free(NULL); /* as free(NULL) */
         pk_memsort_result_free(NULL);
     }
+
+    test_generate_dir(&def);
 
     /* round trip of chunk files, then memsort.bin's size */
     {

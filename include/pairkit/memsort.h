@@ -118,6 +118,9 @@ void pk_memsort_trace_free(pk_memsort_trace *trace);
 
 /* ---- the generator ------------------------------------------------------ */
 
+/* The generator's entries a chunk unless told: the prover's steps a chunk. */
+#define PK_MEMSORT_GEN_CHUNK (1u << 18)
+
 typedef struct pk_memsort_gen_options {
     uint64_t n_entries;     /* 1 .. 2^29 */
     uint64_t seed;          /* any; the same seed gives the same trace */
@@ -135,6 +138,15 @@ typedef struct pk_memsort_gen_options {
  * partial instance. More than 4096 chunks is an error. */
 pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
                               pk_memsort_trace *out);
+
+/* The same trace, written straight to chunk files in dir as it is made:
+ * a realistic trace holds one chunk in memory at a time (an awkward one,
+ * which is shuffled as a whole, all of it). Written as by
+ * pk_memsort_trace_write: all chunk files or none, and ctx->progress
+ * (fraction of entries made) is asked after each chunk and can cancel. A
+ * region over its capacity stops the run at the chunk that overflows it. */
+pk_status pk_memsort_generate_dir(pk_context *ctx, const pk_memsort_regions *regions,
+                                  const pk_memsort_gen_options *opts, const char *dir);
 
 /* ---- plan and fill -------------------------------------------------------- */
 

@@ -96,6 +96,30 @@ pk_status pk_memsort_result_reserve(pk_context *ctx, pk_memsort_result *result, 
 pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *layout, const pk_memsort_regions *regions,
                                     const pk_memsort_trace *trace, int r, uint64_t n_region);
 
+/* Chunk files written all or none (pk_memsort_trace_write, and the
+ * generator, a chunk at a time): begin checks and creates dir for
+ * n_chunks chunk files; each put writes the next chunk to a temporary
+ * file and syncs it; commit (after exactly n_chunks puts) renames them all
+ * into place and removes an older trace's further chunk files; abort,
+ * after a failure or instead of commit, removes the temporary files.
+ * Commit ends the writer whatever it returns. The struct must not move
+ * between begin and commit or abort. */
+typedef struct pk_memsort_chunk_writer {
+    char dir_buf[4096];
+    char **tmp;
+    uint32_t n_chunks, next;
+    int le;
+} pk_memsort_chunk_writer;
+pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer *w, const char *dir,
+                                        uint32_t n_chunks);
+pk_status pk_memsort_chunk_writer_put(pk_context *ctx, pk_memsort_chunk_writer *w, const uint32_t *addr, uint64_t n);
+pk_status pk_memsort_chunk_writer_commit(pk_context *ctx, pk_memsort_chunk_writer *w);
+void pk_memsort_chunk_writer_abort(pk_memsort_chunk_writer *w);
+
+/* The first of the n entries at a that is misaligned or in no region of
+ * l (n when none); each region's entries are added to counts. One thread. */
+uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts);
+
 /* State a backend keeps in result->backend_state between runs (scratch
  * buffers, device memory); every kind starts with its int tag. */
 enum { PK_MEMSORT_STATE_CPU = 1, PK_MEMSORT_STATE_CUDA = 2 };

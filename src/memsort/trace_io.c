@@ -110,10 +110,8 @@ static int bad_in_block(const uint32_t *lo, const uint32_t *span, uint32_t nr, c
  * scan that finds the bad one in a block that has one. */
 #define CHECK_BLOCK 4096u
 
-/* The first of the n entries at a that is misaligned or in no region of
- * l, n when none; each region's entries are added to counts[n_regions]
- * (all of them where none is bad). One thread. */
-static uint64_t first_bad_in(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts) {
+/* (memsort_internal.h) All of a's entries are counted where none is bad. */
+uint64_t pk_memsort_first_bad(const pk_memsort_layout *l, const uint32_t *a, uint64_t n, uint64_t *counts) {
     uint32_t lo[PK_MEMSORT_MAX_REGIONS], span[PK_MEMSORT_MAX_REGIONS];
     for (uint32_t r = 0; r < l->n_regions; r++) {
         lo[r] = (uint32_t)l->base[r];
@@ -128,7 +126,7 @@ static uint64_t first_bad_in(const pk_memsort_layout *l, const uint32_t *a, uint
     return n;
 }
 
-/* first_bad_in on n_threads threads, each its contiguous part in
+/* pk_memsort_first_bad on n_threads threads, each its contiguous part in
  * whole blocks. */
 static uint64_t first_bad_threads(int n_threads, const pk_memsort_layout *l, const uint32_t *addr, uint64_t n,
                                   uint64_t *counts) {
@@ -147,7 +145,7 @@ static uint64_t first_bad_threads(int n_threads, const pk_memsort_layout *l, con
                  e = blocks * (uint64_t)(t + 1) / (uint64_t)nt * CHECK_BLOCK;
         if (e > n) e = n;
         if (b < e) {
-            uint64_t at = first_bad_in(l, addr + b, e - b, local);
+            uint64_t at = pk_memsort_first_bad(l, addr + b, e - b, local);
             if (at < e - b) bad = b + at;
         }
 #pragma omp critical
@@ -523,26 +521,19 @@ void pk_memsort_chunks_free(pk_memsort_chunk *chunks, uint32_t n_chunks) {
 /* Every chunk goes to a temporary file first; only when all of them are on
  * disk are they renamed into place, and the chunk files of an older,
  * longer trace removed. A failure (a full disk, a rename refused) or a
- * cancellation through ctx->progress (asked after each chunk) removes the
- * temporary files and leaves the folder as it was, never a partial or
- * mixed trace. */
-pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
-    pk_clear(ctx);
-    char dir_buf[4096];
-    dir = pk_dir_name(dir, dir_buf, sizeof dir_buf);
-    /* a trace as pk_memsort_trace_read would give: 1 .. 4096 chunks whose
-     * starts run from 0 to n_entries without going back */
-    if (trace->n_chunks < 1 || trace->n_chunks > PK_MEMSORT_MAX_CHUNKS || !trace->chunk_start ||
-        (trace->n_entries && !trace->addr))
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: a trace of %u chunks cannot be written (1 to %d, with addresses)", dir,
-                       trace->n_chunks, PK_MEMSORT_MAX_CHUNKS);
-    for (uint32_t c = 0; c < trace->n_chunks; c++)
-        if (trace->chunk_start[c] > trace->chunk_start[c + 1] || (c == 0 && trace->chunk_start[0] != 0))
-            return pk_fail(ctx, PK_ERR_INVALID, "%s: chunk %u of the trace starts at %llu and ends at %llu", dir, c,
-                           (unsigned long long)trace->chunk_start[c], (unsigned long long)trace->chunk_start[c + 1]);
-    if (trace->chunk_start[trace->n_chunks] != trace->n_entries)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: the trace's chunks hold %llu entries, not its %llu", dir,
-                       (unsigned long long)trace->chunk_start[trace->n_chunks], (unsigned long long)trace->n_entries);
+ * cancellation removes the temporary files and leaves the folder as it
+ * was, never a partial or mixed trace. */
+pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer *w, const char *dir,
+                                        uint32_t n_chunks) {
+    memset(w, 0, sizeof *w);
+    if (strlen(dir) >= sizeof w->dir_buf)
+        return pk_fail(ctx, PK_ERR_INVALID, "%.64s...: the folder name is too long", dir);
+    dir = pk_dir_name(dir, w->dir_buf, sizeof w->dir_buf);
+    if (dir != w->dir_buf) snprintf(w->dir_buf, sizeof w->dir_buf, "%s", dir);
+    dir = w->dir_buf;
+    if (n_chunks < 1 || n_chunks > PK_MEMSORT_MAX_CHUNKS)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: a trace of %u chunks cannot be written (1 to %d)", dir, n_chunks,
+                       PK_MEMSORT_MAX_CHUNKS);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     struct stat sb;
@@ -558,7 +549,7 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
          * name of a chunk past the new trace's last, which the removal of
          * the older trace's chunks would leave (a name the new trace
          * takes fails its rename, and the older chunks are put back) */
-        for (long c = (long)trace->n_chunks; c <= max_index; c++) {
+        for (long c = (long)n_chunks; c <= max_index; c++) {
             char *path = chunk_path(dir, (uint32_t)c);
             if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
             int odd = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
@@ -571,79 +562,125 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
             if (odd) return st_scan;
         }
     }
-    int le = host_is_little_endian();
-    char **tmp = calloc(trace->n_chunks, sizeof *tmp);
-    if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    pk_status st = PK_OK;
-    for (uint32_t c = 0; c < trace->n_chunks && st == PK_OK; c++) {
-        char *path = chunk_path(dir, c);
-        if (!path) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            break;
-        }
-        pk_atomic_file f;
-        if ((st = pk_atomic_open(ctx, &f, path)) != PK_OK) {
-            free(path);
-            break;
-        }
-        uint64_t b = trace->chunk_start[c], e = trace->chunk_start[c + 1];
-        errno = 0;
-        if (le) {
-            fwrite(trace->addr + b, sizeof(uint32_t), e - b, f.fp);
-        } else {
-            for (uint64_t i = b; i < e; i++) {
-                uint32_t v = trace->addr[i];
-                unsigned char bytes[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                                          (unsigned char)(v >> 24)};
-                fwrite(bytes, 1, 4, f.fp);
-            }
-        }
-        int failed = ferror(f.fp) || fflush(f.fp) != 0 || fsync(fileno(f.fp)) != 0;
-        int saved_errno = errno;
-        if (fclose(f.fp) != 0 && !failed) failed = 1, saved_errno = errno;
-        f.fp = NULL;
-        tmp[c] = f.tmp_path;
-        f.tmp_path = NULL;
-        pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
-        if (failed)
-            st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path,
-                         saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
+    w->tmp = calloc(n_chunks, sizeof *w->tmp);
+    if (!w->tmp) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    w->n_chunks = n_chunks;
+    w->le = host_is_little_endian();
+    return PK_OK;
+}
+
+pk_status pk_memsort_chunk_writer_put(pk_context *ctx, pk_memsort_chunk_writer *w, const uint32_t *addr, uint64_t n) {
+    if (w->next >= w->n_chunks)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: more than the %u chunks announced", w->dir_buf, w->n_chunks);
+    uint32_t c = w->next;
+    char *path = chunk_path(w->dir_buf, c);
+    if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    pk_atomic_file f;
+    pk_status st = pk_atomic_open(ctx, &f, path);
+    if (st != PK_OK) {
         free(path);
-        if (st == PK_OK && ctx && ctx->progress &&
-            ctx->progress(ctx->progress_user, (double)(c + 1) / (double)trace->n_chunks))
-            st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled; no chunk file written", dir);
+        return st;
     }
-    /* all into place or none: should a rename fail, the chunks already
-     * renamed get their older files back */
-    if (st == PK_OK) {
-        char **final = calloc(trace->n_chunks, sizeof *final);
-        int ok = final != NULL;
-        for (uint32_t c = 0; ok && c < trace->n_chunks; c++) ok = (final[c] = chunk_path(dir, c)) != NULL;
-        if (!ok) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        } else {
-            int bad = pk_rename_all((int)trace->n_chunks, tmp, final);
-            if (bad >= 0)
-                st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename into place: %s; no chunk file changed", final[bad],
-                             strerror(errno));
-            for (uint32_t c = 0; bad < 0 && c < trace->n_chunks; c++) {
-                free(tmp[c]);
-                tmp[c] = NULL;
-            }
+    errno = 0;
+    if (w->le) {
+        fwrite(addr, sizeof(uint32_t), n, f.fp);
+    } else {
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t v = addr[i];
+            unsigned char bytes[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                                      (unsigned char)(v >> 24)};
+            fwrite(bytes, 1, 4, f.fp);
         }
-        for (uint32_t c = 0; final && c < trace->n_chunks; c++) free(final[c]);
-        free(final);
     }
-    for (uint32_t c = trace->n_chunks; c < PK_MEMSORT_MAX_CHUNKS && st == PK_OK; c++) {
-        char *path = chunk_path(dir, c);
+    int failed = ferror(f.fp) || fflush(f.fp) != 0 || fsync(fileno(f.fp)) != 0;
+    int saved_errno = errno;
+    if (fclose(f.fp) != 0 && !failed) failed = 1, saved_errno = errno;
+    f.fp = NULL;
+    w->tmp[c] = f.tmp_path;
+    w->next = c + 1;
+    f.tmp_path = NULL;
+    pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
+    if (failed)
+        st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path,
+                     saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
+    free(path);
+    return st;
+}
+
+/* all into place or none: should a rename fail, the chunks already
+ * renamed get their older files back */
+pk_status pk_memsort_chunk_writer_commit(pk_context *ctx, pk_memsort_chunk_writer *w) {
+    pk_status st = PK_OK;
+    if (w->next != w->n_chunks) {
+        st = pk_fail(ctx, PK_ERR_INVALID, "%s: %u of the %u chunks written", w->dir_buf, w->next, w->n_chunks);
+        pk_memsort_chunk_writer_abort(w);
+        return st;
+    }
+    char **final = calloc(w->n_chunks, sizeof *final);
+    int ok = final != NULL;
+    for (uint32_t c = 0; ok && c < w->n_chunks; c++) ok = (final[c] = chunk_path(w->dir_buf, c)) != NULL;
+    if (!ok) {
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    } else {
+        int bad = pk_rename_all((int)w->n_chunks, w->tmp, final);
+        if (bad >= 0)
+            st = pk_fail(ctx, PK_ERR_IO, "%s: cannot rename into place: %s; no chunk file changed", final[bad],
+                         strerror(errno));
+        for (uint32_t c = 0; bad < 0 && c < w->n_chunks; c++) {
+            free(w->tmp[c]);
+            w->tmp[c] = NULL;
+        }
+    }
+    for (uint32_t c = 0; final && c < w->n_chunks; c++) free(final[c]);
+    free(final);
+    for (uint32_t c = w->n_chunks; c < PK_MEMSORT_MAX_CHUNKS && st == PK_OK; c++) {
+        char *path = chunk_path(w->dir_buf, c);
         if (path) unlink(path);
         free(path);
     }
-    for (uint32_t c = 0; c < trace->n_chunks; c++) {
-        if (tmp[c]) unlink(tmp[c]);
-        free(tmp[c]);
+    pk_memsort_chunk_writer_abort(w);
+    return st;
+}
+
+void pk_memsort_chunk_writer_abort(pk_memsort_chunk_writer *w) {
+    for (uint32_t c = 0; w->tmp && c < w->n_chunks; c++) {
+        if (w->tmp[c]) unlink(w->tmp[c]);
+        free(w->tmp[c]);
     }
-    free(tmp);
+    free(w->tmp);
+    w->tmp = NULL;
+    w->n_chunks = w->next = 0;
+}
+
+pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
+    pk_clear(ctx);
+    char dir_buf[4096];
+    const char *name = pk_dir_name(dir, dir_buf, sizeof dir_buf);
+    /* a trace as pk_memsort_trace_read would give: 1 .. 4096 chunks whose
+     * starts run from 0 to n_entries without going back */
+    if (trace->n_chunks < 1 || trace->n_chunks > PK_MEMSORT_MAX_CHUNKS || !trace->chunk_start ||
+        (trace->n_entries && !trace->addr))
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: a trace of %u chunks cannot be written (1 to %d, with addresses)",
+                       name, trace->n_chunks, PK_MEMSORT_MAX_CHUNKS);
+    for (uint32_t c = 0; c < trace->n_chunks; c++)
+        if (trace->chunk_start[c] > trace->chunk_start[c + 1] || (c == 0 && trace->chunk_start[0] != 0))
+            return pk_fail(ctx, PK_ERR_INVALID, "%s: chunk %u of the trace starts at %llu and ends at %llu", name, c,
+                           (unsigned long long)trace->chunk_start[c], (unsigned long long)trace->chunk_start[c + 1]);
+    if (trace->chunk_start[trace->n_chunks] != trace->n_entries)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the trace's chunks hold %llu entries, not its %llu", name,
+                       (unsigned long long)trace->chunk_start[trace->n_chunks], (unsigned long long)trace->n_entries);
+    pk_memsort_chunk_writer w;
+    pk_status st = pk_memsort_chunk_writer_begin(ctx, &w, dir, trace->n_chunks);
+    if (st) return st;
+    for (uint32_t c = 0; c < trace->n_chunks && st == PK_OK; c++) {
+        uint64_t b = trace->chunk_start[c], e = trace->chunk_start[c + 1];
+        st = pk_memsort_chunk_writer_put(ctx, &w, trace->addr + b, e - b);
+        if (st == PK_OK && ctx && ctx->progress &&
+            ctx->progress(ctx->progress_user, (double)(c + 1) / (double)trace->n_chunks))
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled; no chunk file written", w.dir_buf);
+    }
+    if (st == PK_OK) return pk_memsort_chunk_writer_commit(ctx, &w);
+    pk_memsort_chunk_writer_abort(&w);
     return st;
 }
 

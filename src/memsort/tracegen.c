@@ -22,7 +22,6 @@
 #include "memsort_internal.h"
 
 #define GEN_MAX_ENTRIES (1ull << 29)
-#define GEN_DEFAULT_CHUNK (1u << 18) /* the prover's steps per chunk */
 
 typedef struct gen_rng {
     uint64_t s;
@@ -66,10 +65,18 @@ static uint64_t rng_skewed(gen_rng *r, uint64_t n) {
 #define ROM_TABLE_WORDS 256
 #define ROM_TABLE_STRIDE_WORDS 4096
 
+/* Takes the n entries at a (a whole chunk, or the last); nonzero stops
+ * the generator. */
+typedef int (*gen_flush_fn)(void *user, const uint32_t *a, uint64_t n);
+
 typedef struct gen_state {
     gen_rng rng;
-    uint32_t *out;
-    uint64_t n, pos;
+    uint32_t *out;      /* entries base .. base + cap - 1 */
+    uint64_t n, pos;    /* entries to make, made */
+    uint64_t base, cap; /* with flush: out holds one chunk of cap entries */
+    gen_flush_fn flush; /* NULL: out holds the whole trace */
+    void *flush_user;
+    int stop; /* flush said stop: emit does nothing more */
     /* regions by role */
     uint64_t rom_base, rom_words;
     uint64_t in_base, in_words, in_next;
@@ -81,7 +88,12 @@ typedef struct gen_state {
 } gen_state;
 
 static void emit(gen_state *g, uint64_t base, uint64_t word) {
-    if (g->pos < g->n) g->out[g->pos++] = (uint32_t)(base + 8 * word);
+    if (g->pos >= g->n || g->stop) return;
+    g->out[g->pos++ - g->base] = (uint32_t)(base + 8 * word);
+    if (g->flush && g->pos - g->base == g->cap) {
+        if (g->flush(g->flush_user, g->out, g->cap)) g->stop = 1;
+        g->base = g->pos;
+    }
 }
 
 static uint64_t heap_alloc(gen_state *g, uint64_t words) {
@@ -99,7 +111,7 @@ static void gen_realistic(gen_state *g) {
     g->heap_next = 0;
     g->sp = g->ram_words - 64;
     heap_alloc(g, 16);
-    while (g->pos < g->n) {
+    while (g->pos < g->n && !g->stop) {
         uint64_t u = rng_next(&g->rng) & 0xffff;
         if (u < P_HEAP_RECENT) {
             /* the newest objects are touched the most */
@@ -247,20 +259,75 @@ static int gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
     return 0;
 }
 
-pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
-                              pk_memsort_trace *out) {
-    pk_clear(ctx);
-    memset(out, 0, sizeof *out);
+/* The options' checks and the generator's state for them, without its
+ * output array. */
+static pk_status gen_setup(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
+                           gen_state *g, uint64_t *chunk_out, uint64_t *n_chunks_out) {
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     if (opts->n_entries == 0 || opts->n_entries > GEN_MAX_ENTRIES)
         return pk_fail(ctx, PK_ERR_INVALID, "%llu entries: outside 1 .. 2^29", (unsigned long long)opts->n_entries);
-    uint64_t chunk = opts->chunk_entries ? opts->chunk_entries : GEN_DEFAULT_CHUNK;
+    uint64_t chunk = opts->chunk_entries ? opts->chunk_entries : PK_MEMSORT_GEN_CHUNK;
     uint64_t n_chunks = (opts->n_entries + chunk - 1) / chunk;
     if (n_chunks > PK_MEMSORT_MAX_CHUNKS)
         return pk_fail(ctx, PK_ERR_INVALID, "%llu entries in chunks of %llu make %llu chunk files, more than %d",
                        (unsigned long long)opts->n_entries, (unsigned long long)chunk, (unsigned long long)n_chunks,
                        PK_MEMSORT_MAX_CHUNKS);
+    *chunk_out = chunk;
+    *n_chunks_out = n_chunks;
+    memset(g, 0, sizeof *g);
+    g->rng.s = opts->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    if (g->rng.s == 0) g->rng.s = 1;
+    g->n = opts->n_entries;
+    uint32_t nr = regions->n_regions;
+    const pk_memsort_region *rom = &regions->region[0], *ram = &regions->region[nr - 1];
+    g->rom_base = rom->base;
+    g->rom_words = rom->size >> 3;
+    if (nr >= 3) {
+        g->in_base = regions->region[1].base;
+        g->in_words = regions->region[1].size >> 3;
+    }
+    g->ram_base = ram->base;
+    g->ram_words = ram->size >> 3;
+    if (nr == 1 || g->ram_words < 2 * STACK_WINDOW_WORDS) {
+        /* too small for a stack and a heap: everything goes to the last region's words */
+        g->heap_limit = g->ram_words / 2 ? g->ram_words / 2 : 1;
+    } else {
+        g->heap_limit = g->ram_words - STACK_WINDOW_WORDS;
+    }
+    return PK_OK;
+}
+
+/* A realistic trace (or, where the last region has no room for a stack
+ * and a heap, skewed accesses over its words) through emit. */
+static void gen_run(gen_state *g) {
+    if (g->ram_words < 2 * STACK_WINDOW_WORDS) {
+        while (g->pos < g->n && !g->stop) emit(g, g->ram_base, rng_skewed(&g->rng, g->ram_words));
+    } else {
+        gen_realistic(g);
+    }
+}
+
+/* The generator's message for a region over its capacity: count entries
+ * by entry pos. */
+static pk_status gen_capacity_error(pk_context *ctx, const pk_memsort_gen_options *opts, const pk_memsort_region *rg,
+                                    uint64_t count, const char *by) {
+    uint64_t cap = (uint64_t)rg->max_instances * rg->instance_entries;
+    return pk_fail(ctx, PK_ERR_INVALID,
+                   "%llu entries: the generated trace puts %llu entries in region %s%s, more than its %u "
+                   "instances of %u rows allow (%llu); fewer entries or a larger table",
+                   (unsigned long long)opts->n_entries, (unsigned long long)count, rg->name, by, rg->max_instances,
+                   rg->instance_entries, (unsigned long long)cap);
+}
+
+pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
+                              pk_memsort_trace *out) {
+    pk_clear(ctx);
+    memset(out, 0, sizeof *out);
+    gen_state g;
+    uint64_t chunk, n_chunks;
+    pk_status st = gen_setup(ctx, regions, opts, &g, &chunk, &n_chunks);
+    if (st) return st;
     out->n_entries = opts->n_entries;
     out->n_chunks = (uint32_t)n_chunks;
     out->addr = pk_memsort_big_alloc((opts->n_entries + 1) * sizeof(uint32_t));
@@ -271,39 +338,17 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
     }
     for (uint64_t c = 0; c <= n_chunks; c++)
         out->chunk_start[c] = c * chunk < opts->n_entries ? c * chunk : opts->n_entries;
-
-    gen_state g;
-    memset(&g, 0, sizeof g);
-    g.rng.s = opts->seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-    if (g.rng.s == 0) g.rng.s = 1;
     g.out = out->addr;
-    g.n = opts->n_entries;
+    g.cap = g.n;
     uint32_t nr = regions->n_regions;
-    const pk_memsort_region *rom = &regions->region[0], *ram = &regions->region[nr - 1];
-    g.rom_base = rom->base;
-    g.rom_words = rom->size >> 3;
-    if (nr >= 3) {
-        g.in_base = regions->region[1].base;
-        g.in_words = regions->region[1].size >> 3;
-    }
-    g.ram_base = ram->base;
-    g.ram_words = ram->size >> 3;
-    if (nr == 1 || g.ram_words < 2 * STACK_WINDOW_WORDS) {
-        /* too small for a stack and a heap: everything goes to the last region's words */
-        g.heap_limit = g.ram_words / 2 ? g.ram_words / 2 : 1;
-    } else {
-        g.heap_limit = g.ram_words - STACK_WINDOW_WORDS;
-    }
     if (opts->awkward) {
         if (gen_awkward(&g, regions)) {
             pk_memsort_trace_free(out);
             return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for an awkward trace of %llu entries",
                            (unsigned long long)opts->n_entries);
         }
-    } else if (g.ram_words < 2 * STACK_WINDOW_WORDS) {
-        for (uint64_t i = 0; i < g.n; i++) g.out[i] = (uint32_t)(g.ram_base + 8 * rng_skewed(&g.rng, g.ram_words));
     } else {
-        gen_realistic(&g);
+        gen_run(&g);
     }
     if ((st = pk_memsort_trace_check(ctx, regions, out)) != PK_OK) {
         {
@@ -321,11 +366,7 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
                 uint64_t cap = (uint64_t)rg->max_instances * rg->instance_entries;
                 if (count[r] <= cap) continue;
                 pk_memsort_trace_free(out);
-                return pk_fail(ctx, PK_ERR_INVALID,
-                               "%llu entries: the generated trace puts %llu entries in region %s, more than its %u "
-                               "instances of %u rows allow (%llu); fewer entries or a larger table",
-                               (unsigned long long)opts->n_entries, (unsigned long long)count[r], rg->name,
-                               rg->max_instances, rg->instance_entries, (unsigned long long)cap);
+                return gen_capacity_error(ctx, opts, rg, count[r], "");
             }
         }
         char msg[PK_MESSAGE_MAX];
@@ -334,4 +375,90 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
         return pk_fail(ctx, PK_ERR_INVALID, "the generated trace does not fit this region table: %s", msg);
     }
     return PK_OK;
+}
+
+/* What the generator's chunks go through on their way to the files. */
+typedef struct gen_sink {
+    pk_context *ctx;
+    const pk_memsort_regions *regions;
+    const pk_memsort_gen_options *opts;
+    pk_memsort_layout layout;
+    pk_memsort_chunk_writer writer;
+    uint64_t counts[PK_MEMSORT_MAX_REGIONS];
+    uint64_t done;
+    pk_status st;
+} gen_sink;
+
+/* Each chunk checked (the same checks as pk_memsort_trace_check, the
+ * region counts so far against the capacity), written, and the progress
+ * asked. */
+static int gen_sink_chunk(void *user, const uint32_t *a, uint64_t n) {
+    gen_sink *k = user;
+    uint64_t bad = pk_memsort_first_bad(&k->layout, a, n, k->counts);
+    if (bad < n) {
+        k->st = pk_fail(k->ctx, PK_ERR_INVALID,
+                        "the generated trace does not fit this region table: entry %llu, address 0x%08x, lies in no "
+                        "region or is misaligned",
+                        (unsigned long long)(k->done + bad), a[bad]);
+        return 1;
+    }
+    k->done += n;
+    for (uint32_t r = 0; r < k->layout.n_regions; r++) {
+        const pk_memsort_region *rg = &k->regions->region[r];
+        if (k->counts[r] <= (uint64_t)rg->max_instances * rg->instance_entries) continue;
+        char by[64];
+        snprintf(by, sizeof by, " by entry %llu", (unsigned long long)k->done);
+        k->st = gen_capacity_error(k->ctx, k->opts, rg, k->counts[r], by);
+        return 1;
+    }
+    if ((k->st = pk_memsort_chunk_writer_put(k->ctx, &k->writer, a, n)) != PK_OK) return 1;
+    pk_context *ctx = k->ctx;
+    if (ctx && ctx->progress && ctx->progress(ctx->progress_user, (double)k->done / (double)k->opts->n_entries)) {
+        k->st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled; no chunk file written", k->writer.dir_buf);
+        return 1;
+    }
+    return 0;
+}
+
+pk_status pk_memsort_generate_dir(pk_context *ctx, const pk_memsort_regions *regions,
+                                  const pk_memsort_gen_options *opts, const char *dir) {
+    pk_clear(ctx);
+    if (opts->awkward) {
+        /* the awkward cases shuffle the whole trace: made in memory */
+        pk_memsort_trace trace;
+        pk_status st = pk_memsort_generate(ctx, regions, opts, &trace);
+        if (st) return st;
+        st = pk_memsort_trace_write(ctx, dir, &trace);
+        pk_memsort_trace_free(&trace);
+        return st;
+    }
+    gen_state g;
+    uint64_t chunk, n_chunks;
+    pk_status st = gen_setup(ctx, regions, opts, &g, &chunk, &n_chunks);
+    if (st) return st;
+    gen_sink *sink = calloc(1, sizeof *sink);
+    uint32_t *buf = malloc(chunk * sizeof(uint32_t));
+    if (!sink || !buf) {
+        free(sink);
+        free(buf);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for a chunk of %llu entries", (unsigned long long)chunk);
+    }
+    sink->ctx = ctx;
+    sink->regions = regions;
+    sink->opts = opts;
+    pk_memsort_layout_make(regions, &sink->layout);
+    if ((st = pk_memsort_chunk_writer_begin(ctx, &sink->writer, dir, (uint32_t)n_chunks)) == PK_OK) {
+        g.out = buf;
+        g.cap = chunk;
+        g.flush = gen_sink_chunk;
+        g.flush_user = sink;
+        gen_run(&g);
+        if (!g.stop && g.pos > g.base) gen_sink_chunk(sink, g.out, g.pos - g.base); /* the last, partial chunk */
+        st = sink->st;
+        if (st == PK_OK) st = pk_memsort_chunk_writer_commit(ctx, &sink->writer);
+        else pk_memsort_chunk_writer_abort(&sink->writer);
+    }
+    free(buf);
+    free(sink);
+    return st;
 }

@@ -40,7 +40,9 @@ static void gen_usage(FILE *out) {
             "usage: pairkit memsort-gen OUT_DIR --entries N [--seed S] [options]\n"
             "  Writes a synthetic zkVM memory trace as OUT_DIR/mem_addr_NNNN.bin, the\n"
             "  same for the same seed: a hot stack window, a bump-allocated heap, memcpy\n"
-            "  runs, sequential input reads and ROM tables (docs/memsort.md).\n\n"
+            "  runs, sequential input reads and ROM tables (docs/memsort.md). Made and\n"
+            "  written a chunk at a time (--awkward: made whole first); the chunk files\n"
+            "  go into place together once all are written, or none do.\n\n"
             "  --entries N          1 .. 2^29 entries (accepts 2^k and K, M, G suffixes)\n"
             "  --seed S             a whole number, 0 .. 2^64 - 1 (default 1)\n"
             "  --chunk N            entries per chunk file (default 262144, the prover's;\n"
@@ -49,7 +51,7 @@ static void gen_usage(FILE *out) {
             "                       boundary, a run longer than an instance, an empty\n"
             "                       region, a partial last instance\n"
             "  --regions R          default (default), zisk, or a region table file\n"
-            "  -q, --quiet          no summary line\n");
+            "  -q, --quiet          no progress line and no summary line\n");
 }
 
 /* A worker folder and the two files memsort writes into it, removed. */
@@ -400,15 +402,15 @@ int cmd_memsort_gen(int argc, char **argv) {
     pk_memsort_regions regions;
     pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
     if (st) return cli_error(cmd, st, &ctx);
-    pk_memsort_trace trace;
-    if ((st = pk_memsort_generate(&ctx, &regions, &g, &trace)) != PK_OK) return cli_error(cmd, st, &ctx);
-    cli_progress_attach(&ctx, "memsort-gen", 1); /* Ctrl-C while writing: no chunk file left behind */
-    st = pk_memsort_trace_write(&ctx, out_dir, &trace);
+    /* made and written a chunk at a time; Ctrl-C: no chunk file left behind */
+    cli_progress_attach(&ctx, "memsort-gen", quiet);
+    st = pk_memsort_generate_dir(&ctx, &regions, &g, out_dir);
     cli_progress_done(&ctx);
-    int rc = st ? cli_error(cmd, st, &ctx) : 0;
-    if (!st && !quiet)
-        fprintf(stderr, "wrote %llu entries in %u chunk file%s to %s\n", (unsigned long long)trace.n_entries,
-                trace.n_chunks, trace.n_chunks == 1 ? "" : "s", out_dir);
-    pk_memsort_trace_free(&trace);
-    return rc;
+    if (st) return cli_error(cmd, st, &ctx);
+    uint64_t chunk = g.chunk_entries ? g.chunk_entries : PK_MEMSORT_GEN_CHUNK;
+    uint64_t n_chunks = (g.n_entries + chunk - 1) / chunk;
+    if (!quiet)
+        fprintf(stderr, "wrote %llu entries in %llu chunk file%s to %s\n", (unsigned long long)g.n_entries,
+                (unsigned long long)n_chunks, n_chunks == 1 ? "" : "s", out_dir);
+    return 0;
 }
