@@ -1,7 +1,11 @@
-/* memsort_baselines.c - the CPU floor for memsort: one streaming pass that
- * reads the trace and writes an output of the same size as plan + fill
- * writes (a position per row and a run table), both sequentially. Each
- * output word depends on the input so the compiler cannot drop the reads.
+/* memsort_baselines.c - the CPU baselines of memsort: the floor, one
+ * streaming pass that reads the trace and writes an output of the same
+ * size as plan + fill writes (a position per row and a run table), both
+ * sequentially; and the plain sort, an LSD radix sort of (compact address,
+ * trace index) pairs, the CPU twin of the CUB alternative.
+ *
+ * In the floor each output word depends on the input, so the compiler
+ * cannot drop the reads.
  *
  * The floor writes with non-temporal stores (on x86-64): the output is
  * larger than the caches, so a plain store first reads every line it is
@@ -10,6 +14,9 @@
  * bench times both. */
 #include "memsort_baselines.h"
 #include "../src/common/common.h"
+#include "../src/memsort/memsort_internal.h"
+
+#include <stdlib.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -97,4 +104,95 @@ double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *
         }
     }
     return pk_now() - t0;
+}
+
+/* The radix sort: digits of at most 11 bits, as few passes as the compact
+ * space needs (3 of 9 bits for the default table's 96M addresses). Each
+ * pass: every thread counts the digits of its contiguous part, one thread
+ * turns the counts into offsets (digit by digit, thread by thread, so that
+ * the sort is stable), every thread scatters its part. The first pass
+ * makes the keys (stored for the next passes) and takes the trace index as
+ * the value. */
+#define RADIX_MAX_DIGIT 11
+
+double pk_memsort_bench_radix(const pk_memsort_regions *regions, const uint32_t *addr, uint64_t n, uint32_t *buf[4],
+                              int n_threads, const uint32_t **keys_out, const uint32_t **values_out) {
+    pk_memsort_layout layout;
+    pk_memsort_layout_make(regions, &layout);
+    uint32_t lo[PK_MEMSORT_MAX_REGIONS], span[PK_MEMSORT_MAX_REGIONS], cb[PK_MEMSORT_MAX_REGIONS];
+    for (uint32_t r = 0; r < layout.n_regions; r++) {
+        lo[r] = (uint32_t)layout.base[r];
+        span[r] = (uint32_t)(layout.end[r] - 1 - layout.base[r]); /* the last byte: no overflow at 4 GiB */
+        cb[r] = layout.compact_base[r];
+    }
+    const uint32_t nr = layout.n_regions;
+    int bits = layout.key_bits > 0 ? layout.key_bits : 1;
+    int passes = (bits + RADIX_MAX_DIGIT - 1) / RADIX_MAX_DIGIT;
+    int digit = (bits + passes - 1) / passes;
+    const uint64_t nb = 1ull << digit, mask = nb - 1;
+    if (n_threads < 1) n_threads = 1;
+    uint64_t *hist = calloc((size_t)n_threads * nb, sizeof(uint64_t));
+    if (!hist) return -1;
+    double t0 = pk_now();
+#pragma omp parallel num_threads(n_threads)
+    {
+        int t = 0, nt = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        const uint64_t b = n * (uint64_t)t / (uint64_t)nt, e = n * (uint64_t)(t + 1) / (uint64_t)nt;
+        uint64_t *h = hist + (uint64_t)t * nb;
+        uint32_t *src_k = buf[0], *src_v = buf[1], *dst_k = buf[2], *dst_v = buf[3];
+        for (int p = 0; p < passes; p++) {
+            const int shift = p * digit;
+            for (uint64_t d = 0; d < nb; d++) h[d] = 0;
+            if (p == 0) {
+                for (uint64_t i = b; i < e; i++) {
+                    uint32_t raw = addr[i], k = 0;
+                    for (uint32_t r = 0; r < nr; r++) k = raw - lo[r] <= span[r] ? cb[r] + ((raw - lo[r]) >> 3) : k;
+                    src_k[i] = k;
+                    h[k & mask]++;
+                }
+            } else {
+                for (uint64_t i = b; i < e; i++) h[(src_k[i] >> shift) & mask]++;
+            }
+#pragma omp barrier
+#pragma omp single
+            {
+                uint64_t off = 0;
+                for (uint64_t d = 0; d < nb; d++)
+                    for (int u = 0; u < nt; u++) {
+                        uint64_t c = hist[(uint64_t)u * nb + d];
+                        hist[(uint64_t)u * nb + d] = off;
+                        off += c;
+                    }
+            }
+            if (p == 0) {
+                for (uint64_t i = b; i < e; i++) {
+                    uint32_t k = src_k[i];
+                    uint64_t o = h[k & mask]++;
+                    dst_k[o] = k;
+                    dst_v[o] = (uint32_t)i;
+                }
+            } else {
+                for (uint64_t i = b; i < e; i++) {
+                    uint32_t k = src_k[i];
+                    uint64_t o = h[(k >> shift) & mask]++;
+                    dst_k[o] = k;
+                    dst_v[o] = src_v[i];
+                }
+            }
+#pragma omp barrier
+            uint32_t *tk = src_k, *tv = src_v;
+            src_k = dst_k, src_v = dst_v, dst_k = tk, dst_v = tv;
+        }
+        if (t == 0) {
+            *keys_out = src_k;
+            *values_out = src_v;
+        }
+    }
+    double seconds = pk_now() - t0;
+    free(hist);
+    return seconds;
 }

@@ -2,7 +2,8 @@
  * measures pairkit's memsort against, in the same run:
  *  - CPU: one streaming pass that reads the trace and writes as many bytes
  *    as the output has (the floor for any CPU plan + fill), with
- *    non-temporal stores (the floor) and with plain ones;
+ *    non-temporal stores (the floor) and with plain ones; and an LSD radix
+ *    sort of (compact address, trace index) pairs (the plain sort);
  *  - CUDA: copy the trace up, CUB radix sort of (compact address, trace
  *    index) pairs over the whole trace, copy keys and values back.
  */
@@ -21,6 +22,14 @@ extern "C" {
  * line of the output is read before it is written. Returns seconds. */
 double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *values, uint64_t n_values,
                                     pk_memsort_run_entry *runs, uint64_t n_runs, int n_threads, int nontemporal);
+
+/* The plain CPU sort: an LSD radix sort of (compact address, trace index)
+ * pairs over the whole trace, with n_threads threads, through buf[0..3]
+ * (n entries each; keys, values, and their scratch). On return the sorted
+ * keys and values are in two of them, named by keys_out and values_out.
+ * Returns seconds, -1 when out of memory for the counts. */
+double pk_memsort_bench_radix(const pk_memsort_regions *regions, const uint32_t *addr, uint64_t n, uint32_t *buf[4],
+                              int n_threads, const uint32_t **keys_out, const uint32_t **values_out);
 
 typedef struct pk_memsort_cub_times {
     double total_ms, up_ms, sort_ms, down_ms; /* device events */

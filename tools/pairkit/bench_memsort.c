@@ -6,7 +6,9 @@
  * CPU (--backend cpu): one streaming pass that reads the trace and writes
  * an output of the result's size with non-temporal stores (the floor) and
  * the same pass with plain stores, pairkit's plan + fill (all instances,
- * and one worker of 16), and the reference sort. CUDA (--backend cuda):
+ * and one worker of 16), the reference sort, and the plain sort (an LSD
+ * radix sort of (compact address, index) pairs, the CPU twin of the CUB
+ * alternative). CUDA (--backend cuda):
  * the plain CUB alternative (upload, radix sort of (compact address,
  * index) pairs, download keys and values), pairkit for all instances, and
  * pairkit for one worker of 16, all on a trace pinned once up front, timed
@@ -26,7 +28,7 @@
 #include "memsort/memsort_internal.h"
 #include "pairkit/memsort.h"
 
-enum { MAX_VARIANTS = 6 };
+enum { MAX_VARIANTS = 7 };
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -144,7 +146,7 @@ int bench_memsort(int argc, char **argv) {
     fflush(stdout);
 
     const char *names[MAX_VARIANTS];
-    int n_var = 0, rc = 0, v_portable = 0, v_plain = 0, v_worker = 0; /* CPU: where those variants sit */
+    int n_var = 0, rc = 0, v_portable = 0, v_plain = 0, v_worker = 0, v_radix = 0; /* CPU: where those sit */
     double *times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double *cpu_times = calloc((size_t)MAX_VARIANTS * (size_t)runs, sizeof(double));
     double cold[MAX_VARIANTS] = {0};
@@ -153,12 +155,14 @@ int bench_memsort(int argc, char **argv) {
     uint32_t *stream_values = NULL;
     pk_memsort_run_entry *stream_runs = NULL;
     uint64_t stream_n_runs = 0;
+    uint32_t *radix_buf[4] = {NULL, NULL, NULL, NULL};
+    const uint32_t *radix_keys = NULL, *radix_values = NULL;
 #ifdef PK_HAVE_CUDA
     pk_memsort_cub_baseline *cub = NULL;
 #endif
     pk_memsort_cub_times cub_t = {0};
     double up_ms[MAX_VARIANTS] = {0};
-    int threads = ctx.n_threads;
+    int nt = pk_thread_count(&ctx); /* the baselines' threads, as many as pairkit's */
 
     if (backend == PK_BACKEND_CPU) {
         names[n_var++] = "stream-pass";
@@ -170,13 +174,17 @@ int bench_memsort(int argc, char **argv) {
         names[n_var++] = "stream-plain"; /* the floor with plain stores */
         v_worker = n_var;
         names[n_var++] = "cpu-1-of-16";
+        v_radix = n_var;
+        names[n_var++] = "lsd-radix"; /* the plain sort */
         /* the stream pass writes as much as the CPU result holds: learn that first */
         pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
         if ((st = pk_memsort_run(&ctx, &o, &regions, &trace, &res[1])) != PK_OK) return cli_error(cmd, st, &ctx);
         stream_n_runs = res[1].n_runs;
         stream_values = pk_memsort_big_alloc((n + 1) * sizeof(uint32_t));
         stream_runs = pk_memsort_big_alloc((stream_n_runs + 1) * sizeof(pk_memsort_run_entry));
-        if (!stream_values || !stream_runs) return cli_error(cmd, PK_ERR_NOMEM, NULL);
+        for (int k = 0; k < 4; k++) radix_buf[k] = pk_memsort_big_alloc((n + 1) * sizeof(uint32_t));
+        if (!stream_values || !stream_runs || !radix_buf[0] || !radix_buf[1] || !radix_buf[2] || !radix_buf[3])
+            return cli_error(cmd, PK_ERR_NOMEM, NULL);
     } else {
 #ifdef PK_HAVE_CUDA
         names[n_var++] = "cub-baseline";
@@ -194,13 +202,14 @@ int bench_memsort(int argc, char **argv) {
             const char *name = names[v];
             double t = 0, cpu0 = process_cpu_seconds();
             if (strncmp(name, "stream-", 7) == 0) {
-                int nt = threads;
-#ifdef _OPENMP
-                if (nt <= 0) nt = omp_get_max_threads();
-#endif
-                if (nt <= 0) nt = 1;
                 t = pk_memsort_bench_stream_pass(trace.addr, n, stream_values, n, stream_runs, stream_n_runs, nt,
                                                  strcmp(name, "stream-pass") == 0);
+            } else if (strcmp(name, "lsd-radix") == 0) {
+                t = pk_memsort_bench_radix(&regions, trace.addr, n, radix_buf, nt, &radix_keys, &radix_values);
+                if (t < 0) {
+                    rc = cli_error(cmd, PK_ERR_NOMEM, NULL);
+                    goto done;
+                }
 #ifdef PK_HAVE_CUDA
             } else if (strcmp(name, "cub-baseline") == 0) {
                 if ((st = pk_memsort_cub_baseline_run(&ctx, cub, trace.addr, &cub_t)) != PK_OK) {
@@ -247,6 +256,11 @@ int bench_memsort(int argc, char **argv) {
                 : with_ref ? "cpu, cpu-portable and cpu-1-of-16 results identical to the reference"
                            : "cpu-portable result identical to cpu";
         rc |= st != PK_OK;
+        int same =
+            res[1].n_values == n && radix_values && memcmp(res[1].values, radix_values, n * sizeof(uint32_t)) == 0;
+        printf("lsd-radix: %s\n",
+               same ? "its values identical to the cpu result's rows" : "its values DIFFER from the cpu result's rows");
+        rc |= !same;
 #ifdef PK_HAVE_CUDA
     } else if (backend == PK_BACKEND_CUDA) {
         int same = res[1].n_values == n &&
@@ -295,12 +309,12 @@ int bench_memsort(int argc, char **argv) {
             median_of(times + (size_t)v_worker * (size_t)runs, runs) / cpu);
         if (with_ref)
             printf("; reference sort / cpu plan+fill: %.2fx", median_of(times + 2 * (size_t)runs, runs) / cpu);
-        printf("\n");
+        printf("; lsd-radix / cpu plan+fill: %.2fx\n", median_of(times + (size_t)v_radix * (size_t)runs, runs) / cpu);
         double cpu_base = median_of(cpu_times, runs), cpu_cpu = median_of(cpu_times + (size_t)runs, runs);
         printf("CPU time (all threads), median ms: stream pass %.1f, cpu %.1f (%.2fx), stream-plain %.1f", cpu_base,
                cpu_cpu, cpu_cpu / cpu_base, median_of(cpu_times + (size_t)v_plain * (size_t)runs, runs));
         if (with_ref) printf(", ref %.1f", median_of(cpu_times + 2 * (size_t)runs, runs));
-        printf("\n");
+        printf(", lsd-radix %.1f\n", median_of(cpu_times + (size_t)v_radix * (size_t)runs, runs));
     }
     printf("%s; peak host memory (RSS) %.2f GiB\n", agree, peak_rss_gib());
 done:
@@ -310,6 +324,7 @@ done:
 #endif
     pk_aligned_free(stream_values);
     pk_aligned_free(stream_runs);
+    for (int k = 0; k < 4; k++) pk_aligned_free(radix_buf[k]);
     free(times);
     free(cpu_times);
     pk_memsort_trace_free(&trace);
