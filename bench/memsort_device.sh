@@ -11,7 +11,7 @@ BIN=${BIN:-build}
 OUT=${OUT:-/tmp/memsort-out}
 ENTRIES=${ENTRIES:-519000000}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$BIN
+export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 P=$BIN/pairkit
 step() { echo "== $*"; }
 step machine
