@@ -308,8 +308,8 @@ static void gen_run(gen_state *g) {
     }
 }
 
-/* The generator's message for a region over its capacity: count entries
- * by entry pos. */
+/* The generator's message for region rg over its capacity, holding count
+ * entries; by says where it was seen ("" for the whole trace). */
 static pk_status gen_capacity_error(pk_context *ctx, const pk_memsort_gen_options *opts, const pk_memsort_region *rg,
                                     uint64_t count, const char *by) {
     uint64_t cap = (uint64_t)rg->max_instances * rg->instance_entries;
@@ -437,7 +437,9 @@ pk_status pk_memsort_generate_dir(pk_context *ctx, const pk_memsort_regions *reg
     pk_status st = gen_setup(ctx, regions, opts, &g, &chunk, &n_chunks);
     if (st) return st;
     gen_sink *sink = calloc(1, sizeof *sink);
-    uint32_t *buf = malloc(chunk * sizeof(uint32_t));
+    /* one chunk, or the whole trace where that is shorter (--chunk can
+     * name up to 2^32 entries) */
+    uint32_t *buf = malloc((chunk < g.n ? chunk : g.n) * sizeof(uint32_t));
     if (!sink || !buf) {
         free(sink);
         free(buf);
