@@ -210,6 +210,19 @@ static void test_generate_dir(const pk_memsort_regions *def) {
           "generate_dir over capacity: status %d: %s (wanted '%s')", (int)st, ctx.message, expect);
     printf("generate_dir over capacity: %s\n", ctx.message);
     expect_trace_in("generate_dir over capacity", dir, def, &newer);
+    /* ... and into a folder it made: the folder goes too */
+    char made[600];
+    snprintf(made, sizeof made, "%s/gendir_made", tmp_root);
+    st = pk_memsort_generate_dir(&ctx, &tight, &g, made);
+    CHECK(st == PK_ERR_INVALID && !exists(made), "generate_dir over capacity into a new folder: status %d, folder %s",
+          (int)st, exists(made) ? "left" : "removed");
+    ctx.progress = gen_progress;
+    gen_asks = 0;
+    gen_cancel_at = 2;
+    st = pk_memsort_generate_dir(&ctx, def, &g, made);
+    ctx.progress = NULL;
+    CHECK(st == PK_ERR_CANCELLED && !exists(made), "generate_dir cancelled into a new folder: status %d, folder %s",
+          (int)st, exists(made) ? "left" : "removed");
     /* a folder name that is a file: refused before anything is made */
     char file[600];
     snprintf(file, sizeof file, "%s/mem_addr_0000.bin", dir);

@@ -30,9 +30,9 @@ library), then by the system's library search.
 from ._core import PairkitError, library_path
 from ._angcorr import DDtheta_mocks, w_theta
 from ._dftimage import dft_image, dft_points, dft_psf, fit_beam, read_vis
-from ._memsort import (Memsort, memsort, memsort_fill, memsort_generate, memsort_pin, memsort_rows, read_memsort,
-                       read_memsort_fill, read_trace)
+from ._memsort import (Memsort, memsort, memsort_fill, memsort_generate, memsort_generate_dir, memsort_pin,
+                       memsort_rows, read_memsort, read_memsort_fill, read_trace, write_trace)
 
 __all__ = ["DDtheta_mocks", "w_theta", "read_vis", "dft_image", "dft_psf", "fit_beam", "dft_points", "memsort", "Memsort",
-           "memsort_fill", "memsort_generate", "memsort_pin", "memsort_rows", "read_memsort", "read_memsort_fill",
-           "read_trace", "PairkitError", "library_path"]
+           "memsort_fill", "memsort_generate", "memsort_generate_dir", "memsort_pin", "memsort_rows", "read_memsort",
+           "read_memsort_fill", "read_trace", "write_trace", "PairkitError", "library_path"]

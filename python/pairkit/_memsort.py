@@ -98,6 +98,9 @@ def _declare(lib):
     lib.pk_memsort_generate.argtypes = [P(_Context), P(_Regions), P(_GenOptions), P(_Trace)]
     lib.pk_memsort_trace_free.argtypes = [P(_Trace)]
     lib.pk_memsort_trace_read.argtypes = [P(_Context), ctypes.c_char_p, P(_Regions), P(_Trace)]
+    lib.pk_memsort_trace_check.argtypes = [P(_Context), P(_Regions), P(_Trace)]
+    lib.pk_memsort_trace_write.argtypes = [P(_Context), ctypes.c_char_p, P(_Trace)]
+    lib.pk_memsort_generate_dir.argtypes = [P(_Context), P(_Regions), P(_GenOptions), ctypes.c_char_p]
     lib.pk_memsort_result_init.argtypes = [P(_Result)]
     lib.pk_memsort_result_free.argtypes = [P(_Result)]
     lib.pk_memsort_run.argtypes = [P(_Context), P(_Options), P(_Regions), P(_Trace), P(_Result)]
@@ -108,7 +111,8 @@ def _declare(lib):
     lib.pk_memsort_kernel_from_name.argtypes = [ctypes.c_char_p]
     lib.pk_memsort_kernel_name.argtypes = [ctypes.c_int]
     lib.pk_memsort_kernel_name.restype = ctypes.c_char_p
-    for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_run",
+    for name in ("pk_memsort_regions_get", "pk_memsort_generate", "pk_memsort_trace_read", "pk_memsort_trace_check",
+                 "pk_memsort_trace_write", "pk_memsort_generate_dir", "pk_memsort_run",
                  "pk_memsort_kernel_from_name", "pk_memsort_trace_pin", "pk_memsort_fill_from_chunks",
                  "pk_memsort_read"):
         getattr(lib, name).restype = ctypes.c_int
@@ -137,6 +141,19 @@ def _take_trace(lib, trace):
     return addr, starts
 
 
+def _gen_options(n_entries, seed, chunk_entries, awkward):
+    return _GenOptions(_count(n_entries, "n_entries", 1, 1 << 29), _count(seed, "seed", 0, (1 << 64) - 1),
+                       _count(chunk_entries or 0, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
+
+
+def _gen_check(st, ctx):
+    """_check for the generator, whose chunks are not files here."""
+    try:
+        _check(st, ctx)
+    except PairkitError as e:
+        raise PairkitError(str(e).replace(" chunk files,", " chunks,")) from None
+
+
 def memsort_generate(n_entries, seed=1, chunk_entries=None, awkward=False, regions="default"):
     """A synthetic trace as `pairkit memsort-gen` writes it, deterministic
     from the seed: (addr, chunk_start), uint32 raw addresses and the uint64
@@ -145,16 +162,48 @@ def memsort_generate(n_entries, seed=1, chunk_entries=None, awkward=False, regio
     lib = _load()
     ctx = new_context(0)
     table = _regions(lib, ctx, regions)
-    opts = _GenOptions(_count(n_entries, "n_entries", 1, 1 << 29), _count(seed, "seed", 0, (1 << 64) - 1),
-                       _count(chunk_entries or 0, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
+    opts = _gen_options(n_entries, seed, chunk_entries, awkward)
     trace = _Trace()
     with interruptible(ctx):
         st = lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts), ctypes.byref(trace))
-    try:
-        _check(st, ctx)
-    except PairkitError as e:
-        raise PairkitError(str(e).replace(" chunk files,", " chunks,")) from None
+    _gen_check(st, ctx)
     return _take_trace(lib, trace)
+
+
+def memsort_generate_dir(trace_dir, n_entries, seed=1, chunk_entries=None, awkward=False, regions="default"):
+    """The trace memsort_generate makes, written straight to the chunk files
+    TRACE_DIR/mem_addr_NNNN.bin a chunk at a time, as `pairkit memsort-gen`
+    writes it (a realistic trace never held whole in memory; an awkward
+    one is). All chunk files or none; an older trace's further chunk files
+    in the folder are removed."""
+    lib = _load()
+    ctx = new_context(0)
+    table = _regions(lib, ctx, regions)
+    opts = _gen_options(n_entries, seed, chunk_entries, awkward)
+    with interruptible(ctx):
+        st = lib.pk_memsort_generate_dir(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts),
+                                         os.fsencode(trace_dir))
+    _check(st, ctx)
+
+
+def write_trace(trace_dir, addr, chunk_entries=None, chunk_start=None, regions="default"):
+    """A trace held in an array written as the chunk files
+    TRACE_DIR/mem_addr_NNNN.bin that `pairkit memsort` and read_trace take:
+    cut as memsort() cuts it (chunk_entries, default 2^18, or chunk_start),
+    every entry first checked against the table (an error names addr[i]),
+    then all chunk files or none; an older trace's further chunk files in
+    the folder are removed."""
+    lib = _load()
+    ctx = new_context(0)
+    table = _regions(lib, ctx, regions)
+    a = _addresses(addr)
+    starts = _chunk_starts(a.size, chunk_entries, chunk_start)
+    trace = _Trace(a.size, a.ctypes.data_as(ctypes.POINTER(_U32)), starts.size - 1,
+                   starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
+    _check_trace(lib.pk_memsort_trace_check(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(trace)), ctx, starts)
+    with interruptible(ctx):
+        st = lib.pk_memsort_trace_write(ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(trace))
+    _check(st, ctx)
 
 
 def read_trace(trace_dir, regions="default"):

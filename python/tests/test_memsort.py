@@ -1,6 +1,7 @@
 """pairkit.memsort against numpy's stable argsort (rows, plans, chunk
 counts), the kernels against each other, the generator and the chunk-file
-reader against the command line, and clear errors for bad traces."""
+reader and writers against the command line and each other, and clear
+errors for bad traces."""
 import os
 import subprocess
 import threading
@@ -127,6 +128,43 @@ def test_generator_and_reader_match_the_command_line(tmp_path):
     a = pairkit.memsort(read, chunk_entries=30000)
     b = pairkit.memsort(addr, chunk_start=chunk_start)
     assert np.array_equal(a["instances"], b["instances"]) and np.array_equal(a["values"], b["values"])
+
+
+def test_write_trace_and_generate_dir(table, tmp_path):
+    addr, chunk_start = pairkit.memsort_generate(50000, seed=9, chunk_entries=7000, regions=table)
+    gen = tmp_path / "gen"
+    pairkit.memsort_generate_dir(str(gen), 50000, seed=9, chunk_entries=7000, regions=table)
+    read, starts = pairkit.read_trace(str(gen), regions=table)
+    assert np.array_equal(read, addr) and np.array_equal(starts, chunk_start)
+    # the same chunk files from the arrays
+    out = tmp_path / "written"
+    pairkit.write_trace(str(out), addr, chunk_entries=7000, regions=table)
+    assert sorted(os.listdir(out)) == sorted(os.listdir(gen)) and len(os.listdir(out)) == 8
+    for name in os.listdir(gen):
+        assert (gen / name).read_bytes() == (out / name).read_bytes()
+    # cut at chunk_start, over the older trace: its further chunk files go
+    pairkit.write_trace(str(out), addr, chunk_start=[0, 1, 40000, 50000], regions=table)
+    read, starts = pairkit.read_trace(str(out), regions=table)
+    assert np.array_equal(read, addr) and list(starts) == [0, 1, 40000, 50000]
+    assert sorted(os.listdir(out)) == ["mem_addr_%04d.bin" % c for c in range(3)]
+    # a bad entry is named by its index, and the folder keeps its trace
+    bad = addr.copy()
+    bad[12345] = 0x1000
+    with pytest.raises(pairkit.PairkitError, match=r"addr\[12345\] \(chunk 1, entry 5345\): address 0x00001000 "
+                                                   r"lies in no region"):
+        pairkit.write_trace(str(out), bad, chunk_entries=7000, regions=table)
+    read, starts = pairkit.read_trace(str(out), regions=table)
+    assert np.array_equal(read, addr) and list(starts) == [0, 1, 40000, 50000]
+    # awkward traces too; and a table too small for the trace: its region named, nothing written
+    awk, awk_starts = pairkit.memsort_generate(30000, seed=2, chunk_entries=999, awkward=True, regions=table)
+    pairkit.memsort_generate_dir(str(tmp_path / "awk"), 30000, seed=2, chunk_entries=999, awkward=True, regions=table)
+    read, starts = pairkit.read_trace(str(tmp_path / "awk"), regions=table)
+    assert np.array_equal(read, awk) and np.array_equal(starts, awk_starts)
+    small = tmp_path / "small.txt"
+    small.write_text(TABLE.replace("RAM   0xA0000000 512M 512 4096", "RAM   0xA0000000 512M 2 4096"))
+    with pytest.raises(pairkit.PairkitError, match="in region RAM by entry"):
+        pairkit.memsort_generate_dir(str(tmp_path / "over"), 50000, seed=9, chunk_entries=7000, regions=str(small))
+    assert not os.path.exists(tmp_path / "over")  # the folder it made is gone too
 
 
 def test_read_memsort_matches_the_run(table, tmp_path):

@@ -101,14 +101,15 @@ pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *la
  * n_chunks chunk files; each put writes the next chunk to a temporary
  * file and syncs it; commit (after exactly n_chunks puts) renames them all
  * into place and removes an older trace's further chunk files; abort,
- * after a failure or instead of commit, removes the temporary files.
- * Commit ends the writer whatever it returns. The struct must not move
- * between begin and commit or abort. */
+ * after a failure or instead of commit, removes the temporary files (and
+ * the folder, where begin created it). Commit ends the writer whatever it
+ * returns. The struct must not move between begin and commit or abort. */
 typedef struct pk_memsort_chunk_writer {
     char dir_buf[4096];
     char **tmp;
     uint32_t n_chunks, next;
     int le;
+    int created; /* begin made the folder */
 } pk_memsort_chunk_writer;
 pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer *w, const char *dir,
                                         uint32_t n_chunks);

@@ -534,7 +534,8 @@ pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer
     if (n_chunks < 1 || n_chunks > PK_MEMSORT_MAX_CHUNKS)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: a trace of %u chunks cannot be written (1 to %d)", dir, n_chunks,
                        PK_MEMSORT_MAX_CHUNKS);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    if (mkdir(dir, 0777) == 0) w->created = 1;
+    else if (errno != EEXIST)
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
     struct stat sb;
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
@@ -563,7 +564,10 @@ pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer
         }
     }
     w->tmp = calloc(n_chunks, sizeof *w->tmp);
-    if (!w->tmp) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    if (!w->tmp) {
+        pk_memsort_chunk_writer_abort(w);
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    }
     w->n_chunks = n_chunks;
     w->le = host_is_little_endian();
     return PK_OK;
@@ -638,6 +642,7 @@ pk_status pk_memsort_chunk_writer_commit(pk_context *ctx, pk_memsort_chunk_write
         if (path) unlink(path);
         free(path);
     }
+    if (st == PK_OK) w->created = 0; /* the folder stays, holding the trace */
     pk_memsort_chunk_writer_abort(w);
     return st;
 }
@@ -650,6 +655,8 @@ void pk_memsort_chunk_writer_abort(pk_memsort_chunk_writer *w) {
     free(w->tmp);
     w->tmp = NULL;
     w->n_chunks = w->next = 0;
+    if (w->created) rmdir(w->dir_buf); /* a folder this writer made, left empty */
+    w->created = 0;
 }
 
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
