@@ -26,6 +26,16 @@
 #define PK_STREAM_SSE2 1
 #endif
 
+/* This thread's number and the team's size (0 and 1 without OpenMP). */
+static void thread_place(int *t, int *nt) {
+    *t = 0;
+    *nt = 1;
+#ifdef _OPENMP
+    *t = omp_get_thread_num();
+    *nt = omp_get_num_threads();
+#endif
+}
+
 /* Thread t's share of [0, n), its bounds multiples of 16 elements so that
  * a thread's non-temporal lines are whole lines of its own. */
 static void share(uint64_t n, int t, int n_threads, uint64_t *b, uint64_t *e) {
@@ -83,11 +93,8 @@ double pk_memsort_bench_stream_pass(const uint32_t *addr, uint64_t n, uint32_t *
 #endif
 #pragma omp parallel num_threads(n_threads)
     {
-        int t = 0, nt = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        nt = omp_get_num_threads();
-#endif
+        int t, nt;
+        thread_place(&t, &nt);
         uint64_t vb, ve, rb, re;
         share(n_values, t, nt, &vb, &ve);
         share(n_runs, t, nt, &rb, &re);
@@ -136,11 +143,8 @@ double pk_memsort_bench_radix(const pk_memsort_regions *regions, const uint32_t 
     double t0 = pk_now();
 #pragma omp parallel num_threads(n_threads)
     {
-        int t = 0, nt = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        nt = omp_get_num_threads();
-#endif
+        int t, nt;
+        thread_place(&t, &nt);
         const uint64_t b = n * (uint64_t)t / (uint64_t)nt, e = n * (uint64_t)(t + 1) / (uint64_t)nt;
         uint64_t *h = hist + (uint64_t)t * nb;
         uint32_t *src_k = buf[0], *src_v = buf[1], *dst_k = buf[2], *dst_v = buf[3];
