@@ -256,10 +256,11 @@ int bench_memsort(int argc, char **argv) {
                 : with_ref ? "cpu, cpu-portable and cpu-1-of-16 results identical to the reference"
                            : "cpu-portable result identical to cpu";
         rc |= st != PK_OK;
-        int same =
-            res[1].n_values == n && radix_values && memcmp(res[1].values, radix_values, n * sizeof(uint32_t)) == 0;
-        printf("lsd-radix: %s\n",
-               same ? "its values identical to the cpu result's rows" : "its values DIFFER from the cpu result's rows");
+        int same = res[1].n_values == n && radix_values && radix_keys &&
+                   memcmp(res[1].values, radix_values, n * sizeof(uint32_t)) == 0;
+        for (uint64_t i = 1; same && i < n; i++) same = radix_keys[i - 1] <= radix_keys[i]; /* the keys in order too */
+        printf("lsd-radix: %s\n", same ? "its keys in order, its values identical to the cpu result's rows"
+                                       : "its keys out of order or its values DIFFERENT from the cpu result's rows");
         rc |= !same;
 #ifdef PK_HAVE_CUDA
     } else if (backend == PK_BACKEND_CUDA) {
