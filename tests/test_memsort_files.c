@@ -545,6 +545,25 @@ int main(void) {
                       "two bad files, %d threads: %s", threads, tctx.message);
             }
         }
+        /* a FIFO or a folder named like a chunk: refused at once (opening
+         * a FIFO would wait for a writer; the alarm ends a test that hangs) */
+        for (int kind = 0; kind < 2; kind++) {
+            char dir[600], odd[700], command[1600];
+            snprintf(dir, sizeof dir, "%s/odd%d", tmp_root, kind);
+            mkdir(dir, 0777);
+            copy_chunk(trace_dir, dir, 1);
+            snprintf(odd, sizeof odd, "%s/mem_addr_0002.bin", dir);
+            snprintf(command, sizeof command, kind ? "mkdir '%s'" : "mkfifo '%s'", odd);
+            CHECK(system(command) == 0, "%s", command);
+            pk_memsort_chunk *chunks = NULL;
+            uint32_t got = 0;
+            alarm(20);
+            pk_status st = pk_memsort_chunks_read(&ctx, dir, &small, &plans, &chunks, &got);
+            alarm(0);
+            CHECK(st == PK_ERR_IO && strstr(ctx.message, "mem_addr_0002.bin: not a regular file") && chunks == NULL,
+                  "a %s as a held chunk: status %d, %s", kind ? "folder" : "FIFO", (int)st, ctx.message);
+            printf("a %s as a held chunk: %s\n", kind ? "folder" : "FIFO", ctx.message);
+        }
         mkdir(path_in("nochunks"), 0777);
         pk_memsort_chunk *chunks = NULL;
         uint32_t got = 0;

@@ -388,14 +388,22 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
     pk_status st = PK_OK;
     uint32_t c = ch->index;
     char *path = chunk_path(dir, c);
-    FILE *fp = path ? fopen(path, "rb") : NULL;
     struct stat sb;
+    /* the type first: opening a FIFO would wait for a writer */
+    int found = path && stat(path, &sb) == 0;
+    int stat_errno = errno;
+    int regular = found && S_ISREG(sb.st_mode);
+    FILE *fp = regular ? fopen(path, "rb") : NULL;
     uint64_t want = plans->chunk_start[c + 1] - plans->chunk_start[c];
     ch->first_position = plans->chunk_start[c];
     ch->addr = NULL;
     ch->n_entries = want;
     if (!path) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    } else if (!found) {
+        st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(stat_errno));
+    } else if (!regular) {
+        st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     } else if (!fp) {
         st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     } else if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
