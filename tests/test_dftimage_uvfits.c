@@ -331,10 +331,93 @@ static void test_broken(void) {
     CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* A BITPIX -64 copy of the EHT file whose visibilities and weights carry
+ * a factor 1 + 2^-40, which a float32 cannot hold: the reader must keep
+ * it (reading the data as float32 would lose it entirely). */
+static void test_float64(void) {
+    char dir[] = "/tmp/pk_uvfits64_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256], out_name[300];
+    snprintf(path, sizeof path, "%s/eht64.uvfits", dir);
+    snprintf(out_name, sizeof out_name, "!%s", path);
+    const double f = 1.0 + ldexp(1.0, -40);
+    int status = 0, naxis = 0, n_keys = 0, hdu_type;
+    long naxes[8] = {0}, pcount = 0, gcount = 0;
+    fitsfile *in = NULL, *out = NULL;
+    fits_open_file(&in, EHT, READONLY, &status);
+    fits_read_key(in, TINT, "NAXIS", &naxis, NULL, &status);
+    for (int k = 0; k < naxis && k < 8; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "NAXIS%d", k + 1);
+        fits_read_key(in, TLONG, key, &naxes[k], NULL, &status);
+    }
+    fits_read_key(in, TLONG, "PCOUNT", &pcount, NULL, &status);
+    fits_read_key(in, TLONG, "GCOUNT", &gcount, NULL, &status);
+    fits_create_file(&out, out_name, &status);
+    fits_write_grphdr(out, TRUE, DOUBLE_IMG, naxis, naxes, pcount, gcount, TRUE, &status);
+    fits_get_hdrspace(in, &n_keys, NULL, &status);
+    for (int k = 1; k <= n_keys && status == 0; k++) {
+        char card[FLEN_CARD];
+        fits_read_record(in, k, card, &status);
+        if (fits_get_keyclass(card) > TYP_CMPRS_KEY) fits_write_record(out, card, &status);
+    }
+    long n_data = 1;
+    for (int k = 1; k < naxis; k++) n_data *= naxes[k];
+    double *params = malloc((size_t)pcount * sizeof(double));
+    double *data = malloc((size_t)n_data * sizeof(double));
+    for (long g = 1; g <= gcount && status == 0 && params && data; g++) {
+        int anynul = 0;
+        fits_read_grppar_dbl(in, g, 1, pcount, params, &status);
+        fits_read_img_dbl(in, g, 1, n_data, 0.0, data, &anynul, &status);
+        for (long k = 0; k < n_data; k++) data[k] *= f;
+        fits_write_grppar_dbl(out, g, 1, pcount, params, &status);
+        fits_write_img_dbl(out, g, 1, n_data, data, &status);
+    }
+    free(params);
+    free(data);
+    for (int h = 2; status == 0; h++) {
+        if (fits_movabs_hdu(in, h, &hdu_type, &status)) {
+            if (status == END_OF_FILE) status = 0;
+            break;
+        }
+        fits_copy_hdu(in, out, 0, &status);
+    }
+    fits_close_file(out, &status);
+    fits_close_file(in, &status);
+    CHECK(status == 0, "cfitsio status %d writing %s", status, path);
+
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis a, b;
+    CHECK_OK(pk_vis_read(&ctx, EHT, PK_WEIGHTS_DATA, &a), &ctx);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &b), &ctx);
+    CHECK(a.n == b.n && a.n > 0 && a.n_records == b.n_records, "BITPIX -64: %zu vs %zu visibilities", a.n, b.n);
+    size_t off = 0, moved = 0;
+    for (size_t i = 0; i < a.n && a.n == b.n; i++) {
+        int uvw_same = a.u[i] == b.u[i] && a.v[i] == b.v[i] && a.w[i] == b.w[i];
+        /* re and im hold weight x visibility: f^2 (float32 data: 1, off by 2^-39) */
+        int scaled = fabs(b.re[i] - f * f * a.re[i]) <= 1e-13 * fabs(a.re[i]) &&
+                     fabs(b.im[i] - f * f * a.im[i]) <= 1e-13 * fabs(a.im[i]);
+        off += !uvw_same || !scaled;
+        moved += b.re[i] != a.re[i];
+    }
+    CHECK(off == 0 && moved > a.n / 2, "BITPIX -64: %zu of %zu visibilities not read in double precision (%zu moved)",
+          off, a.n, moved);
+    CHECK(fabs(b.weight_sum - f * a.weight_sum) <= 1e-14 * a.weight_sum && b.weight_sum != a.weight_sum,
+          "BITPIX -64: weight sum %.17g against %.17g", b.weight_sum, f * a.weight_sum);
+    printf("BITPIX -64 copy of the EHT file: %zu visibilities, each with its factor 1 + 2^-40\n", b.n);
+    pk_vis_free(&a);
+    pk_vis_free(&b);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void) {
     test_mwa();
     test_mojave();
     test_eht();
     test_broken();
+    test_float64();
     return check_finish("test_dftimage_uvfits");
 }

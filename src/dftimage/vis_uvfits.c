@@ -227,7 +227,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     if (hst) return hst;
     pk_status st = PK_OK;
     double *params = NULL, *pscal = NULL, *pzero = NULL, *if_off = NULL;
-    float *data = NULL;
+    double *data = NULL; /* as double: a BITPIX -64 file keeps its precision */
     int groups = 0;
     long pcount = 0, gcount = 0;
     uvfits_axes ax;
@@ -352,7 +352,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
 
     long n_elem = 1;
     for (int k = 1; k < ax.naxis; k++) n_elem *= ax.len[k];
-    data = malloc((size_t)n_elem * sizeof(float));
+    data = malloc((size_t)n_elem * sizeof(double));
     size_t max_vis = (size_t)gcount * (size_t)n_chan * (size_t)n_if;
     if (!data || (st = pk_vis_alloc(ctx, max_vis, out)) != PK_OK) {
         if (!st) st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
@@ -367,7 +367,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     for (long g = 1; g <= gcount; g++) {
         int anynul = 0;
         if (fits_read_grppar_dbl(f, g, 1, pcount, params, &status) ||
-            fits_read_img_flt(f, g, 1, n_elem, 0.0f, data, &anynul, &status)) {
+            fits_read_img_dbl(f, g, 1, n_elem, 0.0, data, &anynul, &status)) {
             char what[64];
             snprintf(what, sizeof what, "group %ld of %ld (truncated or corrupt file?)", g, gcount);
             st = fits_error(ctx, path, what, status);
@@ -394,8 +394,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                 int n_valid = 0;
                 for (int h = 0; h < n_hands; h++) {
                     long base = i * s_if + c * s_freq + hands[h].index * s_stokes;
-                    double re = (double)data[base], im = (double)data[base + s_cplx];
-                    double wt = has_weight ? (double)data[base + 2 * s_cplx] : 1.0;
+                    double re = data[base], im = data[base + s_cplx];
+                    double wt = has_weight ? data[base + 2 * s_cplx] : 1.0;
                     double use;
                     if (!isfinite(wt)) {
                         st = pk_fail(ctx, PK_ERR_PARSE,
