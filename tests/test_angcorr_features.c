@@ -64,6 +64,18 @@ static int ref_bucket_of(const double *edges, int n, double v) {
     return lo > 0 ? lo - 1 : 0;
 }
 
+/* The edge below sorted value v[j]: halfway to v[j - 1], so that an object
+ * in the gap between two cells' randoms joins the nearer one (an edge at
+ * v[j] itself would give the whole gap to the cell below, which may be a
+ * separate field far away). Every random stays in its cell: v[j - 1] is
+ * below the edge, v[j] not (where the two are adjacent doubles, v[j]). */
+static int old_edges; /* the rule before: the edge at v[j] itself */
+static double edge_before(const double *v, size_t j) {
+    if (j == 0 || old_edges) return v[j];
+    double m = 0.5 * (v[j - 1] + v[j]);
+    return m > v[j - 1] ? m : v[j];
+}
+
 static pk_status ref_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
                              int32_t *patch) {
     if (k < 2) return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", k);
@@ -90,7 +102,7 @@ static pk_status ref_patches(pk_context *ctx, const pk_catalog *random, int k, c
     /* declination stripes of equal random counts */
     memcpy(dec, random->dec, n * sizeof(double));
     qsort(dec, n, sizeof(double), ref_cmp_double);
-    for (int s = 0; s < n_stripes; s++) dec_edges[s] = dec[(size_t)((double)n * s / n_stripes)];
+    for (int s = 0; s < n_stripes; s++) dec_edges[s] = edge_before(dec, (size_t)((double)n * s / n_stripes));
     dec_edges[0] = -(double)INFINITY;
     first_patch[0] = 0;
     for (int s = 0; s < n_stripes; s++) first_patch[s + 1] = first_patch[s] + k / n_stripes + (s < k % n_stripes);
@@ -102,7 +114,8 @@ static pk_status ref_patches(pk_context *ctx, const pk_catalog *random, int k, c
         qsort(ra, m, sizeof(double), ref_cmp_double);
         int cells = first_patch[s + 1] - first_patch[s];
         for (int c = 0; c < cells; c++)
-            ra_edges[first_patch[s] + c] = c == 0 || m == 0 ? -(double)INFINITY : ra[(size_t)((double)m * c / cells)];
+            ra_edges[first_patch[s] + c] =
+                c == 0 || m == 0 ? -(double)INFINITY : edge_before(ra, (size_t)((double)m * c / cells));
     }
     for (size_t i = 0; i < objects->n; i++) {
         int s = ref_bucket_of(dec_edges, n_stripes, objects->dec[i]);
@@ -145,11 +158,58 @@ static void patches_as_before(check_rng *rng) {
             CHECK_OK(ref_patches(&ctx, &r, ks[x], &r, want_r), &ctx);
             CHECK(memcmp(got, want, d.n * sizeof(int32_t)) == 0 && memcmp(got_r, want_r, r.n * sizeof(int32_t)) == 0,
                   "patches (randoms %d, K = %d): not as the plain construction makes them", c, ks[x]);
+            /* the randoms' own patches as the earlier rule made them, so a
+             * saved RR file (its hash of them) stays valid */
+            old_edges = 1;
+            CHECK_OK(ref_patches(&ctx, &r, ks[x], &r, want_r), &ctx);
+            old_edges = 0;
+            CHECK(memcmp(got_r, want_r, r.n * sizeof(int32_t)) == 0,
+                  "patches (randoms %d, K = %d): a random's patch differs from the earlier rule's", c, ks[x]);
         }
         free(got), free(want), free(got_r), free(want_r);
         pk_catalog_free(&r);
         pk_catalog_free(&d);
     }
+}
+
+/* Two fields 180 degrees apart (RA 10-20 and 200-210): K = 2 puts each in
+ * its own patch, and data objects just outside a field's randoms, on
+ * either side, join that field's patch, not the far one. */
+static void patches_two_fields(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    const double deg = M_PI / 180;
+    pk_catalog r = {0}, d = {0};
+    r.n = 1000;
+    r.ra = malloc(r.n * sizeof(double));
+    r.dec = malloc(r.n * sizeof(double));
+    for (size_t i = 0; i < r.n && r.ra && r.dec; i++) {
+        double t = (double)(i % 500) / 499;
+        r.ra[i] = ((i < 500 ? 10 : 200) + 10 * t) * deg;
+        r.dec[i] = (5 * t) * deg;
+    }
+    const double d_ra[] = {9.9, 20.1, 199.9, 210.1, 15, 205, 100, 110};
+    const int field[] = {0, 0, 1, 1, 0, 1, 0, 1};
+    d.n = sizeof d_ra / sizeof d_ra[0];
+    d.ra = malloc(d.n * sizeof(double));
+    d.dec = malloc(d.n * sizeof(double));
+    for (size_t i = 0; i < d.n && d.ra && d.dec; i++) d.ra[i] = d_ra[i] * deg, d.dec[i] = 2.5 * deg;
+    int32_t pr[1000], pd[8];
+    if (r.ra && r.dec && d.ra && d.dec) {
+        CHECK_OK(pk_angcorr_patches(&ctx, &r, 2, &r, pr), &ctx);
+        CHECK_OK(pk_angcorr_patches(&ctx, &r, 2, &d, pd), &ctx);
+        CHECK(pr[0] != pr[500], "two fields, K = 2: both in patch %d", pr[0]);
+        for (size_t i = 0; i < r.n; i++)
+            if (pr[i] != pr[i < 500 ? 0 : 500]) {
+                CHECK(0, "two fields, K = 2: random %zu in patch %d", i, pr[i]);
+                break;
+            }
+        for (size_t i = 0; i < d.n; i++)
+            CHECK(pd[i] == pr[field[i] ? 500 : 0], "two fields: an object at RA %g is in patch %d, not field %d's (%d)",
+                  d_ra[i], pd[i], field[i] + 1, pr[field[i] ? 500 : 0]);
+    }
+    pk_catalog_free(&r);
+    pk_catalog_free(&d);
 }
 
 /* A progress callback that stops the run at its first report. */
@@ -1065,6 +1125,7 @@ int main(void) {
     }
 #endif
     patches_as_before(&rng);
+    patches_two_fields();
     /* stopped inside the patch-pair counts, on the CPU's threads */
     {
         ctx.n_threads = 2;

@@ -332,6 +332,17 @@ static int bucket_of(const double *edges, int n, double v) {
     return lo > 0 ? lo - 1 : 0;
 }
 
+/* The edge below sorted value v[j]: halfway to v[j - 1], so that an object
+ * in the gap between two cells' randoms joins the nearer one (an edge at
+ * v[j] itself would give the whole gap to the cell below, which may be a
+ * separate field far away). Every random stays in its cell: v[j - 1] is
+ * below the edge, v[j] not (where the two are adjacent doubles, v[j]). */
+static double edge_before(const double *v, size_t j) {
+    if (j == 0) return v[0];
+    double m = 0.5 * (v[j - 1] + v[j]);
+    return m > v[j - 1] ? m : v[j];
+}
+
 /* pk_angcorr_patches for up to two catalogs at once (b NULL: one), the
  * patches made once from the randoms. */
 static pk_status patches_of(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *a, int32_t *patch_a,
@@ -364,7 +375,7 @@ static pk_status patches_of(pk_context *ctx, const pk_catalog *random, int k, co
     /* declination stripes of equal random counts */
     memcpy(dec, random->dec, n * sizeof(double));
     sort_doubles(dec, tmp, n);
-    for (int s = 0; s < n_stripes; s++) dec_edges[s] = dec[(size_t)((double)n * s / n_stripes)];
+    for (int s = 0; s < n_stripes; s++) dec_edges[s] = edge_before(dec, (size_t)((double)n * s / n_stripes));
     dec_edges[0] = -(double)INFINITY;
     first_patch[0] = 0;
     for (int s = 0; s < n_stripes; s++) first_patch[s + 1] = first_patch[s] + k / n_stripes + (s < k % n_stripes);
@@ -391,7 +402,8 @@ static pk_status patches_of(pk_context *ctx, const pk_catalog *random, int k, co
         sort_doubles(ras, tmp, m);
         int cells = first_patch[s + 1] - first_patch[s];
         for (int c = 0; c < cells; c++)
-            ra_edges[first_patch[s] + c] = c == 0 || m == 0 ? -(double)INFINITY : ras[(size_t)((double)m * c / cells)];
+            ra_edges[first_patch[s] + c] =
+                c == 0 || m == 0 ? -(double)INFINITY : edge_before(ras, (size_t)((double)m * c / cells));
     }
     for (int which = 0; which < 2; which++) {
         const pk_catalog *objects = which ? b : a;
