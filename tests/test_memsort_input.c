@@ -375,6 +375,8 @@ int main(void) {
     /* region table files */
     expect_regions_error("regions: field count", "ROM 0x80000000 128M 32 4M\n# ok\nRAM 0xA0000000 512M 256\n",
                          "table.txt:3", "expected 5 fields");
+    expect_regions_error("regions: too many fields, all counted", "ROM 0x80000000 128M 32 2^22 a b c d\n",
+                         "table.txt:1", "got 9");
     expect_regions_error("regions: number", "ROM 0x80000000 12x8 32 4M\n", "table.txt:1", "size");
     expect_regions_error("regions: overlap", "A 0x1000 0x1000 1 8\nB 0x1800 0x1000 1 8\n", "table.txt:2", "overlap");
     expect_regions_error("regions: unaligned", "A 0x1004 0x1000 1 8\n", "table.txt:1", "multiples of 8");
@@ -611,6 +613,39 @@ int main(void) {
               "a pipe as memsort.bin: the outputs were changed");
         free(fifo_err);
         free(older);
+        /* found before any input is read (the inputs named do not exist):
+         * options this build or machine cannot run, and an output folder
+         * that cannot take the outputs */
+        {
+            struct {
+                const char *args, *want;
+                int code;
+            } early[] = {
+                {"memsort %s/nosuch -o %s/early -q --kernel ref --backend cuda", "does not belong to backend 'cuda'",
+                 2},
+                {"memsort %s/nosuch -o %s/early_dir -q", "early_dir/memsort.bin: cannot write: is a directory", 1},
+                {"memsort-fill %s/nosuch.bin %s/nosuch -o %s/early_dir -q",
+                 "early_dir/fill.bin: cannot write: is a directory", 1},
+            };
+            snprintf(command, sizeof command, "mkdir -p %s/early_dir/memsort.bin %s/early_dir/fill.bin", tmp_root,
+                     tmp_root);
+            CHECK(system(command) == 0, "%s", command);
+            for (size_t k = 0; k < sizeof early / sizeof early[0]; k++) {
+                char args[1200];
+                if (strncmp(early[k].args, "memsort-fill", 12) == 0)
+                    snprintf(args, sizeof args, early[k].args, tmp_root, tmp_root, tmp_root);
+                else snprintf(args, sizeof args, early[k].args, tmp_root, tmp_root);
+                snprintf(command, sizeof command, "%s %s 2> %s/early_err.txt", cli, args, tmp_root);
+                rc = system(command);
+                snprintf(path, sizeof path, "%s/early_err.txt", tmp_root);
+                char *err = read_text(path);
+                CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == early[k].code && err && strstr(err, early[k].want) &&
+                          !strstr(err, "nosuch"),
+                      "'%s': exit %d, '%s' lacks '%s' (or names the input)", args, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+                      err ? err : "", early[k].want);
+                free(err);
+            }
+        }
         /* usage errors: exit 2 and a message naming the option */
         struct {
             const char *args, *want;

@@ -243,6 +243,13 @@ const char *pk_memsort_kernel_name(int kernel);
 int pk_memsort_kernel_from_name(const char *name); /* -1 if unknown */
 int pk_memsort_kernel_available(int kernel);
 
+/* Whether opts can run in this build on this machine, before any trace is
+ * read (pk_memsort_run makes the same checks): the worker below the
+ * workers, a known kernel that can run here and belongs to the backend
+ * asked for, a usable CUDA device where cuda is asked for. opts NULL: the
+ * defaults. */
+pk_status pk_memsort_options_check(pk_context *ctx, const pk_memsort_options *opts);
+
 /* Plan and fill for worker opts->worker of opts->n_workers. The trace is
  * checked first (PK_ERR_PARSE naming chunk and entry). Reentrant for
  * distinct results; uses ctx->n_threads CPU threads; the CUDA kernel uses

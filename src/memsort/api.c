@@ -193,41 +193,59 @@ pk_status pk_memsort_instances_build(pk_context *ctx, const pk_memsort_layout *l
     return PK_OK;
 }
 
+/* opts checked as pk_memsort_options_check says, into the kernel to run
+ * (PK_MEMSORT_KERNEL_BEST resolved by the backend) */
+static pk_status options_resolve(pk_context *ctx, const pk_memsort_options *opts, pk_memsort_options *o,
+                                 int *kernel_out) {
+    *o = (pk_memsort_options){PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
+    if (opts) *o = *opts;
+    if (o->n_workers == 0) o->n_workers = 1;
+    if (o->worker >= o->n_workers)
+        return pk_fail(ctx, PK_ERR_INVALID, "worker %u: must be below the number of workers, %u", o->worker,
+                       o->n_workers);
+    int kernel = o->kernel;
+    if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_)
+        return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
+    if (kernel == PK_MEMSORT_KERNEL_BEST) {
+        pk_backend backend;
+        pk_status st = pk_backend_resolve(ctx, o->backend, &backend);
+        if (st) return st;
+        kernel = backend == PK_BACKEND_CUDA ? PK_MEMSORT_KERNEL_CUDA : PK_MEMSORT_KERNEL_CPU;
+    } else if (!pk_memsort_kernel_available(kernel)) {
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_memsort_kernel_name(kernel),
+                       pk_kernel_absent_reason(1, 0));
+    } else if (o->backend != PK_BACKEND_AUTO && (o->backend == PK_BACKEND_CUDA) != (kernel == PK_MEMSORT_KERNEL_CUDA)) {
+        return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
+                       pk_memsort_kernel_name(kernel), pk_backend_name(o->backend));
+    }
+    *kernel_out = kernel;
+    return PK_OK;
+}
+
+pk_status pk_memsort_options_check(pk_context *ctx, const pk_memsort_options *opts) {
+    pk_clear(ctx);
+    pk_memsort_options o;
+    int kernel = PK_MEMSORT_KERNEL_BEST;
+    return options_resolve(ctx, opts, &o, &kernel);
+}
+
 pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const pk_memsort_regions *regions,
                          const pk_memsort_trace *trace, pk_memsort_result *result) {
     pk_clear(ctx);
     double t0 = pk_now();
-    pk_memsort_options o = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
-    if (opts) o = *opts;
-    if (o.n_workers == 0) o.n_workers = 1;
-    if (o.worker >= o.n_workers)
-        return pk_fail(ctx, PK_ERR_INVALID, "worker %u: must be below the number of workers, %u", o.worker,
-                       o.n_workers);
-    pk_status st = pk_memsort_regions_check(ctx, regions);
+    pk_memsort_options o;
+    int kernel = PK_MEMSORT_KERNEL_BEST;
+    pk_status st = options_resolve(ctx, opts, &o, &kernel);
     if (st) return st;
+    if ((st = pk_memsort_regions_check(ctx, regions)) != PK_OK) return st;
     if ((st = pk_memsort_trace_check_structure(ctx, trace)) != PK_OK) return st;
-    int kernel = o.kernel;
-    if (kernel < 0 || kernel >= PK_MEMSORT_KERNEL_COUNT_)
-        return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", kernel);
-    int gpu_too_small = 0, chosen = kernel == PK_MEMSORT_KERNEL_BEST && o.backend == PK_BACKEND_AUTO;
+    int gpu_too_small = 0, chosen = o.kernel == PK_MEMSORT_KERNEL_BEST && o.backend == PK_BACKEND_AUTO;
     (void)chosen; /* used with CUDA only */
-    if (kernel == PK_MEMSORT_KERNEL_BEST) {
-        pk_backend backend;
-        if ((st = pk_backend_resolve(ctx, o.backend, &backend)) != PK_OK) return st;
-        kernel = backend == PK_BACKEND_CUDA ? PK_MEMSORT_KERNEL_CUDA : PK_MEMSORT_KERNEL_CPU;
 #ifdef PK_HAVE_CUDA
-        /* auto: a trace the GPU's free memory cannot hold is sorted on the CPU */
-        if (o.backend == PK_BACKEND_AUTO && kernel == PK_MEMSORT_KERNEL_CUDA &&
-            !pk_memsort_cuda_fits(ctx, regions, trace->n_entries, result))
-            kernel = PK_MEMSORT_KERNEL_CPU, gpu_too_small = 1;
+    /* auto: a trace the GPU's free memory cannot hold is sorted on the CPU */
+    if (chosen && kernel == PK_MEMSORT_KERNEL_CUDA && !pk_memsort_cuda_fits(ctx, regions, trace->n_entries, result))
+        kernel = PK_MEMSORT_KERNEL_CPU, gpu_too_small = 1;
 #endif
-    } else if (!pk_memsort_kernel_available(kernel)) {
-        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel '%s' cannot run here (%s)", pk_memsort_kernel_name(kernel),
-                       pk_kernel_absent_reason(1, 0));
-    } else if (o.backend != PK_BACKEND_AUTO && (o.backend == PK_BACKEND_CUDA) != (kernel == PK_MEMSORT_KERNEL_CUDA)) {
-        return pk_fail(ctx, PK_ERR_INVALID, "kernel '%s' does not belong to backend '%s'",
-                       pk_memsort_kernel_name(kernel), pk_backend_name(o.backend));
-    }
     memset(&result->stats, 0, sizeof result->stats);
     result->stats.gpu_too_small = gpu_too_small;
     pk_progress progress;

@@ -131,8 +131,10 @@ pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_
         char *tok[6];
         int n_tok = 0;
         char *save_tok = NULL;
-        for (char *t = strtok_r(line, " \t\r", &save_tok); t && n_tok < 6; t = strtok_r(NULL, " \t\r", &save_tok))
-            tok[n_tok++] = t;
+        for (char *t = strtok_r(line, " \t\r", &save_tok); t; t = strtok_r(NULL, " \t\r", &save_tok)) {
+            if (n_tok < 6) tok[n_tok] = t;
+            n_tok++; /* all counted, for the message */
+        }
         if (n_tok == 0) continue;
         if (n_tok != 5) {
             st = pk_fail(ctx, PK_ERR_PARSE,

@@ -311,6 +311,38 @@ const char *cli_output_unfit(const char *path) {
     return unfit;
 }
 
+int cli_check_out_dir(const char *cmd, const char *out_dir, const char *const *files, int n_files) {
+    struct stat sb;
+    char parent[4096];
+    cli_parent_dir(out_dir, parent, sizeof parent);
+    const char *why = NULL;
+    if (stat(out_dir, &sb) == 0) {
+        why = !S_ISDIR(sb.st_mode)                ? "exists and is not a directory"
+              : access(out_dir, W_OK | X_OK) != 0 ? "is not writable"
+                                                  : NULL;
+    } else if (errno != ENOENT) {
+        why = strerror(errno);
+    } else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        why = "cannot be made: its parent folder is missing";
+    } else if (access(parent, W_OK | X_OK) != 0) {
+        why = "cannot be made: its parent folder is not writable";
+    }
+    if (why) {
+        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, out_dir, why);
+        return 1;
+    }
+    for (int k = 0; k < n_files; k++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%.4000s/%s", out_dir, files[k]);
+        if (cli_check_output(cmd, path)) return 2;
+        const char *unfit = cli_output_unfit(path);
+        if (!unfit) continue;
+        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, path, unfit);
+        return 1;
+    }
+    return 0;
+}
+
 /* 1 after printing an error when the output's folder is missing or not
  * writable, or the output's name is a folder: found before the work, not
  * after it. */

@@ -99,6 +99,14 @@ int cli_check_output(const char *cmd, const char *final_path);
  * directory, a link to one included), or NULL. */
 const char *cli_output_unfit(const char *path);
 
+/* Whether out_dir can hold a command's output folder, checked before the
+ * work: an existing folder it may write in, or a name to be made in an
+ * existing folder it may write in; and each of the n_files names in it
+ * neither an input (exit 2, cli_check_output) nor a folder or another
+ * name a file cannot be written under (exit 1). 0, or the exit code after
+ * rank 0 printed the error. Call cli_input for the inputs first. */
+int cli_check_out_dir(const char *cmd, const char *out_dir, const char *const *files, int n_files);
+
 /* An output's name and how the user gave it (an option, or the default it
  * took from another output's name). */
 typedef struct cli_named {

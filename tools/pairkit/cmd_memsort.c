@@ -239,36 +239,17 @@ int cmd_memsort(int argc, char **argv) {
         return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
     cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_MEMSORT_KERNEL_BEST, quiet);
 
+    /* before the work: the options against this build and machine, and
+     * the output's place (OUT_DIR a folder or to be made in one; the two
+     * files it will hold, or under mpirun a new worker folder's, neither
+     * of them the region table read) */
     {
-        /* the output's place, before the work: OUT_DIR a folder or to be
-         * made in an existing one */
-        struct stat sb;
-        char parent[4096];
-        cli_parent_dir(out_dir, parent, sizeof parent);
-        const char *why = NULL;
-        if (stat(out_dir, &sb) == 0) {
-            why = !S_ISDIR(sb.st_mode)                ? "exists and is not a directory"
-                  : access(out_dir, W_OK | X_OK) != 0 ? "is not writable"
-                                                      : NULL;
-        } else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            why = "cannot be made: its parent folder is missing";
-        }
-        if (why) {
-            if (rank == 0) fprintf(stderr, "pairkit %s: %s: %s\n", cmd, out_dir, why);
-            return 1;
-        }
-        /* the two files it will hold (under mpirun, a new worker folder's),
-         * neither of them the region table read */
+        pk_status st_opts = pk_memsort_options_check(&ctx, &opts);
+        if (st_opts) return cli_error(cmd, st_opts, &ctx);
         if (strcmp(regions_name, "default") != 0 && strcmp(regions_name, "zisk") != 0) cli_input(regions_name);
-        for (int k = 0; n_ranks == 1 && k < 2; k++) {
-            char path[4200];
-            snprintf(path, sizeof path, "%.4000s/%s", out_dir, k ? "summary.txt" : "memsort.bin");
-            if (cli_check_output(cmd, path)) return 2;
-            const char *unfit = cli_output_unfit(path);
-            if (!unfit) continue;
-            fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, path, unfit);
-            return 1;
-        }
+        const char *const files[2] = {"memsort.bin", "summary.txt"};
+        int bad = cli_check_out_dir(cmd, out_dir, files, n_ranks == 1 ? 2 : 0);
+        if (bad) return bad;
     }
     pk_memsort_regions regions;
     pk_memsort_trace trace;

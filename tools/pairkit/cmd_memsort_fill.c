@@ -50,9 +50,14 @@ static int parse_instances(const char *cmd, const char *list, uint32_t n, unsign
         }
         if (errno) return cli_usage_error(cmd, "--instances: '%s': an instance id out of range", list);
         if (b < a) return cli_usage_error(cmd, "--instances: '%s': a range must run from low to high", list);
+        if (b >= n && n == 0)
+            return cli_usage_error(cmd,
+                                   "--instances: instance %llu does not exist (the plans have no instances: an "
+                                   "empty trace)",
+                                   a);
         if (b >= n)
             return cli_usage_error(cmd, "--instances: instance %llu does not exist (the plans have %u, 0 .. %u)",
-                                   a >= n ? a : (unsigned long long)n, n, n ? n - 1 : 0);
+                                   a >= n ? a : (unsigned long long)n, n, n - 1);
         for (unsigned long long g = a; g <= b; g++) mark[g] = 1;
         if (*end == ',' && end[1]) p = end + 1;
         else if (*end == '\0') p = end;
@@ -180,24 +185,10 @@ int cmd_memsort_fill(int argc, char **argv) {
     char out_buf[4096], trace_buf[4096]; /* without trailing slashes, for the paths made from them */
     out_dir = pk_dir_name(out_dir, out_buf, sizeof out_buf);
     trace_dir = pk_dir_name(trace_dir, trace_buf, sizeof trace_buf);
-    /* the output folder: made later if missing; its parent must exist */
-    {
-        struct stat sb;
-        if (stat(out_dir, &sb) != 0) {
-            char parent[4096];
-            cli_parent_dir(out_dir, parent, sizeof parent);
-            if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-                fprintf(stderr, "pairkit %s: %s: cannot be made: its parent folder is missing\n", cmd, out_dir);
-                return 1;
-            }
-        } else if (!S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "pairkit %s: %s: exists and is not a directory\n", cmd, out_dir);
-            return 1;
-        }
-    }
-    /* no output may replace an input: the plans (the file, or memsort.bin
-     * in the folder named) or the region table */
-    char plans_file[4200], out_file[4200];
+    /* before the work: the output folder (made later if missing, in an
+     * existing folder), and no output may replace an input: the plans
+     * (the file, or memsort.bin in the folder named) or the region table */
+    char plans_file[4200];
     {
         struct stat sb;
         char pb[4096];
@@ -207,10 +198,9 @@ int cmd_memsort_fill(int argc, char **argv) {
         else snprintf(plans_file, sizeof plans_file, "%s", plans_path);
         cli_input(plans_file);
         if (regions_name) cli_input(regions_name);
-        for (int k = 0; k < 2; k++) {
-            snprintf(out_file, sizeof out_file, "%.4000s/%s", out_dir, k ? "fill.txt" : "fill.bin");
-            if (cli_check_output(cmd, out_file)) return 2;
-        }
+        const char *const files[2] = {"fill.bin", "fill.txt"};
+        int bad = cli_check_out_dir(cmd, out_dir, files, 2);
+        if (bad) return bad;
     }
     pk_memsort_regions regions, plan_regions;
     pk_memsort_result plans;
