@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static int check_failures = 0, check_count = 0;
 
@@ -56,6 +57,13 @@ static inline unsigned long long check_next(check_rng *r) {
 /* Uniform in [0, 1). */
 static inline double check_uniform(check_rng *r) {
     return (double)(check_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Seconds on the monotonic clock, for deadlines in tests. */
+static inline double check_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 #endif

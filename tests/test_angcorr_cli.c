@@ -18,12 +18,6 @@ static void write_catalog(const char *name, check_rng *rng, size_t n) {
     fclose(fp);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int main(void) {
     check_rng rng = check_rng_make(4242);
     cli_scratch();
@@ -412,11 +406,11 @@ int main(void) {
         }
         struct timespec one = {1, 0};
         nanosleep(&one, NULL);
-        double t0 = now_s();
+        double t0 = check_now();
         kill(pid, SIGINT);
         int status = 0;
         waitpid(pid, &status, 0);
-        double took = now_s() - t0;
+        double took = check_now() - t0;
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 130, "exit status after SIGINT: %d",
               WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
         CHECK(took < 1.0, "stopped %.2f s after SIGINT", took);

@@ -11,12 +11,6 @@
 #include "cli_util.h"
 #include "pairkit/memsort.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Start pairkit with args (NULL-terminated, at most 18) in the scratch
  * folder, its stderr into err.txt; the child's pid. */
 static pid_t spawn(const char *const *args) {
@@ -40,11 +34,11 @@ static int run_interrupted(const char *const *args, double delay, double *stop_s
     pid_t pid = spawn(args);
     struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
     nanosleep(&ts, NULL);
-    double t0 = now_s();
+    double t0 = check_now();
     kill(pid, SIGINT);
     int status = 0;
     waitpid(pid, &status, 0);
-    *stop_s = now_s() - t0;
+    *stop_s = check_now() - t0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

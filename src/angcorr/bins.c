@@ -11,6 +11,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "angcorr_internal.h"
 
@@ -216,19 +219,43 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
         pk_edge_table_free(t);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the edge table");
     }
-    for (int32_t s = 0; s < t->n_bounds; s++) {
-        double T = dot_threshold(bins, s);
-        t->dot_threshold[s] = T;
-        if (isinf(T) && T > 0) { /* boundary never crossed: always passed */
-            t->c2_lo[s] = t->c2_hi[s] = -INFINITY;
-        } else if (isinf(T)) { /* never passed */
-            t->c2_lo[s] = t->c2_hi[s] = INFINITY;
-        } else {
-            double c = 2.0 - 2.0 * T;
-            double m = c2_error_bound(c * 1.01 + 1e-12);
-            t->c2_lo[s] = pk_float_down(c - m);
-            t->c2_hi[s] = pk_float_up(c + m);
+    /* Each boundary's threshold is a bisection over the doubles (~64 calls
+     * of the reference rule, ~1.6 us): the boundaries are shared among the
+     * threads, and a table of many bins (10^7 take seconds) is watched for
+     * cancellation, in blocks, without moving the progress line. */
+    const int32_t n_bounds = t->n_bounds, block = 4096;
+    const int watch = n_bounds > 64 * block;
+    pk_progress progress;
+    if (watch) pk_progress_begin(&progress, ctx, (double)n_bounds, 0.0, 0.0);
+    volatile int cancelled = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pk_thread_count(ctx)) if (n_bounds > block)
+    for (int32_t b0 = 0; b0 < n_bounds; b0 += block) {
+        if (cancelled) continue;
+        int32_t b1 = n_bounds - b0 > block ? b0 + block : n_bounds;
+        for (int32_t s = b0; s < b1; s++) {
+            double T = dot_threshold(bins, s);
+            t->dot_threshold[s] = T;
+            if (isinf(T) && T > 0) { /* boundary never crossed: always passed */
+                t->c2_lo[s] = t->c2_hi[s] = -INFINITY;
+            } else if (isinf(T)) { /* never passed */
+                t->c2_lo[s] = t->c2_hi[s] = INFINITY;
+            } else {
+                double c = 2.0 - 2.0 * T;
+                double m = c2_error_bound(c * 1.01 + 1e-12);
+                t->c2_lo[s] = pk_float_down(c - m);
+                t->c2_hi[s] = pk_float_up(c + m);
+            }
         }
+#ifdef _OPENMP
+        int owner = omp_get_thread_num() == 0;
+#else
+        int owner = 1;
+#endif
+        if (watch && pk_progress_add(&progress, (double)(b1 - b0), owner)) cancelled = 1;
+    }
+    if (cancelled) {
+        pk_edge_table_free(t);
+        return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     }
     t->c2_lo[t->n_bounds] = t->c2_hi[t->n_bounds] = INFINITY;
     /* Windows may only widen: make both edges non-decreasing in s. */
