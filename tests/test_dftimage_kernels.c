@@ -120,6 +120,17 @@ int main(void) {
             CHECK(st == PK_ERR_CANCELLED && img.re == NULL, "kernel %s: cancel gave status %d",
                   pk_dftimage_kernel_name(kernel), (int)st);
         }
+        /* a large image (16384^2 pixels, 2 GiB) stops before its pages are
+         * all touched: the pixels' first fill watches for cancellation too
+         * (filling them all took seconds before any check) */
+        {
+            double t0 = check_now();
+            pk_status st = pk_dftimage_run(&cctx, &o, &vis, 16384, 1e-9, &img, NULL);
+            double took = check_now() - t0;
+            CHECK((st == PK_ERR_CANCELLED && img.re == NULL && took < 1.0) || st == PK_ERR_NOMEM,
+                  "16384^2 pixels, cancelled at once: status %d after %.2f s", (int)st, took);
+            printf("16384^2 pixels, cancelled at once: %s after %.3f s\n", pk_status_str(st), took);
+        }
 
         /* Argument errors. */
         CHECK(pk_dftimage_run(&ctx, &o, &vis, 64, -1.0, &img, NULL) == PK_ERR_INVALID, "negative cell");

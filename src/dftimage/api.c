@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "dftimage_internal.h"
 
@@ -279,14 +282,36 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
         pk_image_free(out);
         return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for an image of %zu x %zu pixels", n, n);
     }
-    for (size_t p = 0; p < n * n; p++) {
-        out->re[p] = (double)NAN; /* every pixel must be written */
-        if (out->im) out->im[p] = (double)NAN;
-    }
     pk_dft_job job = {vis, n, cell, sign, o.want_imag, out->re, out->im, o.gpu_memory};
     pk_progress progress;
     double terms = (double)vis->n * (double)n * (double)n;
     pk_progress_begin(&progress, ctx, terms, 0.0, 1.0);
+    /* every pixel must be written: NaN first, by the threads (a large
+     * image's first touch of its pages takes seconds), in bands of rows
+     * that watch for cancellation */
+    {
+        const int64_t rows = (int64_t)n, band = 64;
+        volatile int cancelled = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(pk_thread_count(ctx)) if (n * n >= (1u << 20))
+        for (int64_t r0 = 0; r0 < rows; r0 += band) {
+            if (cancelled) continue;
+            size_t p0 = (size_t)r0 * n, p1 = (size_t)(r0 + band < rows ? r0 + band : rows) * n;
+            for (size_t p = p0; p < p1; p++) {
+                out->re[p] = (double)NAN;
+                if (out->im) out->im[p] = (double)NAN;
+            }
+#ifdef _OPENMP
+            int owner = omp_get_thread_num() == 0;
+#else
+            int owner = 1;
+#endif
+            if (pk_progress_add(&progress, 0.0, owner)) cancelled = 1;
+        }
+        if (cancelled) {
+            pk_image_free(out);
+            return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        }
+    }
     double kernel_ms = 0, t0 = pk_now();
     int bands = 0;
     size_t gpu_bytes = 0;
