@@ -55,6 +55,8 @@ int main(void) {
     expect_bad("two_cr.txt", "3\n60 60\n61 20\r\r\n62 61\n", PK_ERR_PARSE, ":3:", "dec '20\\r' is not a number");
     expect_bad("form_feed.txt", "3\n60 60\n61 20\f\n62 61\n", PK_ERR_PARSE, ":3:", "dec '20\\f' is not a number");
     expect_bad("control.txt", "3\n60 60\n61\x01 20\n62 61\n", PK_ERR_PARSE, ":3:", "ra '61\\x01' is not a number");
+    expect_bad("cr_only.txt", "3\r60 60\r61 20\r62 61\r", PK_ERR_PARSE, ":1:",
+               "found '3\\r60 60\\r61 20\\r62 61' (carriage returns without line feeds: lines must end in LF or CRLF)");
     expect_bad("nan.txt", "3\n60 60\nnan 60\n62 61\n", PK_ERR_PARSE, ":3:", "ra is not a finite number");
     expect_bad("inf.txt", "3\n60 60\n61 -inf\n62 61\n", PK_ERR_PARSE, ":3:", "dec is not a finite number");
     expect_bad("overflow.txt", "3\n60 60\n61 1e999\n62 61\n", PK_ERR_PARSE, ":3:", "not a finite number");

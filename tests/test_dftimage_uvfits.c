@@ -219,7 +219,8 @@ static void test_broken(void) {
     fits_open_file(&f, path, READWRITE, &status);
     fits_update_key(f, TSTRING, "PTYPE2", "XX--", NULL, &status);
     fits_close_file(f, &status);
-    expect_error(path, PK_WEIGHTS_DATA, "VV", "missing VV parameter");
+    expect_error(path, PK_WEIGHTS_DATA, "group parameter VV is missing (looked for PTYPE 'VV', 'VV--' or 'VV---SIN')",
+                 "missing VV parameter");
 
     snprintf(path, sizeof path, "%s/no_ctype.uvfits", dir);
     copy_file(MOJAVE, path, -1);

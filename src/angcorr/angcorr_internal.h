@@ -25,6 +25,12 @@
 /* The reference dot product, evaluated exactly as written: two products
  * added, then the third product added, each rounded to double (this file
  * and its users are compiled with -ffp-contract=off). */
+/* x, with a NaN of either sign as the positive one, so that text outputs
+ * print "nan" throughout (0/0 makes a negative NaN on x86, "-nan"). */
+static inline double pk_plain_nan(double x) {
+    return x != x ? (double)NAN : x;
+}
+
 static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double x2, double y2, double z2) {
     double d = x1 * x2 + y1 * y2;
     return d + z1 * z2;

@@ -436,7 +436,7 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
     fprintf(f.fp, "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n");
     for (size_t k = 0; k < result->n_bins; k++) {
         if (result->rr[k] == 0) continue;
-        fprintf(f.fp, "%6.3f\t%15f\t%15ld\t%15ld\t%15ld\n", rad_to_deg(bins->edges[k]), result->omega[k],
+        fprintf(f.fp, "%6.3f\t%15f\t%15ld\t%15ld\t%15ld\n", rad_to_deg(bins->edges[k]), pk_plain_nan(result->omega[k]),
                 (long)result->dd[k], (long)result->dr[k], (long)result->rr[k]);
     }
     return pk_atomic_commit(ctx, &f);
@@ -454,7 +454,7 @@ pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angco
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n");
     for (size_t k = 0; k < result->n_bins; k++) {
         fprintf(f.fp, "%.15g,%.15g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]), rad_to_deg(bins->edges[k + 1]),
-                result->omega[k], (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
+                pk_plain_nan(result->omega[k]), (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
                 (unsigned long long)result->rr[k]);
     }
     return pk_atomic_commit(ctx, &f);

@@ -165,10 +165,16 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
     if (endp != p && is_blank(endp) && errno == ERANGE)
         return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count '%.40s' is too %s", path, count_line, p,
                        n < 0 ? "small (it must be at least 1)" : "large");
-    if (endp == p || !is_blank(endp))
-        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%.40s'%s", path,
-                       count_line, p,
-                       *p == '#' || strchr(p, ',') ? " (a CSV catalog? name it .csv or give --format csv)" : "");
+    if (endp == p || !is_blank(endp)) {
+        char shown[200];
+        show_token(shown, sizeof shown, p, strlen(p));
+        return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%s'%s", path,
+                       count_line, shown,
+                       strchr(p, '\r')               ? " (carriage returns without line feeds: lines must end in LF "
+                                                       "or CRLF)"
+                       : *p == '#' || strchr(p, ',') ? " (a CSV catalog? name it .csv or give --format csv)"
+                                                     : "");
+    }
     if (n < 1) return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count must be at least 1", path, count_line);
     if ((unsigned long long)n > (unsigned long long)(size / 4 + 1)) {
         /* more objects than the file has room for (a row takes 4 bytes at

@@ -1907,13 +1907,15 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
     for (size_t k = 0; k < result->n_bins; k++) {
         fprintf(f.fp, "%.15g,%.15g", deg(bins->edges[k]), deg(bins->edges[k + 1]));
         if (means)
-            fprintf(f.fp, ",%.17g,%.17g,%.17g", deg(extras->theta_mean_dd[k]), deg(extras->theta_mean_dr[k]),
-                    deg(extras->theta_mean_rr[k]));
-        fprintf(f.fp, ",%.17g", result->omega[k]);
-        if (errs) fprintf(f.fp, ",%.17g", extras->omega_err[k]);
+            fprintf(f.fp, ",%.17g,%.17g,%.17g", pk_plain_nan(deg(extras->theta_mean_dd[k])),
+                    pk_plain_nan(deg(extras->theta_mean_dr[k])), pk_plain_nan(deg(extras->theta_mean_rr[k])));
+        fprintf(f.fp, ",%.17g", pk_plain_nan(result->omega[k]));
+        if (errs) fprintf(f.fp, ",%.17g", pk_plain_nan(extras->omega_err[k]));
         fprintf(f.fp, ",%llu,%llu,%llu", (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
                 (unsigned long long)result->rr[k]);
-        if (wts) fprintf(f.fp, ",%.17g,%.17g,%.17g", extras->dd_w[k], extras->dr_w[k], extras->rr_w[k]);
+        if (wts)
+            fprintf(f.fp, ",%.17g,%.17g,%.17g", pk_plain_nan(extras->dd_w[k]), pk_plain_nan(extras->dr_w[k]),
+                    pk_plain_nan(extras->rr_w[k]));
         fprintf(f.fp, "\n");
     }
     return pk_atomic_commit(ctx, &f);
@@ -1952,7 +1954,8 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
             const size_t x = x0 + r;
             char *p = buf + r * row_max, *end = p + row_max;
             p += snprintf(p, (size_t)(end - p), "%.15g,%.15g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
-            for (size_t y = 0; y < n; y++) p += snprintf(p, (size_t)(end - p), ",%.17g", extras->omega_cov[x * n + y]);
+            for (size_t y = 0; y < n; y++)
+                p += snprintf(p, (size_t)(end - p), ",%.17g", pk_plain_nan(extras->omega_cov[x * n + y]));
             *p++ = '\n';
             len[r] = (size_t)(p - (buf + r * row_max));
         }

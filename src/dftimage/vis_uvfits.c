@@ -301,12 +301,10 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         }
     }
     if (iu < 0 || iv < 0 || iw < 0) {
+        const char *name = iu < 0 ? "UU" : iv < 0 ? "VV" : "WW";
         st = pk_fail(ctx, PK_ERR_PARSE,
-                     "%s: group parameter %s is missing (looked for PTYPE 'UU', 'UU--' or 'UU---SIN' and the like)",
-                     path,
-                     iu < 0   ? "UU"
-                     : iv < 0 ? "VV"
-                              : "WW");
+                     "%s: group parameter %s is missing (looked for PTYPE '%s', '%s--' or '%s---SIN')", path, name,
+                     name, name, name);
         goto done;
     }
 
