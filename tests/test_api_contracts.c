@@ -225,6 +225,29 @@ int main(void) {
           (unsigned)(sb.st_mode & 0777), (unsigned)(0666 & ~027));
     mode_t now = umask(old_mask);
     CHECK(now == 027, "the umask became %o", (unsigned)now);
+    /* a NaN of either sign is written as nan (0/0 makes -nan on x86), in
+     * omega.out (rows with RR > 0) and in the CSV */
+    {
+        char csv[300];
+        snprintf(csv, sizeof csv, "%s/omega.csv", dir);
+        for (size_t k = 0; k < bins.n_bins; k++) {
+            result.rr[k] = 1;
+            result.omega[k] = copysign((double)NAN, k % 2 ? -1.0 : 1.0);
+        }
+        CHECK_OK(pk_angcorr_write_omega(&ctx, path, &result, &bins), &ctx);
+        CHECK_OK(pk_angcorr_write_csv(&ctx, csv, &result, &bins), &ctx);
+        for (int f = 0; f < 2; f++) {
+            FILE *fp = fopen(f ? csv : path, "r");
+            char line[512];
+            int minus = 0, plain = 0;
+            while (fp && fgets(line, sizeof line, fp))
+                minus += strstr(line, "-nan") != NULL, plain += strstr(line, "nan") != NULL;
+            if (fp) fclose(fp);
+            CHECK(fp && minus == 0 && plain == (int)bins.n_bins, "%s: %d lines with -nan, %d with nan (of %zu bins)",
+                  f ? "omega.csv" : "omega.out", minus, plain, bins.n_bins);
+        }
+        unlink(csv);
+    }
     free(result.dd), free(result.dr), free(result.rr), free(result.omega);
     unlink(path);
     rmdir(dir);

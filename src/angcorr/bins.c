@@ -227,10 +227,13 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
     const int watch = n_bounds > 64 * block;
     pk_progress progress;
     if (watch) pk_progress_begin(&progress, ctx, (double)n_bounds, 0.0, 0.0);
-    volatile int cancelled = 0;
+    int cancelled = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(pk_thread_count(ctx)) if (n_bounds > block)
     for (int32_t b0 = 0; b0 < n_bounds; b0 += block) {
-        if (cancelled) continue;
+        int stop;
+#pragma omp atomic read
+        stop = cancelled;
+        if (stop) continue;
         int32_t b1 = n_bounds - b0 > block ? b0 + block : n_bounds;
         for (int32_t s = b0; s < b1; s++) {
             double T = dot_threshold(bins, s);
@@ -251,7 +254,10 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
 #else
         int owner = 1;
 #endif
-        if (watch && pk_progress_add(&progress, (double)(b1 - b0), owner)) cancelled = 1;
+        if (watch && pk_progress_add(&progress, (double)(b1 - b0), owner)) {
+#pragma omp atomic write
+            cancelled = 1;
+        }
     }
     if (cancelled) {
         pk_edge_table_free(t);

@@ -339,8 +339,8 @@ static int bucket_of(const double *edges, int n, double v) {
  * below the edge, v[j] not (where the two are adjacent doubles, v[j]). */
 static double edge_before(const double *v, size_t j) {
     if (j == 0) return v[0];
-    double m = 0.5 * (v[j - 1] + v[j]);
-    return m > v[j - 1] ? m : v[j];
+    double m = 0.5 * v[j - 1] + 0.5 * v[j]; /* no overflow to inf */
+    return m > v[j - 1] && m <= v[j] ? m : v[j];
 }
 
 /* pk_angcorr_patches for up to two catalogs at once (b NULL: one), the

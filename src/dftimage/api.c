@@ -291,10 +291,13 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
      * that watch for cancellation */
     {
         const int64_t rows = (int64_t)n, band = 64;
-        volatile int cancelled = 0;
+        int cancelled = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(pk_thread_count(ctx)) if (n * n >= (1u << 20))
         for (int64_t r0 = 0; r0 < rows; r0 += band) {
-            if (cancelled) continue;
+            int stop;
+#pragma omp atomic read
+            stop = cancelled;
+            if (stop) continue;
             size_t p0 = (size_t)r0 * n, p1 = (size_t)(r0 + band < rows ? r0 + band : rows) * n;
             for (size_t p = p0; p < p1; p++) {
                 out->re[p] = (double)NAN;
@@ -305,7 +308,10 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
 #else
             int owner = 1;
 #endif
-            if (pk_progress_add(&progress, 0.0, owner)) cancelled = 1;
+            if (pk_progress_add(&progress, 0.0, owner)) {
+#pragma omp atomic write
+                cancelled = 1;
+            }
         }
         if (cancelled) {
             pk_image_free(out);

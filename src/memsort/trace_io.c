@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -389,11 +390,22 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
     uint32_t c = ch->index;
     char *path = chunk_path(dir, c);
     struct stat sb;
-    /* the type first: opening a FIFO would wait for a writer */
-    int found = path && stat(path, &sb) == 0;
-    int stat_errno = errno;
+    /* opened without waiting (a FIFO's plain open would wait for a
+     * writer), its type checked on what was opened, then read blocking */
+    int fd = path ? open(path, O_RDONLY | O_NONBLOCK) : -1;
+    int open_errno = errno, found = 0;
+    if (fd >= 0) {
+        if (fstat(fd, &sb) == 0) found = 1;
+        else open_errno = errno;
+    }
     int regular = found && S_ISREG(sb.st_mode);
-    FILE *fp = regular ? fopen(path, "rb") : NULL;
+    FILE *fp = NULL;
+    if (regular) {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags != -1 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0) fp = fdopen(fd, "rb");
+        if (!fp) open_errno = errno;
+    }
+    if (fd >= 0 && !fp) close(fd);
     uint64_t want = plans->chunk_start[c + 1] - plans->chunk_start[c];
     ch->first_position = plans->chunk_start[c];
     ch->addr = NULL;
@@ -401,13 +413,11 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
     if (!path) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
     } else if (!found) {
-        st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(stat_errno));
+        st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(open_errno));
     } else if (!regular) {
         st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     } else if (!fp) {
-        st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    } else if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = pk_fail(ctx, PK_ERR_IO, "%s: not a regular file", path);
+        st = pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(open_errno));
     } else if (sb.st_size % 4) {
         st = pk_fail(ctx, PK_ERR_PARSE, "%s: truncated: %lld bytes is not a multiple of 4 (entry %lld is incomplete)",
                      path, (long long)sb.st_size, (long long)(sb.st_size / 4));

@@ -244,8 +244,11 @@ int cmd_memsort(int argc, char **argv) {
      * files it will hold, or under mpirun a new worker folder's, neither
      * of them the region table read) */
     {
+        /* a rank's own device may fail where another's does not: every
+         * rank stops, or none (a lone exit would leave the others waiting) */
         pk_status st_opts = pk_memsort_options_check(&ctx, &opts);
-        if (st_opts) return cli_error(cmd, st_opts, &ctx);
+        int rc_opts = st_opts ? cli_error(cmd, st_opts, &ctx) : 0;
+        if (!cli_mpi_all_ok(st_opts == PK_OK)) return rc_opts ? rc_opts : 1;
         if (strcmp(regions_name, "default") != 0 && strcmp(regions_name, "zisk") != 0) cli_input(regions_name);
         const char *const files[2] = {"memsort.bin", "summary.txt"};
         int bad = cli_check_out_dir(cmd, out_dir, files, n_ranks == 1 ? 2 : 0);
