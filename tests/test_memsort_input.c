@@ -719,6 +719,21 @@ int main(void) {
               "memsort-gen beside a folder named like a chunk: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
               err ? err : "");
         free(err);
+        /* a chunk number past 4095 (four digits, so the name reads as a
+         * chunk's): refused before writing, the file kept */
+        snprintf(command, sizeof command,
+                 "mkdir -p %s/gen9 && echo keep > %s/gen9/mem_addr_9999.bin && %s memsort-gen %s/gen9 --entries 1K "
+                 "-q 2> %s/gen_err.txt",
+                 tmp_root, tmp_root, cli, tmp_root, tmp_root);
+        rc = system(command);
+        err = read_text(file);
+        snprintf(command, sizeof command, "test -f %s/gen9/mem_addr_9999.bin && ! test -e %s/gen9/mem_addr_0000.bin",
+                 tmp_root, tmp_root);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && err &&
+                  strstr(err, "mem_addr_9999.bin: chunk numbers end at 4095") && system(command) == 0,
+              "memsort-gen beside mem_addr_9999.bin: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+              err ? err : "");
+        free(err);
     }
 
     char command[128];

@@ -564,6 +564,14 @@ pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer
         long max_index, count;
         pk_status st_scan = scan_chunks(ctx, dir, &max_index, &count, NULL);
         if (st_scan) return st_scan;
+        /* ... as would a chunk number past the last a trace may have
+         * (mem_addr_9999.bin), which the new trace would not replace ... */
+        if (max_index >= PK_MEMSORT_MAX_CHUNKS)
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX
+                           ": chunk numbers end at %04d (at most %d chunks); a trace written beside it would not "
+                           "read back: rename it or move it out of the folder",
+                           dir, max_index, PK_MEMSORT_MAX_CHUNKS - 1, PK_MEMSORT_MAX_CHUNKS);
         /* ... and so would a folder (or anything not a file) under the
          * name of a chunk past the new trace's last, which the removal of
          * the older trace's chunks would leave (a name the new trace
