@@ -190,6 +190,23 @@ static void test_generate_dir(const pk_memsort_regions *def) {
         }
         CHECK(gen_fractions_ok, "%s: the progress went back or past 1", what);
     }
+    /* the trace in memory asks after each full chunk too (12 of them):
+     * cancelled at the third, nothing kept; run through, the same trace */
+    for (gen_cancel_at = 3; gen_cancel_at <= 13; gen_cancel_at += 10) {
+        gen_asks = 0;
+        gen_last_fraction = 0;
+        gen_fractions_ok = 1;
+        pk_memsort_trace mem;
+        pk_status st = pk_memsort_generate(&ctx, def, &g, &mem);
+        if (gen_cancel_at == 3)
+            CHECK(st == PK_ERR_CANCELLED && gen_asks == 3 && mem.addr == NULL && mem.n_entries == 0,
+                  "generate cancelled at ask 3: status %d after %d asks", (int)st, gen_asks);
+        else
+            CHECK(st == PK_OK && gen_asks == 12 && gen_fractions_ok && mem.n_entries == newer.n_entries &&
+                      memcmp(mem.addr, newer.addr, newer.n_entries * 4) == 0,
+                  "generate run through with progress: status %d, %d asks, not the same trace", (int)st, gen_asks);
+        pk_memsort_trace_free(&mem);
+    }
     ctx.progress = NULL;
 
     /* a region over its capacity: stopped at the chunk that overflows it,

@@ -135,7 +135,9 @@ typedef struct pk_memsort_gen_options {
  * region) and long memcpy-like runs. Awkward mode gives: a run of one
  * address across an instance boundary, a run longer than a whole instance,
  * an empty region (the second, when there are three or more), and a last
- * partial instance. More than 4096 chunks is an error. */
+ * partial instance. More than 4096 chunks is an error. A realistic trace
+ * reports its progress after each full chunk, and a callback that asks to
+ * stop ends the call in PK_ERR_CANCELLED with nothing kept. */
 pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
                               pk_memsort_trace *out);
 

@@ -101,10 +101,11 @@ def interruptible(ctx):
     command line: while the block runs, SIGINT only marks a flag, which
     the library's progress callback (called on this thread every 50 ms)
     turns into a cancellation; the block then ends in KeyboardInterrupt.
-    Only on the main thread with Python's own SIGINT handler in place;
-    elsewhere the block runs as it is."""
+    Only on the main thread with Python's own SIGINT handler in place
+    (a handler of the program's own is left to act); elsewhere the block
+    runs as it is."""
     old = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or not callable(old):
+    if threading.current_thread() is not threading.main_thread() or old is not signal.default_int_handler:
         yield
         return
     hit = []

@@ -164,9 +164,14 @@ def memsort_generate(n_entries, seed=1, chunk_entries=None, awkward=False, regio
     table = _regions(lib, ctx, regions)
     opts = _gen_options(n_entries, seed, chunk_entries, awkward)
     trace = _Trace()
-    with interruptible(ctx):
-        st = lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts), ctypes.byref(trace))
-    _gen_check(st, ctx)
+    try:
+        with interruptible(ctx):
+            st = lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts),
+                                         ctypes.byref(trace))
+        _gen_check(st, ctx)
+    except BaseException:  # Ctrl-C after the call made its trace: not kept
+        lib.pk_memsort_trace_free(ctypes.byref(trace))
+        raise
     return _take_trace(lib, trace)
 
 
@@ -213,8 +218,14 @@ def read_trace(trace_dir, regions="default"):
     ctx = new_context(0)
     table = _regions(lib, ctx, regions)
     trace = _Trace()
-    _check(lib.pk_memsort_trace_read(ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(table),
-                                     ctypes.byref(trace)), ctx)
+    try:
+        with interruptible(ctx):
+            st = lib.pk_memsort_trace_read(ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(table),
+                                           ctypes.byref(trace))
+        _check(st, ctx)
+    except BaseException:  # Ctrl-C after the call read the trace: not kept
+        lib.pk_memsort_trace_free(ctypes.byref(trace))
+        raise
     return _take_trace(lib, trace)
 
 

@@ -494,3 +494,43 @@ def test_one_memsort_object_refuses_a_second_thread(table):
         first.join()
         m._run = real
         assert m.run(addr, chunk_start=cs, regions=table)["values"].size == addr.size
+
+
+def test_ctrl_c_stops_generate_and_read_trace(tmp_path):
+    """SIGINT during memsort_generate and read_trace ends them early in
+    KeyboardInterrupt (the generator asks after every chunk, the reader
+    after every file), and the next call runs as usual."""
+    import signal
+    import time
+    pairkit.memsort_generate_dir(str(tmp_path / "t"), 1 << 24, seed=3)
+    for call in (lambda: pairkit.memsort_generate(1 << 26, seed=2),
+                 lambda: [pairkit.read_trace(str(tmp_path / "t")) for _ in range(40)]):
+        timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+        t0 = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        took = time.perf_counter() - t0
+        timer.cancel()
+        assert took < 1.0, took
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    addr, starts = pairkit.read_trace(str(tmp_path / "t"))
+    assert addr.size == 1 << 24 and starts[-1] == 1 << 24
+
+
+def test_own_sigint_handler_is_left_to_act():
+    """A program's own SIGINT handler is called as usual during a call;
+    the call runs through."""
+    import signal
+    seen = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+    try:
+        timer = threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        addr, starts = pairkit.memsort_generate(1 << 25, seed=4)
+        timer.join()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert seen == [signal.SIGINT]
+    assert addr.size == 1 << 25
+    assert np.array_equal(addr[:1000], pairkit.memsort_generate(1000, seed=4)[0][:1000])

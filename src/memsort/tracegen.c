@@ -320,6 +320,22 @@ static pk_status gen_capacity_error(pk_context *ctx, const pk_memsort_gen_option
                    rg->instance_entries, (unsigned long long)cap);
 }
 
+/* The whole trace in memory, a chunk at a time: each full chunk moves the
+ * window on (the entries stay where they were made) and asks the progress,
+ * so that a long generation can be cancelled. */
+typedef struct gen_in_memory {
+    gen_state *g;
+    pk_context *ctx;
+} gen_in_memory;
+
+static int gen_memory_chunk(void *user, const uint32_t *a, uint64_t n) {
+    (void)a;
+    gen_in_memory *m = user;
+    m->g->out += n;
+    pk_context *ctx = m->ctx;
+    return ctx && ctx->progress && ctx->progress(ctx->progress_user, (double)m->g->pos / (double)m->g->n);
+}
+
 pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
                               pk_memsort_trace *out) {
     pk_clear(ctx);
@@ -348,7 +364,16 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
                            (unsigned long long)opts->n_entries);
         }
     } else {
+        gen_in_memory m = {&g, ctx};
+        g.cap = chunk < g.n ? chunk : g.n;
+        g.flush = gen_memory_chunk;
+        g.flush_user = &m;
         gen_run(&g);
+        if (g.stop) {
+            pk_memsort_trace_free(out);
+            return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        }
+        g.out = out->addr; /* the whole trace again, for the checks below */
     }
     if ((st = pk_memsort_trace_check(ctx, regions, out)) != PK_OK) {
         {
