@@ -144,6 +144,14 @@ int main(void) {
     expect("bench memsort", "--runs 0", "--runs: 0 is out of range 1 .. 100000", 0);
     expect("bench dftimage", "--size 0", "--size: 0 is out of range 1 .. 65536", 0);
     expect("bench dftimage", "--nvis 0", "--nvis: 0 is out of range", 0);
+    /* the grid checked before the reference (a cell off the sky was blamed
+     * on a check pixel the user never gave) */
+    expect("bench angcorr", "--backend auto", "--backend: 'auto' is not cpu or cuda", 0);
+    expect("bench dftimage", "--backend auto", "--backend: 'auto' is not cpu or cuda", 0);
+    expect("bench dftimage", "--vis v.npz --nvis 10", "--vis images the file's visibilities: --nvis would not be used",
+           0);
+    expect("bench dftimage", "--nvis 10 --cell -0.0005", "cell size must be > 0, got -0.0005", 0);
+    expect("bench dftimage", "--nvis 10 --size 700 --cell 0.01", "700 pixels of 0.01 rad reach beyond the sky", 0);
     expect("bench angcorr", "only_data.txt", "give both catalogs, DATA RANDOM, or neither", 0);
     cli_scratch_remove();
     return check_finish("test_cli_options");

@@ -193,6 +193,11 @@ pk_precision pk_dftimage_kernel_precision(int kernel);
  * size_t, so callers learn before any work. */
 pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_t *bytes);
 
+/* The image's grid as pk_dftimage_run checks it, before any work: a cell
+ * above 0, every pixel on the sky (l^2 + m^2 < 1), the image within the
+ * machine's memory (pk_dftimage_check_size). */
+pk_status pk_dftimage_check_grid(pk_context *ctx, size_t n, double cell, int want_imag);
+
 /* The dirty image of vis on n x n pixels of cell radians (0 < n, 0 < cell,
  * n * cell small enough that every pixel has l^2 + m^2 < 1). The sum of
  * the moduli |re + i im| must stay below half the largest value of the

@@ -237,6 +237,20 @@ static pk_status check_amplitudes(pk_context *ctx, const pk_vis *vis, pk_precisi
                    amplitude_limit(f64_too ? PK_PRECISION_DOUBLE : PK_PRECISION_SINGLE), advice);
 }
 
+pk_status pk_dftimage_check_grid(pk_context *ctx, size_t n, double cell, int want_imag) {
+    pk_clear(ctx);
+    if (!(cell > 0) || !isfinite(cell)) return pk_fail(ctx, PK_ERR_INVALID, "cell size must be > 0, got %g", cell);
+    pk_status st = pk_dftimage_check_size(ctx, n, want_imag, NULL);
+    if (st) return st;
+    double edge = (double)(n / 2) * cell;
+    if (!(2.0 * edge * edge < 1.0))
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller cell "
+                       "or image (--cell, --size)",
+                       n, cell);
+    return PK_OK;
+}
+
 /* pk_dftimage_run; beam: vis holds the weights (pk_dftimage_psf), for the
  * messages. */
 static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
@@ -247,14 +261,7 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
     if (opts) o = *opts;
     pk_status st = check_vis(ctx, vis);
     if (st) return st;
-    if (!(cell > 0) || !isfinite(cell)) return pk_fail(ctx, PK_ERR_INVALID, "cell size must be > 0, got %g", cell);
-    if ((st = pk_dftimage_check_size(ctx, n, o.want_imag, NULL)) != PK_OK) return st;
-    double edge = (double)(n / 2) * cell;
-    if (!(2.0 * edge * edge < 1.0))
-        return pk_fail(ctx, PK_ERR_INVALID,
-                       "%zu pixels of %g rad reach beyond the sky (l^2 + m^2 >= 1 at the corners); use a smaller cell "
-                       "or image (--cell, --size)",
-                       n, cell);
+    if ((st = pk_dftimage_check_grid(ctx, n, cell, o.want_imag)) != PK_OK) return st;
     int sign = o.sign ? o.sign : vis->sign;
     if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
     pk_backend backend = PK_BACKEND_CPU;

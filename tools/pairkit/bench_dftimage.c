@@ -37,7 +37,8 @@ static void usage(FILE *out) {
             "  --size N          pixels a side (default 700)\n"
             "  --cell RAD        cell size (default 0.0005)\n"
             "  --seed S          generator seed (default 1)\n"
-            "  --vis FILE        image this .npz instead of generating the problem\n"
+            "  --vis FILE        image this .npz instead of generating the problem (not\n"
+            "                    with --nvis or --seed)\n"
             "  --write-npz FILE  write the generated problem as .npz and exit\n"
             "  --imag            complex images (default: the real part, as the CLI writes)\n"
             "  --runs N          warm runs per kernel (default 3)\n"
@@ -59,7 +60,7 @@ int bench_dftimage(int argc, char **argv) {
     pk_backend backend = PK_BACKEND_CPU;
     size_t n_vis = 0, size = 700, check_pixels = 1024, seed = 1;
     double cell = 0.0005;
-    int runs = 3, want_imag = 0;
+    int runs = 3, want_imag = 0, seed_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
     for (int k = 1; k < argc; k++) {
@@ -84,7 +85,8 @@ int bench_dftimage(int argc, char **argv) {
             const char *v = argv[++k];
             if (strcmp(a, "--kernels") == 0) kernel_list = v[0] ? strdup(v) : NULL;
             else if (strcmp(a, "--backend") == 0) {
-                if (pk_backend_parse(v, &backend)) return cli_usage_error(cmd, "--backend: '%s'?", v);
+                if (pk_backend_parse(v, &backend) || backend == PK_BACKEND_AUTO)
+                    return cli_usage_error(cmd, "--backend: '%s' is not cpu or cuda", v);
             } else if (strcmp(a, "--nvis") == 0) {
                 if (cli_parse_range(cmd, a, v, 1, (size_t)1 << 32, &n_vis)) return 2;
             } else if (strcmp(a, "--size") == 0) {
@@ -93,6 +95,7 @@ int bench_dftimage(int argc, char **argv) {
                 if (cli_parse_double(cmd, a, v, &cell)) return 2;
             } else if (strcmp(a, "--seed") == 0) {
                 if (cli_parse_size(cmd, a, v, &seed)) return 2;
+                seed_given = 1;
             } else if (strcmp(a, "--vis") == 0) {
                 vis_path = v;
             } else if (strcmp(a, "--write-npz") == 0) {
@@ -109,6 +112,9 @@ int bench_dftimage(int argc, char **argv) {
             return cli_usage_error(cmd, "unexpected argument '%s'", a);
         }
     }
+    if (vis_path && (n_vis || seed_given))
+        return cli_usage_error(cmd, "--vis images the file's visibilities: %s would not be used",
+                               n_vis ? "--nvis" : "--seed");
     int cuda = backend == PK_BACKEND_CUDA;
     if (n_vis == 0) n_vis = cuda ? 1000000 : 65536;
 
@@ -154,6 +160,12 @@ int bench_dftimage(int argc, char **argv) {
         pk_status bst = pk_backend_resolve(&ctx, backend, &resolved); /* says why CUDA is missing */
         if (bst != PK_OK) return cli_error(cmd, bst, &ctx);
         return cli_usage_error(cmd, "no kernel to run on backend %s", pk_backend_name(backend));
+    }
+
+    /* The grid as the runs will check it, before the reference's work. */
+    if ((st = pk_dftimage_check_grid(&ctx, size, cell, want_imag)) != PK_OK) {
+        pk_vis_free(&vis);
+        return cli_error(cmd, st, &ctx);
     }
 
     /* The reference on a fixed pseudo-random subset of pixels. */
@@ -223,8 +235,10 @@ int bench_dftimage(int argc, char **argv) {
         qsort(v, (size_t)runs, sizeof *v, cmp_double);
         double med = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]), mn = v[0];
         if (kk == 0) first = med;
-        printf("%-18s %10.2f %10.2f %10.2f %12.3g %11.3g %8.2fx\n", pk_dftimage_kernel_name(kernels[kk]),
-               cold[kk] * 1e3, med * 1e3, mn * 1e3, terms / med, err[kk], first / med);
+        char err_text[32] = "-"; /* --check-pixels 0: no comparison */
+        if (n_check) snprintf(err_text, sizeof err_text, "%.3g", err[kk]);
+        printf("%-18s %10.2f %10.2f %10.2f %12.3g %11s %8.2fx\n", pk_dftimage_kernel_name(kernels[kk]), cold[kk] * 1e3,
+               med * 1e3, mn * 1e3, terms / med, err_text, first / med);
     }
     free(index), free(ref_re), free(ref_im), free(pl), free(pm), free(times), free(cold), free(err);
     pk_vis_free(&vis);

@@ -71,7 +71,8 @@ static int bench_angcorr(int argc, char **argv) {
             size_t t;
             if (strcmp(a, "--kernels") == 0) kernel_list = strdup(v);
             else if (strcmp(a, "--backend") == 0) {
-                if (pk_backend_parse(v, &backend)) return cli_usage_error(cmd, "--backend: '%s'?", v);
+                if (pk_backend_parse(v, &backend) || backend == PK_BACKEND_AUTO)
+                    return cli_usage_error(cmd, "--backend: '%s' is not cpu or cuda", v);
             } else if (strcmp(a, "--runs") == 0) {
                 if (cli_parse_range(cmd, a, v, 1, 100000, &t)) return 2;
                 runs = (int)t;

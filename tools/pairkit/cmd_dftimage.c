@@ -208,8 +208,9 @@ int cmd_dftimage(int argc, char **argv) {
                                pk_dftimage_kernel_precision(opts.kernel) == PK_PRECISION_DOUBLE ? "double" : "single",
                                precision_given);
 
-    /* Learn that the image cannot fit before reading anything. */
-    pk_status st = pk_dftimage_check_size(&ctx, size, opts.want_imag, NULL);
+    /* Learn that the image cannot fit, or reaches beyond the sky, before
+     * reading anything. */
+    pk_status st = pk_dftimage_check_grid(&ctx, size, cell, opts.want_imag);
     if (st) return cli_error(cmd, st, &ctx);
 
     /* Under mpirun each rank images its share of the visibilities (on GPU
