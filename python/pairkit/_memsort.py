@@ -254,7 +254,8 @@ def _chunk_starts(n, chunk_entries, chunk_start):
             raise PairkitError("chunk_start: not an array of entry indices (%s)" % (e,)) from None
         if raw.ndim != 1 or raw.dtype.kind not in "iu":
             raise PairkitError("chunk_start must be a one-dimensional array of entry indices")
-        if raw.size < 2 or raw.size > 4097 or raw[0] != 0 or raw[-1] != n or np.any(np.diff(raw) < 0):
+        going_back = raw.size > 1 and bool(np.any(raw[1:] < raw[:-1]))  # np.diff wraps for unsigned
+        if raw.size < 2 or raw.size > 4097 or raw[0] != 0 or raw[-1] != n or going_back:
             raise PairkitError("chunk_start must run from 0 to len(addr) = %d without going back, with 1 to 4096 "
                                "chunks" % n)
         return np.ascontiguousarray(raw, dtype=np.uint64)

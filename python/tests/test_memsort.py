@@ -534,3 +534,12 @@ def test_own_sigint_handler_is_left_to_act():
     assert seen == [signal.SIGINT]
     assert addr.size == 1 << 25
     assert np.array_equal(addr[:1000], pairkit.memsort_generate(1000, seed=4)[0][:1000])
+
+
+def test_chunk_start_going_back_is_refused_whatever_its_dtype():
+    """An unsigned chunk_start that goes back is refused by the module's
+    own check (np.diff of unsigned integers wraps round)."""
+    addr = pairkit.memsort_generate(1000, seed=1)[0]
+    for dtype in (np.int64, np.uint64, np.uint32):
+        with pytest.raises(pairkit.PairkitError, match="without going back"):
+            pairkit.memsort(addr, chunk_start=np.array([0, 600, 400, 1000], dtype=dtype))
