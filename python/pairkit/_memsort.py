@@ -141,6 +141,20 @@ def _take_trace(lib, trace):
     return addr, starts
 
 
+def _trace_from(lib, ctx, call, check):
+    """(addr, chunk_start) of the library-owned trace that call(trace) makes,
+    run interruptible; a trace made just before a Ctrl-C is freed, not kept."""
+    trace = _Trace()
+    try:
+        with interruptible(ctx):
+            st = call(trace)
+        check(st, ctx)
+    except BaseException:
+        lib.pk_memsort_trace_free(ctypes.byref(trace))
+        raise
+    return _take_trace(lib, trace)
+
+
 def _gen_options(n_entries, seed, chunk_entries, awkward):
     return _GenOptions(_count(n_entries, "n_entries", 1, 1 << 29), _count(seed, "seed", 0, (1 << 64) - 1),
                        _count(chunk_entries or 0, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
@@ -163,16 +177,8 @@ def memsort_generate(n_entries, seed=1, chunk_entries=None, awkward=False, regio
     ctx = new_context(0)
     table = _regions(lib, ctx, regions)
     opts = _gen_options(n_entries, seed, chunk_entries, awkward)
-    trace = _Trace()
-    try:
-        with interruptible(ctx):
-            st = lib.pk_memsort_generate(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts),
-                                         ctypes.byref(trace))
-        _gen_check(st, ctx)
-    except BaseException:  # Ctrl-C after the call made its trace: not kept
-        lib.pk_memsort_trace_free(ctypes.byref(trace))
-        raise
-    return _take_trace(lib, trace)
+    return _trace_from(lib, ctx, lambda trace: lib.pk_memsort_generate(
+        ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts), ctypes.byref(trace)), _gen_check)
 
 
 def memsort_generate_dir(trace_dir, n_entries, seed=1, chunk_entries=None, awkward=False, regions="default"):
@@ -217,16 +223,8 @@ def read_trace(trace_dir, regions="default"):
     lib = _load()
     ctx = new_context(0)
     table = _regions(lib, ctx, regions)
-    trace = _Trace()
-    try:
-        with interruptible(ctx):
-            st = lib.pk_memsort_trace_read(ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(table),
-                                           ctypes.byref(trace))
-        _check(st, ctx)
-    except BaseException:  # Ctrl-C after the call read the trace: not kept
-        lib.pk_memsort_trace_free(ctypes.byref(trace))
-        raise
-    return _take_trace(lib, trace)
+    return _trace_from(lib, ctx, lambda trace: lib.pk_memsort_trace_read(
+        ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(table), ctypes.byref(trace)), _check)
 
 
 def _addresses(addr):

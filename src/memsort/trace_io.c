@@ -253,6 +253,14 @@ static pk_status scan_chunks(pk_context *ctx, const char *dir, long *max_index, 
     return PK_OK;
 }
 
+/* The error for a chunk file numbered past the last a trace may have. */
+static pk_status chunk_past_last(pk_context *ctx, const char *dir, long index, const char *why) {
+    return pk_fail(ctx, PK_ERR_PARSE,
+                   "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX
+                   ": chunk numbers end at %04d (at most %d chunks); %srename it or move it out of the folder",
+                   dir, index, PK_MEMSORT_MAX_CHUNKS - 1, PK_MEMSORT_MAX_CHUNKS, why);
+}
+
 pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
                                 pk_memsort_trace *out) {
     pk_clear(ctx);
@@ -265,12 +273,7 @@ pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memso
     if ((st = scan_chunks(ctx, dir, &max_index, &count, NULL)) != PK_OK) return st;
     if (count == 0)
         return pk_fail(ctx, PK_ERR_IO, "%s: no chunk files (" CHUNK_PREFIX "0000" CHUNK_SUFFIX ", ...)", dir);
-    if (max_index >= PK_MEMSORT_MAX_CHUNKS)
-        return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX
-                       ": chunk numbers end at %04d (at most %d chunks); rename "
-                       "it or move it out of the folder",
-                       dir, max_index, PK_MEMSORT_MAX_CHUNKS - 1, PK_MEMSORT_MAX_CHUNKS);
+    if (max_index >= PK_MEMSORT_MAX_CHUNKS) return chunk_past_last(ctx, dir, max_index, "");
     uint32_t n_chunks = (uint32_t)max_index + 1;
     uint64_t *sizes = calloc(n_chunks, sizeof(uint64_t));
     out->chunk_start = calloc((size_t)n_chunks + 1, sizeof(uint64_t));
@@ -567,11 +570,7 @@ pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer
         /* ... as would a chunk number past the last a trace may have
          * (mem_addr_9999.bin), which the new trace would not replace ... */
         if (max_index >= PK_MEMSORT_MAX_CHUNKS)
-            return pk_fail(ctx, PK_ERR_PARSE,
-                           "%s/" CHUNK_PREFIX "%04ld" CHUNK_SUFFIX
-                           ": chunk numbers end at %04d (at most %d chunks); a trace written beside it would not "
-                           "read back: rename it or move it out of the folder",
-                           dir, max_index, PK_MEMSORT_MAX_CHUNKS - 1, PK_MEMSORT_MAX_CHUNKS);
+            return chunk_past_last(ctx, dir, max_index, "a trace written beside it would not read back: ");
         /* ... and so would a folder (or anything not a file) under the
          * name of a chunk past the new trace's last, which the removal of
          * the older trace's chunks would leave (a name the new trace
