@@ -11,9 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "angcorr_internal.h"
 
@@ -249,11 +246,7 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
                 t->c2_hi[s] = pk_float_up(c + m);
             }
         }
-#ifdef _OPENMP
-        int owner = omp_get_thread_num() == 0;
-#else
-        int owner = 1;
-#endif
+        int owner = pk_thread_num() == 0;
         if (watch && pk_progress_add(&progress, (double)(b1 - b0), owner)) {
 #pragma omp atomic write
             cancelled = 1;

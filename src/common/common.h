@@ -33,6 +33,9 @@ const char *pk_format_exact(double x, char buf[32]);
  * at most PK_MAX_THREADS (OpenMP's runtime crashes when it cannot create
  * the threads asked for: 100000 did). */
 int pk_thread_count(const pk_context *ctx);
+/* The calling thread's number in its OpenMP team (0 outside one): thread 0
+ * is the caller's, the one pk_progress_add lets report. */
+int pk_thread_num(void);
 
 /* Seconds on a monotonic clock. */
 double pk_now(void);

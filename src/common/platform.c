@@ -26,6 +26,14 @@ int pk_thread_count(const pk_context *ctx) {
     return n < 1 ? 1 : n > PK_MAX_THREADS ? PK_MAX_THREADS : n;
 }
 
+int pk_thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 double pk_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

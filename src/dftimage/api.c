@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "dftimage_internal.h"
 
@@ -310,11 +307,7 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
                 out->re[p] = (double)NAN;
                 if (out->im) out->im[p] = (double)NAN;
             }
-#ifdef _OPENMP
-            int owner = omp_get_thread_num() == 0;
-#else
-            int owner = 1;
-#endif
+            int owner = pk_thread_num() == 0;
             if (pk_progress_add(&progress, 0.0, owner)) {
 #pragma omp atomic write
                 cancelled = 1;
