@@ -207,6 +207,31 @@ static void test_generate_dir(const pk_memsort_regions *def) {
                   "generate run through with progress: status %d, %d asks, not the same trace", (int)st, gen_asks);
         pk_memsort_trace_free(&mem);
     }
+    /* an awkward trace is shuffled in place, asking at every 2^20 entries
+     * of the shuffle (3 asks here): cancelled at the second, nothing
+     * kept; run through, the trace made without a progress callback */
+    pk_memsort_gen_options awk = {(1u << 22) + 5, 3, 7777, 1};
+    pk_memsort_trace awk_plain;
+    ctx.progress = NULL;
+    CHECK_OK(pk_memsort_generate(&ctx, def, &awk, &awk_plain), &ctx);
+    ctx.progress = gen_progress;
+    for (gen_cancel_at = 2; gen_cancel_at <= 12; gen_cancel_at += 10) {
+        gen_asks = 0;
+        gen_last_fraction = 0;
+        gen_fractions_ok = 1;
+        pk_memsort_trace mem;
+        pk_status st = pk_memsort_generate(&ctx, def, &awk, &mem);
+        if (gen_cancel_at == 2)
+            CHECK(st == PK_ERR_CANCELLED && gen_asks == 2 && mem.addr == NULL && mem.n_entries == 0,
+                  "awkward generate cancelled at ask 2: status %d after %d asks", (int)st, gen_asks);
+        else
+            CHECK(st == PK_OK && gen_asks == 3 && gen_fractions_ok && mem.n_entries == awk_plain.n_entries &&
+                      memcmp(mem.addr, awk_plain.addr, awk_plain.n_entries * 4) == 0,
+                  "awkward generate run through with progress: status %d, %d asks, not the same trace", (int)st,
+                  gen_asks);
+        pk_memsort_trace_free(&mem);
+    }
+    pk_memsort_trace_free(&awk_plain);
     ctx.progress = NULL;
 
     /* a region over its capacity: stopped at the chunk that overflows it,

@@ -180,10 +180,7 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
     if (!alloc_failed) {
 #pragma omp parallel num_threads(n_threads)
         {
-            int tid = 0;
-#ifdef _OPENMP
-            tid = omp_get_thread_num();
-#endif
+            int tid = pk_thread_num();
             uint32_t *hist4 = pk_aligned_alloc(4 * stride * sizeof(uint32_t));
             uint64_t *mine = thread_slots + (size_t)tid * n_slots;
             if (!hist4) {

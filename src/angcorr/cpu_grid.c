@@ -688,10 +688,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     if (!alloc_failed) {
 #pragma omp parallel num_threads(n_threads)
         {
-            int tid = 0;
-#ifdef _OPENMP
-            tid = omp_get_thread_num();
-#endif
+            int tid = pk_thread_num();
             uint32_t *hist = pk_aligned_alloc(GRID_HIST_COPIES * stride * sizeof(uint32_t));
             size_t *row_j = malloc(2 * GRID_UNIT_ROWS * sizeof(size_t));
             int32_t row_slots[GRID_TILE_COLS + 16];

@@ -1075,10 +1075,7 @@ static pk_status count_shared(shared_counts *sc) {
     share_failure fail = {0, n_tasks, PK_OK, ""};
 #pragma omp parallel num_threads(sc->n_threads)
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
+        int tid = pk_thread_num();
         const int owner = tid == 0;
         /* one thread's count: its own slots, a context of one thread whose
          * progress the loop reports */
@@ -1794,11 +1791,7 @@ pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts
 #pragma omp atomic write
                     no_memory = 1;
                 }
-#ifdef _OPENMP
-                const int owner = omp_get_thread_num() == 0;
-#else
-                const int owner = 1;
-#endif
+                const int owner = pk_thread_num() == 0;
 #pragma omp for schedule(dynamic, 8)
                 for (size_t x = 0; x < (dev ? n : 0); x++) {
                     int stopped;

@@ -183,10 +183,7 @@ pk_status pk_dft_run_cpu(pk_context *ctx, int kernel, const pk_dft_job *job, pk_
     int cancelled = 0, alloc_failed = 0;
 #pragma omp parallel num_threads(thread_count(ctx))
     {
-        int owner = 1;
-#ifdef _OPENMP
-        owner = omp_get_thread_num() == 0;
-#endif
+        int owner = pk_thread_num() == 0;
         pk_dft_tile *tile = NULL;
         tile_f64 *tile64 = NULL;
         float *table_mem = NULL;

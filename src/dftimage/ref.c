@@ -43,10 +43,7 @@ static pk_status ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t
     int cancelled = 0;
 #pragma omp parallel num_threads(thread_count(ctx))
     {
-        int owner = 1;
-#ifdef _OPENMP
-        owner = omp_get_thread_num() == 0;
-#endif
+        int owner = pk_thread_num() == 0;
 #pragma omp for schedule(dynamic, 1)
         for (size_t b = 0; b < n_blocks; b++) {
             int stop;

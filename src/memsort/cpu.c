@@ -395,10 +395,7 @@ static int count_pass(cpu_job *job, uint8_t *touched, pk_progress *progress, int
     int bad = 0, cancelled = 0;
 #pragma omp parallel num_threads(job->n_threads) reduction(| : bad, cancelled)
     {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
+        int t = pk_thread_num();
         uint32_t *const h = job->hist[t];
         uint8_t *const tc = touched + (uint64_t)t * job->touched_stride;
         uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
@@ -693,10 +690,7 @@ static int scatter_pass(cpu_job *job, pk_progress *progress) {
     int cancelled = 0;
 #pragma omp parallel num_threads(job->n_threads) reduction(| : cancelled)
     {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
+        int t = pk_thread_num();
         uint32_t *const h = job->hist[t];
         uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
         uint32_t *const pos = job->all_needed ? NULL : job->positions + (uint64_t)t * KEY_BLOCK;

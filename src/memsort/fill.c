@@ -414,10 +414,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
         for (uint64_t j = 0; j < (uint64_t)nt * state_stride; j++) state[j].at = UINT32_MAX;
 #pragma omp parallel num_threads(nt)
         {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
+            int t = pk_thread_num();
             fill_state *my = state + (uint64_t)t * state_stride;
 #pragma omp for schedule(dynamic, 1) reduction(| : cancelled, no_room)
             for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
@@ -494,10 +491,7 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
         int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed, cancelled)
         {
-            int t = 0;
-#ifdef _OPENMP
-            t = omp_get_thread_num();
-#endif
+            int t = pk_thread_num();
             scratch sc = {NULL, 0};
 #pragma omp for schedule(dynamic, 1)
             for (int64_t f = 0; f < (int64_t)n_fills; f++) {

@@ -192,8 +192,10 @@ static void gen_realistic(gen_state *g) {
  *    scattered; the region's count is not a multiple of S, so its last
  *    instance is partial.
  * Entries are shuffled (stably testing tie order), except the contiguous
- * block. Returns 1 when out of memory for the shuffle. */
-static int gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
+ * block. The shuffle asks ctx's progress every 2^20 entries; returns 1
+ * when that asks to stop. */
+#define AWKWARD_ASK_MASK ((1ull << 20) - 1)
+static int gen_awkward(pk_context *ctx, gen_state *g, const pk_memsort_regions *regions) {
     uint64_t n = g->n;
     uint32_t last = regions->n_regions - 1;
     uint64_t s0 = regions->region[0].instance_entries, sl = regions->region[last].instance_entries;
@@ -237,25 +239,25 @@ static int gen_awkward(gen_state *g, const pk_memsort_regions *regions) {
     /* whatever capacity left over goes to the first region's scattered addresses */
     while (k < n) g->out[k++] = (uint32_t)(g->rom_base + 8 * ((6 + rng_below(&g->rng, 64)) % rom_words));
     /* Shuffle all but a contiguous block of the long run, which moves to
-     * the middle of the trace. */
+     * the middle of the trace: the rest closes up over the block, is
+     * shuffled in place, and opens again around the block's new place. */
     uint64_t block_first = ram_start + low; /* contiguous: [block_first, block_first + contiguous) */
-    uint32_t *rest = malloc((n - contiguous + 1) * sizeof(uint32_t));
-    if (!rest) return 1;
-    uint64_t m = 0;
-    for (uint64_t i = 0; i < n; i++)
-        if (i < block_first || i >= block_first + contiguous) rest[m++] = g->out[i];
+    uint64_t m = n - contiguous;
+    uint32_t *rest = g->out;
+    memmove(rest + block_first, rest + block_first + contiguous, (m - block_first) * sizeof(uint32_t));
     for (uint64_t i = m; i > 1; i--) {
+        if ((i & AWKWARD_ASK_MASK) == 0 && ctx && ctx->progress &&
+            ctx->progress(ctx->progress_user, (double)(m - i) / (double)m))
+            return 1;
         uint64_t j = rng_below(&g->rng, i);
         uint32_t t = rest[i - 1];
         rest[i - 1] = rest[j];
         rest[j] = t;
     }
-    uint64_t at = m / 2, o = 0;
+    uint64_t at = m / 2;
+    memmove(rest + at + contiguous, rest + at, (m - at) * sizeof(uint32_t));
     uint32_t block_addr = (uint32_t)(g->ram_base + 8 * long_word);
-    for (uint64_t i = 0; i < at; i++) g->out[o++] = rest[i];
-    for (uint64_t i = 0; i < contiguous; i++) g->out[o++] = block_addr;
-    for (uint64_t i = at; i < m; i++) g->out[o++] = rest[i];
-    free(rest);
+    for (uint64_t i = 0; i < contiguous; i++) g->out[at + i] = block_addr;
     return 0;
 }
 
@@ -358,10 +360,9 @@ pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions
     g.cap = g.n;
     uint32_t nr = regions->n_regions;
     if (opts->awkward) {
-        if (gen_awkward(&g, regions)) {
+        if (gen_awkward(ctx, &g, regions)) {
             pk_memsort_trace_free(out);
-            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for an awkward trace of %llu entries",
-                           (unsigned long long)opts->n_entries);
+            return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
         }
     } else {
         gen_in_memory m = {&g, ctx};
