@@ -78,11 +78,40 @@ static void memsort_compare_sees_every_field(void) {
     pk_memsort_trace_free(&trace);
 }
 
+/* A message that wraps a deeper call's message keeps that message whole:
+ * pk_memsort_check_plans once formatted ctx->message into itself. */
+static void memsort_check_plans_keeps_the_cause(void) {
+    pk_memsort_regions t;
+    memset(&t, 0, sizeof t);
+    t.n_regions = 1;
+    t.region[0] = (pk_memsort_region){"RAM", 0x100000, 8 * 4096, 8192, 32};
+    pk_context ctx;
+    pk_context_init(&ctx);
+    ctx.n_threads = 1;
+    uint32_t addr[1000];
+    for (uint32_t i = 0; i < 1000; i++) addr[i] = 0x100000 + 8 * ((i * 37) % 4096);
+    uint64_t cs[2] = {0, 1000};
+    pk_memsort_trace tr = {1000, addr, 1, cs, 0};
+    pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+    pk_memsort_result r;
+    pk_memsort_result_init(&r);
+    CHECK_OK(pk_memsort_run(&ctx, &o, &t, &tr, &r), &ctx);
+    addr[100] += 4; /* misaligned, inside an instance's range */
+    pk_status st = pk_memsort_check_plans(&ctx, &tr, &r);
+    const char *prefix = "memsort plan check: filling from the plans failed: ";
+    CHECK(st != PK_OK && strncmp(ctx.message, prefix, strlen(prefix)) == 0 &&
+              strstr(ctx.message + strlen(prefix), "plan check") == NULL && strstr(ctx.message, "entry 100") &&
+              strstr(ctx.message, "0x001073a4") && strstr(ctx.message, "8-byte aligned"),
+          "check_plans of a misaligned entry: status %d: %s", (int)st, ctx.message);
+    pk_memsort_result_free(&r);
+}
+
 int main(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_status st0;
     memsort_compare_sees_every_field();
+    memsort_check_plans_keeps_the_cause();
 
     /* a successful call leaves no message behind */
     pk_bins bins;

@@ -414,11 +414,57 @@ static void test_float64(void) {
     CHECK(system(cmd) == 0, "cleanup");
 }
 
+/* cfitsio's message stack is the whole process's: a read leaves the
+ * caller's own messages on it, puts none of its own there for good, and
+ * never takes the caller's text into its message. */
+static void test_message_stack(void) {
+    char dir[] = "/tmp/pk_uvstack_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256], msg[FLEN_ERRMSG];
+    snprintf(path, sizeof path, "%s/no_if_freq.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    int status = 0;
+    fitsfile *f;
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_movnam_hdu(f, BINARY_TBL, "AIPS FQ", 0, &status);
+    int col = 0;
+    fits_get_colnum(f, CASEINSEN, "IF FREQ", &col, &status);
+    char key[16];
+    snprintf(key, sizeof key, "TTYPE%d", col);
+    fits_update_key(f, TSTRING, key, "IF FREX", NULL, &status);
+    fits_close_file(f, &status);
+    CHECK(status == 0, "renaming the FQ table's column: status %d", status);
+    fits_clear_errmsg();
+
+    const char *paths[2] = {MOJAVE, path};
+    for (int k = 0; k < 2; k++) {
+        fits_write_errmsg("the caller's own message");
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_vis vis;
+        pk_status st = pk_vis_read(&ctx, paths[k], PK_WEIGHTS_DATA, &vis);
+        if (k == 0) CHECK_OK(st, &ctx);
+        else
+            CHECK(st == PK_ERR_PARSE &&
+                      strstr(ctx.message, "AIPS FQ table: column 'IF FREQ': named column not found") &&
+                      !strstr(ctx.message, "caller"),
+                  "the renamed column: status %d: %s", (int)st, ctx.message);
+        pk_vis_free(&vis);
+        int n = 0, first_is_callers = 0;
+        while (fits_read_errmsg(msg)) first_is_callers |= n++ == 0 && strcmp(msg, "the caller's own message") == 0;
+        CHECK(n == 1 && first_is_callers, "%s: cfitsio's stack after the read holds %d messages%s", paths[k], n,
+              first_is_callers ? "" : ", the caller's not first");
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     test_mwa();
     test_mojave();
     test_eht();
     test_broken();
     test_float64();
+    test_message_stack();
     return check_finish("test_dftimage_uvfits");
 }

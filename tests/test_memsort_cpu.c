@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <omp.h>
+
 #include "common/common.h"
+
 #include "memsort_util.h"
 
 #ifdef __linux__
@@ -364,6 +367,43 @@ int main(int argc, char **argv) {
         CHECK(st == PK_ERR_INTERNAL && strstr(ctx.message, "its plan takes"), "plan check, a late plan changed: %s",
               ctx.message);
         pk_memsort_result_free(&res);
+        pk_memsort_trace_free(&trace);
+    }
+    /* called from inside the caller's own parallel region, the run's
+     * team has one thread whatever ctx.n_threads asks for: the same
+     * result as the reference (the trace's parts were once left out) */
+    {
+        pk_memsort_gen_options g = {200000, 7, 5000, 0};
+        pk_memsort_trace trace;
+        CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);
+        pk_memsort_result want;
+        pk_memsort_result_init(&want);
+        pk_memsort_options o_ref = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 3, 1};
+        CHECK_OK(pk_memsort_run(&ctx, &o_ref, &small, &trace, &want), &ctx);
+        omp_set_max_active_levels(1);
+        int failed[2] = {0, 0};
+        char message[2][PK_MESSAGE_MAX + 32] = {"", ""};
+#pragma omp parallel num_threads(2)
+        {
+            int t = omp_get_thread_num();
+            for (int asks = 0; asks <= 4; asks += 2) {
+                pk_context c;
+                pk_context_init(&c);
+                c.n_threads = asks;
+                pk_memsort_result got;
+                pk_memsort_result_init(&got);
+                pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 3, 1};
+                pk_status st = pk_memsort_run(&c, &o, &small, &trace, &got);
+                if (st == PK_OK) st = pk_memsort_compare(&c, &want, &got);
+                if (st != PK_OK && !failed[t])
+                    snprintf(message[t], sizeof message[t], "n_threads %d: %s", asks, c.message);
+                failed[t] += st != PK_OK;
+                pk_memsort_result_free(&got);
+            }
+        }
+        for (int t = 0; t < 2; t++)
+            CHECK(failed[t] == 0, "a run inside the caller's parallel region (its thread %d): %s", t, message[t]);
+        pk_memsort_result_free(&want);
         pk_memsort_trace_free(&trace);
     }
     /* a progress callback that asks to stop: PK_ERR_CANCELLED, and the

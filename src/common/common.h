@@ -36,6 +36,10 @@ int pk_thread_count(const pk_context *ctx);
 /* The calling thread's number in its OpenMP team (0 outside one): thread 0
  * is the caller's, the one pk_progress_add lets report. */
 int pk_thread_num(void);
+/* How many threads the calling thread's team has (1 outside one). It can
+ * be fewer than num_threads asked for: inside a caller's own parallel
+ * region, under OMP_THREAD_LIMIT or OMP_DYNAMIC. */
+int pk_team_size(void);
 
 /* Seconds on a monotonic clock. */
 double pk_now(void);

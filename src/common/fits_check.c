@@ -342,13 +342,17 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
         if (fseeko(fp, 0, SEEK_END) == 0) *size = (long long)ftello(fp);
         fclose(fp);
         if (st) return st;
-        /* the file as it is named: no cfitsio filters or decompression */
+        /* the file as it is named: no cfitsio filters or decompression;
+         * cfitsio's messages from here to pk_fits_close go above a mark of
+         * their own and are cleared back to it */
+        fits_write_errmark();
         if (fits_open_diskfile(f, path, READONLY, &status)) {
             char text[FLEN_STATUS];
             fits_get_errstatus(status, text);
             int s = 0;
             if (*f) fits_close_file(*f, &s); /* cfitsio 4.2 keeps the handle on some failures */
             *f = NULL;
+            fits_clear_errmark();
             return pk_fail(ctx, status == FILE_NOT_OPENED ? PK_ERR_IO : PK_ERR_PARSE, "%s: cannot open as FITS: %s",
                            path, text);
         }
@@ -383,6 +387,7 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     m->size = n;
     /* a fixed name: cfitsio reads brackets in the name it is given as an
      * extension or a filter (pairkit's messages name the path) */
+    fits_write_errmark();
     if (fits_open_memfile(f, "pairkit-gunzipped.fits", READONLY, &m->bytes, &m->size, 0, NULL, &status)) {
         char text[FLEN_STATUS];
         fits_get_errstatus(status, text);
@@ -401,4 +406,5 @@ void pk_fits_close(fitsfile *f, void *mem) {
     fits_memory *m = mem;
     if (m) free(m->bytes);
     free(m);
+    fits_clear_errmark(); /* back to pk_fits_open's mark */
 }

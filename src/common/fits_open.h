@@ -14,10 +14,14 @@
  * named: no cfitsio filename syntax), or a gzip-compressed one from memory.
  * *size is the size of the FITS file (decompressed), for the readers' checks
  * of cut files. *mem, when set, holds the decompressed file: close with
- * pk_fits_close(*f, *mem). Errors name the file. */
+ * pk_fits_close(*f, *mem). Errors name the file; the readers take cfitsio's
+ * status text, never its process-wide message stack, which other threads
+ * share. */
 pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long long *size, void **mem);
 
-/* Closes f (if not NULL) and frees mem (pk_fits_open's, or NULL). */
+/* Closes f (if not NULL) and frees mem (pk_fits_open's, or NULL); clears
+ * cfitsio's message stack back to the mark pk_fits_open put on it, so that
+ * the caller's own messages stay (call it only after a successful open). */
 void pk_fits_close(fitsfile *f, void *mem);
 
 #endif

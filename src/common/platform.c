@@ -34,6 +34,14 @@ int pk_thread_num(void) {
 #endif
 }
 
+int pk_team_size(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 double pk_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

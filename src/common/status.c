@@ -16,10 +16,14 @@ void pk_clear(pk_context *ctx) {
 
 pk_status pk_fail(pk_context *ctx, pk_status status, const char *fmt, ...) {
     if (ctx) {
+        /* through a copy: an argument may be ctx->message itself (a
+         * deeper call's message, wrapped) */
+        char buf[sizeof ctx->message];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+        vsnprintf(buf, sizeof buf, fmt, ap);
         va_end(ap);
+        memcpy(ctx->message, buf, sizeof buf);
     }
     return status;
 }

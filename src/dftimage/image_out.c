@@ -176,6 +176,7 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     int status = 0;
     long naxes[2] = {(long)image->n, (long)image->n};
     int bitpix = image->precision == PK_PRECISION_DOUBLE ? DOUBLE_IMG : FLOAT_IMG;
+    fits_write_errmark(); /* cfitsio's messages of this write, cleared back to here below */
     fits_create_diskfile(&f, tmp, &status);
     fits_create_img(f, bitpix, 2, naxes, &status);
     write_wcs(f, image, vis, &status);
@@ -191,6 +192,7 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     int close_status = 0;
     if (f) fits_close_file(f, &close_status);
     if (!status) status = close_status;
+    fits_clear_errmark();
     if (!status) {
         /* fsync before the rename, so the new name never points at an
          * incomplete file after a crash. */
@@ -211,7 +213,6 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     }
     char text[FLEN_STATUS];
     fits_get_errstatus(status, text);
-    fits_clear_errmsg();
     unlink(tmp);
     free(tmp);
     return pk_fail(ctx, PK_ERR_IO, "%s: writing the FITS image failed: %s", path, text);

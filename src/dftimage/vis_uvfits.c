@@ -36,15 +36,14 @@ typedef struct uvfits_axes {
     int complex_ax, stokes_ax, freq_ax, if_ax, ra_ax, dec_ax; /* -1 when absent */
 } uvfits_axes;
 
+/* From the status alone: cfitsio's message stack is the whole process's
+ * (another thread's messages would mix in); pk_fits_close clears what this
+ * read put on it. */
 static pk_status fits_error(pk_context *ctx, const char *path, const char *what, int status) {
-    char text[FLEN_STATUS], detail[FLEN_ERRMSG] = "";
+    char text[FLEN_STATUS];
     fits_get_errstatus(status, text);
-    char msg[FLEN_ERRMSG];
-    while (fits_read_errmsg(msg)) {
-        if (!detail[0]) snprintf(detail, sizeof detail, "%s", msg);
-    }
     pk_status st = status == FILE_NOT_OPENED ? PK_ERR_IO : PK_ERR_PARSE;
-    return pk_fail(ctx, st, "%s: %s: %s%s%s", path, what, text, detail[0] ? " - " : "", detail);
+    return pk_fail(ctx, st, "%s: %s: %s", path, what, text);
 }
 
 /* "UU", "UU--", "UU---SIN": the name, then nothing or dashes and a projection. */
@@ -65,13 +64,11 @@ static pk_status read_real_key(pk_context *ctx, const char *path, fitsfile *f, c
     int status = 0;
     char text[FLEN_VALUE] = "";
     if (fits_read_keyword(f, key, text, NULL, &status)) {
-        fits_clear_errmsg();
         if (status == KEY_NO_EXIST) return PK_OK;
         return fits_error(ctx, path, key, status);
     }
     double v = 0;
     if (fits_read_key(f, TDOUBLE, key, &v, NULL, &status) || !isfinite(v)) {
-        fits_clear_errmsg();
         trim(text);
         return pk_fail(ctx, PK_ERR_PARSE, "%s: %s = %s is not a finite number", path, key, text);
     }
@@ -101,7 +98,6 @@ static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfit
         snprintf(key, sizeof key, "CTYPE%d", k + 1);
         if (fits_read_key(f, TSTRING, key, ax->ctype[k], NULL, &status)) {
             status = 0;
-            fits_clear_errmsg();
             ax->ctype[k][0] = '\0';
             if (ax->len[k] != 1)
                 return pk_fail(ctx, PK_ERR_PARSE, "%s: axis %d has %ld elements but no CTYPE%d", path, k + 1,
@@ -158,7 +154,6 @@ static pk_status read_if_offsets(pk_context *ctx, const char *path, fitsfile *f,
     for (long i = 0; i < n_if; i++) offsets[i] = 0.0;
     if (fits_movnam_hdu(f, BINARY_TBL, "AIPS FQ", 0, &status)) {
         status = 0;
-        fits_clear_errmsg();
         if (n_if > 1)
             return pk_fail(ctx, PK_ERR_PARSE, "%s: %ld IFs but no AIPS FQ table with their frequency offsets", path,
                            n_if);
@@ -473,7 +468,6 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             out->ra0_deg = ra;
             out->dec0_deg = dec;
         }
-        fits_clear_errmsg();
     }
     {
         int s1 = 0;
@@ -482,14 +476,12 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             trim(object);
             snprintf(out->object, sizeof out->object, "%s", object);
         }
-        fits_clear_errmsg();
         char bunit[FLEN_VALUE] = "";
         s1 = 0;
         if (!fits_read_key(f, TSTRING, "BUNIT", bunit, NULL, &s1)) {
             trim(bunit);
             snprintf(out->bunit, sizeof out->bunit, "%s", bunit);
         }
-        fits_clear_errmsg();
     }
     if (n_out == 0) {
         st = pk_fail(

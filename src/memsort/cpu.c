@@ -395,26 +395,30 @@ static int count_pass(cpu_job *job, uint8_t *touched, pk_progress *progress, int
     int bad = 0, cancelled = 0;
 #pragma omp parallel num_threads(job->n_threads) reduction(| : bad, cancelled)
     {
-        int t = pk_thread_num();
-        uint32_t *const h = job->hist[t];
-        uint8_t *const tc = touched + (uint64_t)t * job->touched_stride;
+        /* part p of the trace has histogram p; a team smaller than asked
+         * for takes the parts in turn */
+        const int t = pk_thread_num(), nt = pk_team_size();
         uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
-        uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
-        for (uint64_t i0 = b; i0 < e && !bad && !cancelled; i0 += PROGRESS_STEP) {
-            uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
-            for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
-                uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
-                if (make_keys(job, addr + i, m, keys)) {
-                    bad = 1;
-                    break;
+        for (int p = t; p < job->n_threads && !bad && !cancelled; p += nt) {
+            uint32_t *const h = job->hist[p];
+            uint8_t *const tc = touched + (uint64_t)p * job->touched_stride;
+            uint64_t b = part_begin(n, p, job->n_threads), e = part_begin(n, p + 1, job->n_threads);
+            for (uint64_t i0 = b; i0 < e && !bad && !cancelled; i0 += PROGRESS_STEP) {
+                uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
+                for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
+                    uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
+                    if (make_keys(job, addr + i, m, keys)) {
+                        bad = 1;
+                        break;
+                    }
+                    for (uint32_t j = 0; j < m; j++) {
+                        uint32_t k = keys[j];
+                        h[k]++;
+                        tc[k >> PAGE_BITS] = 1;
+                    }
                 }
-                for (uint32_t j = 0; j < m; j++) {
-                    uint32_t k = keys[j];
-                    h[k]++;
-                    tc[k >> PAGE_BITS] = 1;
-                }
+                if (pk_progress_add(progress, 0.4 * (double)(i1 - i0), t == 0)) cancelled = 1;
             }
-            if (pk_progress_add(progress, 0.4 * (double)(i1 - i0), t == 0)) cancelled = 1;
         }
     }
     *cancelled_out = cancelled;
@@ -690,28 +694,31 @@ static int scatter_pass(cpu_job *job, pk_progress *progress) {
     int cancelled = 0;
 #pragma omp parallel num_threads(job->n_threads) reduction(| : cancelled)
     {
-        int t = pk_thread_num();
-        uint32_t *const h = job->hist[t];
+        /* the parts of the count pass, each with its histogram's cursors */
+        const int t = pk_thread_num(), nt = pk_team_size();
         uint32_t *const keys = job->keys + (uint64_t)t * KEY_BLOCK;
         uint32_t *const pos = job->all_needed ? NULL : job->positions + (uint64_t)t * KEY_BLOCK;
-        uint64_t b = part_begin(n, t, job->n_threads), e = part_begin(n, t + 1, job->n_threads);
-        for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
-            uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
-            for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
-                uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
-                (void)make_keys(job, addr + i, m, keys); /* the count pass checked every entry */
-                if (!pos) scatter_block(h, out, keys, NULL, (uint32_t)i, m);
-                else {
+        for (int p = t; p < job->n_threads && !cancelled; p += nt) {
+            uint32_t *const h = job->hist[p];
+            uint64_t b = part_begin(n, p, job->n_threads), e = part_begin(n, p + 1, job->n_threads);
+            for (uint64_t i0 = b; i0 < e && !cancelled; i0 += PROGRESS_STEP) {
+                uint64_t i1 = i0 + PROGRESS_STEP < e ? i0 + PROGRESS_STEP : e;
+                for (uint64_t i = i0; i < i1; i += KEY_BLOCK) {
+                    uint32_t m = (uint32_t)(i1 - i < KEY_BLOCK ? i1 - i : KEY_BLOCK);
+                    (void)make_keys(job, addr + i, m, keys); /* the count pass checked every entry */
+                    if (!pos) scatter_block(h, out, keys, NULL, (uint32_t)i, m);
+                    else {
 #ifdef PK_MEMSORT_X86
-                    uint32_t kept = job->use_avx512 ? needed_entries_avx512(job, keys, pos, (uint32_t)i, m)
-                                                    : needed_entries(job, keys, pos, (uint32_t)i, m);
+                        uint32_t kept = job->use_avx512 ? needed_entries_avx512(job, keys, pos, (uint32_t)i, m)
+                                                        : needed_entries(job, keys, pos, (uint32_t)i, m);
 #else
-                    uint32_t kept = needed_entries(job, keys, pos, (uint32_t)i, m);
+                        uint32_t kept = needed_entries(job, keys, pos, (uint32_t)i, m);
 #endif
-                    scatter_block(h, out, keys, pos, 0, kept);
+                        scatter_block(h, out, keys, pos, 0, kept);
+                    }
                 }
+                if (pk_progress_add(progress, 0.5 * (double)(i1 - i0), t == 0)) cancelled = 1;
             }
-            if (pk_progress_add(progress, 0.5 * (double)(i1 - i0), t == 0)) cancelled = 1;
         }
     }
     return cancelled;
