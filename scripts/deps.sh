@@ -10,6 +10,7 @@ packages=(
   python3 python3-numpy python3-pytest        # the Python module and its tests
   openmpi-bin libopenmpi-dev                  # mpirun -np K pairkit ...
   clang-format-14                             # the layout check of the tests (.clang-format)
+  locales                                     # a decimal-comma locale for the tests of numbers in text
 )
 missing=()
 for p in "${packages[@]}"; do

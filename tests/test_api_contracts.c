@@ -3,7 +3,9 @@
  * NULL and leave an empty struct, arguments checked before anything is
  * touched, and new files given the mode any new file gets (0666 less the
  * umask) without the umask being changed. */
+#include <locale.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,12 +108,64 @@ static void memsort_check_plans_keeps_the_cause(void) {
     pk_memsort_result_free(&r);
 }
 
+/* Numbers in text read and written the same under a decimal-comma locale
+ * that the embedding program set (a locale made with localedef; skipped,
+ * saying so, where the locale sources are missing). */
+static void numbers_in_text_ignore_the_locale(void) {
+    char dir[] = "/tmp/pk_locale_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char cmd[256], path[300];
+    snprintf(cmd, sizeof cmd, "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 > /dev/null 2>&1", dir);
+    int made = system(cmd) == 0;
+    setenv("LOCPATH", dir, 1);
+    if (!made || !setlocale(LC_NUMERIC, "de_DE.UTF-8") || strcmp(localeconv()->decimal_point, ",") != 0) {
+        printf("decimal-comma locale cases skipped: localedef -i de_DE failed (apt-get install locales)\n");
+    } else {
+        pk_context ctx;
+        pk_context_init(&ctx);
+        snprintf(path, sizeof path, "%s/cat.txt", dir);
+        FILE *fp = fopen(path, "w");
+        fputs("2\n10.5 20.25\n1.5 -3.75\n", fp);
+        fclose(fp);
+        pk_catalog cat;
+        CHECK_OK(pk_catalog_read(&ctx, path, PK_UNITS_DEG, &cat), &ctx);
+        CHECK(cat.n == 2 && cat.ra[0] == pk_units_to_rad(10.5, PK_UNITS_DEG) &&
+                  cat.dec[1] == pk_units_to_rad(-3.75, PK_UNITS_DEG),
+              "a catalog read under a decimal-comma locale");
+        pk_bins bins;
+        CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.25 * M_PI / 180.0, 4, &bins), &ctx);
+        uint64_t zero[4] = {0, 0, 0, 0}, one[4] = {1, 1, 1, 1};
+        double omega[4] = {0.5, 0.25, 0.125, 1.5};
+        pk_angcorr_result r = {4, 2, 2, zero, zero, one, omega, PK_ESTIMATOR_LANDY_SZALAY, {0}, {0}, {0}};
+        snprintf(path, sizeof path, "%s/w.csv", dir);
+        CHECK_OK(pk_angcorr_write_csv(&ctx, path, &r, &bins), &ctx);
+        fp = fopen(path, "r");
+        char text[512] = "";
+        size_t got = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+        if (fp) fclose(fp);
+        text[got] = '\0';
+        CHECK(strstr(text, "\n0.25,0.5,0.25,") != NULL && strstr(text, "0,25") == NULL,
+              "a CSV written under a decimal-comma locale: %s", text);
+        CHECK(strcmp(localeconv()->decimal_point, ",") == 0, "the caller's locale was not given back");
+        pk_catalog_free(&cat);
+        pk_bins_free(&bins);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/cat.txt", dir);
+        unlink(path);
+    }
+    setlocale(LC_NUMERIC, "C");
+    unsetenv("LOCPATH");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 int main(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_status st0;
     memsort_compare_sees_every_field();
     memsort_check_plans_keeps_the_cause();
+    numbers_in_text_ignore_the_locale();
 
     /* a successful call leaves no message behind */
     pk_bins bins;

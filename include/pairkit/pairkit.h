@@ -5,7 +5,13 @@
  * Every public function returns a pk_status. On failure it writes a message
  * naming the file, line or field into ctx->message; the library itself never
  * prints, never exits and never installs signal handlers. A context may be
- * used by one thread at a time; distinct contexts are independent.
+ * used by one thread at a time; distinct contexts are independent, also
+ * when calls come from inside the caller's own OpenMP parallel region (the
+ * call then gets the threads OpenMP gives it, often one). Numbers in text
+ * files are read and written in the "C" locale, whatever locale the
+ * program has set. cfitsio's message stack, which the whole process
+ * shares, keeps the caller's messages: a FITS read or write clears back
+ * to a mark of its own and takes its message from the status alone.
  */
 #ifndef PAIRKIT_PAIRKIT_H
 #define PAIRKIT_PAIRKIT_H

@@ -168,7 +168,7 @@ static inline double pk_catalog_strtod(const char *s, char **end) {
         *end = (char *)s;
         return 0;
     }
-    return strtod(s, end);
+    return pk_strtod(s, end);
 }
 
 /* Float helpers of the window builders: v rounded down / up to a float

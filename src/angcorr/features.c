@@ -1997,7 +1997,7 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
         }
         char *end;
         errno = 0;
-        double v = strtod(p, &end);
+        double v = pk_strtod(p, &end);
         int hex = 0; /* strtod reads hexadecimal floats; the catalogs refuse them, and so do edge files */
         for (const char *q = p; q < end; q++) hex |= *q == 'x' || *q == 'X';
         if (end == p || hex || (*end && !isspace((unsigned char)*end) && *end != ',' && *end != '#')) {

@@ -217,7 +217,7 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
                            bins->n_bins);
         char *end;
         errno = 0;
-        double lo = strtod(s, &end), hi = end != s ? strtod(end, &end) : 0;
+        double lo = pk_strtod(s, &end), hi = end != s ? pk_strtod(end, &end) : 0;
         const char *at = end;
         while (*at == ' ' || *at == '\t') at++;
         uint64_t c = 0;
@@ -345,7 +345,7 @@ pk_status pk_angcorr_write_rr_cells(pk_context *ctx, const char *path, const pk_
 static int read_double(const char **p, double *v) {
     while (**p == ' ' || **p == '\t') (*p)++;
     char *end;
-    *v = strtod(*p, &end);
+    *v = pk_strtod(*p, &end);
     if (end == *p || !isfinite(*v)) return 0;
     *p = end;
     return 1;

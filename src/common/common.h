@@ -41,6 +41,15 @@ int pk_thread_num(void);
  * region, under OMP_THREAD_LIMIT or OMP_DYNAMIC. */
 int pk_team_size(void);
 
+/* strtod in the "C" locale, whatever the process's (a program embedding
+ * the library may have set a decimal comma). */
+double pk_strtod(const char *s, char **end);
+/* The calling thread writes numbers in the "C" locale from enter to the
+ * matching leave (nested: the outermost pair counts). pk_atomic_open and
+ * the release of the file (commit or abort) do this for every writer. */
+void pk_numeric_c_enter(void);
+void pk_numeric_c_leave(void);
+
 /* Seconds on a monotonic clock. */
 double pk_now(void);
 
@@ -66,7 +75,8 @@ void pk_aligned_free(void *p);
 /* Atomic output: pk_atomic_open creates a temporary file beside `path`;
  * pk_atomic_commit flushes, fsyncs and renames it over `path`;
  * pk_atomic_abort removes it. Exactly one of commit or abort must follow a
- * successful open. A full disk or any write error makes commit fail, remove
+ * successful open. From the open to that release the thread prints numbers
+ * in the "C" locale (pk_numeric_c_enter). A full disk or any write error makes commit fail, remove
  * the temporary file and leave an existing `path` untouched. */
 typedef struct pk_atomic_file {
     FILE *fp;

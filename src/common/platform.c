@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,6 +34,33 @@ int pk_thread_num(void) {
 #else
     return 0;
 #endif
+}
+
+/* ---- numbers in text, whatever the process's locale -------------------- */
+
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static void c_locale_make(void) {
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+double pk_strtod(const char *s, char **end) {
+    pthread_once(&c_locale_once, c_locale_make);
+    return c_locale ? strtod_l(s, end, c_locale) : strtod(s, end);
+}
+
+/* The calling thread's locale while it writes text output: the "C" one
+ * from the first open to the last close of its atomic files. */
+static _Thread_local int c_numeric_depth;
+static _Thread_local locale_t c_numeric_saved;
+
+void pk_numeric_c_enter(void) {
+    pthread_once(&c_locale_once, c_locale_make);
+    if (c_numeric_depth++ == 0) c_numeric_saved = c_locale ? uselocale(c_locale) : (locale_t)0;
+}
+
+void pk_numeric_c_leave(void) {
+    if (c_numeric_depth > 0 && --c_numeric_depth == 0 && c_numeric_saved) uselocale(c_numeric_saved);
 }
 
 int pk_team_size(void) {
@@ -199,10 +228,12 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
         memset(f, 0, sizeof *f);
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot create", path);
     }
+    pk_numeric_c_enter();
     return PK_OK;
 }
 
 static void atomic_release(pk_atomic_file *f) {
+    if (f->path) pk_numeric_c_leave(); /* an open file's, once */
     free(f->path);
     free(f->tmp_path);
     memset(f, 0, sizeof *f);

@@ -106,9 +106,11 @@ pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *res
 }
 
 const char *pk_format_exact(double x, char buf[32]) {
+    pk_numeric_c_enter();
     for (int digits = 15; digits <= 17; digits++) {
         snprintf(buf, 32, "%.*g", digits, x);
-        if (strtod(buf, NULL) == x) break;
+        if (pk_strtod(buf, NULL) == x) break;
     }
+    pk_numeric_c_leave();
     return buf;
 }
