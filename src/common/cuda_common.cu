@@ -3,6 +3,7 @@
  * "no device" and the backends fall back to the CPU. */
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "common.h"
@@ -12,14 +13,15 @@ extern "C" int pk_cuda_built(void) {
 }
 
 extern "C" int pk_cuda_device_count(void) {
-    static int cached = -1;
-    if (cached >= 0) return cached;
+    static std::atomic<int> cached{-1}; /* threads may ask at once; each gets the same count */
+    int known = cached.load(std::memory_order_acquire);
+    if (known >= 0) return known;
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
         cudaGetLastError(); /* clear the sticky "no driver" error */
         n = 0;
     }
-    cached = n;
+    cached.store(n, std::memory_order_release);
     return n;
 }
 
