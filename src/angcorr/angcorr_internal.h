@@ -220,7 +220,9 @@ int32_t pk_edge_table_slot_search(const pk_edge_table *t, float c2);
  * pair, and every pair with c2 > 2, goes through the edge table. margin_t
  * bounds the float32 error of t: PK_LINEAR_THETA_MARGIN radians (the c2 error
  * of bins.c carried to theta, the fit, the square root from rsqrt plus one
- * Newton step, and the evaluation) over the width, plus 4 ulps of t. */
+ * Newton step, and the evaluation) over the width, plus 4 ulps of t
+ * (cpu_avx2.c's exact square root and Estrin form stay within it: see
+ * docs/angcorr.md). */
 #define PK_LINEAR_THETA_MARGIN 2.5e-6
 #define PK_LINEAR_DEGREE 7
 

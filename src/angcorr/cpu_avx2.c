@@ -147,49 +147,55 @@ __attribute__((target("avx2"))) static inline void hist_add8(uint32_t *h, __m256
 
 typedef struct linear8 {
     __m256 q[PK_LINEAR_DEGREE + 1];
-    __m256 tiny, two, half, three_halves, t_offset, margin, high_frac, low_from;
+    __m256 two, t_offset, minus_half, half_less_margin, abs_mask;
     __m256i one, zero, last;
 } linear8;
 
 AVX2_INLINE linear8 linear8_make(const pk_linear_fast *lf) {
     linear8 k;
     for (int d = 0; d <= PK_LINEAR_DEGREE; d++) k.q[d] = _mm256_set1_ps(lf->coef[d]);
-    k.tiny = _mm256_set1_ps(0x1p-60f), k.two = _mm256_set1_ps(2.0f);
-    k.half = _mm256_set1_ps(0.5f), k.three_halves = _mm256_set1_ps(1.5f);
-    k.t_offset = _mm256_set1_ps(lf->t_offset), k.margin = _mm256_set1_ps(lf->margin_t);
-    k.high_frac = _mm256_set1_ps(1.0f - lf->margin_t);
-    k.low_from = _mm256_set1_ps(lf->low_edge_from);
+    k.two = _mm256_set1_ps(2.0f);
+    k.t_offset = _mm256_set1_ps(lf->t_offset);
+    k.minus_half = _mm256_set1_ps(-0.5f);
+    k.half_less_margin = _mm256_set1_ps(0.5f - lf->margin_t);
+    k.abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     k.one = _mm256_set1_epi32(1), k.zero = _mm256_setzero_si256();
     k.last = _mm256_set1_epi32(lf->last_slot);
     return k;
 }
 
-/* The exact slots of row i against columns j .. j + 7 by arithmetic. */
-AVX2_INLINE __m256i linear_slots8(const pk_pair_job *job, const linear8 *k, size_t i, size_t j, __m256 xi, __m256 yi,
-                                  __m256 zi, uint64_t *n_fp64) {
+/* The slots of row i against columns j .. j + 7 by arithmetic, and in *u
+ * the lanes left to settle (linear_slots8). The chain from the loads to
+ * the slots is what bounds the block loop on an AVX2 machine (AMD Zen 3:
+ * the loop waits on it, not on its ports), so it is kept short: sqrt in one
+ * instruction (correctly rounded), Q in Estrin's form (three FMAs deep
+ * instead of seven), one test of |f - 1/2| for both edges (a pair within
+ * the margin above theta_min = 0 is settled too, where cpu_avx512.c skips
+ * it: the same slots), and no call on the way. */
+AVX2_INLINE __m256i linear_raw8(const pk_pair_job *job, const linear8 *k, size_t j, __m256 xi, __m256 yi, __m256 zi,
+                                int *u) {
     __m256 c2 = chord2_8(job, j, xi, yi, zi);
-    /* sqrt(c2) from rsqrt and one Newton step */
-    __m256 cm = _mm256_max_ps(c2, k->tiny);
-    __m256 r = _mm256_rsqrt_ps(cm);
-    __m256 c0 = _mm256_mul_ps(cm, r);
-    __m256 c = _mm256_mul_ps(c0, _mm256_fnmadd_ps(_mm256_mul_ps(c0, r), k->half, k->three_halves));
-    __m256 p = _mm256_fmadd_ps(k->q[7], c2, k->q[6]);
-    p = _mm256_fmadd_ps(p, c2, k->q[5]);
-    p = _mm256_fmadd_ps(p, c2, k->q[4]);
-    p = _mm256_fmadd_ps(p, c2, k->q[3]);
-    p = _mm256_fmadd_ps(p, c2, k->q[2]);
-    p = _mm256_fmadd_ps(p, c2, k->q[1]);
-    p = _mm256_fmadd_ps(p, c2, k->q[0]);
+    __m256 c = _mm256_sqrt_ps(c2);
+    __m256 x2 = _mm256_mul_ps(c2, c2), x4 = _mm256_mul_ps(x2, x2);
+    __m256 p01 = _mm256_fmadd_ps(k->q[1], c2, k->q[0]), p23 = _mm256_fmadd_ps(k->q[3], c2, k->q[2]);
+    __m256 p45 = _mm256_fmadd_ps(k->q[5], c2, k->q[4]), p67 = _mm256_fmadd_ps(k->q[7], c2, k->q[6]);
+    __m256 p = _mm256_fmadd_ps(_mm256_fmadd_ps(p67, x2, p45), x4, _mm256_fmadd_ps(p23, x2, p01));
     __m256 t = _mm256_fmsub_ps(c, p, k->t_offset);
     __m256 fl = _mm256_floor_ps(t);
-    __m256 f = _mm256_sub_ps(t, fl);
+    __m256 off = _mm256_and_ps(_mm256_add_ps(_mm256_sub_ps(t, fl), k->minus_half), k->abs_mask);
     __m256 unsure =
-        _mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(f, k->margin, _CMP_LT_OQ), _mm256_cmp_ps(t, k->low_from, _CMP_GE_OQ)),
-                     _mm256_or_ps(_mm256_cmp_ps(f, k->high_frac, _CMP_GT_OQ), _mm256_cmp_ps(c2, k->two, _CMP_GT_OQ)));
+        _mm256_or_ps(_mm256_cmp_ps(off, k->half_less_margin, _CMP_GT_OQ), _mm256_cmp_ps(c2, k->two, _CMP_GT_OQ));
     __m256i s = _mm256_add_epi32(_mm256_cvttps_epi32(fl), k->one);
-    s = _mm256_min_epi32(_mm256_max_epi32(s, k->zero), k->last);
-    int u = _mm256_movemask_ps(unsure);
-    return u ? settle8(job, i, j, s, c2, u, n_fp64) : s;
+    *u = _mm256_movemask_ps(unsure);
+    return _mm256_min_epi32(_mm256_max_epi32(s, k->zero), k->last);
+}
+
+/* The exact slots of row i against columns j .. j + 7. */
+AVX2_INLINE __m256i linear_slots8(const pk_pair_job *job, const linear8 *k, size_t i, size_t j, __m256 xi, __m256 yi,
+                                  __m256 zi, uint64_t *n_fp64) {
+    int u;
+    __m256i s = linear_raw8(job, k, j, xi, yi, zi, &u);
+    return u ? settle8(job, i, j, s, chord2_8(job, j, xi, yi, zi), u, n_fp64) : s;
 }
 
 __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1,
@@ -204,17 +210,24 @@ __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2_linear(const 
         if (job->autocorr && j < i + 1) j = i + 1;
         float fx = job->fxa[i], fy = job->fya[i], fz = job->fza[i];
         const __m256 xi = _mm256_set1_ps(fx), yi = _mm256_set1_ps(fy), zi = _mm256_set1_ps(fz);
-        /* four groups' slots before their increments, as cpu_avx512.c does
-         * (on an Intel Xeon 1.48-2.00 -> 1.22-1.34 s, docs/performance.md) */
-        for (; j + 32 <= j1; j += 32) {
-            __m256i s0 = linear_slots8(job, &k, i, j, xi, yi, zi, &n_fp64);
-            __m256i s1 = linear_slots8(job, &k, i, j + 8, xi, yi, zi, &n_fp64);
-            __m256i s2 = linear_slots8(job, &k, i, j + 16, xi, yi, zi, &n_fp64);
-            __m256i s3 = linear_slots8(job, &k, i, j + 24, xi, yi, zi, &n_fp64);
-            hist_add8(h, s0);
-            hist_add8(h, s1);
-            hist_add8(h, s2);
-            hist_add8(h, s3);
+        /* eight groups' slots before their increments: more chains in
+         * flight (docs/performance.md: four on an Intel Xeon 1.48-2.00 ->
+         * 1.22-1.34 s against one; eight on an AMD Zen 3, below) */
+        for (; j + 64 <= j1; j += 64) {
+            __m256i s[8];
+            int u[8], any = 0;
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                s[g] = linear_raw8(job, &k, j + 8 * (size_t)g, xi, yi, zi, &u[g]);
+                any |= u[g];
+            }
+            if (__builtin_expect(any != 0, 0)) /* the settles after the chains, not among them */
+                for (int g = 0; g < 8; g++)
+                    if (u[g])
+                        s[g] = settle8(job, i, j + 8 * (size_t)g, s[g], chord2_8(job, j + 8 * (size_t)g, xi, yi, zi),
+                                       u[g], &n_fp64);
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) hist_add8(h, s[g]);
         }
         for (; j + 8 <= j1; j += 8) hist_add8(h, linear_slots8(job, &k, i, j, xi, yi, zi, &n_fp64));
         for (; j < j1; j++) {
