@@ -127,28 +127,14 @@ __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_row_slots_avx2_table(con
     return n_fp64;
 }
 
-/* Add one to h[s[l]] for the 8 lanes, two lanes per 64-bit extract. */
-__attribute__((target("avx2"))) static inline void hist_add8(uint32_t *h, __m256i s) {
-    __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
-    uint64_t a = (uint64_t)_mm_cvtsi128_si64(lo), b = (uint64_t)_mm_extract_epi64(lo, 1);
-    uint64_t c = (uint64_t)_mm_cvtsi128_si64(hi), d = (uint64_t)_mm_extract_epi64(hi, 1);
-    h[(uint32_t)a]++;
-    h[a >> 32]++;
-    h[(uint32_t)b]++;
-    h[b >> 32]++;
-    h[(uint32_t)c]++;
-    h[c >> 32]++;
-    h[(uint32_t)d]++;
-    h[d >> 32]++;
-}
-
-/* The same into the four histogram copies stride apart, lane l into copy
- * l % 4: neighbouring columns, often in one bin, then wait on four store
- * chains instead of one (AMD Zen 3, the whole bundled problem: 3-9% in
- * seven rounds; an Intel Xeon's 2 and 16 threads: no difference beyond the
+/* Add one to h[s[l]] for the 8 lanes (two lanes per 64-bit extract), in
+ * the four histogram copies stride apart, lane l into copy l % 4:
+ * neighbouring columns, often in one bin, then wait on four store chains
+ * instead of one (AMD Zen 3, the whole bundled problem: 3-9% in seven
+ * rounds; an Intel Xeon's 2 and 16 threads: no difference beyond the
  * spread; docs/performance.md). cpu_avx512.c keeps one copy, which
  * measured faster there. */
-__attribute__((target("avx2"))) static inline void hist_add8x4(uint32_t *h, size_t stride, __m256i s) {
+__attribute__((target("avx2"))) static inline void hist_add8(uint32_t *h, size_t stride, __m256i s) {
     __m128i lo = _mm256_castsi256_si128(s), hi = _mm256_extracti128_si256(s, 1);
     uint64_t a = (uint64_t)_mm_cvtsi128_si64(lo), b = (uint64_t)_mm_extract_epi64(lo, 1);
     uint64_t c = (uint64_t)_mm_cvtsi128_si64(hi), d = (uint64_t)_mm_extract_epi64(hi, 1);
@@ -247,9 +233,9 @@ __attribute__((target("avx2,fma"))) uint64_t pk_angcorr_block_avx2_linear(const 
                         s[g] = settle8(job, i, j + 8 * (size_t)g, s[g], chord2_8(job, j + 8 * (size_t)g, xi, yi, zi),
                                        u[g], &n_fp64);
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) hist_add8x4(h, stride, s[g]);
+            for (int g = 0; g < 8; g++) hist_add8(h, stride, s[g]);
         }
-        for (; j + 8 <= j1; j += 8) hist_add8(h, linear_slots8(job, &k, i, j, xi, yi, zi, &n_fp64));
+        for (; j + 8 <= j1; j += 8) hist_add8(h, stride, linear_slots8(job, &k, i, j, xi, yi, zi, &n_fp64));
         for (; j < j1; j++) {
             int32_t s = pk_pair_slot_scalar(job, i, j, fx, fy, fz, &n_fp64);
             h[s]++;
