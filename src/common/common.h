@@ -99,7 +99,9 @@ pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
  * every rename is done, and put back should one fail (a to[k] that did not
  * exist is removed again). Returns
  * -1 when all went through, else the index of the rename that failed, with
- * errno as it left. The from[] files are not removed on failure. */
+ * errno as it left. The from[] files are not removed on failure. Calls
+ * run one after another: those of this process's threads, and those of
+ * other processes into the folder of to[0] (flock, where it works). */
 int pk_rename_all(int n, char *const *from, char *const *to);
 void pk_atomic_abort(pk_atomic_file *f);
 

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -239,7 +240,44 @@ static void atomic_release(pk_atomic_file *f) {
     memset(f, 0, sizeof *f);
 }
 
+/* One group of renames at a time into a folder: two threads or processes
+ * committing to the same paths then end with one writer's files, not a
+ * mix of both, and threads never share a kept copy's name (it is the
+ * path, the process id and k). Threads of this process wait on a mutex;
+ * other processes on flock() of the folder of to[0], where the file
+ * system has it (else they are not held back). */
+static pthread_mutex_t rename_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int rename_all_locked(int n, char *const *from, char *const *to);
+
+static int lock_folder_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(dir);
+    if (fd < 0) return -1;
+    int r;
+    while ((r = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (r != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int pk_rename_all(int n, char *const *from, char *const *to) {
+    pthread_mutex_lock(&rename_lock);
+    int folder = n > 0 ? lock_folder_of(to[0]) : -1;
+    int failed = rename_all_locked(n, from, to);
+    int saved = errno;
+    if (folder >= 0) close(folder); /* the lock goes with the descriptor */
+    pthread_mutex_unlock(&rename_lock);
+    errno = saved;
+    return failed;
+}
+
+static int rename_all_locked(int n, char *const *from, char *const *to) {
     char **keep = calloc((size_t)n + 1, sizeof *keep);
     char *moved = calloc((size_t)n + 1, 1); /* keep[k] was moved aside, not linked */
     int failed = -1, saved = 0;
