@@ -162,20 +162,7 @@ AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, 
                  _mm512_cmp_ps_mask(f, k->high_frac, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c2, k->two, _CMP_GT_OQ));
     __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(fl), k->one);
     s = _mm512_min_epi32(_mm512_max_epi32(s, k->zero), k->last);
-    if (unsure) {
-        int32_t slot[16] __attribute__((aligned(64)));
-        float c2v[16] __attribute__((aligned(64)));
-        unsigned u = unsure;
-        _mm512_store_si512((__m512i *)slot, s);
-        _mm512_store_ps(c2v, c2);
-        while (u) {
-            int l = __builtin_ctz(u);
-            u &= u - 1;
-            slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], n_fp64);
-        }
-        s = _mm512_load_si512((const __m512i *)slot);
-    }
-    return s;
+    return unsure ? pk_settle16(job, i, j, s, c2, unsure, n_fp64) : s;
 }
 
 /* One histogram copy: on the benchmark machine one copy beat two and four

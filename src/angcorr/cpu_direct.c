@@ -63,18 +63,10 @@ pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d,
     const __m512i base = _mm512_set1_epi32(t->cell_base);
     const __m512i last_cell = _mm512_set1_epi32(t->n_cells - 1);
     const __m512i zero = _mm512_setzero_si512();
-    const int32_t top = t->n_slots - 1;
-    const __m512i top_v = _mm512_set1_epi32(top);
     (void)stride; /* one histogram copy */
-    uint64_t n_hot[3] = {0, 0, 0};
-    const __m512i hot1 = _mm512_set1_epi32(top >= 4 ? top - 1 : -1), hot2 = _mm512_set1_epi32(top >= 4 ? top - 2 : -1),
-                  hot3 = _mm512_set1_epi32(top >= 4 ? top - 3 : -1);
-#define DIRECT_COLD_BUF 1024
-    int32_t cold_buf[DIRECT_COLD_BUF + 16] __attribute__((aligned(64)));
-    size_t n_cold = 0;
-    uint64_t n_fp64 = 0, n_top = 0;
-    int32_t slot[16] __attribute__((aligned(64)));
-    float c2v[16] __attribute__((aligned(64)));
+    int32_t cold[PK_HOT16_COLD + 16] __attribute__((aligned(64)));
+    pk_hot16 h = pk_hot16_make(t->n_slots - 1, cold);
+    uint64_t n_fp64 = 0;
 
     for (size_t i = i0; i < i1; i++) {
         size_t j = j0;
@@ -89,43 +81,11 @@ pk_angcorr_block_avx512_direct(const pk_pair_job *job, const pk_direct_table *d,
             __m512i e = _mm512_mask_i32gather_epi32(zero, valid, cell, (const int *)d->slot, 2);
             __m512i s = _mm512_srai_epi32(_mm512_slli_epi32(e, 16), 16);
             __mmask16 flagged = _mm512_mask_cmplt_epi32_mask(valid, s, zero);
-            if (flagged) {
-                _mm512_store_si512((__m512i *)slot, s);
-                _mm512_store_ps(c2v, c2);
-                unsigned u = flagged;
-                while (u) {
-                    int l = __builtin_ctz(u);
-                    u &= u - 1;
-                    slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
-                }
-                s = _mm512_load_si512((const __m512i *)slot);
-            }
-            /* as cpu_log.c: the top slot and the three below it by popcount,
-             * the other lanes compressed into a buffer counted in bulk */
-            __mmask16 is_top = _mm512_mask_cmpeq_epi32_mask(valid, s, top_v);
-            __mmask16 is_h1 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot1);
-            __mmask16 is_h2 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot2);
-            __mmask16 is_h3 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot3);
-            n_top += (uint64_t)__builtin_popcount((unsigned)is_top);
-            n_hot[0] += (uint64_t)__builtin_popcount((unsigned)is_h1);
-            n_hot[1] += (uint64_t)__builtin_popcount((unsigned)is_h2);
-            n_hot[2] += (uint64_t)__builtin_popcount((unsigned)is_h3);
-            __mmask16 cold = valid & (__mmask16) ~(is_top | is_h1 | is_h2 | is_h3);
-            _mm512_storeu_si512((__m512i *)(cold_buf + n_cold), _mm512_maskz_compress_epi32(cold, s));
-            n_cold += (size_t)__builtin_popcount((unsigned)cold);
-            if (n_cold > DIRECT_COLD_BUF - 16) {
-                for (size_t q = 0; q < n_cold; q++) hist[(uint32_t)cold_buf[q]]++;
-                n_cold = 0;
-            }
+            if (flagged) s = pk_settle16(job, i, j, s, c2, flagged, &n_fp64);
+            pk_hot16_add(&h, s, valid, hist);
         }
     }
-    for (size_t q = 0; q < n_cold; q++) hist[(uint32_t)cold_buf[q]]++;
-    if (top >= 4) {
-        hist[top - 1] += (uint32_t)n_hot[0];
-        hist[top - 2] += (uint32_t)n_hot[1];
-        hist[top - 3] += (uint32_t)n_hot[2];
-    }
-    hist[top] += (uint32_t)n_top;
+    pk_hot16_finish(&h, hist);
     return n_fp64;
 }
 

@@ -16,12 +16,9 @@
  * below the first window is slot 0, at or above the last window's top the
  * top slot, both certain.
  *
- * Counting: the top slot and the three slots below it (half, a quarter and
- * an eighth of the pairs in range of log bins fall in the last three) are
- * counted by popcount per vector; the other lanes are compressed into a
- * buffer and counted in bulk, without a branch per lane. On the bundled DR
- * this took the CPU time from 0.72 s (the direct kernel's lane-private
- * increments) to 0.56 s (interleaved runs, docs/performance.md).
+ * Counting: half, a quarter and an eighth of the pairs in range of log
+ * bins fall in the last three slots, so the top slot and the three below
+ * it are counted by popcount per vector (pk_hot16 in cpu_kernel.h).
  */
 #include <float.h>
 #include <math.h>
@@ -110,31 +107,63 @@ int pk_log_fast_init(const pk_bins *bins, const pk_edge_table *t, pk_log_fast *l
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+typedef struct log16 {
+    __m512 p[8], g[5];
+    __m512 a, b, c, m1, m0, one, minus_one, lo0, top_c2;
+    __m512i top, zero, one_i;
+} log16;
+
+PK_AVX512_INLINE log16 log16_make(const pk_log_fast *lf) {
+    log16 k;
+    for (int q = 0; q < 8; q++) k.p[q] = _mm512_set1_ps(lf->lp[q]);
+    for (int q = 0; q < 5; q++) k.g[q] = _mm512_set1_ps(lf->g[q]);
+    k.a = _mm512_set1_ps(lf->a), k.b = _mm512_set1_ps(lf->b), k.c = _mm512_set1_ps(lf->c);
+    k.m1 = _mm512_set1_ps(lf->m1), k.m0 = _mm512_set1_ps(lf->m0);
+    k.one = _mm512_set1_ps(1.0f), k.minus_one = _mm512_set1_ps(-1.0f);
+    k.lo0 = _mm512_set1_ps(lf->c2_lo0), k.top_c2 = _mm512_set1_ps(lf->c2_top);
+    k.top = _mm512_set1_epi32(lf->top), k.zero = _mm512_setzero_si512(), k.one_i = _mm512_set1_epi32(1);
+    return k;
+}
+
+/* The exact slots of row i against the `valid` lanes of columns j .. j + 15
+ * (the others hold junk). */
+PK_AVX512_INLINE __m512i log_slots16(const pk_pair_job *job, const log16 *k, size_t i, size_t j, __mmask16 valid,
+                                     __m512 xi, __m512 yi, __m512 zi, uint64_t *n_fp64) {
+    __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
+    __mmask16 below = _mm512_cmp_ps_mask(c2, k->lo0, _CMP_LT_OQ);
+    __mmask16 above = _mm512_cmp_ps_mask(c2, k->top_c2, _CMP_GE_OQ);
+    __m512 cm = _mm512_max_ps(c2, k->lo0); /* keeps log and rsqrt finite; those lanes are decided */
+    __m512 e = _mm512_getexp_ps(cm);
+    __m512 x = _mm512_sub_ps(_mm512_getmant_ps(cm, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero), k->one);
+    __m512 p = _mm512_fmadd_ps(k->p[7], x, k->p[6]);
+#pragma GCC unroll 8
+    for (int q = 5; q >= 0; q--) p = _mm512_fmadd_ps(p, x, k->p[q]);
+    __m512 L = _mm512_add_ps(e, p);
+    __m512 g = _mm512_fmadd_ps(k->g[4], cm, k->g[3]);
+#pragma GCC unroll 8
+    for (int q = 2; q >= 0; q--) g = _mm512_fmadd_ps(g, cm, k->g[q]);
+    __m512 t = _mm512_fmadd_ps(k->a, L, _mm512_fmadd_ps(k->b, g, k->c));
+    __m512 margin = _mm512_fmadd_ps(k->m1, _mm512_rsqrt14_ps(cm), k->m0);
+    __m512 fl = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(t, fl);
+    __mmask16 near =
+        _mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) | _mm512_cmp_ps_mask(f, _mm512_sub_ps(k->one, margin), _CMP_GT_OQ);
+    __mmask16 unsure = near & (__mmask16) ~(below | above) & valid;
+    __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_max_ps(fl, k->minus_one)), k->one_i);
+    s = _mm512_min_epi32(_mm512_max_epi32(s, k->zero), k->top);
+    s = _mm512_mask_mov_epi32(s, below, k->zero);
+    s = _mm512_mask_mov_epi32(s, above, k->top);
+    return unsure ? pk_settle16(job, i, j, s, c2, unsure, n_fp64) : s;
+}
+
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i0, size_t i1, size_t j0, size_t j1,
                             uint32_t *hist, size_t stride) {
-    const __m512 p0 = _mm512_set1_ps(lf->lp[0]), p1 = _mm512_set1_ps(lf->lp[1]), p2 = _mm512_set1_ps(lf->lp[2]),
-                 p3 = _mm512_set1_ps(lf->lp[3]), p4 = _mm512_set1_ps(lf->lp[4]), p5 = _mm512_set1_ps(lf->lp[5]),
-                 p6 = _mm512_set1_ps(lf->lp[6]), p7 = _mm512_set1_ps(lf->lp[7]);
-    const __m512 g0 = _mm512_set1_ps(lf->g[0]), g1 = _mm512_set1_ps(lf->g[1]), g2 = _mm512_set1_ps(lf->g[2]),
-                 g3 = _mm512_set1_ps(lf->g[3]), g4 = _mm512_set1_ps(lf->g[4]);
-    const __m512 va = _mm512_set1_ps(lf->a), vb = _mm512_set1_ps(lf->b), vc = _mm512_set1_ps(lf->c);
-    const __m512 m1 = _mm512_set1_ps(lf->m1), m0 = _mm512_set1_ps(lf->m0), one = _mm512_set1_ps(1.0f);
-    const __m512 lo0 = _mm512_set1_ps(lf->c2_lo0), top_c2 = _mm512_set1_ps(lf->c2_top);
-    const __m512i top_v = _mm512_set1_epi32(lf->top), zero = _mm512_setzero_si512(), onei = _mm512_set1_epi32(1);
-    const int32_t top = lf->top;
+    const log16 k = log16_make(lf);
     (void)stride; /* one histogram copy: the hot slots never touch it per pair */
-    uint64_t n_fp64 = 0, n_top = 0, n_hot[3] = {0, 0, 0};
-    /* hot slots below the top; with fewer than 4 slots below it none (-1
-     * matches no lane) */
-    const __m512i hot1 = _mm512_set1_epi32(top >= 4 ? top - 1 : -1), hot2 = _mm512_set1_epi32(top >= 4 ? top - 2 : -1),
-                  hot3 = _mm512_set1_epi32(top >= 4 ? top - 3 : -1);
-#define COLD_BUF 1024
-    int32_t cold_buf[COLD_BUF + 16] __attribute__((aligned(64)));
-    size_t n_cold = 0;
-    int32_t slot[16] __attribute__((aligned(64)));
-    float c2v[16] __attribute__((aligned(64)));
-
+    int32_t cold[PK_HOT16_COLD + 16] __attribute__((aligned(64)));
+    pk_hot16 h = pk_hot16_make(lf->top, cold);
+    uint64_t n_fp64 = 0;
     for (size_t i = i0; i < i1; i++) {
         size_t j = j0;
         if (job->autocorr && j < i + 1) j = i + 1;
@@ -142,74 +171,10 @@ pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_
                      zi = _mm512_set1_ps(job->fza[i]);
         for (; j < j1; j += 16) {
             __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
-            __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
-            __mmask16 below = _mm512_cmp_ps_mask(c2, lo0, _CMP_LT_OQ);
-            __mmask16 above = _mm512_cmp_ps_mask(c2, top_c2, _CMP_GE_OQ);
-            __m512 cm = _mm512_max_ps(c2, lo0); /* keeps log and rsqrt finite; those lanes are decided */
-            __m512 e = _mm512_getexp_ps(cm);
-            __m512 x = _mm512_sub_ps(_mm512_getmant_ps(cm, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero), one);
-            __m512 p = _mm512_fmadd_ps(p7, x, p6);
-            p = _mm512_fmadd_ps(p, x, p5);
-            p = _mm512_fmadd_ps(p, x, p4);
-            p = _mm512_fmadd_ps(p, x, p3);
-            p = _mm512_fmadd_ps(p, x, p2);
-            p = _mm512_fmadd_ps(p, x, p1);
-            p = _mm512_fmadd_ps(p, x, p0);
-            __m512 L = _mm512_add_ps(e, p);
-            __m512 g = _mm512_fmadd_ps(g4, cm, g3);
-            g = _mm512_fmadd_ps(g, cm, g2);
-            g = _mm512_fmadd_ps(g, cm, g1);
-            g = _mm512_fmadd_ps(g, cm, g0);
-            __m512 t = _mm512_fmadd_ps(va, L, _mm512_fmadd_ps(vb, g, vc));
-            __m512 margin = _mm512_fmadd_ps(m1, _mm512_rsqrt14_ps(cm), m0);
-            __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-            __m512 f = _mm512_sub_ps(t, k);
-            __mmask16 near = _mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) |
-                             _mm512_cmp_ps_mask(f, _mm512_sub_ps(one, margin), _CMP_GT_OQ);
-            __mmask16 decided = below | above;
-            __mmask16 unsure = near & (__mmask16)~decided & valid;
-            __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_max_ps(k, _mm512_set1_ps(-1.0f))), onei);
-            s = _mm512_min_epi32(_mm512_max_epi32(s, zero), top_v);
-            s = _mm512_mask_mov_epi32(s, below, zero);
-            s = _mm512_mask_mov_epi32(s, above, top_v);
-            if (unsure) {
-                _mm512_store_si512((__m512i *)slot, s);
-                _mm512_store_ps(c2v, c2);
-                unsigned u = unsure;
-                while (u) {
-                    int l = __builtin_ctz(u);
-                    u &= u - 1;
-                    slot[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
-                }
-                s = _mm512_load_si512((const __m512i *)slot);
-            }
-            /* The top slot and the three below it (log bins put most pairs
-             * in range in their last bins) are counted by popcount; the
-             * other lanes are compressed into a buffer, counted in bulk. */
-            __mmask16 is_top = _mm512_mask_cmpeq_epi32_mask(valid, s, top_v);
-            __mmask16 is_h1 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot1);
-            __mmask16 is_h2 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot2);
-            __mmask16 is_h3 = _mm512_mask_cmpeq_epi32_mask(valid, s, hot3);
-            n_top += (uint64_t)__builtin_popcount((unsigned)is_top);
-            n_hot[0] += (uint64_t)__builtin_popcount((unsigned)is_h1);
-            n_hot[1] += (uint64_t)__builtin_popcount((unsigned)is_h2);
-            n_hot[2] += (uint64_t)__builtin_popcount((unsigned)is_h3);
-            __mmask16 cold = valid & (__mmask16) ~(is_top | is_h1 | is_h2 | is_h3);
-            _mm512_storeu_si512((__m512i *)(cold_buf + n_cold), _mm512_maskz_compress_epi32(cold, s));
-            n_cold += (size_t)__builtin_popcount((unsigned)cold);
-            if (n_cold > COLD_BUF - 16) {
-                for (size_t q = 0; q < n_cold; q++) hist[(uint32_t)cold_buf[q]]++;
-                n_cold = 0;
-            }
+            pk_hot16_add(&h, log_slots16(job, &k, i, j, valid, xi, yi, zi, &n_fp64), valid, hist);
         }
     }
-    for (size_t q = 0; q < n_cold; q++) hist[(uint32_t)cold_buf[q]]++;
-    if (top >= 4) {
-        hist[top - 1] += (uint32_t)n_hot[0];
-        hist[top - 2] += (uint32_t)n_hot[1];
-        hist[top - 3] += (uint32_t)n_hot[2];
-    }
-    hist[top] += (uint32_t)n_top;
+    pk_hot16_finish(&h, hist);
     return n_fp64;
 }
 
@@ -218,60 +183,12 @@ pk_angcorr_block_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) uint64_t
 pk_angcorr_row_slots_avx512_log(const pk_pair_job *job, const pk_log_fast *lf, size_t i, size_t j0, size_t j1,
                                 int32_t *out) {
-    const __m512 p0 = _mm512_set1_ps(lf->lp[0]), p1 = _mm512_set1_ps(lf->lp[1]), p2 = _mm512_set1_ps(lf->lp[2]),
-                 p3 = _mm512_set1_ps(lf->lp[3]), p4 = _mm512_set1_ps(lf->lp[4]), p5 = _mm512_set1_ps(lf->lp[5]),
-                 p6 = _mm512_set1_ps(lf->lp[6]), p7 = _mm512_set1_ps(lf->lp[7]);
-    const __m512 g0 = _mm512_set1_ps(lf->g[0]), g1 = _mm512_set1_ps(lf->g[1]), g2 = _mm512_set1_ps(lf->g[2]),
-                 g3 = _mm512_set1_ps(lf->g[3]), g4 = _mm512_set1_ps(lf->g[4]);
-    const __m512 va = _mm512_set1_ps(lf->a), vb = _mm512_set1_ps(lf->b), vc = _mm512_set1_ps(lf->c);
-    const __m512 m1 = _mm512_set1_ps(lf->m1), m0 = _mm512_set1_ps(lf->m0), one = _mm512_set1_ps(1.0f);
-    const __m512 lo0 = _mm512_set1_ps(lf->c2_lo0), top_c2 = _mm512_set1_ps(lf->c2_top);
-    const __m512i top_v = _mm512_set1_epi32(lf->top), zero = _mm512_setzero_si512(), onei = _mm512_set1_epi32(1);
+    const log16 k = log16_make(lf);
     const __m512 xi = _mm512_set1_ps(job->fxa[i]), yi = _mm512_set1_ps(job->fya[i]), zi = _mm512_set1_ps(job->fza[i]);
     uint64_t n_fp64 = 0;
-    float c2v[16] __attribute__((aligned(64)));
     for (size_t j = j0; j < j1; j += 16) {
         __mmask16 valid = j1 - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (j1 - j)) - 1);
-        __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
-        __mmask16 below = _mm512_cmp_ps_mask(c2, lo0, _CMP_LT_OQ);
-        __mmask16 above = _mm512_cmp_ps_mask(c2, top_c2, _CMP_GE_OQ);
-        __m512 cm = _mm512_max_ps(c2, lo0);
-        __m512 e = _mm512_getexp_ps(cm);
-        __m512 x = _mm512_sub_ps(_mm512_getmant_ps(cm, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero), one);
-        __m512 p = _mm512_fmadd_ps(p7, x, p6);
-        p = _mm512_fmadd_ps(p, x, p5);
-        p = _mm512_fmadd_ps(p, x, p4);
-        p = _mm512_fmadd_ps(p, x, p3);
-        p = _mm512_fmadd_ps(p, x, p2);
-        p = _mm512_fmadd_ps(p, x, p1);
-        p = _mm512_fmadd_ps(p, x, p0);
-        __m512 L = _mm512_add_ps(e, p);
-        __m512 g = _mm512_fmadd_ps(g4, cm, g3);
-        g = _mm512_fmadd_ps(g, cm, g2);
-        g = _mm512_fmadd_ps(g, cm, g1);
-        g = _mm512_fmadd_ps(g, cm, g0);
-        __m512 t = _mm512_fmadd_ps(va, L, _mm512_fmadd_ps(vb, g, vc));
-        __m512 margin = _mm512_fmadd_ps(m1, _mm512_rsqrt14_ps(cm), m0);
-        __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-        __m512 f = _mm512_sub_ps(t, k);
-        __mmask16 near =
-            _mm512_cmp_ps_mask(f, margin, _CMP_LT_OQ) | _mm512_cmp_ps_mask(f, _mm512_sub_ps(one, margin), _CMP_GT_OQ);
-        __mmask16 unsure = near & (__mmask16) ~(below | above) & valid;
-        __m512i s = _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_max_ps(k, _mm512_set1_ps(-1.0f))), onei);
-        s = _mm512_min_epi32(_mm512_max_epi32(s, zero), top_v);
-        s = _mm512_mask_mov_epi32(s, below, zero);
-        s = _mm512_mask_mov_epi32(s, above, top_v);
-        int32_t *o = out + (j - j0);
-        _mm512_mask_storeu_epi32(o, valid, s);
-        if (unsure) {
-            _mm512_store_ps(c2v, c2);
-            unsigned u = unsure;
-            while (u) {
-                int l = __builtin_ctz(u);
-                u &= u - 1;
-                o[l] = pk_slot_from_c2(job, i, j + (size_t)l, c2v[l], &n_fp64);
-            }
-        }
+        _mm512_mask_storeu_epi32(out + (j - j0), valid, log_slots16(job, &k, i, j, valid, xi, yi, zi, &n_fp64));
     }
     return n_fp64;
 }
