@@ -424,14 +424,20 @@ static double rad_to_deg(double r) {
     return r * (180.0 / M_PI);
 }
 
-pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,
-                                 const pk_bins *bins) {
+/* The checks both writers make before any file, then the atomic file open. */
+static pk_status result_file_open(pk_context *ctx, pk_atomic_file *f, const char *path, const pk_angcorr_result *result,
+                                  const pk_bins *bins) {
     pk_clear(ctx);
     if (result->n_bins != bins->n_bins)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
                        bins->n_bins);
+    return pk_atomic_open(ctx, f, path);
+}
+
+pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                                 const pk_bins *bins) {
     pk_atomic_file f;
-    pk_status st = pk_atomic_open(ctx, &f, path);
+    pk_status st = result_file_open(ctx, &f, path, result, bins);
     if (st) return st;
     fprintf(f.fp, "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n");
     for (size_t k = 0; k < result->n_bins; k++) {
@@ -444,12 +450,8 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
 
 pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                const pk_bins *bins) {
-    pk_clear(ctx);
-    if (result->n_bins != bins->n_bins)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
-                       bins->n_bins);
     pk_atomic_file f;
-    pk_status st = pk_atomic_open(ctx, &f, path);
+    pk_status st = result_file_open(ctx, &f, path, result, bins);
     if (st) return st;
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n");
     for (size_t k = 0; k < result->n_bins; k++) {
