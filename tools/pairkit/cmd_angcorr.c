@@ -96,6 +96,18 @@ static const char *const value_options[] = {"-o",
                                             "--threads",
                                             NULL};
 
+/* The estimator as the plot's title names it (the option's words are
+ * pk_estimator_name's). */
+static const char *estimator_title(pk_estimator estimator) {
+    switch (estimator) {
+    case PK_ESTIMATOR_LANDY_SZALAY: return "Landy-Szalay";
+    case PK_ESTIMATOR_NATURAL: return "natural estimator";
+    case PK_ESTIMATOR_HAMILTON: return "Hamilton";
+    case PK_ESTIMATOR_DAVIS_PEEBLES: return "Davis-Peebles";
+    }
+    return pk_estimator_name(estimator);
+}
+
 int cmd_angcorr(int argc, char **argv) {
     const char *cmd = "angcorr";
     const char *paths[2] = {NULL, NULL};
@@ -487,10 +499,18 @@ int cmd_angcorr(int argc, char **argv) {
                 n++;
             }
             char title[128];
-            snprintf(title, sizeof title, "w(#gh) %s, %zu x %zu objects", pk_estimator_name(estimator),
+            snprintf(title, sizeof title, "w(#gh) %s, %zu x %zu objects", estimator_title(estimator),
                      (size_t)result.n_data, (size_t)result.n_random);
             int log_x = has_log || (edges_path && bins.edges[0] > 0 && bins.edges[bins.n_bins] / bins.edges[0] > 100);
-            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, 0};
+            /* log-log, as small-scale w(theta) is usually shown, where every
+             * point can be drawn (w > 0) and w spans a decade or more */
+            double w_min = INFINITY, w_max = 0;
+            for (size_t k = 0; k < n; k++) {
+                if (w[k] < w_min) w_min = w[k];
+                if (w[k] > w_max) w_max = w[k];
+            }
+            int log_y = log_x && n > 1 && w_min > 0 && w_max >= 10 * w_min;
+            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, log_y};
             if (cli_plot_png(cmd, s_png, png_path, &plot)) rc = 1;
             free(theta);
             free(w);
