@@ -239,6 +239,10 @@ int cmd_dftimage(int argc, char **argv) {
             snprintf(ctx.message, sizeof ctx.message, "%.200s: %.300s", vis_path, rest);
         }
     }
+    /* zero spacings (autocorrelations) add a constant to every pixel: said
+     * with the summary, as imagers usually leave them out */
+    size_t n_zero_spacing = 0;
+    for (size_t k = 0; st == PK_OK && k < vis.n; k++) n_zero_spacing += vis.u[k] == 0 && vis.v[k] == 0;
     if (st == PK_OK && weighting != PK_WEIGHTING_NATURAL) {
         st = pk_vis_weighting(&ctx, &vis, weighting, robust, size, cell);
         if (st) {
@@ -406,6 +410,11 @@ int cmd_dftimage(int argc, char **argv) {
         fprintf(stderr, "%zu visibilities (%zu of %zu records flagged%s), %zu x %zu pixels, sign %+d, %s weighting%s\n",
                 vis.n, vis.n_flagged, vis.n_records, uv_text, size, size, image.sign,
                 pk_weighting_name((pk_weighting)vis.weighting), robust_text);
+        if (n_zero_spacing)
+            fprintf(stderr,
+                    "%zu of them at u = v = 0 (autocorrelations): they add a constant to every pixel; --minuv-l 1 "
+                    "leaves them out\n",
+                    n_zero_spacing);
         fprintf(stderr, "kernel %s: %.3f s%s, %.3g terms/s; wrote %s%s%s\n", pk_dftimage_kernel_name(stats.kernel),
                 secs, stats.kernel_ms > 0 ? " of device time" : "", stats.terms / secs, out_path, png_path ? ", " : "",
                 png_path ? png_path : "");
