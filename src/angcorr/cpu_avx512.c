@@ -7,8 +7,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define AVX512_INLINE __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) static inline
-
 /* ---- the edge table --------------------------------------------------- */
 
 typedef struct table16 {
@@ -16,7 +14,7 @@ typedef struct table16 {
     __m512i base, last_cell, zero, slot_mask, multi, one;
 } table16;
 
-AVX512_INLINE table16 table16_make(const pk_edge_table *t) {
+PK_AVX512_INLINE table16 table16_make(const pk_edge_table *t) {
     table16 k;
     k.shift = _mm_cvtsi32_si128(t->cell_shift);
     k.base = _mm512_set1_epi32(t->cell_base);
@@ -30,8 +28,8 @@ AVX512_INLINE table16 table16_make(const pk_edge_table *t) {
 
 /* The exact slots of row i against columns j .. j + 15 through the table,
  * into slot[16]. */
-AVX512_INLINE void table_slots16(const pk_pair_job *job, const table16 *k, size_t i, size_t j, __m512 xi, __m512 yi,
-                                 __m512 zi, int32_t *slot, uint64_t *n_fp64) {
+PK_AVX512_INLINE void table_slots16(const pk_pair_job *job, const table16 *k, size_t i, size_t j, __m512 xi, __m512 yi,
+                                    __m512 zi, int32_t *slot, uint64_t *n_fp64) {
     const pk_edge_table *t = job->table;
     __m512 dx = _mm512_sub_ps(xi, _mm512_loadu_ps(job->fxb + j));
     __m512 dy = _mm512_sub_ps(yi, _mm512_loadu_ps(job->fyb + j));
@@ -124,7 +122,7 @@ typedef struct linear16 {
     __m512i one, zero, last;
 } linear16;
 
-AVX512_INLINE linear16 linear16_make(const pk_linear_fast *lf) {
+PK_AVX512_INLINE linear16 linear16_make(const pk_linear_fast *lf) {
     linear16 k;
     for (int d = 0; d <= PK_LINEAR_DEGREE; d++) k.q[d] = _mm512_set1_ps(lf->coef[d]);
     k.tiny = _mm512_set1_ps(0x1p-60f), k.two = _mm512_set1_ps(2.0f);
@@ -139,8 +137,8 @@ AVX512_INLINE linear16 linear16_make(const pk_linear_fast *lf) {
 
 /* The exact slots of row i against the `valid` lanes of columns j .. j + 15
  * (the others hold junk). */
-AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, size_t i, size_t j, __mmask16 valid,
-                                     __m512 xi, __m512 yi, __m512 zi, uint64_t *n_fp64) {
+PK_AVX512_INLINE __m512i linear_slots16(const pk_pair_job *job, const linear16 *k, size_t i, size_t j, __mmask16 valid,
+                                        __m512 xi, __m512 yi, __m512 zi, uint64_t *n_fp64) {
     __m512 c2 = pk_chord2_16(job, j, valid, xi, yi, zi);
     /* sqrt(c2) from rsqrt14 and one Newton step */
     __m512 cm = _mm512_max_ps(c2, k->tiny);

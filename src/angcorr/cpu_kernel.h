@@ -118,7 +118,7 @@ PK_AVX512_INLINE void pk_hot16_add(pk_hot16 *h, __m512i s, __mmask16 valid, uint
     }
 }
 
-/* What h holds into hist; h is then empty. */
+/* What h holds into hist, once, after its last pk_hot16_add. */
 PK_AVX512_INLINE void pk_hot16_finish(pk_hot16 *h, uint32_t *hist) {
     for (size_t q = 0; q < h->n_cold; q++) hist[(uint32_t)h->cold[q]]++;
     if (h->top >= 4) {
@@ -127,8 +127,6 @@ PK_AVX512_INLINE void pk_hot16_finish(pk_hot16 *h, uint32_t *hist) {
         hist[h->top - 3] += (uint32_t)h->n_hot[2];
     }
     hist[h->top] += (uint32_t)h->n_top;
-    h->n_cold = 0;
-    h->n_top = h->n_hot[0] = h->n_hot[1] = h->n_hot[2] = 0;
 }
 #endif
 

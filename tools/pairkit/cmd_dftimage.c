@@ -242,7 +242,8 @@ int cmd_dftimage(int argc, char **argv) {
     /* zero spacings (autocorrelations) add a constant to every pixel: said
      * with the summary, as imagers usually leave them out */
     size_t n_zero_spacing = 0;
-    for (size_t k = 0; st == PK_OK && k < vis.n; k++) n_zero_spacing += vis.u[k] == 0 && vis.v[k] == 0;
+    if (st == PK_OK)
+        for (size_t k = 0; k < vis.n; k++) n_zero_spacing += vis.u[k] == 0 && vis.v[k] == 0;
     if (st == PK_OK && weighting != PK_WEIGHTING_NATURAL) {
         st = pk_vis_weighting(&ctx, &vis, weighting, robust, size, cell);
         if (st) {
