@@ -2,12 +2,14 @@
  * results: messages cleared by a successful call, free functions that take
  * NULL and leave an empty struct, arguments checked before anything is
  * touched, new files given the mode any new file gets (0666 less the
- * umask) without the umask being changed, and two threads writing one
- * output folder ending with one thread's files. */
+ * umask) without the umask being changed, two threads writing one
+ * output folder ending with one thread's files, and children forked
+ * beside a writing thread finishing writes of their own. */
 #include <dirent.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -264,6 +266,81 @@ static void memsort_writes_from_two_threads(void) {
     CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* A process that forks while another of its threads is writing memsort
+ * results (Python's multiprocessing does this): every child's own write
+ * must finish. A child forked while the writer held pk_rename_all's mutex
+ * would otherwise inherit it locked and wait for ever (each child has 10 s
+ * before SIGALRM ends it; the test stops at the third such child). */
+typedef struct fork_writer {
+    const char *dir;
+    const pk_memsort_regions *regions;
+    const pk_memsort_result *result;
+    volatile int stop;
+    int writes, failures;
+} fork_writer;
+
+static void *write_until_stopped(void *arg) {
+    fork_writer *w = arg;
+    pk_context ctx;
+    pk_context_init(&ctx);
+    while (!w->stop) {
+        if (pk_memsort_write(&ctx, w->dir, w->regions, w->result) != PK_OK) w->failures++;
+        w->writes++;
+    }
+    return NULL;
+}
+
+static void memsort_writes_in_forked_children(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions regions;
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
+    for (uint32_t r = 0; r < regions.n_regions; r++) regions.region[r].instance_entries = 1024;
+    pk_memsort_gen_options gen = {4000, 5, 1000, 0};
+    pk_memsort_trace trace;
+    CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
+    pk_memsort_options opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+    pk_memsort_result res;
+    pk_memsort_result_init(&res);
+    CHECK_OK(pk_memsort_run(&ctx, &opts, &regions, &trace, &res), &ctx);
+    pk_memsort_trace_free(&trace);
+    char dir[] = "/tmp/pk_forks_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char parent_dir[300], child_dir[300];
+    snprintf(parent_dir, sizeof parent_dir, "%s/parent", dir);
+    snprintf(child_dir, sizeof child_dir, "%s/child", dir);
+    CHECK(mkdir(parent_dir, 0700) == 0 && mkdir(child_dir, 0700) == 0, "mkdir in %s", dir);
+    fork_writer w = {parent_dir, &regions, &res, 0, 0, 0};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, write_until_stopped, &w) == 0, "pthread_create");
+    int forks = 300, hung = 0, failed = 0;
+    int k = 0;
+    for (; k < forks && hung < 3; k++) { /* three hung children are enough to tell */
+        pid_t kid = fork();
+        if (kid == 0) {
+            alarm(10);
+            pk_context cctx;
+            pk_context_init(&cctx);
+            _exit(pk_memsort_write(&cctx, child_dir, &regions, &res) == PK_OK ? 0 : 1);
+        }
+        int ws = 0;
+        if (kid < 0 || waitpid(kid, &ws, 0) != kid) failed++;
+        else if (WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM) hung++;
+        else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) failed++;
+        usleep((useconds_t)(k % 7) * 50); /* forks at varied points of the writer's loop */
+    }
+    w.stop = 1;
+    pthread_join(th, NULL);
+    CHECK(hung == 0, "%d of %d children forked beside a writing thread hung in their own write", hung, k);
+    CHECK(failed == 0, "%d of %d children's writes failed", failed, forks);
+    CHECK(w.failures == 0 && w.writes > 0, "the parent's writer: %d of %d writes failed", w.failures, w.writes);
+    printf("%d forks beside a thread that wrote %d times: %d hung\n", k, w.writes, hung);
+    pk_memsort_result_free(&res);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
 /* Numbers in text read and written the same under a decimal-comma locale
  * that the embedding program set (a locale made with localedef; skipped,
  * saying so, where the locale sources are missing). */
@@ -323,6 +400,7 @@ int main(void) {
     memsort_check_plans_keeps_the_cause();
     numbers_in_text_ignore_the_locale();
     memsort_writes_from_two_threads();
+    memsort_writes_in_forked_children();
 
     /* a successful call leaves no message behind */
     pk_bins bins;

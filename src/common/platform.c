@@ -247,6 +247,21 @@ static void atomic_release(pk_atomic_file *f) {
  * other processes on flock() of the folder of to[0], where the file
  * system has it (else they are not held back). */
 static pthread_mutex_t rename_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t rename_fork_once = PTHREAD_ONCE_INIT;
+
+/* A fork() while another thread holds the mutex would give the child a
+ * mutex nobody can unlock: the child's first group of renames would wait
+ * for ever. fork() therefore takes the mutex first (so no group is half
+ * done in the copy) and both sides let it go. */
+static void rename_fork_prepare(void) {
+    pthread_mutex_lock(&rename_lock);
+}
+static void rename_fork_after(void) {
+    pthread_mutex_unlock(&rename_lock);
+}
+static void rename_fork_register(void) {
+    pthread_atfork(rename_fork_prepare, rename_fork_after, rename_fork_after);
+}
 
 static int rename_all_locked(int n, char *const *from, char *const *to);
 
@@ -267,6 +282,7 @@ static int lock_folder_of(const char *path) {
 }
 
 int pk_rename_all(int n, char *const *from, char *const *to) {
+    pthread_once(&rename_fork_once, rename_fork_register);
     pthread_mutex_lock(&rename_lock);
     int folder = n > 0 ? lock_folder_of(to[0]) : -1;
     int failed = rename_all_locked(n, from, to);
