@@ -2,12 +2,14 @@
  * (cli_image_preview): every cell the value of largest magnitude in its
  * block, by brute force, for sizes that do and do not divide into the
  * blocks; point sources of either sign keep their peaks; a small image
- * passes through unchanged. */
+ * passes through unchanged. And the w(theta) plot's choice of logarithmic
+ * axes (cli_wtheta_axes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "../tools/pairkit/plot_axes.h"
 #include "../tools/pairkit/plot_image.h"
 
 static void check_size(size_t n, size_t max_cells, check_rng *rng) {
@@ -57,7 +59,44 @@ static void check_size(size_t n, size_t max_cells, check_rng *rng) {
     free(img), free(cells);
 }
 
+static void check_axes(const char *what, int log_bins, int from_file, const double *edges, size_t n_bins,
+                       const double *w, size_t n, int want_x, int want_y) {
+    int log_x = -1, log_y = -1;
+    cli_wtheta_axes(log_bins, from_file, edges, n_bins, w, n, &log_x, &log_y);
+    CHECK(log_x == want_x && log_y == want_y, "%s: log_x %d log_y %d, expected %d %d", what, log_x, log_y, want_x,
+          want_y);
+}
+
+static void wtheta_axes(void) {
+    const double lin_edges[] = {0, 0.5, 1.0, 1.5, 2.0};             /* from 0: never logarithmic */
+    const double wide_edges[] = {0.001, 0.01, 0.1, 1.0, 10.0};      /* a factor of 10^4 */
+    const double narrow_edges[] = {1.0, 2.0, 5.0, 20.0, 100.0};     /* exactly 100: not more than 100 */
+    const double wide[] = {2.0, 0.8, 0.1, 0.02};                    /* positive, a factor of 100 */
+    const double decade[] = {1.0, 0.5, 0.2, 0.1};                   /* exactly a decade */
+    const double short_span[] = {1.0, 0.5, 0.2, 0.11};              /* under a decade */
+    const double crosses[] = {0.5, 0.1, 0.01, -0.002};              /* one negative */
+    const double zero[] = {0.5, 0.1, 0.01, 0.0};                    /* one zero */
+    const double with_nan[] = {0.5, (double)NAN, 0.01, 0.002};      /* not a number */
+    const double with_inf[] = {0.5, (double)INFINITY, 0.01, 0.002}; /* infinite */
+    check_axes("log bins, positive w over two decades", 1, 0, wide_edges, 4, wide, 4, 1, 1);
+    check_axes("log bins, w over exactly a decade", 1, 0, wide_edges, 4, decade, 4, 1, 1);
+    check_axes("log bins, w over less than a decade", 1, 0, wide_edges, 4, short_span, 4, 1, 0);
+    check_axes("log bins, a negative w", 1, 0, wide_edges, 4, crosses, 4, 1, 0);
+    check_axes("log bins, a zero w", 1, 0, wide_edges, 4, zero, 4, 1, 0);
+    check_axes("log bins, a NaN w", 1, 0, wide_edges, 4, with_nan, 4, 1, 0);
+    check_axes("log bins, an infinite w", 1, 0, wide_edges, 4, with_inf, 4, 1, 0);
+    check_axes("log bins, one point", 1, 0, wide_edges, 4, wide, 1, 1, 0);
+    check_axes("log bins, no points", 1, 0, wide_edges, 4, wide, 0, 1, 0);
+    check_axes("linear bins, positive w over two decades", 0, 0, lin_edges, 4, wide, 4, 0, 0);
+    check_axes("edges from a file spanning 10^4", 0, 1, wide_edges, 4, wide, 4, 1, 1);
+    check_axes("edges from a file spanning 10^4, w under a decade", 0, 1, wide_edges, 4, short_span, 4, 1, 0);
+    check_axes("edges from a file spanning exactly 100", 0, 1, narrow_edges, 4, wide, 4, 0, 0);
+    check_axes("edges from a file starting at 0", 0, 1, lin_edges, 4, wide, 4, 0, 0);
+    check_axes("wide edges not from a file, linear bins", 0, 0, wide_edges, 4, wide, 4, 0, 0);
+}
+
 int main(void) {
+    wtheta_axes();
     check_rng rng = check_rng_make(20261130);
     const size_t sizes[][2] = {{1, 1024},    {7, 1024},    {1024, 1024}, {1025, 1024},
                                {2500, 1024}, {3000, 1024}, {100, 16},    {97, 10}};

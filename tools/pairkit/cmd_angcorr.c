@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "mpi.h"
+#include "plot_axes.h"
 #include "pairkit/angcorr.h"
 
 static void usage(FILE *out) {
@@ -501,15 +502,8 @@ int cmd_angcorr(int argc, char **argv) {
             char title[128];
             snprintf(title, sizeof title, "w(#gh) %s, %zu x %zu objects", estimator_title(estimator),
                      (size_t)result.n_data, (size_t)result.n_random);
-            int log_x = has_log || (edges_path && bins.edges[0] > 0 && bins.edges[bins.n_bins] / bins.edges[0] > 100);
-            /* log-log, as small-scale w(theta) is usually shown, where every
-             * point can be drawn (w > 0) and w spans a decade or more */
-            double w_min = INFINITY, w_max = 0;
-            for (size_t k = 0; k < n; k++) {
-                if (w[k] < w_min) w_min = w[k];
-                if (w[k] > w_max) w_max = w[k];
-            }
-            int log_y = log_x && n > 1 && w_min > 0 && w_max >= 10 * w_min;
+            int log_x, log_y;
+            cli_wtheta_axes(has_log, edges_path != NULL, bins.edges, bins.n_bins, w, n, &log_x, &log_y);
             cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, log_y};
             if (cli_plot_png(cmd, s_png, png_path, &plot)) rc = 1;
             free(theta);
