@@ -326,6 +326,14 @@ int main(int argc, char **argv) {
         long grown = test_rss_kb() - before;
         printf("sparse trace, 4 GiB table: bound %.1f MB, stats %.1f MB, resident +%.1f MB\n", host / 1e6,
                res.stats.host_bytes / 1e6, grown / 1e3);
+#if defined(__SANITIZE_ADDRESS__)
+        /* AddressSanitizer's shadow (an eighth of what the run touches)
+         * and its quarantine of freed blocks count in the resident size
+         * too (+388 MB against +308 MB without it, one CI run): the
+         * resident bound is checked by the build without it */
+        printf("sparse trace: resident size not checked under AddressSanitizer\n");
+        grown = 0;
+#endif
         CHECK(before > 0 && (uint64_t)grown * 1000 <= host && res.stats.host_bytes <= host,
               "sparse trace: bound %llu bytes, the run holds %ld kB more (stats %llu)", (unsigned long long)host, grown,
               (unsigned long long)res.stats.host_bytes);
