@@ -291,6 +291,15 @@ static void *write_until_stopped(void *arg) {
 }
 
 static void memsort_writes_in_forked_children(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    /* GCC 12's AddressSanitizer does not take its allocator's locks
+     * around fork(): a child forked while the writing thread allocates
+     * waits for ever in its first malloc (seen in CI: 2 of 300, the
+     * stack in the sanitizer's SizeClassAllocator64) */
+    printf(
+        "forked children beside a writing thread: skipped under AddressSanitizer (its allocator is not fork-safe)\n");
+    return;
+#endif
     pk_context ctx;
     pk_context_init(&ctx);
     pk_memsort_regions regions;
