@@ -21,14 +21,31 @@
 #include "pairkit/dftimage.h"
 #include "pairkit/memsort.h"
 
+/* The default table with small instances (instance_entries each), so
+ * that a small trace makes many of them. */
+static void small_instances(pk_context *ctx, uint32_t instance_entries, pk_memsort_regions *regions) {
+    CHECK_OK(pk_memsort_regions_preset(ctx, "default", regions), ctx);
+    for (uint32_t r = 0; r < regions->n_regions; r++) regions->region[r].instance_entries = instance_entries;
+}
+
+/* All instances of a generated trace, by the reference sort. */
+static void reference_result(pk_context *ctx, const pk_memsort_regions *regions, pk_memsort_gen_options gen,
+                             pk_memsort_result *res) {
+    pk_memsort_trace trace;
+    CHECK_OK(pk_memsort_generate(ctx, regions, &gen, &trace), ctx);
+    pk_memsort_options opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+    pk_memsort_result_init(res);
+    CHECK_OK(pk_memsort_run(ctx, &opts, regions, &trace, res), ctx);
+    pk_memsort_trace_free(&trace);
+}
+
 /* pk_memsort_compare finds a change in any field of any instance: the test
  * suite's verdicts on every memsort kernel rest on it. */
 static void memsort_compare_sees_every_field(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_memsort_regions regions;
-    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
-    for (uint32_t r = 0; r < regions.n_regions; r++) regions.region[r].instance_entries = 4096;
+    small_instances(&ctx, 4096, &regions);
     pk_memsort_gen_options gen = {20000, 3, 5000, 0};
     pk_memsort_trace trace;
     CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
@@ -162,8 +179,7 @@ static void memsort_writes_from_two_threads(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_memsort_regions regions;
-    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
-    for (uint32_t r = 0; r < regions.n_regions; r++) regions.region[r].instance_entries = 4096;
+    small_instances(&ctx, 4096, &regions);
     pk_memsort_result res[2];
     char dir[] = "/tmp/pk_writers_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
@@ -171,13 +187,8 @@ static void memsort_writes_from_two_threads(void) {
     char *bin[2] = {NULL, NULL}, *txt[2] = {NULL, NULL};
     size_t nbin[2] = {0, 0}, ntxt[2] = {0, 0};
     for (int t = 0; t < 2; t++) {
-        pk_memsort_gen_options gen = {30000 + 5000 * (uint64_t)t, 11 + (uint64_t)t, 7000, 0};
-        pk_memsort_trace trace;
-        CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
-        pk_memsort_options opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
-        pk_memsort_result_init(&res[t]);
-        CHECK_OK(pk_memsort_run(&ctx, &opts, &regions, &trace, &res[t]), &ctx);
-        pk_memsort_trace_free(&trace);
+        reference_result(&ctx, &regions,
+                         (pk_memsort_gen_options){30000 + 5000 * (uint64_t)t, 11 + (uint64_t)t, 7000, 0}, &res[t]);
         snprintf(sub[t], sizeof sub[t], "%s/alone%d", dir, t);
         CHECK(mkdir(sub[t], 0700) == 0, "mkdir %s", sub[t]);
         CHECK_OK(pk_memsort_write(&ctx, sub[t], &regions, &res[t]), &ctx);
@@ -303,16 +314,9 @@ static void memsort_writes_in_forked_children(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_memsort_regions regions;
-    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
-    for (uint32_t r = 0; r < regions.n_regions; r++) regions.region[r].instance_entries = 1024;
-    pk_memsort_gen_options gen = {4000, 5, 1000, 0};
-    pk_memsort_trace trace;
-    CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
-    pk_memsort_options opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+    small_instances(&ctx, 1024, &regions);
     pk_memsort_result res;
-    pk_memsort_result_init(&res);
-    CHECK_OK(pk_memsort_run(&ctx, &opts, &regions, &trace, &res), &ctx);
-    pk_memsort_trace_free(&trace);
+    reference_result(&ctx, &regions, (pk_memsort_gen_options){4000, 5, 1000, 0}, &res);
     char dir[] = "/tmp/pk_forks_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char parent_dir[300], child_dir[300];
