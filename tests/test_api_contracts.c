@@ -10,6 +10,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -286,7 +287,7 @@ typedef struct fork_writer {
     const char *dir;
     const pk_memsort_regions *regions;
     const pk_memsort_result *result;
-    volatile int stop;
+    atomic_int stop;
     int writes, failures;
 } fork_writer;
 
@@ -294,7 +295,7 @@ static void *write_until_stopped(void *arg) {
     fork_writer *w = arg;
     pk_context ctx;
     pk_context_init(&ctx);
-    while (!w->stop) {
+    while (!atomic_load(&w->stop)) {
         if (pk_memsort_write(&ctx, w->dir, w->regions, w->result) != PK_OK) w->failures++;
         w->writes++;
     }
@@ -342,10 +343,10 @@ static void memsort_writes_in_forked_children(void) {
         else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) failed++;
         usleep((useconds_t)(k % 7) * 50); /* forks at varied points of the writer's loop */
     }
-    w.stop = 1;
+    atomic_store(&w.stop, 1);
     pthread_join(th, NULL);
     CHECK(hung == 0, "%d of %d children forked beside a writing thread hung in their own write", hung, k);
-    CHECK(failed == 0, "%d of %d children's writes failed", failed, forks);
+    CHECK(failed == 0, "%d of %d children's writes failed", failed, k);
     CHECK(w.failures == 0 && w.writes > 0, "the parent's writer: %d of %d writes failed", w.failures, w.writes);
     printf("%d forks beside a thread that wrote %d times: %d hung\n", k, w.writes, hung);
     pk_memsort_result_free(&res);

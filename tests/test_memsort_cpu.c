@@ -327,10 +327,10 @@ int main(int argc, char **argv) {
         printf("sparse trace, 4 GiB table: bound %.1f MB, stats %.1f MB, resident +%.1f MB\n", host / 1e6,
                res.stats.host_bytes / 1e6, grown / 1e3);
 #if defined(__SANITIZE_ADDRESS__)
-        /* AddressSanitizer's shadow (an eighth of what the run touches)
-         * and its quarantine of freed blocks count in the resident size
-         * too (+388 MB against +308 MB without it, one CI run): the
-         * resident bound is checked by the build without it */
+        /* AddressSanitizer's own memory (its shadow, its allocator)
+         * counts in the resident size too: +388 MB against +308 MB
+         * without it, in CI and here alike; the resident bound is
+         * checked by the build without it */
         printf("sparse trace: resident size not checked under AddressSanitizer\n");
         grown = 0;
 #endif
