@@ -189,7 +189,7 @@ int bench_dftimage(int argc, char **argv) {
     printf(
         "pairkit bench dftimage: %zu visibilities x %zu x %zu pixels (%.3g terms), cell %g, %s image, %d warm runs\n",
         vis.n, size, size, (double)vis.n * (double)n_pix, cell, want_imag ? "complex" : "real", runs);
-    cli_print_machine(&ctx);
+    cli_print_machine(&ctx, backend == PK_BACKEND_CUDA);
     fflush(stdout);
     if (n_check > 0) {
         double t0 = now_seconds();

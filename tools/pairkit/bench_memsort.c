@@ -143,7 +143,7 @@ int bench_memsort(int argc, char **argv) {
         "pairkit bench memsort: %llu entries (seed %llu, %u chunk%s, regions %s), generated in %.2f s, %d warm runs\n",
         (unsigned long long)n, (unsigned long long)seed, trace.n_chunks, trace.n_chunks == 1 ? "" : "s", regions_name,
         pk_now() - t0, runs);
-    cli_print_machine(&ctx);
+    cli_print_machine(&ctx, backend == PK_BACKEND_CUDA);
     fflush(stdout);
 
     const char *names[MAX_VARIANTS];

@@ -49,7 +49,7 @@ int cli_unknown_kernel(const char *cmd, const char *opt, const char *name) {
     return cli_usage_error(cmd, "%s: unknown kernel '%s'", opt, name);
 }
 
-void cli_print_machine(const pk_context *ctx) {
+void cli_print_machine(const pk_context *ctx, int gpu) {
     char model[160] = "a CPU of unknown model", line[256];
     FILE *f = fopen("/proc/cpuinfo", "r");
     while (f && fgets(line, sizeof line, f)) {
@@ -70,10 +70,11 @@ void cli_print_machine(const pk_context *ctx) {
     if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
     int threads = pk_thread_count(ctx);
     printf("on %s, %d thread%s; %s", model, threads, threads == 1 ? "" : "s", when);
-    if (pk_cuda_device_count() > 0) {
-        char gpu[256];
-        pk_cuda_describe(ctx->cuda_device, gpu, sizeof gpu);
-        printf("; CUDA device %d: %s", ctx->cuda_device, gpu);
+    /* a CPU bench leaves the GPU alone: no CUDA context, no device memory */
+    if (gpu && pk_cuda_device_count() > 0) {
+        char desc[256];
+        pk_cuda_describe(ctx->cuda_device, desc, sizeof desc);
+        printf("; CUDA device %d: %s", ctx->cuda_device, desc);
     }
     printf("\n");
 }

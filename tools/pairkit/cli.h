@@ -21,9 +21,10 @@ int cli_missing_value(const char *cmd, const char *a, const char *const *value_o
 int cli_unknown_kernel(const char *cmd, const char *opt, const char *name);
 
 /* One line for a benchmark's record: the CPU's model and the threads a run
- * takes, the date (UTC) and, where CUDA devices are present, the one
- * ctx->cuda_device names (pk_cuda_describe). */
-void cli_print_machine(const pk_context *ctx);
+ * takes, the date (UTC) and, for a bench on the GPU (gpu nonzero) where
+ * CUDA devices are present, the one ctx->cuda_device names
+ * (pk_cuda_describe). A CPU bench does not touch the CUDA runtime here. */
+void cli_print_machine(const pk_context *ctx, int gpu);
 /* With --backend auto and no kernel named: when a CUDA device is present
  * but ctx->cuda_device takes no context (pk_cuda_unusable), so the library
  * runs on the CPU, say so on stderr (unless quiet). */

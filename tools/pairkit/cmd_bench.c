@@ -140,7 +140,7 @@ static int bench_angcorr(int argc, char **argv) {
     double pairs_visited = 0;
     printf("pairkit bench angcorr: DD+DR+RR of %zu x %zu objects, %zu bins, %d warm runs per kernel\n", data.n,
            random.n, bins.n_bins, runs);
-    cli_print_machine(&ctx);
+    cli_print_machine(&ctx, backend == PK_BACKEND_CUDA);
     fflush(stdout);
     for (int round = 0; round <= runs; round++) {
         for (int q = 0; q < n_kernels; q++) {
