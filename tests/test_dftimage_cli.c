@@ -540,6 +540,7 @@ static void test_weighting_psf(void) {
         {"--psf nodir/beam.fits", "nodir", "beam in a missing folder"},
         {"--gpu-memory 0", "--gpu-memory must be a number of GiB > 0", "no GPU memory"},
         {"--gpu-memory 2G", "--gpu-memory expects a number", "GPU memory with a unit"},
+        {"--gpu-memory 1e9", "and at most 1e6, got '1e9'", "GPU memory beyond the limit"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         snprintf(cmd, sizeof cmd, "'%s/data/vis/lesson_small.npz' -o old.fits --size 16 %s", root, bad[k].options);

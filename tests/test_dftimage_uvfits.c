@@ -5,7 +5,9 @@
  * channel with the FQ table's IF offsets, one visibility per channel and
  * IF, Stokes I from XX,YY and RR,LL, weights <= 0 flagged, --weights abs
  * and unit. Then broken copies: a missing VV, an axis without CTYPE, a NaN
- * in an unflagged visibility, a truncated file. */
+ * in an unflagged visibility, a truncated file, u in wavelengths ('UU-L').
+ * The phase centre's frame and equinox, as the files give them, into the
+ * image header. */
 #include <fitsio.h>
 #include <math.h>
 #include <stdio.h>
@@ -293,6 +295,16 @@ static void test_broken(void) {
     copy_file(MOJAVE, path, (long)sb.st_size - 2880);
     expect_error(path, PK_WEIGHTS_DATA, "truncated: HDU", "cut in the last table");
 
+    /* only the padding of the last table's last block cut: truncated too,
+     * as a header's cut block is (the last table's rows all there) */
+    snprintf(path, sizeof path, "%s/no_padding.uvfits", dir);
+    copy_file(MOJAVE, path, (long)sb.st_size - 100);
+    expect_error(path, PK_WEIGHTS_DATA, "data, from byte", "last block's padding cut");
+
+    snprintf(path, sizeof path, "%s/uu_l.uvfits", dir);
+    copy_with_card(MOJAVE, path, "PTYPE1", "'UU-L-SIN'");
+    expect_error(path, PK_WEIGHTS_DATA, "PTYPE1 = 'UU-L-SIN': u, v, w in wavelengths", "UU-L (wavelengths)");
+
     snprintf(path, sizeof path, "%s/truncated.uvfits", dir);
     copy_file(MOJAVE, path, 100000);
     expect_error(path, PK_WEIGHTS_DATA, "truncated", "truncated file");
@@ -328,6 +340,108 @@ static void test_broken(void) {
     }
 
     char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* The frame and equinox of the phase centre: as each real file gives
+ * them (EPOCH 2000.0, EQUINOX 2.0E+03, EQUINOX 'J2000'), and copies with
+ * B1950 and ICRS, into the image header. */
+static void frame_of(const char *path, double *equinox, char *radesys) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    *equinox = -1;
+    radesys[0] = '\0';
+    pk_status st = pk_vis_read(&ctx, path, PK_WEIGHTS_ABS, &vis);
+    CHECK_OK(st, &ctx);
+    if (st != PK_OK) return;
+    *equinox = vis.equinox;
+    snprintf(radesys, 12, "%s", vis.radesys);
+    pk_vis_free(&vis);
+}
+
+static void image_frame(const char *uvfits, const char *fits_path, char *radesys, double *equinox) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+    CHECK_OK(pk_vis_read(&ctx, uvfits, PK_WEIGHTS_ABS, &vis), &ctx);
+    pk_dftimage_options o = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 0, 0, 0};
+    pk_image img;
+    CHECK_OK(pk_dftimage_run(&ctx, &o, &vis, 8, 1e-7, &img, NULL), &ctx);
+    CHECK_OK(pk_image_write_fits(&ctx, fits_path, &img, &vis, 0), &ctx);
+    pk_image_free(&img);
+    pk_vis_free(&vis);
+    fitsfile *f;
+    int status = 0;
+    radesys[0] = '\0';
+    *equinox = -1;
+    fits_open_file(&f, fits_path, READONLY, &status);
+    fits_read_key(f, TSTRING, "RADESYS", radesys, NULL, &status);
+    int s2 = 0;
+    if (fits_read_key(f, TDOUBLE, "EQUINOX", equinox, NULL, &s2)) *equinox = 0; /* absent */
+    fits_close_file(f, &status);
+    CHECK(status == 0, "%s: cfitsio status %d", fits_path, status);
+}
+
+static void test_frame(void) {
+    const char *real[] = {MWA, MOJAVE, EHT};
+    for (int k = 0; k < 3; k++) {
+        double e;
+        char frame[12];
+        frame_of(real[k], &e, frame);
+        CHECK(e == 2000.0 && strcmp(frame, "FK5") == 0, "%s: equinox %g, frame '%s' (J2000, FK5)", real[k], e, frame);
+    }
+    char dir[] = "/tmp/pk_uvfits_frame_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256], out[300], frame[FLEN_VALUE];
+    double e;
+    snprintf(path, sizeof path, "%s/b1950.uvfits", dir);
+    copy_with_card(MOJAVE, path, "EQUINOX", "'B1950'");
+    snprintf(out, sizeof out, "%s/b1950.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "FK4") == 0 && e == 1950.0, "B1950 input: image RADESYS '%s', EQUINOX %g", frame, e);
+
+    snprintf(path, sizeof path, "%s/e1950.uvfits", dir);
+    copy_with_card(MOJAVE, path, "EQUINOX", "1950.0");
+    snprintf(out, sizeof out, "%s/e1950.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "FK4") == 0 && e == 1950.0, "EQUINOX 1950.0 input: image RADESYS '%s', EQUINOX %g", frame, e);
+
+    snprintf(path, sizeof path, "%s/j2000.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    snprintf(out, sizeof out, "%s/j2000.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "FK5") == 0 && e == 2000.0, "J2000 input: image RADESYS '%s', EQUINOX %g", frame, e);
+
+    /* RADESYS 'ICRS' added: the frame kept, no EQUINOX */
+    snprintf(path, sizeof path, "%s/icrs.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    fitsfile *f;
+    int status = 0;
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_update_key(f, TSTRING, "RADESYS", "ICRS", NULL, &status);
+    fits_close_file(f, &status);
+    CHECK(status == 0, "icrs copy: cfitsio status %d", status);
+    snprintf(out, sizeof out, "%s/icrs.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "ICRS") == 0 && e == 0, "ICRS input: image RADESYS '%s', EQUINOX %g (none)", frame, e);
+
+    /* neither: FK5 J2000, assumed */
+    snprintf(path, sizeof path, "%s/none.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    status = 0;
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_delete_key(f, "EQUINOX", &status);
+    fits_close_file(f, &status);
+    CHECK(status == 0, "none copy: cfitsio status %d", status);
+    frame_of(path, &e, frame);
+    CHECK(e == 0 && frame[0] == '\0', "no EQUINOX: read as unknown (%g, '%s')", e, frame);
+    snprintf(out, sizeof out, "%s/none.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "FK5") == 0 && e == 2000.0, "no EQUINOX: image RADESYS '%s', EQUINOX %g", frame, e);
+
+    char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");
 }
@@ -464,6 +578,7 @@ int main(void) {
     test_mojave();
     test_eht();
     test_broken();
+    test_frame();
     test_float64();
     test_message_stack();
     return check_finish("test_dftimage_uvfits");

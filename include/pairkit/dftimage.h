@@ -54,6 +54,8 @@ typedef struct pk_vis {
     int weighting;     /* pk_weighting applied (pk_vis_weighting), NATURAL as read */
     double robust;     /* its robustness, for BRIGGS */
     char bunit[24];    /* the data's unit (UVFITS BUNIT: "JY", "UNCALIB"), "" when unknown */
+    double equinox;    /* of ra0_deg, dec0_deg (UVFITS EQUINOX or EPOCH: 2000, 1950), 0 when unknown */
+    char radesys[12];  /* their reference frame (UVFITS RADESYS: "FK5", "FK4", "ICRS"), "" when unknown */
 } pk_vis;
 
 /* How UVFITS weights are used. DATA: weight as stored, weight <= 0 is

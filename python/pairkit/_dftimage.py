@@ -19,7 +19,8 @@ class _Vis(ctypes.Structure):
                 ("dec0_deg", ctypes.c_double), ("freq_hz", ctypes.c_double), ("object", ctypes.c_char * 72),
                 ("date_obs", ctypes.c_char * 32), ("n_records", ctypes.c_size_t), ("n_flagged", ctypes.c_size_t),
                 ("weight_sum", ctypes.c_double), ("weight", _D), ("weighting", ctypes.c_int),
-                ("robust", ctypes.c_double), ("bunit", ctypes.c_char * 24)]
+                ("robust", ctypes.c_double), ("bunit", ctypes.c_char * 24),
+                ("equinox", ctypes.c_double), ("radesys", ctypes.c_char * 12)]
 
 
 class _Options(ctypes.Structure):

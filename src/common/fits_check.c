@@ -257,7 +257,13 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                            "%s: truncated: HDU %d announces %lld bytes of data from byte %lld, the file holds %lld of "
                            "them",
                            path, hdu, data, offset, file_size > offset ? file_size - offset : 0);
-        offset += (data + 2879) / 2880 * 2880;
+        long long padded = (data + 2879) / 2880 * 2880;
+        if (file_size >= 0 && offset + padded > file_size) /* as for a header's last block, above */
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s: truncated: HDU %d's data, from byte %lld, ends in a block of 2880 bytes that the file "
+                           "cuts at byte %lld",
+                           path, hdu, offset, file_size);
+        offset += padded;
     }
     return st;
 }

@@ -41,13 +41,34 @@ static int write_plane(fitsfile *f, const pk_image *image, const double *plane, 
     return *status;
 }
 
+/* The phase centre's frame and equinox as the input gave them (EQUINOX or
+ * EPOCH, RADESYS): a B1950 file keeps B1950 coordinates. Neither given:
+ * FK5 J2000, said to be assumed. ICRS and GAPPT take no EQUINOX. */
+static void write_frame(fitsfile *f, const pk_vis *vis, int *status) {
+    char frame[sizeof vis->radesys];
+    double equinox = vis->equinox;
+    const char *note = NULL;
+    snprintf(frame, sizeof frame, "%s", vis->radesys);
+    if (!frame[0]) {
+        snprintf(frame, sizeof frame, "FK5");
+        note = "not in the input: assumed";
+    }
+    fits_write_key(f, TSTRING, "RADESYS", frame, note, status);
+    if (strcmp(frame, "ICRS") == 0 || strcmp(frame, "GAPPT") == 0) return;
+    if (!(equinox > 0)) {
+        equinox = strncmp(frame, "FK4", 3) == 0 ? 1950.0 : 2000.0;
+        note = "not in the input: the frame's default";
+    } else note = "as in the input";
+    fits_write_key(f, TDOUBLE, "EQUINOX", &equinox, note, status);
+}
+
 static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int *status) {
     const double deg = 180.0 / M_PI;
     double c = (double)(image->n / 2);
     double crpix1 = (double)image->n - c, crpix2 = c + 1.0;
     double cdelt1 = -image->cell * deg, cdelt2 = image->cell * deg;
     if (vis && vis->has_phase_centre) {
-        double ra = vis->ra0_deg, dec = vis->dec0_deg, equinox = 2000.0;
+        double ra = vis->ra0_deg, dec = vis->dec0_deg;
         fits_write_key(f, TSTRING, "CTYPE1", "RA---SIN", "l = east direction cosine (SIN projection)", status);
         fits_write_key(f, TDOUBLE, "CRVAL1", &ra, "phase centre right ascension", status);
         fits_write_key(f, TDOUBLE, "CDELT1", &cdelt1, "east is left", status);
@@ -58,8 +79,7 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
         fits_write_key(f, TDOUBLE, "CDELT2", &cdelt2, NULL, status);
         fits_write_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, status);
         fits_write_key(f, TSTRING, "CUNIT2", "deg", NULL, status);
-        fits_write_key(f, TSTRING, "RADESYS", "FK5", NULL, status);
-        fits_write_key(f, TDOUBLE, "EQUINOX", &equinox, NULL, status);
+        write_frame(f, vis, status);
     } else {
         /* No phase centre: plain direction cosines (dimensionless). */
         double cd1 = -image->cell, cd2 = image->cell, zero = 0.0;

@@ -58,6 +58,48 @@ static void trim(char *s) {
     while (n && s[n - 1] == ' ') s[--n] = '\0';
 }
 
+/* The equinox of the phase centre: EQUINOX, else EPOCH (AIPS writes
+ * either), a number (2000.0) or a string ('J2000', 'B1950'); 0 when
+ * neither is there as a plausible year. *besselian is set for a 'B'. */
+static double read_equinox(fitsfile *f, int *besselian) {
+    static const char *const keys[] = {"EQUINOX", "EPOCH"};
+    *besselian = 0;
+    for (int k = 0; k < 2; k++) {
+        int status = 0;
+        char text[FLEN_VALUE] = "";
+        if (fits_read_key(f, TSTRING, keys[k], text, NULL, &status)) continue;
+        trim(text);
+        const char *p = text;
+        while (*p == ' ') p++;
+        int b = *p == 'B' || *p == 'b';
+        if (b || *p == 'J' || *p == 'j') p++;
+        char *end;
+        double e = strtod(p, &end);
+        if (end == p || *end != '\0' || !(e >= 1800.0 && e <= 2200.0)) continue;
+        *besselian = b;
+        return e;
+    }
+    return 0.0;
+}
+
+/* The reference frame of the phase centre (RADESYS, or the older
+ * RADECSYS), upper case; "" when absent or not one FITS names. */
+static void read_radesys(fitsfile *f, char *out, size_t size) {
+    static const char *const keys[] = {"RADESYS", "RADECSYS"};
+    static const char *const known[] = {"ICRS", "FK5", "FK4", "FK4-NO-E", "GAPPT"};
+    out[0] = '\0';
+    for (int k = 0; k < 2 && !out[0]; k++) {
+        int status = 0;
+        char text[FLEN_VALUE] = "";
+        if (fits_read_key(f, TSTRING, keys[k], text, NULL, &status)) continue;
+        trim(text);
+        for (char *c = text; *c; c++)
+            if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+        for (size_t j = 0; j < sizeof known / sizeof known[0]; j++)
+            if (strcmp(text, known[j]) == 0) snprintf(out, size, "%s", text);
+    }
+}
+
 /* An optional real keyword: *value as it was when the keyword is absent,
  * an error naming the keyword when its value is not a finite number. */
 static pk_status read_real_key(pk_context *ctx, const char *path, fitsfile *f, const char *key, double *value) {
@@ -282,6 +324,16 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         if ((st = read_real_key(ctx, path, f, key, &pscal[p])) != PK_OK) goto done;
         snprintf(key, sizeof key, "PZERO%ld", p + 1);
         if ((st = read_real_key(ctx, path, f, key, &pzero[p])) != PK_OK) goto done;
+        if (strncmp(ptype, "UU-L", 4) == 0 || strncmp(ptype, "VV-L", 4) == 0 || strncmp(ptype, "WW-L", 4) == 0) {
+            /* AIPS's internal form, in wavelengths at the reference
+             * frequency: read as seconds it would scale every baseline
+             * by that frequency, a wrong image with no error */
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: PTYPE%ld = '%s': u, v, w in wavelengths (AIPS's internal 'UU-L' form); UVFITS gives "
+                         "them in seconds ('UU', 'UU---SIN'), which is what pairkit reads",
+                         path, p + 1, ptype);
+            goto done;
+        }
         if (param_is(ptype, "UU") && iu < 0) iu = (int)p;
         else if (param_is(ptype, "VV") && iv < 0) iv = (int)p;
         else if (param_is(ptype, "WW") && iw < 0) iw = (int)p;
@@ -468,6 +520,13 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             out->ra0_deg = ra;
             out->dec0_deg = dec;
         }
+    }
+    if (out->has_phase_centre) {
+        int besselian;
+        out->equinox = read_equinox(f, &besselian);
+        read_radesys(f, out->radesys, sizeof out->radesys);
+        if (!out->radesys[0] && out->equinox > 0) /* FITS WCS paper II's default for an equinox alone */
+            snprintf(out->radesys, sizeof out->radesys, "%s", besselian || out->equinox < 1984.0 ? "FK4" : "FK5");
     }
     {
         int s1 = 0;

@@ -151,7 +151,8 @@ int cmd_dftimage(int argc, char **argv) {
                 double gib;
                 if (cli_parse_double(cmd, a, v, &gib)) return 2;
                 if (!(gib > 0) || gib > 1e6)
-                    return cli_usage_error(cmd, "--gpu-memory must be a number of GiB > 0, got '%s'", v);
+                    return cli_usage_error(cmd, "--gpu-memory must be a number of GiB > 0 and at most 1e6, got '%s'",
+                                           v);
                 opts.gpu_memory = (size_t)(gib * 1073741824.0);
                 if (opts.gpu_memory == 0) opts.gpu_memory = 1;
             } else if (strcmp(a, "--threads") == 0) {
