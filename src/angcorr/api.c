@@ -450,14 +450,5 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
 
 pk_status pk_angcorr_write_csv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                const pk_bins *bins) {
-    pk_atomic_file f;
-    pk_status st = result_file_open(ctx, &f, path, result, bins);
-    if (st) return st;
-    fprintf(f.fp, "theta_lo_deg,theta_hi_deg,omega,dd,dr,rr\n");
-    for (size_t k = 0; k < result->n_bins; k++) {
-        fprintf(f.fp, "%.15g,%.15g,%.17g,%llu,%llu,%llu\n", rad_to_deg(bins->edges[k]), rad_to_deg(bins->edges[k + 1]),
-                pk_plain_nan(result->omega[k]), (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
-                (unsigned long long)result->rr[k]);
-    }
-    return pk_atomic_commit(ctx, &f);
+    return pk_angcorr_write_csv_ex(ctx, path, result, NULL, bins); /* the same columns without extras */
 }

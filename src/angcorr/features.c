@@ -1881,8 +1881,41 @@ static double deg(double rad) {
     return rad * (180.0 / M_PI);
 }
 
-pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
-                                  const pk_angcorr_extras *extras, const pk_bins *bins) {
+static void ecsv_column(FILE *fp, const char *name, const char *unit, const char *type, const char *what) {
+    fprintf(fp, "# - {name: %s, %s%s%sdatatype: %s, description: '%s'}\n", name, unit ? "unit: " : "", unit ? unit : "",
+            unit ? ", " : "", type, what);
+}
+
+/* The ECSV 1.0 header (YAML in comment lines) of the columns below, so
+ * that astropy's Table.read gets units, types and the run's metadata. */
+static void ecsv_header(FILE *fp, const pk_angcorr_result *result, int means, int errs, int wts) {
+    fprintf(fp, "# %%ECSV 1.0\n# ---\n# delimiter: ','\n# datatype:\n");
+    ecsv_column(fp, "theta_lo_deg", "deg", "float64", "lower edge of the bin (counted from it)");
+    ecsv_column(fp, "theta_hi_deg", "deg", "float64", "upper edge of the bin (not counted)");
+    if (means) {
+        ecsv_column(fp, "theta_mean_dd_deg", "deg", "float64", "mean separation of the DD pairs in the bin");
+        ecsv_column(fp, "theta_mean_dr_deg", "deg", "float64", "mean separation of the DR pairs in the bin");
+        ecsv_column(fp, "theta_mean_rr_deg", "deg", "float64", "mean separation of the RR pairs in the bin");
+    }
+    ecsv_column(fp, "omega", NULL, "float64", "w(theta) by the estimator in meta");
+    if (errs) ecsv_column(fp, "omega_err", NULL, "float64", "jackknife error of omega");
+    ecsv_column(fp, "dd", NULL, "uint64", "data-data ordered pairs, self-pairs included");
+    ecsv_column(fp, "dr", NULL, "uint64", "data-random pairs");
+    ecsv_column(fp, "rr", NULL, "uint64", "random-random ordered pairs, self-pairs included");
+    if (wts) {
+        ecsv_column(fp, "dd_weighted", NULL, "float64", "sum of w_i w_j over the DD pairs");
+        ecsv_column(fp, "dr_weighted", NULL, "float64", "sum of w_i w_j over the DR pairs");
+        ecsv_column(fp, "rr_weighted", NULL, "float64", "sum of w_i w_j over the RR pairs");
+    }
+    fprintf(fp,
+            "# meta: !!omap\n# - {estimator: %s}\n# - {n_data: %llu}\n# - {n_random: %llu}\n"
+            "# - {pairs: 'every ordered pair, self-pairs included; exact bins'}\n# schema: astropy-2.0\n",
+            pk_estimator_name(result->estimator), (unsigned long long)result->n_data,
+            (unsigned long long)result->n_random);
+}
+
+static pk_status write_table(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                             const pk_angcorr_extras *extras, const pk_bins *bins, int ecsv) {
     pk_clear(ctx);
     if (result->n_bins != bins->n_bins)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
@@ -1894,6 +1927,7 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
     pk_status st = pk_atomic_open(ctx, &f, path);
     if (st) return st;
     int means = extras && extras->theta_mean_dd, errs = extras && extras->omega_err, wts = extras && extras->dd_w;
+    if (ecsv) ecsv_header(f.fp, result, means, errs, wts);
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg%s,omega%s,dd,dr,rr%s\n",
             means ? ",theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg" : "", errs ? ",omega_err" : "",
             wts ? ",dd_weighted,dr_weighted,rr_weighted" : "");
@@ -1912,6 +1946,16 @@ pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_an
         fprintf(f.fp, "\n");
     }
     return pk_atomic_commit(ctx, &f);
+}
+
+pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                                  const pk_angcorr_extras *extras, const pk_bins *bins) {
+    return write_table(ctx, path, result, extras, bins, 0);
+}
+
+pk_status pk_angcorr_write_ecsv(pk_context *ctx, const char *path, const pk_angcorr_result *result,
+                                const pk_angcorr_extras *extras, const pk_bins *bins) {
+    return write_table(ctx, path, result, extras, bins, 1);
 }
 
 pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,

@@ -72,8 +72,9 @@ const char *pk_dir_name(const char *dir, char *buf, size_t size);
 void *pk_aligned_alloc(size_t bytes);
 void pk_aligned_free(void *p);
 
-/* Atomic output: pk_atomic_open creates a temporary file beside `path`;
- * pk_atomic_commit flushes, fsyncs and renames it over `path`;
+/* Atomic output: pk_atomic_open creates a temporary file beside `path`
+ * (beside the file it points at, for a symbolic link: pk_output_path);
+ * pk_atomic_commit flushes, fsyncs and renames it over that file;
  * pk_atomic_abort removes it. Exactly one of commit or abort must follow a
  * successful open. From the open to that release the thread prints numbers
  * in the "C" locale (pk_numeric_c_enter). A full disk or any write error makes commit fail, remove
@@ -90,8 +91,21 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path);
  * empty name, a device, pipe or socket (the rename would replace the node
  * itself), or an existing file without write permission (replacing it
  * would get round the permission). A directory is left to the rename,
- * which fails on it; a symbolic link is replaced, not followed. */
+ * which fails on it. A symbolic link to a file is written through
+ * (pk_output_path); one to a folder, device, pipe or socket (/dev/stdout)
+ * is refused; one to nothing is replaced by the file. */
 const char *pk_output_unfit(const char *path);
+
+/* The file an output named `path` replaces: where path points when it is
+ * a symbolic link to an existing file (the link stays, as with a shell's
+ * `>`), else path itself. malloc'ed; NULL when out of memory. */
+char *pk_output_path(const char *path);
+
+/* `path` with `suffix` appended to its last component, that component cut
+ * short first where both would pass 255 bytes (NAME_MAX), so that a
+ * temporary name beside an output of any valid name is valid too.
+ * malloc'ed; NULL when out of memory. */
+char *pk_sibling_name(const char *path, const char *suffix);
 pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
 
 /* Rename from[k] over to[k] for every k, all or none: the files already at

@@ -179,7 +179,18 @@ const char *pk_output_unfit(const char *path) {
     struct stat sb;
     if (!path || !*path) return "is an empty file name";
     if (lstat(path, &sb) != 0) return NULL;
-    if (S_ISDIR(sb.st_mode) || S_ISLNK(sb.st_mode)) return NULL; /* the rename fails, or replaces the link */
+    if (S_ISLNK(sb.st_mode)) {
+        struct stat tb;
+        if (stat(path, &tb) != 0) return NULL; /* a link to nothing: replaced by the file */
+        if (S_ISDIR(tb.st_mode)) return "is a link to a folder; give the name of a file";
+        if (!S_ISREG(tb.st_mode))
+            return "is a link to something that is not a regular file (a device, pipe or socket, as /dev/stdout "
+                   "may be): outputs are written whole, to a temporary file renamed over the name, so give the "
+                   "name of a file";
+        if (access(path, W_OK) != 0) return "is a link to a read-only file (no permission to write it)";
+        return NULL; /* written through (pk_output_path) */
+    }
+    if (S_ISDIR(sb.st_mode)) return NULL; /* the rename fails, saying so */
     if (!S_ISREG(sb.st_mode))
         return "is not a regular file (a device, pipe or socket): outputs are written whole, to a temporary file "
                "renamed over the name, so give the name of a file";
@@ -187,20 +198,40 @@ const char *pk_output_unfit(const char *path) {
     return NULL;
 }
 
+char *pk_output_path(const char *path) {
+    struct stat sb, tb;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && stat(path, &tb) == 0 && S_ISREG(tb.st_mode)) {
+        char *target = realpath(path, NULL);
+        if (target) return target;
+    }
+    return strdup(path);
+}
+
+#define NAME_BYTES 255 /* NAME_MAX on Linux and the BSDs */
+
+char *pk_sibling_name(const char *path, const char *suffix) {
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash + 1 - path) : 0, base = strlen(path) - dir, tail = strlen(suffix);
+    if (base + tail > NAME_BYTES) base = tail < NAME_BYTES ? NAME_BYTES - tail : 0;
+    char *out = malloc(dir + base + tail + 1);
+    if (!out) return NULL;
+    memcpy(out, path, dir + base);
+    memcpy(out + dir + base, suffix, tail + 1);
+    return out;
+}
+
 pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     const char *unfit = pk_output_unfit(path);
     if (unfit) return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: %s", path && *path ? path : "''", unfit);
-    size_t n = strlen(path);
-    f->path = malloc(n + 1);
-    f->tmp_path = malloc(n + 16);
+    f->path = pk_output_path(path);
+    f->tmp_path = f->path ? pk_sibling_name(f->path, ".tmp.000000") : NULL;
     if (!f->path || !f->tmp_path) {
         free(f->path);
         free(f->tmp_path);
         return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
     }
-    memcpy(f->path, path, n + 1);
-    /* a new name beside path, created with open's mode 0666 so that the
+    /* a new name beside the file, created with open's mode 0666 so that the
      * umask applies as to any new file, without reading the umask (which
      * umask() can only do by changing it, for every thread) */
     int fd = -1;
@@ -209,7 +240,8 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)f;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        snprintf(f->tmp_path, n + 16, "%s.tmp.%06llx", path, (unsigned long long)(seed >> 40) & 0xffffffull);
+        size_t at = strlen(f->tmp_path) - 6; /* the six hex digits at the end */
+        snprintf(f->tmp_path + at, 7, "%06llx", (unsigned long long)(seed >> 40) & 0xffffffull);
         fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
@@ -304,10 +336,10 @@ static int rename_all_locked(int n, char *const *from, char *const *to) {
     for (int k = 0; keep && k < n; k++) {
         struct stat sb;
         if (lstat(to[k], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
-        size_t len = strlen(to[k]) + 40;
-        keep[k] = malloc(len);
+        char suffix[64];
+        snprintf(suffix, sizeof suffix, ".pkkeep%ld-%d", (long)getpid(), k);
+        keep[k] = pk_sibling_name(to[k], suffix);
         if (!keep[k]) continue;
-        snprintf(keep[k], len, "%s.pkkeep%ld-%d", to[k], (long)getpid(), k);
         /* a hard link where the file system has them; else the older file
          * moved aside (absent for a moment, but it can come back) */
         if (link(to[k], keep[k]) == 0) continue;

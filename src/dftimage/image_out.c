@@ -179,14 +179,20 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     pk_status checked = check_pixels(ctx, path, image, image->re, image->psf ? "beam" : "image");
     if (!checked && with_imag) checked = check_pixels(ctx, path, image, image->im, "imaginary part");
     if (checked) return checked;
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 16);
-    if (!tmp) return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
+    const char *unfit = pk_output_unfit(path);
+    if (unfit) return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: %s", path, unfit);
+    /* the file replaced: path, or where a link at path points */
+    char *target = pk_output_path(path);
+    char *tmp = target ? pk_sibling_name(target, ".tmp.XXXXXX") : NULL;
+    if (!tmp) {
+        free(target);
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    }
     int fd = mkstemp(tmp);
     if (fd < 0) {
         pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
         free(tmp);
+        free(target);
         return st;
     }
     close(fd);
@@ -221,19 +227,22 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
             fsync(fd2);
             close(fd2);
         }
-        if (rename(tmp, path) != 0) {
+        if (rename(tmp, target) != 0) {
             pk_status st =
                 pk_fail(ctx, PK_ERR_IO, "%s: cannot rename the finished image into place: %s", path, strerror(errno));
             unlink(tmp);
             free(tmp);
+            free(target);
             return st;
         }
         free(tmp);
+        free(target);
         return PK_OK;
     }
     char text[FLEN_STATUS];
     fits_get_errstatus(status, text);
     unlink(tmp);
     free(tmp);
+    free(target);
     return pk_fail(ctx, PK_ERR_IO, "%s: writing the FITS image failed: %s", path, text);
 }

@@ -288,10 +288,10 @@ void cli_input(const char *path) {
 }
 
 int cli_check_output(const char *cmd, const char *final_path) {
-    /* the output's own entry (a symbolic link is replaced, not followed),
-     * the input's file (followed, as the read did) */
+    /* the file the output replaces (a symbolic link to a file is written
+     * through), the input's file (followed, as the read did) */
     struct stat out, in;
-    if (!final_path || lstat(final_path, &out) != 0) return 0;
+    if (!final_path || stat(final_path, &out) != 0) return 0;
     for (int k = 0; k < n_inputs; k++) {
         if (stat(inputs[k], &in) != 0 || in.st_dev != out.st_dev || in.st_ino != out.st_ino) continue;
         if (cli_mpi_rank() != 0) return 1; /* rank 0 says it */
@@ -396,27 +396,34 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
         fprintf(stderr, "pairkit %s: %s: too many output files\n", cmd, final_path);
         return NULL;
     }
+    /* the file replaced: final_path, or where a link there points */
+    char *fin = pk_output_path(final_path);
+    if (!fin) {
+        fprintf(stderr, "pairkit %s: out of memory\n", cmd);
+        return NULL;
+    }
     /* two outputs under one name (`-o x.png` and the default PNG x.png):
      * the second would replace the first */
     for (int k = 0; k < o->n; k++) {
-        if (same_file_name(o->final_path[k], final_path)) {
-            if (strcmp(o->final_path[k], final_path) == 0)
+        if (same_file_name(o->final_path[k], fin)) {
+            if (strcmp(o->final_path[k], fin) == 0)
                 fprintf(stderr, "pairkit %s: %s: named for two outputs; give them different names\n", cmd, final_path);
             else
                 fprintf(stderr, "pairkit %s: %s: named for two outputs (as %s too); give them different names\n", cmd,
                         final_path, o->final_path[k]);
+            free(fin);
             return NULL;
         }
     }
-    size_t len = strlen(final_path) + 40;
-    char *staged = malloc(len), *fin = strdup(final_path);
-    if (!staged || !fin) {
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, ".pkstage%ld-%d", (long)getpid(), o->n);
+    char *staged = pk_sibling_name(fin, suffix);
+    if (!staged) {
         free(staged);
         free(fin);
         fprintf(stderr, "pairkit %s: out of memory\n", cmd);
         return NULL;
     }
-    snprintf(staged, len, "%s.pkstage%ld-%d", final_path, (long)getpid(), o->n);
     int fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) {
         fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, final_path, strerror(errno));

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "mpi.h"
@@ -18,7 +19,8 @@ static void usage(FILE *out) {
             "  Catalogs: the object count, then rows 'ra dec' (arcmin by default); or CSV\n"
             "  with a header, or FITS binary tables, with named columns (degrees by default).\n\n"
             "  -o, --output FILE    the course format (default omega.out)\n"
-            "  --csv FILE           also a CSV with bin edges and counts\n"
+            "  --csv FILE           also a CSV with bin edges and counts (ECSV, with units\n"
+            "                       and metadata for astropy, when FILE ends in .ecsv)\n"
             "  --png FILE           plot of w(theta) (default: the output name with .png;\n"
             "                       'none' for no plot)\n"
             "  --units U            arcmin (default for the native format), deg (default for\n"
@@ -473,11 +475,14 @@ int cmd_angcorr(int argc, char **argv) {
             rc = 1;
         if (!rc && (st = pk_angcorr_write_omega(&ctx, s_out, &result, &bins)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
-        if (!rc && csv_path && features &&
-            (st = pk_angcorr_write_csv_ex(&ctx, s_csv, &result, &extras, &bins)) != PK_OK)
-            rc = cli_output_error(cmd, st, &ctx, &outs);
-        if (!rc && csv_path && !features && (st = pk_angcorr_write_csv(&ctx, s_csv, &result, &bins)) != PK_OK)
-            rc = cli_output_error(cmd, st, &ctx, &outs);
+        if (!rc && csv_path) { /* ECSV by the name: the file written now is the staged one */
+            size_t n = strlen(csv_path);
+            const pk_angcorr_extras *ex = features ? &extras : NULL;
+            st = n >= 5 && strcasecmp(csv_path + n - 5, ".ecsv") == 0
+                     ? pk_angcorr_write_ecsv(&ctx, s_csv, &result, ex, &bins)
+                     : pk_angcorr_write_csv_ex(&ctx, s_csv, &result, ex, &bins);
+            if (st != PK_OK) rc = cli_output_error(cmd, st, &ctx, &outs);
+        }
         if (!rc && extras.omega_cov && (st = pk_angcorr_write_covariance(&ctx, s_cov, &extras, &bins)) != PK_OK)
             rc = cli_output_error(cmd, st, &ctx, &outs);
         if (!rc && save_rr_path &&

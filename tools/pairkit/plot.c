@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/common.h"
 #include "plot_guard.h"
 
 #ifdef PK_HAVE_PLPLOT
@@ -34,14 +35,23 @@ void cli_plplot_guard_end(void) {
     plsexit(NULL);
 }
 
-void cli_plplot_open(const char *path, int w, int h) {
+int cli_plplot_open(const char *path, int w, int h) {
+    /* PLplot reads "%n" in a file name as the member number of a family
+     * of files (w%n.png would become w1.png, or fail), so the file is
+     * opened here and handed over; PLplot closes it in plend */
+    FILE *fp = fopen(path, "wb");
+    if (!fp) {
+        snprintf(cli_plplot_message, sizeof cli_plplot_message, "cannot create %s: %s", path, strerror(errno));
+        return 1;
+    }
     plsdev("pngcairo");
-    plsfnam(path);
+    plsfile(fp);
     plspage(0.0, 0.0, w, h, 0, 0);
     plscolbg(255, 255, 255);
     plinit();
     plscol0(1, 0, 0, 0);
     plcol0(1);
+    return 0;
 }
 
 int cli_png_available(void) {
@@ -89,7 +99,10 @@ static int draw_plot(const plot_draw *d) {
         return 1;
     }
     const cli_plot *plot = d->plot;
-    cli_plplot_open(d->tmp, 1000, 650);
+    if (cli_plplot_open(d->tmp, 1000, 650)) {
+        cli_plplot_guard_end();
+        return 1;
+    }
     int axis = (plot->log_x ? 10 : 0) + (plot->log_y ? 20 : 0);
     plenv(d->xmin - d->xpad, d->xmax + d->xpad, d->ymin - d->ypad, d->ymax + d->ypad, 0, axis);
     pllab(plot->xlabel, plot->ylabel, d->title);
@@ -148,9 +161,14 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
     if (xmax == xmin) xmin -= 0.5, xmax += 0.5;
     if (ymax == ymin) ymin -= 0.5, ymax += 0.5;
     double xpad = 0.02 * (xmax - xmin), ypad = 0.05 * (ymax - ymin);
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 16);
-    snprintf(tmp, len + 16, "%s.tmp%ld.png", path, (long)getpid());
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, ".tmp%ld.png", (long)getpid());
+    char *tmp = pk_sibling_name(path, suffix);
+    if (!tmp) {
+        free(x), free(y), free(ylo), free(yhi);
+        fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, name);
+        return 1;
+    }
 
     if (!cli_png_available()) {
         free(x), free(y), free(ylo), free(yhi);

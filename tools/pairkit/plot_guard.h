@@ -13,8 +13,9 @@ extern char cli_plplot_message[256];
 void cli_plplot_guard_begin(void);
 void cli_plplot_guard_end(void);
 
-/* PLplot started on a white w x h pixel PNG written to path, colour 1 black. */
-void cli_plplot_open(const char *path, int w, int h);
+/* PLplot started on a white w x h pixel PNG written to path, colour 1 black;
+ * 1, with the reason in cli_plplot_message, when path cannot be created. */
+int cli_plplot_open(const char *path, int w, int h);
 
 /* Non-zero on the way in; zero when PLplot failed and jumped back. */
 #define CLI_PLPLOT_TRY() (cli_plplot_guard_begin(), setjmp(cli_plplot_escape) == 0)

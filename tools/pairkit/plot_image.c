@@ -13,6 +13,7 @@
 
 #include "plot_image.h"
 #include "cli.h"
+#include "common/common.h"
 #include "plot_guard.h"
 
 #ifdef PK_HAVE_PLPLOT
@@ -33,7 +34,10 @@ static int draw_image(const image_draw *d) {
         cli_plplot_guard_end();
         return 1;
     }
-    cli_plplot_open(d->tmp, 900, 800);
+    if (cli_plplot_open(d->tmp, 900, 800)) {
+        cli_plplot_guard_end();
+        return 1;
+    }
     /* cmap1: dark blue, purple, red, orange, pale yellow */
     PLFLT pos[5] = {0.0, 0.25, 0.55, 0.8, 1.0};
     PLFLT r[5] = {0.0, 0.40, 0.85, 0.98, 1.0};
@@ -123,9 +127,14 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
                 cmd, name);
         return 1;
     }
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 32);
-    snprintf(tmp, len + 32, "%s.tmp%ld.png", path, (long)getpid());
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, ".tmp%ld.png", (long)getpid());
+    char *tmp = pk_sibling_name(path, suffix);
+    if (!tmp) {
+        free(columns), free(cells);
+        fprintf(stderr, "pairkit %s: %s: out of memory for the image\n", cmd, name);
+        return 1;
+    }
     image_draw d = {tmp, img, columns, m, xlo, xhi, ylo, yhi, zmin, zmax};
     if (draw_image(&d)) {
         free(columns), free(cells);
