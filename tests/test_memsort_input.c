@@ -134,20 +134,23 @@ static void expect_trace_in(const char *what, const char *dir, const pk_memsort_
 /* pk_memsort_generate_dir writes the trace pk_memsort_generate makes, a
  * chunk at a time: the same entries and chunk table for chunkings that
  * divide the entries and that do not, one chunk, the path for a last
- * region too small for a stack, the zisk preset and awkward mode. A
+ * region too small for a stack, the zisk preset and awkward mode (with a
+ * first region of one word too). A
  * region over its capacity and a cancellation at any chunk leave the
  * folder's older trace as it was, with no temporary file. */
 static void test_generate_dir(const pk_memsort_regions *def) {
     pk_context ctx;
     pk_context_init(&ctx);
-    pk_memsort_regions zisk, small = test_regions_small();
+    pk_memsort_regions zisk, small = test_regions_small(), tiny_first = test_regions_small();
     CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &zisk), &ctx);
+    tiny_first.region[0].size = 8; /* one word: awkward mode's three low entries repeat it */
     struct {
         const pk_memsort_regions *r;
         pk_memsort_gen_options g;
     } cases[] = {
-        {def, {100000, 3, 7777, 0}},   {def, {65536, 4, 4096, 0}},    {def, {5000, 5, 0, 0}},
-        {&zisk, {50000, 6, 10000, 0}}, {&small, {20000, 7, 1000, 0}}, {&small, {20000, 8, 999, 1}},
+        {def, {100000, 3, 7777, 0}},    {def, {65536, 4, 4096, 0}},    {def, {5000, 5, 0, 0}},
+        {&zisk, {50000, 6, 10000, 0}},  {&small, {20000, 7, 1000, 0}}, {&small, {20000, 8, 999, 1}},
+        {&tiny_first, {2000, 9, 0, 1}},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char what[64], name[32];

@@ -217,7 +217,7 @@ static int gen_awkward(pk_context *ctx, gen_state *g, const pk_memsort_regions *
     uint64_t rom_run = s0 < rom_n ? s0 : rom_n / 2;
     for (uint64_t i = 0; i < rom_n && k < n; i++) {
         uint64_t w;
-        if (i < 3) w = i;
+        if (i < 3) w = i % rom_words; /* a region of one or two words repeats them */
         else if (i < 3 + rom_run) w = 5 % rom_words;
         else w = (6 + rng_below(&g->rng, 64)) % rom_words;
         g->out[k++] = (uint32_t)(g->rom_base + 8 * w);
