@@ -174,7 +174,7 @@ int cli_parse_size(const char *cmd, const char *opt, const char *text, size_t *o
     unsigned long long v = strtoull(text, &end, 10);
     if (end == text || *end != '\0' || errno == ERANGE || !isdigit((unsigned char)text[0])) {
         if (errno == ERANGE && text[0] != '-' && end != text && *end == '\0')
-            cli_usage_error(cmd, "%s: %s is too large (at most %zu)", opt, text, (size_t)SIZE_MAX);
+            cli_usage_error(cmd, "%s: %s is too large, beyond any count the command takes", opt, text);
         else cli_usage_error(cmd, "%s expects a whole number, got '%s'", opt, text);
         return 1;
     }

@@ -158,7 +158,10 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
     char title[256];
     snprintf(title, sizeof title, "%s%s", plot->title, n ? "" : " (no finite values)");
     if (n == 0) xmin = 0, xmax = 1, ymin = -1, ymax = 1;
-    if (xmax == xmin) xmin -= 0.5, xmax += 0.5;
+    if (xmax == xmin) { /* one point: an axis about it (half its value on a linear axis, so that an angle stays > 0) */
+        double half = plot->log_x || xmin == 0 ? 0.5 : 0.5 * fabs(xmin);
+        xmin -= half, xmax += half;
+    }
     if (ymax == ymin) ymin -= 0.5, ymax += 0.5;
     double xpad = 0.02 * (xmax - xmin), ypad = 0.05 * (ymax - ymin);
     char suffix[64];
