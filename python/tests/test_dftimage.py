@@ -82,6 +82,7 @@ def test_read_vis_npz_matches_numpy():
         assert np.array_equal(d[name], z[name])
     assert np.array_equal(d["vis"], z["data"])
     assert d["sign"] == 1 and d["phase_centre"] is None and d["n_records"] == z["u"].size
+    assert d["equinox"] is None and d["radesys"] is None
 
 
 def test_read_vis_uvfits_and_image():
@@ -89,6 +90,7 @@ def test_read_vis_uvfits_and_image():
     assert d["sign"] == -1 and d["u"].size > 0 and d["vis"].dtype == np.complex128
     ra0, dec0 = d["phase_centre"]
     assert ra0 == pytest.approx(187.7059, abs=1e-3) and dec0 == pytest.approx(12.3911, abs=1e-3)
+    assert d["equinox"] == 2000.0 and d["radesys"] == "FK5"  # EQUINOX = 2.0E+03, no RADESYS: FITS's default
     # VLBA baselines need double precision at these cells; the image equals the reference
     npix, cell = 16, 2e-10
     img = pairkit.dft_image(d["u"], d["v"], d["w"], d["vis"], npix=npix, cell=cell, sign=d["sign"],
