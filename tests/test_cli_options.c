@@ -153,6 +153,17 @@ int main(void) {
     expect("bench dftimage", "--nvis 10 --cell -0.0005", "cell size must be > 0, got -0.0005", 0);
     expect("bench dftimage", "--nvis 10 --size 700 --cell 0.01", "700 pixels of 0.01 rad reach beyond the sky", 0);
     expect("bench angcorr", "only_data.txt", "give both catalogs, DATA RANDOM, or neither", 0);
+    /* --name=value as --name value, and -- before names that start with '-' */
+    cli_write("-d.txt", "3\n1 1\n2 2\n300 -20\n");
+    cli_write("e.txt", "3\n1 1\n2 2\n300 -20\n");
+    CHECK(cli_run("angcorr e.txt e.txt -q --png none --nbins 30 --bin-width 0.5 -o spaced.out") == 0, "spaced run");
+    int rc = cli_run("angcorr --nbins=30 --bin-width=0.5 --png=none -q --output=joined.out -- -d.txt e.txt");
+    char *spaced = cli_read(cli_path("spaced.out")), *joined = cli_read(cli_path("joined.out"));
+    CHECK(rc == 0 && spaced && joined && strcmp(spaced, joined) == 0, "--name=value and --: exit %d, outputs %s", rc,
+          spaced && joined && strcmp(spaced, joined) == 0 ? "equal" : "differ");
+    free(spaced), free(joined);
+    expect("angcorr", "e.txt e.txt --nbins=", "--nbins expects a whole number, got ''", 0);
+    expect("angcorr", "e.txt -d.txt", "unknown option '-d.txt'", 0); /* without --, an option */
     cli_scratch_remove();
     return check_finish("test_cli_options");
 }

@@ -1,5 +1,6 @@
 /* main.c - the pairkit command: one subcommand per workload, plus bench. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -27,6 +28,46 @@ static void usage(FILE *out) {
     fprintf(out, "  %-13s %s\n", "version", "print the version and the backends of this build");
 }
 
+/* A command's arguments as its parser reads them: `--name=value` split
+ * into `--name` `value`, and after a lone `--` (dropped) every argument
+ * taken as a name, one starting with '-' given as `./-x` (the same file).
+ * *out is malloc'ed (the strings are argv's or malloc'ed and live as long
+ * as the process); returns the new count, or -1 when out of memory. */
+static int normalise_args(int argc, char **argv, char ***out) {
+    char **a = malloc(((size_t)argc * 2 + 1) * sizeof *a);
+    if (!a) return -1;
+    int n = 0, names_only = 0;
+    a[n++] = argv[0];
+    for (int k = 1; k < argc; k++) {
+        const char *s = argv[k];
+        if (!names_only && strcmp(s, "--") == 0) {
+            names_only = 1;
+            continue;
+        }
+        const char *eq = !names_only && strncmp(s, "--", 2) == 0 && s[2] != '=' ? strchr(s, '=') : NULL;
+        if (eq) {
+            char *name = strndup(s, (size_t)(eq - s));
+            if (!name) {
+                free(a);
+                return -1;
+            }
+            a[n++] = name;
+            a[n++] = (char *)(eq + 1);
+        } else if (names_only && s[0] == '-') {
+            char *name = malloc(strlen(s) + 3);
+            if (!name) {
+                free(a);
+                return -1;
+            }
+            snprintf(name, strlen(s) + 3, "./%s", s);
+            a[n++] = name;
+        } else a[n++] = argv[k];
+    }
+    a[n] = NULL;
+    *out = a;
+    return n;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -52,7 +93,14 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(name, commands[k].name) == 0) {
             cli_mpi_init(&argc, &argv);
-            int rc = commands[k].run(argc - 1, argv + 1);
+            char **args;
+            int n_args = normalise_args(argc - 1, argv + 1, &args);
+            if (n_args < 0) {
+                fprintf(stderr, "pairkit: out of memory\n");
+                cli_mpi_finalize();
+                return 1;
+            }
+            int rc = commands[k].run(n_args, args);
             cli_mpi_finalize();
             return rc;
         }
