@@ -31,37 +31,33 @@ static void usage(FILE *out) {
 /* A command's arguments as its parser reads them: `--name=value` split
  * into `--name` `value`, and after a lone `--` (dropped) every argument
  * taken as a name, one starting with '-' given as `./-x` (the same file).
- * *out is malloc'ed (the strings are argv's or malloc'ed and live as long
- * as the process); returns the new count, or -1 when out of memory. */
+ * *out is one allocation, the strings after the pointers (free(*out));
+ * returns the new count, or -1 when out of memory. */
 static int normalise_args(int argc, char **argv, char ***out) {
-    char **a = malloc(((size_t)argc * 2 + 1) * sizeof *a);
+    size_t text = 0;
+    for (int k = 0; k < argc; k++) text += strlen(argv[k]) + 4; /* room for "./" and two ends */
+    size_t slots = (size_t)argc * 2 + 1;
+    char **a = malloc(slots * sizeof *a + text);
     if (!a) return -1;
+    char *at = (char *)(a + slots);
     int n = 0, names_only = 0;
-    a[n++] = argv[0];
-    for (int k = 1; k < argc; k++) {
+    for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
-        if (!names_only && strcmp(s, "--") == 0) {
+        if (k > 0 && !names_only && strcmp(s, "--") == 0) {
             names_only = 1;
             continue;
         }
-        const char *eq = !names_only && strncmp(s, "--", 2) == 0 && s[2] != '=' ? strchr(s, '=') : NULL;
-        if (eq) {
-            char *name = strndup(s, (size_t)(eq - s));
-            if (!name) {
-                free(a);
-                return -1;
-            }
-            a[n++] = name;
-            a[n++] = (char *)(eq + 1);
-        } else if (names_only && s[0] == '-') {
-            char *name = malloc(strlen(s) + 3);
-            if (!name) {
-                free(a);
-                return -1;
-            }
-            snprintf(name, strlen(s) + 3, "./%s", s);
-            a[n++] = name;
-        } else a[n++] = argv[k];
+        const char *eq = k > 0 && !names_only && strncmp(s, "--", 2) == 0 && s[2] != '=' ? strchr(s, '=') : NULL;
+        size_t len = strlen(s);
+        a[n++] = at;
+        if (eq) { /* "--name\0value\0" */
+            memcpy(at, s, len + 1);
+            at[eq - s] = '\0';
+            a[n++] = at + (eq - s) + 1;
+            at += len + 1;
+        } else {
+            at += sprintf(at, "%s%s", names_only && s[0] == '-' ? "./" : "", s) + 1;
+        }
     }
     a[n] = NULL;
     *out = a;
@@ -101,6 +97,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
             int rc = commands[k].run(n_args, args);
+            free(args);
             cli_mpi_finalize();
             return rc;
         }
