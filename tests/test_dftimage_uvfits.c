@@ -390,7 +390,8 @@ static void test_frame(void) {
         double e;
         char frame[12];
         frame_of(real[k], &e, frame);
-        CHECK(e == 2000.0 && strcmp(frame, "FK5") == 0, "%s: equinox %g, frame '%s' (J2000, FK5)", real[k], e, frame);
+        /* none declares a frame: read as none, not inferred */
+        CHECK(e == 2000.0 && frame[0] == '\0', "%s: equinox %g, frame '%s' (J2000, none)", real[k], e, frame);
     }
     char dir[] = "/tmp/pk_uvfits_frame_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
@@ -407,6 +408,21 @@ static void test_frame(void) {
     snprintf(out, sizeof out, "%s/e1950.fits", dir);
     image_frame(path, out, frame, &e);
     CHECK(strcmp(frame, "FK4") == 0 && e == 1950.0, "EQUINOX 1950.0 input: image RADESYS '%s', EQUINOX %g", frame, e);
+
+    /* a frame FITS does not name is not taken: the equinox's default */
+    snprintf(path, sizeof path, "%s/galactic.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    int gs = 0;
+    fitsfile *gf;
+    fits_open_file(&gf, path, READWRITE, &gs);
+    fits_update_key(gf, TSTRING, "RADESYS", "GALACTIC", NULL, &gs);
+    fits_close_file(gf, &gs);
+    CHECK(gs == 0, "galactic copy: cfitsio status %d", gs);
+    frame_of(path, &e, frame);
+    CHECK(e == 2000.0 && frame[0] == '\0', "RADESYS 'GALACTIC': read as %g, '%s' (no frame)", e, frame);
+    snprintf(out, sizeof out, "%s/galactic.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "FK5") == 0 && e == 2000.0, "RADESYS 'GALACTIC': image RADESYS '%s', EQUINOX %g", frame, e);
 
     snprintf(path, sizeof path, "%s/j2000.uvfits", dir);
     copy_file(MOJAVE, path, -1);
@@ -437,6 +453,7 @@ static void test_frame(void) {
     CHECK(status == 0, "none copy: cfitsio status %d", status);
     frame_of(path, &e, frame);
     CHECK(e == 0 && frame[0] == '\0', "no EQUINOX: read as unknown (%g, '%s')", e, frame);
+    CHECK(strcmp(frame, "") == 0, "no EQUINOX, no RADESYS: no frame");
     snprintf(out, sizeof out, "%s/none.fits", dir);
     image_frame(path, out, frame, &e);
     CHECK(strcmp(frame, "FK5") == 0 && e == 2000.0, "no EQUINOX: image RADESYS '%s', EQUINOX %g", frame, e);
@@ -444,6 +461,27 @@ static void test_frame(void) {
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* A progress that asks to stop at its n-th call. */
+static int stop_calls;
+static int stop_at_call(void *user, double fraction) {
+    (void)user, (void)fraction;
+    return ++stop_calls >= 2;
+}
+
+/* A UVFITS read asks the progress every 1024 groups and stops when told
+ * (MOJAVE has 3150 groups: asked at 1024, stopped at 2048). */
+static void test_cancel(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    ctx.progress = stop_at_call;
+    pk_vis vis;
+    stop_calls = 0;
+    pk_status st = pk_vis_read(&ctx, MOJAVE, PK_WEIGHTS_DATA, &vis);
+    CHECK(st == PK_ERR_CANCELLED && strstr(ctx.message, "cancelled while reading (group 2048 of 3150)") &&
+              vis.u == NULL && stop_calls == 2,
+          "cancelled read: status %d, %d calls, %s", (int)st, stop_calls, ctx.message);
 }
 
 /* A BITPIX -64 copy of the EHT file whose visibilities and weights carry
@@ -579,6 +617,7 @@ int main(void) {
     test_eht();
     test_broken();
     test_frame();
+    test_cancel();
     test_float64();
     test_message_stack();
     return check_finish("test_dftimage_uvfits");

@@ -55,7 +55,9 @@ typedef struct pk_vis {
     double robust;     /* its robustness, for BRIGGS */
     char bunit[24];    /* the data's unit (UVFITS BUNIT: "JY", "UNCALIB"), "" when unknown */
     double equinox;    /* of ra0_deg, dec0_deg (UVFITS EQUINOX or EPOCH: 2000, 1950), 0 when unknown */
-    char radesys[12];  /* their reference frame (UVFITS RADESYS: "FK5", "FK4", "ICRS"), "" when unknown */
+    char radesys[12];  /* their frame as the file declares it (RADESYS or RADECSYS, one FITS names: "FK5",
+                        * "FK4", "FK4-NO-E", "ICRS", "GAPPT"), "" otherwise; the image then takes FITS's
+                        * default for the equinox (FK4 before 1984, FK5 after) */
 } pk_vis;
 
 /* How UVFITS weights are used. DATA: weight as stored, weight <= 0 is
@@ -73,7 +75,9 @@ const char *pk_weights_name(pk_weights weights);
  * wavelengths with each channel's frequency (FQ table IF offsets
  * included), one visibility per channel and IF, Stokes I from the parallel
  * hands (XX,YY or RR,LL; either alone when the other is flagged).
- * Errors name the file and the array, parameter, group or keyword. */
+ * Errors name the file and the array, parameter, group or keyword. A
+ * UVFITS read asks ctx's progress every 1024 groups: a nonzero answer
+ * stops it with PK_ERR_CANCELLED, nothing kept. */
 pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);
 pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out);
 pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);

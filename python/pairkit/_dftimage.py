@@ -159,6 +159,9 @@ def read_vis(path, weights="data"):
     not flagged). Returns a dict with "u", "v", "w", "vis" (complex128),
     "sign" (the format's convention: -1 for UVFITS, +1 for .npz; give it
     to dft_image), "phase_centre" ((ra0, dec0) in degrees, or None),
+    "equinox" (of the phase centre, UVFITS EQUINOX or EPOCH, or None),
+    "radesys" (its frame as the file declares it, RADESYS or RADECSYS:
+    "FK5", "FK4", "ICRS", ..., or None),
     "freq_hz", "object", "date_obs", "bunit" (the data's unit, "" when
     unknown), "n_records", "n_flagged",
     "weight" (each visibility's weight; "vis" is the visibility times it)
@@ -177,8 +180,10 @@ def read_vis(path, weights="data"):
             raise PairkitError("weights=%r: %s is a .npz, which has no weights (the option is for UVFITS)"
                                % (weights, os.fsdecode(path)))
     vis = _Vis()
-    _check_dft(lib.pk_vis_read(ctypes.byref(ctx), os.fsencode(path), _WEIGHTS[weights], ctypes.byref(vis)), ctx)
-    try:
+    try:  # freed however the call ends (Ctrl-C after the read included)
+        with interruptible(ctx):
+            st = lib.pk_vis_read(ctypes.byref(ctx), os.fsencode(path), _WEIGHTS[weights], ctypes.byref(vis))
+        _check_dft(st, ctx)
         n = vis.n
 
         def take(p):

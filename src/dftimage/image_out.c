@@ -49,7 +49,10 @@ static void write_frame(fitsfile *f, const pk_vis *vis, int *status) {
     double equinox = vis->equinox;
     const char *note = NULL;
     snprintf(frame, sizeof frame, "%s", vis->radesys);
-    if (!frame[0]) {
+    if (!frame[0] && equinox > 0) { /* FITS WCS paper II's default for an equinox alone */
+        snprintf(frame, sizeof frame, "%s", equinox < 1984.0 ? "FK4" : "FK5");
+        note = "from the input's equinox";
+    } else if (!frame[0]) {
         snprintf(frame, sizeof frame, "FK5");
         note = "not in the input: assumed";
     }

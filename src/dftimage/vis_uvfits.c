@@ -60,10 +60,9 @@ static void trim(char *s) {
 
 /* The equinox of the phase centre: EQUINOX, else EPOCH (AIPS writes
  * either), a number (2000.0) or a string ('J2000', 'B1950'); 0 when
- * neither is there as a plausible year. *besselian is set for a 'B'. */
-static double read_equinox(fitsfile *f, int *besselian) {
+ * neither is there as a plausible year. */
+static double read_equinox(fitsfile *f) {
     static const char *const keys[] = {"EQUINOX", "EPOCH"};
-    *besselian = 0;
     for (int k = 0; k < 2; k++) {
         int status = 0;
         char text[FLEN_VALUE] = "";
@@ -71,12 +70,10 @@ static double read_equinox(fitsfile *f, int *besselian) {
         trim(text);
         const char *p = text;
         while (*p == ' ') p++;
-        int b = *p == 'B' || *p == 'b';
-        if (b || *p == 'J' || *p == 'j') p++;
+        if (*p == 'B' || *p == 'b' || *p == 'J' || *p == 'j') p++;
         char *end;
         double e = strtod(p, &end);
         if (end == p || *end != '\0' || !(e >= 1800.0 && e <= 2200.0)) continue;
-        *besselian = b;
         return e;
     }
     return 0.0;
@@ -411,6 +408,12 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     long s_freq = ax.stride[ax.freq_ax], s_if = ax.if_ax >= 0 ? ax.stride[ax.if_ax] : 0;
     for (long g = 1; g <= gcount; g++) {
         int anynul = 0;
+        /* the caller's progress asked every 1024 groups, so that a long
+         * read can be stopped (Python's Ctrl-C) */
+        if ((g & 1023) == 0 && ctx->progress && ctx->progress(ctx->progress_user, (double)g / (double)gcount)) {
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled while reading (group %ld of %ld)", path, g, gcount);
+            goto done;
+        }
         if (fits_read_grppar_dbl(f, g, 1, pcount, params, &status) ||
             fits_read_img_dbl(f, g, 1, n_elem, 0.0, data, &anynul, &status)) {
             char what[64];
@@ -522,11 +525,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         }
     }
     if (out->has_phase_centre) {
-        int besselian;
-        out->equinox = read_equinox(f, &besselian);
+        out->equinox = read_equinox(f);
         read_radesys(f, out->radesys, sizeof out->radesys);
-        if (!out->radesys[0] && out->equinox > 0) /* FITS WCS paper II's default for an equinox alone */
-            snprintf(out->radesys, sizeof out->radesys, "%s", besselian || out->equinox < 1984.0 ? "FK4" : "FK5");
     }
     {
         int s1 = 0;
