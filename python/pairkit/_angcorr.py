@@ -1,6 +1,8 @@
 """Angular pair counts and w(theta): the angcorr binding."""
 import ctypes
 import os
+import time
+import warnings
 
 import numpy as np
 
@@ -107,11 +109,14 @@ _CORRFUNC_TUNING = {"isa", "verbose", "c_api_timer", "fast_acos", "link_in_dec",
 
 def _edges_deg(binfile, name="binfile"):
     if isinstance(binfile, (str, bytes, os.PathLike)):
+        binfile = os.fsdecode(binfile)  # np.loadtxt reads a bytes name as the file's text
         if not os.path.isfile(binfile):
             raise PairkitError("%s %s: %s" % (name, os.fsdecode(binfile), "is a directory" if os.path.isdir(binfile)
                                                 else "no such file"))
         try:
             rows = np.loadtxt(binfile, ndmin=2)
+            if not np.all(np.isfinite(rows)):
+                raise ValueError("a value is not finite (%r)" % _plain(rows[~np.isfinite(rows)][0]))
         except OSError as e:
             raise PairkitError("%s %s: %s" % (name, os.fsdecode(binfile), e.strerror or e)) from None
         except ValueError as e:
@@ -195,8 +200,10 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of contiguous
     rows "theta_lo theta_hi" (or one edge per row), or a 1-D array of edges.
     Positions and bins are in `units`: "deg" (the default, as Corrfunc),
-    "arcmin" or "rad". weights1/weights2: per-object weights; a pair weighs
-    w1 * w2 (Corrfunc's weight_type="pair_product", the only type).
+    "arcmin" or "rad". weights1/weights2: per-object weights, used as in
+    Corrfunc only with weight_type="pair_product" (a pair weighs w1 * w2);
+    with weight_type=None, Corrfunc's default, they are not used (a
+    warning says so).
     output_thetaavg: the mean separation of the pairs of each bin (weighted).
     backend: "auto", "cpu" or "cuda"; prune: "auto", "on" or "off" (skip
     cell pairs beyond the last edge). Corrfunc's tuning arguments (isa,
@@ -205,7 +212,9 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
 
     Returns a numpy structured array with fields thetamin, thetamax,
     thetaavg (in `units`, 0 unless asked), npairs (exact counts) and
-    weightavg (mean pair weight, 0 when unweighted).
+    weightavg (mean pair weight, 0 when unweighted); with c_api_timer=True,
+    as Corrfunc, the pair (results, api_time), api_time the seconds of the
+    count itself.
     """
     unknown = sorted(set(ignored) - _CORRFUNC_TUNING)
     if unknown:
@@ -215,6 +224,10 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
                            % (_plain(autocorr),))
     if weight_type not in (None, "pair_product"):
         raise PairkitError("weight_type must be 'pair_product' or None (got %r)" % (weight_type,))
+    if weight_type is None and (weights1 is not None or weights2 is not None):
+        warnings.warn("DDtheta_mocks: weights given with weight_type=None are not used, as in Corrfunc; "
+                      "pass weight_type='pair_product' to weight each pair by w1 * w2", stacklevel=2)
+        weights1 = weights2 = None
     if not _is_key(units, _UNITS):
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)
@@ -241,11 +254,13 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
         tsum = np.zeros(n)
         feats = _Features(_ptr(w1), _ptr(w2), 1 if output_thetaavg else 0, _PRUNE[prune])
         stats = _Stats()
+        t0 = time.perf_counter()
         with interruptible(s.ctx):
             st = s.lib.pk_angcorr_count_ex(ctypes.byref(s.ctx), ctypes.byref(s.opts), ctypes.byref(a),
                                            ctypes.byref(b) if b is not None else None, ctypes.byref(bins),
                                            ctypes.byref(feats), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
                                            _ptr(wsum), _ptr(tsum) if output_thetaavg else None, ctypes.byref(stats))
+        api_time = time.perf_counter() - t0
         _check(st, s.ctx)
     out = np.zeros(n, dtype=[("thetamin", "f8"), ("thetamax", "f8"), ("thetaavg", "f8"), ("npairs", "u8"),
                              ("weightavg", "f8")])
@@ -259,7 +274,7 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     if w1 is not None or w2 is not None:
         has = counts > 0
         out["weightavg"][has] = wsum[has] / counts[has]
-    return out
+    return (out, api_time) if ignored.get("c_api_timer") else out
 
 
 def _jackknife_count(k):

@@ -1,6 +1,8 @@
 """pairkit's Python module against numpy brute force: counts exactly,
 weighted sums and mean separations to float64 rounding, w(theta) with
 jackknife, and clear errors for bad values."""
+import os
+
 import numpy as np
 import pytest
 
@@ -50,6 +52,31 @@ def test_cross_counts_weights_thetaavg(cats):
     # of 0.1 degree move by ~1e-11 relative (acos is ill-conditioned near 1)
     np.testing.assert_allclose(res["thetaavg"], tsum / wsum, rtol=1e-9)
     np.testing.assert_allclose(res["thetamin"], EDGES[:-1])
+
+
+def test_corrfunc_weight_type_and_timer(tmp_path, cats):
+    ra1, dec1, w1 = cats[0], cats[1], cats[4]
+    plain = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, output_thetaavg=True)
+    # weights with weight_type=None: not used, as in Corrfunc, with a warning
+    with pytest.warns(UserWarning, match="weight_type=None are not used"):
+        ignored = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w1, output_thetaavg=True)
+    np.testing.assert_array_equal(ignored, plain)
+    weighted = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w1, output_thetaavg=True,
+                                     weight_type="pair_product")
+    assert np.all(weighted["weightavg"][weighted["npairs"] > 0] > 0) and np.all(plain["weightavg"] == 0)
+    # c_api_timer=True: (results, api_time), as Corrfunc returns them
+    res, api_time = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, output_thetaavg=True, c_api_timer=True)
+    np.testing.assert_array_equal(res, plain)
+    assert isinstance(api_time, float) and api_time > 0
+    # a bins file named by bytes; a bins file with a NaN
+    f = tmp_path / "bins.txt"
+    f.write_text("\n".join("%.17g" % e for e in EDGES) + "\n")
+    np.testing.assert_array_equal(pairkit.DDtheta_mocks(1, 1, os.fsencode(str(f)), ra1, dec1),
+                                  pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1))
+    nan_rows = tmp_path / "nan.txt"
+    nan_rows.write_text("0.1 1.0\nnan 2.0\n")
+    with pytest.raises(pairkit.PairkitError, match="not finite"):
+        pairkit.DDtheta_mocks(1, 1, str(nan_rows), ra1, dec1)
 
 
 def test_auto_counts_every_ordered_pair(cats):
@@ -179,7 +206,7 @@ def test_bad_values(cats):
     w = np.ones(len(ra1))
     w[5] = np.nan
     with pytest.raises(pairkit.PairkitError, match=r"weights1\[5\] is nan"):
-        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w)
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w, weight_type="pair_product")
     with pytest.raises(pairkit.PairkitError, match="edges must increase"):
         pairkit.DDtheta_mocks(1, 1, [1.0, 1.0, 2.0], ra1, dec1)
     bad_dec = dec1.copy()
