@@ -196,7 +196,9 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     DDtheta_mocks.
 
     autocorr: 1 counts the pairs of (RA1, DEC1) with itself (every ordered
-    pair, both orders, self-pairs included where the bins reach 0); 0
+    pair, both orders, and the self-pairs, whose separation comes out as 0
+    or, from the float64 rounding of the dot product, up to ~3e-6 degree:
+    they fall in the first bin when it starts at 0 and reaches past that); 0
     counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of contiguous
     rows "theta_lo theta_hi" (or one edge per row), or a 1-D array of edges.
     Positions and bins are in `units`: "deg" (the default, as Corrfunc),
@@ -261,7 +263,10 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
                                            ctypes.byref(feats), counts.ctypes.data_as(ctypes.POINTER(ctypes.c_uint64)),
                                            _ptr(wsum), _ptr(tsum) if output_thetaavg else None, ctypes.byref(stats))
         api_time = time.perf_counter() - t0
-        _check(st, s.ctx)
+        try:
+            _check(st, s.ctx)
+        except PairkitError as e:  # the library's names for the two catalogs' weights, as given here
+            raise PairkitError(str(e).replace("weights_a", "weights1").replace("weights_b", "weights2")) from None
     out = np.zeros(n, dtype=[("thetamin", "f8"), ("thetamax", "f8"), ("thetaavg", "f8"), ("npairs", "u8"),
                              ("weightavg", "f8")])
     out["thetamin"] = edges[:-1]
@@ -303,10 +308,11 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     Returns a dict: theta_lo, theta_hi (degrees or `units`), omega, dd, dr,
     rr (exact counts), and when asked dd_w, dr_w, rr_w (weighted counts),
     theta_mean_dd (mean separations), omega_err, cov (K-patch covariance),
-    omega_jk (K leave-one-out values); and rr_cells: RR per patch pair, a
-    dict of counts, weighted and (with mean_theta) theta_sum arrays of shape
-    (K, K, bins), K = 1 without jackknife, for later runs with weights,
-    jackknife, mean_theta or prune.
+    omega_jk (K leave-one-out values); and, where RR was counted (not
+    given as rr), rr_cells: RR per patch pair, a dict of counts, weighted
+    and (with mean_theta) theta_sum arrays of shape (K, K, bins), K = 1
+    without jackknife, for later runs with weights, jackknife, mean_theta
+    or prune.
     """
     if not _is_key(estimator, _ESTIMATORS):
         raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))

@@ -73,6 +73,10 @@ def test_corrfunc_weight_type_and_timer(tmp_path, cats):
     f.write_text("\n".join("%.17g" % e for e in EDGES) + "\n")
     np.testing.assert_array_equal(pairkit.DDtheta_mocks(1, 1, os.fsencode(str(f)), ra1, dec1),
                                   pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1))
+    # the library's checks of the weights name them as given here
+    tiny = np.full(len(ra1), 1e-200)
+    with pytest.raises(pairkit.PairkitError, match=r"^weights1: \|weights\| from 1e-200"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=tiny, weight_type="pair_product")
     nan_rows = tmp_path / "nan.txt"
     nan_rows.write_text("0.1 1.0\nnan 2.0\n")
     with pytest.raises(pairkit.PairkitError, match="not finite"):
