@@ -75,7 +75,7 @@ def _open_library():
 def new_context(nthreads):
     ctx = _Context()
     load().pk_context_init(ctypes.byref(ctx))
-    ctx.n_threads = _count(nthreads or 0, "nthreads", 0, 1024)
+    ctx.n_threads = _count(0 if nthreads is None else nthreads, "nthreads", 0, 1024)
     return ctx
 
 
@@ -159,7 +159,7 @@ def _one_dimensional(x, name, what="numbers"):
 def _array(x, name, n=None):
     """A 1-D float64 copy-if-needed of x: real numbers only."""
     raw = _one_dimensional(x, name)
-    if raw.dtype.kind not in "biuf":
+    if raw.dtype.kind not in "iuf":  # booleans too are refused: a mask given for the values
         raise PairkitError("%s must hold real numbers, got dtype %s" % (name, raw.dtype))
     a = np.ascontiguousarray(raw, dtype=np.float64)
     if n is not None and a.size != n:

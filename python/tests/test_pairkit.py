@@ -77,6 +77,11 @@ def test_corrfunc_weight_type_and_timer(tmp_path, cats):
     tiny = np.full(len(ra1), 1e-200)
     with pytest.raises(pairkit.PairkitError, match=r"^weights1: \|weights\| from 1e-200"):
         pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=tiny, weight_type="pair_product")
+    # booleans are not numbers here: an array of them (a mask) and nthreads=False
+    with pytest.raises(pairkit.PairkitError, match="must hold real numbers, got dtype bool"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1 > 2, dec1)
+    with pytest.raises(pairkit.PairkitError, match="nthreads must be a whole number, got False"):
+        pairkit.DDtheta_mocks(1, False, EDGES, ra1, dec1)
     nan_rows = tmp_path / "nan.txt"
     nan_rows.write_text("0.1 1.0\nnan 2.0\n")
     with pytest.raises(pairkit.PairkitError, match="not finite"):
