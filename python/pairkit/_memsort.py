@@ -157,7 +157,8 @@ def _trace_from(lib, ctx, call, check):
 
 def _gen_options(n_entries, seed, chunk_entries, awkward):
     return _GenOptions(_count(n_entries, "n_entries", 1, 1 << 29), _count(seed, "seed", 0, (1 << 64) - 1),
-                       _count(0 if chunk_entries is None else chunk_entries, "chunk_entries", 0, (1 << 32) - 1), 1 if awkward else 0)
+                       _count(0 if chunk_entries is None else chunk_entries, "chunk_entries", 0, (1 << 32) - 1),
+                       1 if awkward else 0)
 
 
 def _gen_check(st, ctx):
@@ -257,7 +258,8 @@ def _chunk_starts(n, chunk_entries, chunk_start):
             raise PairkitError("chunk_start must run from 0 to len(addr) = %d without going back, with 1 to 4096 "
                                "chunks" % n)
         return np.ascontiguousarray(raw, dtype=np.uint64)
-    size = _count(0 if chunk_entries is None else chunk_entries, "chunk_entries", 0, 1 << 32) or 1 << 18  # 0 or None: the prover's 2^18
+    size = _count(0 if chunk_entries is None else chunk_entries, "chunk_entries", 0, 1 << 32)
+    size = size or 1 << 18  # 0 or None: the prover's 2^18
     k = max(1, -(-n // size))
     if k > 4096:
         raise PairkitError("chunk_entries %d cuts %d entries into %d chunks; at most 4096" % (size, n, k))
