@@ -180,6 +180,8 @@ def test_read_memsort_matches_the_run(table, tmp_path):
         subprocess.run([binary, "memsort", str(trace), "-o", str(out), "--regions", table, "--workers", str(workers),
                         "--worker", str(worker), "-q"], check=True)
         got = pairkit.read_memsort(out)
+        by_bytes = pairkit.read_memsort(os.fsencode(str(out)))  # a bytes name reads the same
+        assert np.array_equal(by_bytes["values"], got["values"])
         want = pairkit.memsort(addr, chunk_start=cs, regions=table, workers=workers, worker=worker)
         for name in ("instances", "runs", "values", "chunk_counts", "region_entries", "chunk_start"):
             assert np.array_equal(got[name], want[name]), name
