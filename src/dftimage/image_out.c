@@ -42,8 +42,10 @@ static int write_plane(fitsfile *f, const pk_image *image, const double *plane, 
 }
 
 /* The phase centre's frame and equinox as the input gave them (EQUINOX or
- * EPOCH, RADESYS): a B1950 file keeps B1950 coordinates. Neither given:
- * FK5 J2000, said to be assumed. ICRS and GAPPT take no EQUINOX. */
+ * EPOCH, RADESYS): a B1950 file keeps B1950 coordinates. An equinox alone
+ * takes FITS's default frame, a frame alone its default equinox, neither:
+ * FK5 J2000, each said so in the card's comment. ICRS and GAPPT take no
+ * EQUINOX. */
 static void write_frame(fitsfile *f, const pk_vis *vis, int *status) {
     char frame[sizeof vis->radesys];
     double equinox = vis->equinox;

@@ -419,7 +419,6 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
     snprintf(suffix, sizeof suffix, ".pkstage%ld-%d", (long)getpid(), o->n);
     char *staged = pk_sibling_name(fin, suffix);
     if (!staged) {
-        free(staged);
         free(fin);
         fprintf(stderr, "pairkit %s: out of memory\n", cmd);
         return NULL;
