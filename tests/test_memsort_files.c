@@ -498,6 +498,9 @@ int main(void) {
             {"truncated", 5, 2, -1, 0, "mem_addr_0005.bin: truncated: 3998 bytes"},
             {"misaligned", 11, 0, 17, 0x100004, "mem_addr_0011.bin entry 17: address 0x00100004 is not 8-byte"},
             {"no region", 2, 0, 3, 0x8, "mem_addr_0002.bin entry 3: address 0x00000008 lies in no region"},
+            /* an address of the zisk preset's INPUT: said so, as memsort says it */
+            {"another preset's", 2, 0, 4, 0x40000008,
+             "entry 4: address 0x40000008 lies in no region (it lies in region INPUT of the 'zisk' preset)"},
         };
         for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
             char dir[600], from[700], to[700];

@@ -158,6 +158,23 @@ static uint64_t first_bad_threads(int n_threads, const pk_memsort_layout *l, con
     return first_bad;
 }
 
+/* " (it lies in region R of the 'P' preset)" for an address in no region
+ * of the table given, when a preset has it: a trace made for the other
+ * preset is the likely cause. "" otherwise. */
+static void preset_hint(uint32_t a, char *hint, size_t size) {
+    static const char *const presets[] = {"default", "zisk"};
+    hint[0] = '\0';
+    for (int p = 0; p < 2 && !hint[0]; p++) {
+        pk_context quiet;
+        pk_context_init(&quiet);
+        pk_memsort_regions other;
+        if (pk_memsort_regions_preset(&quiet, presets[p], &other) != PK_OK) continue;
+        for (uint32_t r = 0; r < other.n_regions; r++)
+            if (a >= other.region[r].base && (uint64_t)a - other.region[r].base < other.region[r].size)
+                snprintf(hint, size, " (it lies in region %s of the '%s' preset)", other.region[r].name, presets[p]);
+    }
+}
+
 pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace) {
     pk_clear(ctx);
     pk_status st = pk_memsort_regions_check(ctx, regions);
@@ -174,19 +191,8 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
         pk_memsort_entry_name(trace, first_bad, where, sizeof where);
         uint32_t a = addr[first_bad];
         if (a & 7) return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x is not 8-byte aligned", where, a);
-        /* a trace made for the other preset is the likely cause: say so */
-        static const char *const presets[] = {"default", "zisk"};
-        char hint[96] = "";
-        for (int p = 0; p < 2 && !hint[0]; p++) {
-            pk_context quiet;
-            pk_context_init(&quiet);
-            pk_memsort_regions other;
-            if (pk_memsort_regions_preset(&quiet, presets[p], &other) != PK_OK) continue;
-            for (uint32_t r = 0; r < other.n_regions; r++)
-                if (a >= other.region[r].base && (uint64_t)a - other.region[r].base < other.region[r].size)
-                    snprintf(hint, sizeof hint, " (it lies in region %s of the '%s' preset)", other.region[r].name,
-                             presets[p]);
-        }
+        char hint[96];
+        preset_hint(a, hint, sizeof hint);
         return pk_fail(ctx, PK_ERR_PARSE, "%s: address 0x%08x lies in no region%s", where, a, hint);
     }
     for (uint32_t r = 0; r < layout.n_regions; r++) {
@@ -447,8 +453,11 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
             uint64_t first_bad = first_bad_threads(pk_thread_count(ctx), layout, addr, want, counts);
             if (first_bad < want) {
                 uint32_t a = addr[first_bad];
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s", path, (unsigned long long)first_bad,
-                             a, (a & 7) ? "is not 8-byte aligned" : "lies in no region");
+                char hint[96] = "";
+                if (!(a & 7)) preset_hint(a, hint, sizeof hint);
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s entry %llu: address 0x%08x %s%s", path,
+                             (unsigned long long)first_bad, a, (a & 7) ? "is not 8-byte aligned" : "lies in no region",
+                             hint);
                 free(addr);
             } else {
                 ch->addr = addr;
