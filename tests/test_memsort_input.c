@@ -461,6 +461,12 @@ int main(void) {
                          "base: 0x8000000g is out of range (at most 4294967295; a K, M or G suffix multiplies");
     expect_regions_error("regions: too large", "ROM 0x100000000 1M 1 16\n", "table.txt:1",
                          "base: 0x100000000 is out of range (at most 4294967295)");
+    /* past 64 bits: out of range too, not "not a number" */
+    expect_regions_error("regions: 2^64", "ROM 0x80000000 2^64 1 16\n", "table.txt:1",
+                         "size: 2^64 is out of range (at most 4294967296)");
+    expect_regions_error("regions: 20 digits", "ROM 0x80000000 1M 99999999999999999999G 16\n", "table.txt:1",
+                         "max_instances: 99999999999999999999G is out of range (at most 4294967295; a K, M or G");
+    expect_regions_error("regions: 2^ alone", "ROM 0x80000000 2^ 1 16\n", "table.txt:1", "size: '2^' is not a number");
     {
         /* a NUL byte: not a text file (it would have cut its line short) */
         static const char nul[] = "ROM 0x80000000 128M 32 2^22\nRAM 0xA0000000 512M 256 2^22 \0 extra\n";

@@ -77,30 +77,35 @@ pk_status pk_memsort_regions_check(pk_context *ctx, const pk_memsort_regions *t)
 }
 
 /* A number: decimal or 0x hex, optionally "2^k", with an optional K, M or
- * G suffix (powers of 1024). */
+ * G suffix (powers of 1024). One well formed but past 64 bits (2^64,
+ * 99999999999999999999) is UINT64_MAX, so that it is reported as out of
+ * range, not as text. */
 static int parse_number(const char *tok, uint64_t *out) {
     char *end;
     errno = 0;
-    uint64_t v;
+    uint64_t v = 0;
+    int over = 0;
     if (strncmp(tok, "2^", 2) == 0) {
+        if (!isdigit((unsigned char)tok[2])) return -1;
         unsigned long long k = strtoull(tok + 2, &end, 10);
-        if (end == tok + 2 || k > 62) return -1;
-        v = 1ull << k;
+        if (k > 63 || errno) over = 1;
+        else v = 1ull << k;
     } else {
         /* decimal, or hex after 0x; a leading 0 is not octal */
         int hex = tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X');
         const char *digits = hex ? tok + 2 : tok;
         if (!isxdigit((unsigned char)digits[0])) return -1;
         v = strtoull(digits, &end, hex ? 16 : 10);
-        if (end == digits || errno) return -1;
+        if (end == digits) return -1;
+        if (errno == ERANGE) over = 1;
+        else if (errno) return -1;
     }
     uint64_t mul = 1;
     if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
     else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
     else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
     if (*end != '\0') return -1;
-    if (v > UINT64_MAX / mul) return -1;
-    *out = v * mul;
+    *out = over || v > UINT64_MAX / mul ? UINT64_MAX : v * mul;
     return 0;
 }
 
