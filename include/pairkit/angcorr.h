@@ -408,7 +408,7 @@ pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, c
  * jackknife error (when computed), counts and weighted counts. Atomic. */
 pk_status pk_angcorr_write_csv_ex(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                                   const pk_angcorr_extras *extras, const pk_bins *bins);
-/* The same table as ECSV 1.0, which astropy's Table.read takes as it is:
+/* The same table as ECSV 1.0, laid out as astropy's ECSV writer does:
  * the same lines after a YAML header (comment lines) of each column's
  * unit, type and meaning and the run's estimator, N_D and N_R. extras may
  * be NULL. Atomic. */

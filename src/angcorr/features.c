@@ -1886,8 +1886,8 @@ static void ecsv_column(FILE *fp, const char *name, const char *unit, const char
             unit ? ", " : "", type, what);
 }
 
-/* The ECSV 1.0 header (YAML in comment lines) of the columns below, so
- * that astropy's Table.read gets units, types and the run's metadata. */
+/* The ECSV 1.0 header (YAML in comment lines) of the columns below: their
+ * units, types and the run's metadata, for astropy's Table.read. */
 static void ecsv_header(FILE *fp, const pk_angcorr_result *result, int means, int errs, int wts) {
     fprintf(fp, "# %%ECSV 1.0\n# ---\n# delimiter: ','\n# datatype:\n");
     ecsv_column(fp, "theta_lo_deg", "deg", "float64", "lower edge of the bin (counted from it)");
