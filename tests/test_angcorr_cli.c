@@ -2,6 +2,7 @@
  * the PNG plot, identical output from every kernel and thread count, RR
  * kept and used again, and Ctrl-C during a long run (stops within a second,
  * writes nothing). */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -278,6 +279,40 @@ int main(void) {
                   "-o a link to an input: exit %d, %s", rc, e ? e : "");
             CHECK(d && strncmp(d, "1500\n", 5) == 0, "the input is unchanged");
             free(e), free(d);
+        }
+        /* a link to nothing (through a second link, relative to its own
+         * folder) gets the file made where it points, as a shell's >
+         * makes it; a loop of links, or a link into a missing folder, is
+         * refused and left as it was */
+        CHECK(mkdir(cli_path("sub"), 0755) == 0 || errno == EEXIST, "mkdir sub");
+        CHECK(symlink("../made.out", cli_path("sub/far.link")) == 0, "symlink");
+        CHECK(symlink("sub/far.link", cli_path("near.link")) == 0, "symlink");
+        CHECK(symlink("loop.b", cli_path("loop.a")) == 0 && symlink("loop.a", cli_path("loop.b")) == 0, "symlink");
+        CHECK(symlink("nowhere/x.out", cli_path("nowhere.link")) == 0, "symlink");
+        rc = cli_run("angcorr d.txt r.txt -o near.link -q --png none --nbins 20");
+        {
+            struct stat sb;
+            char *t = cli_read(cli_path("made.out"));
+            CHECK(rc == 0 && lstat(cli_path("near.link"), &sb) == 0 && S_ISLNK(sb.st_mode) &&
+                      lstat(cli_path("sub/far.link"), &sb) == 0 && S_ISLNK(sb.st_mode),
+                  "-o a link to nothing: exit %d, both links kept", rc);
+            CHECK(t && strncmp(t, "bin start", 9) == 0, "the file was made where the links lead: '%.20s'", t ? t : "");
+            free(t);
+        }
+        const struct {
+            const char *name, *why;
+        } refused_links[] = {{"loop.a", "loop.a: is a loop of symbolic links"},
+                             {"nowhere.link", "nowhere.link: is a link to a name in a folder that does not exist"}};
+        for (int k = 0; k < 2; k++) {
+            char args[200];
+            snprintf(args, sizeof args, "angcorr d.txt r.txt -o %s -q --png none --nbins 20", refused_links[k].name);
+            rc = cli_run(args);
+            struct stat sb;
+            char *e = cli_stderr();
+            CHECK(rc != 0 && e && strstr(e, refused_links[k].why) && lstat(cli_path(refused_links[k].name), &sb) == 0 &&
+                      S_ISLNK(sb.st_mode),
+                  "-o %s: exit %d, %s", refused_links[k].name, rc, e ? e : "");
+            free(e);
         }
         /* names PLplot would read as a pattern (%n), and names of 250
          * bytes, whose temporary names would pass 255 */

@@ -93,12 +93,13 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path);
  * would get round the permission). A directory is left to the rename,
  * which fails on it. A symbolic link to a file is written through
  * (pk_output_path); one to a folder, device, pipe or socket (/dev/stdout)
- * is refused; one to nothing is replaced by the file. */
+ * is refused; one to nothing gets the file made where it points. */
 const char *pk_output_unfit(const char *path);
 
 /* The file an output named `path` replaces: where path points when it is
- * a symbolic link to an existing file (the link stays, as with a shell's
- * `>`), else path itself. malloc'ed; NULL when out of memory. */
+ * a symbolic link to an existing file, or where its chain of links ends
+ * when they lead to nothing (the link stays, as with a shell's `>`), else
+ * path itself. malloc'ed; NULL when out of memory. */
 char *pk_output_path(const char *path);
 
 /* `path` with `suffix` appended to its last component, that component cut

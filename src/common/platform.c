@@ -181,7 +181,19 @@ const char *pk_output_unfit(const char *path) {
     if (lstat(path, &sb) != 0) return NULL;
     if (S_ISLNK(sb.st_mode)) {
         struct stat tb;
-        if (stat(path, &tb) != 0) return NULL; /* a link to nothing: replaced by the file */
+        if (stat(path, &tb) != 0) {
+            if (errno == ELOOP) return "is a loop of symbolic links";
+            /* a link to nothing: the file is made where it points
+             * (pk_output_path), in a folder that must exist */
+            char *end = pk_output_path(path);
+            if (!end) return NULL; /* out of memory: said when the file is opened */
+            char *slash = strrchr(end, '/');
+            if (slash) slash[1] = '\0';
+            int folder = stat(slash ? end : ".", &tb) == 0 && S_ISDIR(tb.st_mode);
+            free(end);
+            if (!folder) return "is a link to a name in a folder that does not exist";
+            return NULL;
+        }
         if (S_ISDIR(tb.st_mode)) return "is a link to a folder; give the name of a file";
         if (!S_ISREG(tb.st_mode))
             return "is a link to something that is not a regular file (a device, pipe or socket, as /dev/stdout "
@@ -198,11 +210,54 @@ const char *pk_output_unfit(const char *path) {
     return NULL;
 }
 
+/* Where a chain of symbolic links from `path` ends (a name that does not
+ * exist), each relative target taken from its link's folder; NULL when
+ * out of memory, after 40 links (a loop), or when a link cannot be read. */
+static char *link_chain_end(const char *path) {
+    char *cur = strdup(path);
+    for (int hop = 0; cur && hop < 40; hop++) {
+        struct stat sb;
+        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) return cur;
+        size_t cap = (size_t)sb.st_size + 1 > 256 ? (size_t)sb.st_size + 1 : 256;
+        char *target = malloc(cap);
+        ssize_t got = target ? readlink(cur, target, cap - 1) : -1;
+        if (got < 0 || (size_t)got >= cap - 1) { /* unreadable, or grown since lstat */
+            free(target);
+            break;
+        }
+        target[got] = '\0';
+        const char *slash = strrchr(cur, '/');
+        char *next = target;
+        if (target[0] != '/' && slash) {
+            size_t dir = (size_t)(slash + 1 - cur);
+            next = malloc(dir + (size_t)got + 1);
+            if (next) {
+                memcpy(next, cur, dir);
+                memcpy(next + dir, target, (size_t)got + 1);
+            }
+            free(target);
+        }
+        free(cur);
+        cur = next;
+    }
+    free(cur);
+    return NULL;
+}
+
 char *pk_output_path(const char *path) {
     struct stat sb, tb;
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode) && stat(path, &tb) == 0 && S_ISREG(tb.st_mode)) {
-        char *target = realpath(path, NULL);
-        if (target) return target;
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        if (stat(path, &tb) == 0) {
+            if (S_ISREG(tb.st_mode)) {
+                char *target = realpath(path, NULL);
+                if (target) return target;
+            }
+        } else {
+            /* a link to nothing: the file is made where it points, as a
+             * shell's > makes it */
+            char *end = link_chain_end(path);
+            if (end) return end;
+        }
     }
     return strdup(path);
 }
