@@ -27,8 +27,8 @@ static void usage(FILE *out) {
             "  --kernel K           a specific kernel (see 'pairkit bench dftimage --list')\n"
             "  --sign S             +1 or -1: overrides the format's sign convention\n"
             "  --weights W          UVFITS weights: data (default; <= 0 flagged), abs, unit\n"
-            "  --minuv-l L          leave out baselines shorter than L wavelengths (0.1 or so:\n"
-            "                       the autocorrelations)\n"
+            "  --minuv-l L          leave out baselines shorter than L wavelengths (1 leaves\n"
+            "                       out the autocorrelations)\n"
             "  --maxuv-l L          leave out baselines longer than L wavelengths\n"
             "  --weighting M        imaging weights: natural (default), uniform or briggs\n"
             "  --robust R           Briggs robustness (with --weighting briggs; default 0)\n"
@@ -42,8 +42,9 @@ static void usage(FILE *out) {
             "                       (on a subset of pixels when the job is large)\n"
             "  --check-pixels N     pixels in that subset (default 4096; 0: every pixel)\n"
             "  --threads N          CPU threads (default: all)\n"
-            "  --gpu-memory GIB     GPU memory the run may take (default: what is free); an\n"
-            "                       image that does not fit is made in bands of rows\n"
+            "  --gpu-memory GIB     GPU memory the run may take (default: what is free, less\n"
+            "                       64 MiB); an image that does not fit is made in bands\n"
+            "                       of rows\n"
             "  -q, --quiet          no progress line, no summary\n");
 }
 

@@ -75,6 +75,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        if (argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            printf(
+                "usage: pairkit version\n  The version, whether the CUDA backend and MPI are built, and the CUDA\n"
+                "  devices this machine has.\n");
+            return 0;
+        }
         int devices = pk_cuda_device_count();
         printf("pairkit %s  (CUDA backend: %s, CUDA devices: %d; MPI: %s)\n", PK_VERSION_STRING,
                pk_cuda_built() ? "built" : "not built", devices,
