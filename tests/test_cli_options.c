@@ -4,7 +4,8 @@
  * value" and exit code 2; each one shown without (outside the benchmarks,
  * which would run) must not ask for one; an option the command does not
  * know, with or without something after it, gets "unknown option"; a
- * thread count outside 1 .. 1024 is refused. */
+ * thread count outside 1 .. 1024 is refused; every option given twice is
+ * refused. */
 #include "cli_util.h"
 #include "pairkit/pairkit.h"
 
@@ -91,6 +92,16 @@ static void check_command(const char *cmd) {
             expect(cmd, o, "unknown option", 1);
         }
     }
+    /* every option given twice is refused (the later one would win unseen) */
+    for (int k = 0; k < opts.n; k++) {
+        const char *o = opts.name[k];
+        if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) continue;
+        char args[128], msg[64];
+        if (opts.takes_value[k]) snprintf(args, sizeof args, "%s 1 %s 1", o, o);
+        else snprintf(args, sizeof args, "%s %s", o, o);
+        snprintf(msg, sizeof msg, "%s given twice", o);
+        expect(cmd, args, strncmp(o, "--", 2) == 0 ? msg : "given twice", 0);
+    }
     printf("%-16s %2d options, %2d with a value\n", cmd, opts.n, n_value);
     CHECK(opts.n >= 4 && n_value >= 2, "pairkit %s --help: only %d options (%d with a value) found", cmd, opts.n,
           n_value);
@@ -164,6 +175,17 @@ int main(void) {
     free(spaced), free(joined);
     expect("angcorr", "e.txt e.txt --nbins=", "--nbins expects a whole number, got ''", 0);
     expect("angcorr", "e.txt -d.txt", "unknown option '-d.txt'", 0); /* without --, an option */
+    /* an option and its short name are one option; a value that looks like an option is a value */
+    expect("angcorr", "e.txt e.txt -o a.out --output b.out", "--output given twice (as -o and --output)", 0);
+    expect("memsort", "t -q --workers 2 --worker 0 --quiet --worker 1", "--quiet given twice (as -q and --quiet)", 0);
+    expect("dftimage", "v.npz --sign -1 --size 8 --sign +1", "--sign given twice", 0);
+    CHECK(cli_run("angcorr e.txt e.txt -q --png none --nbins 30 --bin-width 0.5 -o dash.out --ra-col -q") == 2,
+          "--ra-col -q: exit 2");
+    {
+        char *err = cli_stderr();
+        CHECK(err && !strstr(err, "given twice"), "a value '-q' taken for an option: %s", err ? err : "");
+        free(err);
+    }
     cli_scratch_remove();
     return check_finish("test_cli_options");
 }

@@ -63,6 +63,7 @@ int bench_dftimage(int argc, char **argv) {
     int runs = 3, want_imag = 0, seed_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         size_t t;

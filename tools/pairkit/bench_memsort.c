@@ -93,6 +93,7 @@ int bench_memsort(int argc, char **argv) {
     int runs = 5, with_ref = 1;
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         size_t t;

@@ -93,6 +93,32 @@ int cli_missing_value(const char *cmd, const char *a, const char *const *value_o
     return cli_usage_error(cmd, "unknown option '%s'", a);
 }
 
+/* The long name of a short option, else a itself. */
+static const char *long_option(const char *a) {
+    return strcmp(a, "-o") == 0 ? "--output" : strcmp(a, "-q") == 0 ? "--quiet" : a;
+}
+
+int cli_check_repeats(const char *cmd, int argc, char **argv, const char *const *value_options) {
+    int seen[64], n_seen = 0; /* where the options so far are */
+    for (int k = 1; k < argc; k++) {
+        const char *a = argv[k];
+        if (a[0] != '-' || a[1] == '\0' || strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) continue;
+        for (int s = 0; s < n_seen; s++) {
+            const char *b = argv[seen[s]];
+            if (strcmp(long_option(a), long_option(b)) != 0) continue;
+            if (strcmp(a, b) == 0) return cli_usage_error(cmd, "%s given twice; give each option once", a);
+            return cli_usage_error(cmd, "%s given twice (as %s and %s); give each option once", long_option(a), b, a);
+        }
+        if (n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = k;
+        for (const char *const *o = value_options; *o; o++)
+            if (strcmp(a, *o) == 0) {
+                k++; /* its value */
+                break;
+            }
+    }
+    return 0;
+}
+
 static volatile sig_atomic_t interrupted = 0;
 
 static void on_sigint(int sig) {

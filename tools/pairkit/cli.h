@@ -16,6 +16,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * when a is one of value_options (NULL-terminated), the command's options
  * that take one, else "unknown option 'a'". Returns 2. */
 int cli_missing_value(const char *cmd, const char *a, const char *const *value_options);
+/* An option given twice (`-o a -o b`, `-q --quiet`) among argv[1..argc),
+ * each option in value_options taking the argument after it: "X given
+ * twice" and 2, else 0. The later one would otherwise win unseen. */
+int cli_check_repeats(const char *cmd, int argc, char **argv, const char *const *value_options);
 /* A --kernel name the library does not know: a CUDA kernel's name on a
  * build without CUDA says so; exit code 2. */
 int cli_unknown_kernel(const char *cmd, const char *opt, const char *name);

@@ -136,6 +136,7 @@ int cmd_angcorr(int argc, char **argv) {
     pk_context ctx;
     pk_context_init(&ctx);
     int n_paths = 0;
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         int has_value = k + 1 < argc;

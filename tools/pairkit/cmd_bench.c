@@ -53,6 +53,7 @@ static int bench_angcorr(int argc, char **argv) {
     pk_backend backend = PK_BACKEND_CPU;
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

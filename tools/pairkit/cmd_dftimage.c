@@ -82,6 +82,7 @@ int cmd_dftimage(int argc, char **argv) {
     pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -167,6 +167,7 @@ int cmd_memsort(int argc, char **argv) {
     int workers_given = 0, worker_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -346,6 +347,7 @@ int cmd_memsort_gen(int argc, char **argv) {
     int quiet = 0, have_entries = 0;
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, gen_value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -150,6 +150,7 @@ int cmd_memsort_fill(int argc, char **argv) {
     int quiet = 0;
     pk_context ctx;
     pk_context_init(&ctx);
+    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
