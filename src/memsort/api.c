@@ -644,7 +644,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     } else if (!closed) {
         st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", bin_path, strerror(errno));
     } else {
-        char *from[2] = {bin.tmp_path, txt.tmp_path}, *to[2] = {bin_path, txt_path};
+        char *from[2] = {bin.tmp_path, txt.tmp_path}, *to[2] = {bin.path, txt.path}; /* where links lead */
         int bad = pk_rename_all(2, from, to);
         if (bad >= 0)
             st = pk_fail(ctx, PK_ERR_IO, "%s: cannot move into place: %s; neither file changed", to[bad],

@@ -584,6 +584,20 @@ pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer
          * name of a chunk past the new trace's last, which the removal of
          * the older trace's chunks would leave (a name the new trace
          * takes fails its rename, and the older chunks are put back) */
+        /* a chunk name that is a symbolic link: the new chunk would be
+         * written where it leads, perhaps into another trace */
+        for (uint32_t c = 0; c < n_chunks && (long)c <= max_index; c++) {
+            char *path = chunk_path(dir, c);
+            if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+            int link = lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode);
+            if (link)
+                st_scan = pk_fail(ctx, PK_ERR_IO,
+                                  "%s: a symbolic link; chunk files are written into the trace's own folder: remove "
+                                  "the link first",
+                                  path);
+            free(path);
+            if (link) return st_scan;
+        }
         for (long c = (long)n_chunks; c <= max_index; c++) {
             char *path = chunk_path(dir, (uint32_t)c);
             if (!path) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");

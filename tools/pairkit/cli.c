@@ -2,6 +2,7 @@
  * the pairkit command. */
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -313,6 +314,29 @@ void cli_input(const char *path) {
     if (path && n_inputs < CLI_MAX_INPUTS) inputs[n_inputs++] = path;
 }
 
+/* ... and the folder of chunk files it reads (cli_input_trace). */
+static const char *input_trace;
+
+void cli_input_trace(const char *dir) {
+    input_trace = dir;
+}
+
+/* The chunk file of the input trace that is the file out stands for, into
+ * name; 0 when none is. */
+static int trace_chunk_of(const struct stat *out, char *name, size_t size) {
+    DIR *d = input_trace ? opendir(input_trace) : NULL;
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, "mem_addr_", 9) != 0) continue;
+        struct stat in;
+        snprintf(name, size, "%s/%s", input_trace, e->d_name);
+        found = stat(name, &in) == 0 && in.st_dev == out->st_dev && in.st_ino == out->st_ino;
+    }
+    closedir(d);
+    return found;
+}
+
 int cli_check_output(const char *cmd, const char *final_path) {
     /* the file the output replaces (a symbolic link to a file is written
      * through), the input's file (followed, as the read did) */
@@ -326,6 +350,14 @@ int cli_check_output(const char *cmd, const char *final_path) {
         else
             fprintf(stderr, "pairkit %s: %s: is an input of this run (as %s); give the output another name\n", cmd,
                     final_path, inputs[k]);
+        return 1;
+    }
+    char chunk[4200];
+    if (trace_chunk_of(&out, chunk, sizeof chunk)) {
+        if (cli_mpi_rank() == 0)
+            fprintf(stderr,
+                    "pairkit %s: %s: is a chunk file of this run's trace (as %s); give the output another name\n", cmd,
+                    final_path, chunk);
         return 1;
     }
     return 0;

@@ -97,6 +97,8 @@ typedef struct cli_outputs {
 /* Note a file the run reads (kept by pointer; up to 8): cli_stage refuses
  * an output that would replace it. */
 void cli_input(const char *path);
+/* The folder of chunk files this run reads: no output may replace one. */
+void cli_input_trace(const char *dir);
 /* 1 after printing an error when final_path is an existing file that is
  * one of the inputs (by device and inode, so another name for it counts). */
 int cli_check_output(const char *cmd, const char *final_path);

@@ -251,6 +251,7 @@ int cmd_memsort(int argc, char **argv) {
         int rc_opts = st_opts ? cli_error(cmd, st_opts, &ctx) : 0;
         if (!cli_mpi_all_ok(st_opts == PK_OK)) return rc_opts ? rc_opts : 1;
         if (strcmp(regions_name, "default") != 0 && strcmp(regions_name, "zisk") != 0) cli_input(regions_name);
+        cli_input_trace(trace_dir);
         const char *const files[2] = {"memsort.bin", "summary.txt"};
         int bad = cli_check_out_dir(cmd, out_dir, files, n_ranks == 1 ? 2 : 0);
         if (bad) return bad;

@@ -199,6 +199,7 @@ int cmd_memsort_fill(int argc, char **argv) {
         else snprintf(plans_file, sizeof plans_file, "%s", plans_path);
         cli_input(plans_file);
         if (regions_name) cli_input(regions_name);
+        cli_input_trace(trace_dir);
         const char *const files[2] = {"fill.bin", "fill.txt"};
         int bad = cli_check_out_dir(cmd, out_dir, files, 2);
         if (bad) return bad;
