@@ -186,6 +186,20 @@ int main(void) {
         CHECK(err && !strstr(err, "given twice"), "a value '-q' taken for an option: %s", err ? err : "");
         free(err);
     }
+    /* a device as a text input is refused (/dev/zero was read until memory ran out) */
+    {
+        const char *runs[] = {"angcorr /dev/zero e.txt -q --png none -o z.out",
+                              "angcorr e.txt e.txt -q --png none -o z.out --edges /dev/zero",
+                              "memsort tr -o zm -q --regions /dev/zero"};
+        for (int k = 0; k < 3; k++) {
+            int rc_dev = cli_run(runs[k]);
+            char *err = cli_stderr();
+            CHECK(rc_dev != 0 && err && strstr(err, "/dev/zero: is a device, not a file"), "pairkit %s: exit %d, %s",
+                  runs[k], rc_dev, err ? err : "");
+            free(err);
+        }
+        CHECK(cli_count_files("z.out") == 0 && cli_count_files("zm") == 0, "an output was left behind");
+    }
     cli_scratch_remove();
     return check_finish("test_cli_options");
 }

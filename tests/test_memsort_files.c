@@ -728,6 +728,21 @@ int main(void) {
                   "memsort-gen over a chunk link: exit %d, %s", rc, err);
             free(c1);
         }
+        /* an empty chunk file: read as a chunk of no entries, and said */
+        {
+            char with_empty[700], empty_chunk[800];
+            snprintf(with_empty, sizeof with_empty, "%s", path_in("with_empty"));
+            mkdir(with_empty, 0777);
+            copy_chunk(trace_dir, with_empty, 0);
+            snprintf(empty_chunk, sizeof empty_chunk, "%s/mem_addr_0001.bin", with_empty);
+            write_all(empty_chunk, "", 0);
+            snprintf(args, sizeof args, "memsort %s -o %s --regions %s -q", with_empty, path_in("with_empty_out"),
+                     path_in("small.txt"));
+            rc = run_cli(args, err, sizeof err);
+            CHECK(rc == 0 && strstr(err, "warning: ") &&
+                      strstr(err, "mem_addr_0001.bin is empty (1 empty chunk file in all)"),
+                  "an empty chunk file: exit %d, '%s'", rc, err);
+        }
     } else {
         printf("PAIRKIT_CLI not set: the command's checks skipped\n");
     }

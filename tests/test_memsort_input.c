@@ -537,6 +537,20 @@ int main(void) {
               "chunk 0 changed although the write was refused");
         if (f0) fclose(f0);
         unlink(odd);
+        /* ... and so is a chunk-like name that is not four digits: read
+         * back, the trace would silently lack it */
+        snprintf(odd, sizeof odd, "%s/mem_addr_000a.bin", td);
+        fo = fopen(odd, "w");
+        if (fo) fclose(fo);
+        pk_memsort_trace again;
+        st = pk_memsort_trace_read(&ctx, td, &def, &again);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_000a.bin: not a chunk file name"),
+              "a chunk name of letters, read: status %d: %s", (int)st, ctx.message);
+        if (st == PK_OK) pk_memsort_trace_free(&again);
+        st = pk_memsort_trace_write(&ctx, td, &other);
+        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_000a.bin: not a chunk file name"),
+              "a chunk name of letters, written: status %d: %s", (int)st, ctx.message);
+        unlink(odd);
         /* a generated trace over the table's capacity names the region, not
          * chunk files that were never written */
         pk_memsort_regions small = def;

@@ -121,7 +121,7 @@ int pk_rename_all(int n, char *const *from, char *const *to);
 void pk_atomic_abort(pk_atomic_file *f);
 
 /* path opened for reading ("rb"); an error naming it when it cannot be
- * opened or is a directory. */
+ * opened, or is a directory or a device (a pipe is read). */
 pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out);
 
 /* Read a whole file into memory with a terminating NUL (not counted in

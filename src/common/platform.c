@@ -127,9 +127,16 @@ pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return pk_fail(ctx, PK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(fp), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    int known = fstat(fileno(fp), &sb) == 0;
+    if (known && S_ISDIR(sb.st_mode)) {
         fclose(fp);
         return pk_fail(ctx, PK_ERR_IO, "%s: is a directory, not a file", path);
+    }
+    /* a device would be read without end (/dev/zero) or block (a
+     * terminal); a pipe is read to its end, as a shell's < would */
+    if (known && (S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode))) {
+        fclose(fp);
+        return pk_fail(ctx, PK_ERR_IO, "%s: is a device, not a file", path);
     }
     *out = fp;
     return PK_OK;

@@ -212,7 +212,8 @@ static char *chunk_path(const char *dir, uint32_t c) {
 /* The highest chunk number among the directory's mem_addr_NNNN.bin files
  * (four digits, as the files are named), and how many there are; -1 when
  * the directory cannot be read. A name of that form with another number of
- * digits (mem_addr_00001.bin) goes to odd[] (the first such name): read as
+ * digits (mem_addr_00001.bin), or with four characters that are not all
+ * digits (mem_addr_000a.bin), goes to odd[] (the first such name): read as
  * a chunk it would be misplaced, left out a trace would be short. */
 static int scan_dir(const char *dir, long *max_index, long *count, char *odd, size_t odd_size, unsigned char *present) {
     DIR *d = opendir(dir);
@@ -232,8 +233,12 @@ static int scan_dir(const char *dir, long *max_index, long *count, char *odd, si
             if (name[k] < '0' || name[k] > '9') break;
             if (k - lp < 4) idx = idx * 10 + (name[k] - '0');
         }
-        if (k != len - ls) continue; /* not digits: some other file */
-        if (k - lp != 4) {
+        /* digits, but not four (mem_addr_00001.bin), or four characters,
+         * not all digits (mem_addr_000a.bin); a longer name that is not
+         * digits (mem_addr_0001_old.bin) is some other file */
+        int all_digits = k == len - ls, four = len - ls - lp == 4;
+        if (!all_digits && !four) continue;
+        if (!all_digits || k - lp != 4) {
             if (!odd[0]) snprintf(odd, odd_size, "%s", name);
             continue;
         }
@@ -253,8 +258,9 @@ static pk_status scan_chunks(pk_context *ctx, const char *dir, long *max_index, 
         return pk_fail(ctx, PK_ERR_IO, "%s: cannot read the directory: %s", dir, strerror(errno));
     if (odd[0])
         return pk_fail(ctx, PK_ERR_PARSE,
-                       "%s/%s: not a chunk file name: chunk files have four digits (" CHUNK_PREFIX "0000" CHUNK_SUFFIX
-                       " to " CHUNK_PREFIX "4095" CHUNK_SUFFIX "); rename it or move it out of the folder",
+                       "%s/%s: not a chunk file name: chunk files are numbered with four digits (" CHUNK_PREFIX
+                       "0000" CHUNK_SUFFIX " to " CHUNK_PREFIX "4095" CHUNK_SUFFIX
+                       "); rename it or move it out of the folder",
                        dir, odd);
     return PK_OK;
 }

@@ -268,6 +268,18 @@ int cmd_memsort(int argc, char **argv) {
         st = pk_memsort_trace_read(&ctx, trace_dir, &regions, &trace);
         have_trace = st == PK_OK;
     }
+    if (!st && rank == 0) {
+        /* an empty chunk file is a trace's own (a chunk without memory
+         * accesses), or one cut to nothing: said, even with -q */
+        uint32_t n_empty = 0, first = 0;
+        for (uint32_t c = 0; c < trace.n_chunks; c++)
+            if (trace.chunk_start[c + 1] == trace.chunk_start[c] && n_empty++ == 0) first = c;
+        if (n_empty)
+            fprintf(stderr,
+                    "pairkit %s: warning: %s/mem_addr_%04u.bin is empty (%u empty chunk file%s in all), read as a "
+                    "chunk without entries\n",
+                    cmd, trace_dir, first, n_empty, n_empty == 1 ? "" : "s");
+    }
     if (!st) {
         cli_progress_attach(&ctx, "memsort", quiet || rank != 0);
         st = pk_memsort_run(&ctx, &opts, &regions, &trace, &result);
