@@ -3,8 +3,10 @@
  * NULL and leave an empty struct, arguments checked before anything is
  * touched, new files given the mode any new file gets (0666 less the
  * umask) without the umask being changed, two threads writing one
- * output folder ending with one thread's files, and children forked
- * beside a writing thread finishing writes of their own. */
+ * output folder ending with one thread's files, children forked
+ * beside a writing thread finishing writes of their own, and NULL
+ * pointers, empty bins and enum values outside their enums refused with a
+ * message naming them. */
 #include <dirent.h>
 #include <locale.h>
 #include <math.h>
@@ -406,10 +408,245 @@ static void numbers_in_text_ignore_the_locale(void) {
     CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* A refusal: status PK_ERR_INVALID and a message holding `needle` (the
+ * argument or field named). */
+#define EXPECT_INVALID(call, ctx, needle)                                                                            \
+    do {                                                                                                             \
+        snprintf((ctx)->message, sizeof(ctx)->message, "stale");                                                     \
+        pk_status st_ = (call);                                                                                      \
+        CHECK(st_ == PK_ERR_INVALID && strstr((ctx)->message, needle), "%s: status %d, message '%s', expected '%s'", \
+              #call, (int)st_, (ctx)->message, needle);                                                              \
+    } while (0)
+
+/* Every public function given a NULL where it needs a pointer, an all-zero
+ * struct, or an enum value outside its enum refuses with PK_ERR_INVALID
+ * and a message naming the argument or field (each of these crashed or ran
+ * on quietly before they were checked); with no context, the status
+ * alone. */
+static void null_and_invalid_arguments_are_refused(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_context_init(NULL);
+
+    /* common */
+    pk_backend backend = PK_BACKEND_CUDA;
+    CHECK(pk_backend_parse(NULL, &backend) == PK_ERR_INVALID && backend == PK_BACKEND_CUDA, "backend_parse(NULL)");
+    CHECK(pk_backend_parse("cpu", NULL) == PK_ERR_INVALID, "backend_parse out NULL");
+    EXPECT_INVALID(pk_backend_resolve(&ctx, PK_BACKEND_CPU, NULL), &ctx, "resolved is NULL");
+
+    /* memsort */
+    pk_memsort_regions regions;
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
+    uint32_t addr[4] = {0x80000000u, 0x80000008u, 0x90000000u, 0xA0000000u};
+    uint64_t starts[3] = {0, 2, 4};
+    pk_memsort_trace trace = {4, addr, 2, starts, 0};
+    pk_memsort_result res;
+    pk_memsort_result_init(&res);
+    pk_memsort_result_init(NULL);
+    pk_memsort_options mo = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+    EXPECT_INVALID(pk_memsort_run(&ctx, &mo, &regions, &trace, NULL), &ctx, "pk_memsort_run: result is NULL");
+    EXPECT_INVALID(pk_memsort_run(&ctx, &mo, &regions, NULL, &res), &ctx, "pk_memsort_run: trace is NULL");
+    EXPECT_INVALID(pk_memsort_run(&ctx, &mo, NULL, &trace, &res), &ctx, "pk_memsort_run: regions is NULL");
+    CHECK(pk_memsort_run(NULL, &mo, &regions, NULL, &res) == PK_ERR_INVALID, "pk_memsort_run without a context");
+    pk_memsort_trace no_starts = {4, addr, 2, NULL, 0};
+    EXPECT_INVALID(pk_memsort_run(&ctx, &mo, &regions, &no_starts, &res), &ctx, "chunk_start is NULL");
+    EXPECT_INVALID(pk_memsort_trace_check(&ctx, &regions, NULL), &ctx, "trace is NULL");
+    EXPECT_INVALID(pk_memsort_trace_check(&ctx, &regions, &no_starts), &ctx, "chunk_start is NULL");
+    EXPECT_INVALID(pk_memsort_trace_check(&ctx, NULL, &trace), &ctx, "regions is NULL");
+    /* a chunk that ends before it starts is named as such */
+    uint64_t back[3] = {0, 3, 1};
+    pk_memsort_trace backwards = {4, addr, 2, back, 0};
+    EXPECT_INVALID(pk_memsort_trace_check(&ctx, &regions, &backwards), &ctx, "chunk 1 ends before it starts");
+    pk_memsort_options bad_backend = {(pk_backend)9, 0, 1, 0};
+    EXPECT_INVALID(pk_memsort_run(&ctx, &bad_backend, &regions, &trace, &res), &ctx, "backend: 9");
+    CHECK_OK(pk_memsort_run(&ctx, &mo, &regions, &trace, &res), &ctx);
+    EXPECT_INVALID(pk_memsort_compare(&ctx, NULL, NULL), &ctx, "expected is NULL");
+    EXPECT_INVALID(pk_memsort_compare(&ctx, &res, NULL), &ctx, "got is NULL");
+    pk_memsort_gen_options gen = {1000, 1, 0, 0};
+    pk_memsort_trace made;
+    EXPECT_INVALID(pk_memsort_generate(&ctx, &regions, NULL, &made), &ctx, "opts is NULL");
+    EXPECT_INVALID(pk_memsort_generate(&ctx, NULL, &gen, &made), &ctx, "regions is NULL");
+    EXPECT_INVALID(pk_memsort_generate(&ctx, &regions, &gen, NULL), &ctx, "out is NULL");
+    EXPECT_INVALID(pk_memsort_generate_dir(&ctx, &regions, &gen, NULL), &ctx, "dir is NULL");
+    uint64_t host = 0, device = 0;
+    EXPECT_INVALID(pk_memsort_memory_bytes(&ctx, &regions, 100, PK_MEMSORT_KERNEL_CPU, 1, NULL, &device), &ctx,
+                   "host_bytes is NULL");
+    EXPECT_INVALID(pk_memsort_memory_bytes(&ctx, &regions, 100, PK_MEMSORT_KERNEL_CPU, 1, &host, NULL), &ctx,
+                   "device_bytes is NULL");
+    EXPECT_INVALID(pk_memsort_regions_preset(&ctx, NULL, &regions), &ctx, "name is NULL");
+    EXPECT_INVALID(pk_memsort_regions_preset(&ctx, "default", NULL), &ctx, "out is NULL");
+    EXPECT_INVALID(pk_memsort_regions_get(&ctx, NULL, &regions), &ctx, "name_or_path is NULL");
+    EXPECT_INVALID(pk_memsort_regions_read(&ctx, NULL, &regions), &ctx, "path is NULL");
+    EXPECT_INVALID(pk_memsort_regions_check(&ctx, NULL), &ctx, "regions is NULL");
+    CHECK(pk_memsort_regions_check(NULL, NULL) == PK_ERR_INVALID, "regions_check(NULL, NULL)");
+    CHECK(pk_memsort_regions_compact_size(NULL) == 0, "compact size of NULL");
+    EXPECT_INVALID(pk_memsort_read(&ctx, NULL, 0, &regions, &res), &ctx, "path is NULL");
+    EXPECT_INVALID(pk_memsort_write(&ctx, NULL, &regions, &res), &ctx, "out_dir is NULL");
+    EXPECT_INVALID(pk_memsort_write(&ctx, "/nonexistent-dir", &regions, NULL), &ctx, "result is NULL");
+    EXPECT_INVALID(pk_memsort_check_plans(&ctx, NULL, &res), &ctx, "trace is NULL");
+    CHECK_OK(pk_memsort_check_plans(NULL, &trace, &res), &ctx); /* no context: its copy made from none */
+    EXPECT_INVALID(pk_memsort_fill_from_chunks(&ctx, NULL, 2, NULL, 0), &ctx, "chunks is NULL");
+    CHECK(pk_memsort_kernel_from_name(NULL) == -1, "memsort kernel named NULL");
+    pk_memsort_instance_rows(NULL, NULL, NULL);
+    /* a name that fills its 16 bytes without a terminator */
+    pk_memsort_regions unterminated;
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &unterminated), &ctx);
+    memset(unterminated.region[1].name, 'A', sizeof unterminated.region[1].name);
+    EXPECT_INVALID(pk_memsort_regions_check(&ctx, &unterminated), &ctx,
+                   "region 1: name is not terminated within 16 bytes");
+    CHECK(strlen(ctx.message) < 80, "the message ran past the name: %s", ctx.message);
+    pk_memsort_result_free(&res);
+
+    /* angcorr */
+    double ra[3] = {0.1, 0.2, 0.3}, dec[3] = {0.0, 0.1, -0.1};
+    pk_catalog cat;
+    CHECK_OK(pk_catalog_from_arrays(&ctx, 3, ra, dec, PK_UNITS_RAD, "three", &cat), &ctx);
+    pk_bins bins, zero;
+    memset(&zero, 0, sizeof zero);
+    CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.1, 4, &bins), &ctx);
+    uint64_t counts[4];
+    EXPECT_INVALID(pk_angcorr_count(&ctx, NULL, &cat, NULL, &bins, NULL, NULL), &ctx, "counts is NULL");
+    EXPECT_INVALID(pk_angcorr_count(&ctx, NULL, &cat, NULL, NULL, counts, NULL), &ctx, "bins is NULL");
+    EXPECT_INVALID(pk_angcorr_count(&ctx, NULL, NULL, NULL, &bins, counts, NULL), &ctx, "a is NULL");
+    CHECK(pk_angcorr_count(NULL, NULL, &cat, NULL, &zero, counts, NULL) == PK_ERR_INVALID, "zero bins, no context");
+    EXPECT_INVALID(pk_angcorr_count(&ctx, NULL, &cat, NULL, &zero, counts, NULL), &ctx,
+                   "no bins (0 bins, edges NULL); make them with pk_bins_linear");
+    pk_angcorr_result r;
+    EXPECT_INVALID(pk_angcorr_run(&ctx, NULL, &cat, &cat, &zero, PK_ESTIMATOR_NATURAL, &r), &ctx, "bins: no bins");
+    EXPECT_INVALID(pk_angcorr_run(&ctx, NULL, &cat, &cat, &bins, (pk_estimator)9, &r), &ctx, "estimator 9");
+    EXPECT_INVALID(pk_angcorr_run(&ctx, NULL, &cat, &cat, &bins, PK_ESTIMATOR_NATURAL, NULL), &ctx,
+                   "pk_angcorr_run: out is NULL");
+    EXPECT_INVALID(pk_angcorr_run(&ctx, NULL, NULL, &cat, &bins, PK_ESTIMATOR_NATURAL, &r), &ctx,
+                   "pk_angcorr_run: data is NULL");
+    pk_catalog hollow = {3, NULL, dec};
+    EXPECT_INVALID(pk_angcorr_count(&ctx, NULL, &hollow, NULL, &bins, counts, NULL), &ctx, "ra is NULL");
+    pk_angcorr_options bad_ac = {(pk_backend)9, PK_ANGCORR_KERNEL_REF};
+    EXPECT_INVALID(pk_angcorr_count(&ctx, &bad_ac, &cat, NULL, &bins, counts, NULL), &ctx, "backend: 9");
+    pk_angcorr_extras extras;
+    pk_angcorr_run_options bad_prune = {NULL, NULL, 0, 0, (pk_prune)5};
+    EXPECT_INVALID(pk_angcorr_run_ex(&ctx, NULL, &cat, &cat, &bins, PK_ESTIMATOR_NATURAL, &bad_prune, &r, &extras),
+                   &ctx, "prune: 5");
+    EXPECT_INVALID(pk_angcorr_run_ex(&ctx, NULL, &cat, &cat, &bins, (pk_estimator)9, NULL, &r, &extras), &ctx,
+                   "estimator 9");
+    EXPECT_INVALID(pk_angcorr_run_ex(&ctx, NULL, &cat, &cat, &zero, PK_ESTIMATOR_NATURAL, NULL, &r, &extras), &ctx,
+                   "bins: no bins");
+    EXPECT_INVALID(pk_angcorr_run_ex(&ctx, NULL, &cat, &cat, &bins, PK_ESTIMATOR_NATURAL, NULL, &r, NULL), &ctx,
+                   "pk_angcorr_run_ex: extras is NULL");
+    CHECK(pk_angcorr_run_ex(NULL, NULL, &cat, &cat, &zero, PK_ESTIMATOR_NATURAL, NULL, &r, &extras) == PK_ERR_INVALID,
+          "run_ex without a context");
+    pk_angcorr_features bad_f = {NULL, NULL, 0, (pk_prune)7};
+    EXPECT_INVALID(pk_angcorr_count_ex(&ctx, NULL, &cat, NULL, &bins, &bad_f, counts, NULL, NULL, NULL), &ctx,
+                   "prune: 7");
+    EXPECT_INVALID(pk_angcorr_count_ex(&ctx, NULL, &cat, NULL, &zero, NULL, counts, NULL, NULL, NULL), &ctx,
+                   "bins: no bins");
+    EXPECT_INVALID(pk_angcorr_count_ref_weighted(&ctx, &cat, NULL, NULL, NULL, &zero, counts, NULL, NULL), &ctx,
+                   "bins: no bins");
+    pk_bins out_bins;
+    EXPECT_INVALID(pk_bins_from_edges(&ctx, NULL, 3, &out_bins), &ctx, "edges is NULL");
+    EXPECT_INVALID(pk_bins_linear(&ctx, 0.0, 0.1, 4, NULL), &ctx, "out is NULL");
+    EXPECT_INVALID(pk_bins_check(&ctx, &zero), &ctx, "no bins");
+    pk_bins odd_kind = bins;
+    odd_kind.kind = (pk_bins_kind)4;
+    EXPECT_INVALID(pk_bins_check(&ctx, &odd_kind), &ctx, "kind 4");
+    CHECK_OK(pk_bins_check(&ctx, &bins), &ctx);
+    CHECK(pk_bins_index(NULL, 0.05) == -1 && pk_bins_index(&zero, 0.05) == -1, "pk_bins_index without bins");
+    pk_estimator est = PK_ESTIMATOR_HAMILTON;
+    CHECK(pk_estimator_parse(NULL, &est) == PK_ERR_INVALID && est == PK_ESTIMATOR_HAMILTON, "estimator_parse(NULL)");
+    CHECK(pk_angcorr_kernel_from_name(NULL) == -1, "angcorr kernel named NULL");
+    double omega[2] = {0, 0};
+    uint64_t one[2] = {1, 1};
+    pk_estimate((pk_estimator)9, 2, 2, 2, one, one, one, omega);
+    CHECK(isnan(omega[0]) && isnan(omega[1]), "an unknown estimator gave %g", omega[0]);
+    pk_estimate(PK_ESTIMATOR_NATURAL, 2, 2, 2, NULL, one, one, omega);
+    pk_estimate(PK_ESTIMATOR_NATURAL, 2, 2, 2, one, one, one, NULL);
+    pk_angcorr_part_rows(10, 0, 0, 2, NULL, NULL);
+    EXPECT_INVALID(pk_angcorr_write_omega(&ctx, "/nonexistent-dir/w.out", NULL, &bins), &ctx, "result is NULL");
+    EXPECT_INVALID(pk_angcorr_write_csv(&ctx, NULL, &r, &bins), &ctx, "path is NULL");
+    EXPECT_INVALID(pk_angcorr_write_rr(&ctx, "/nonexistent-dir/rr", &cat, &bins, NULL), &ctx, "rr is NULL");
+    EXPECT_INVALID(pk_angcorr_read_rr(&ctx, "/nonexistent-dir/rr", NULL, &bins, counts), &ctx, "random is NULL");
+    EXPECT_INVALID(pk_angcorr_patches(&ctx, &cat, 2, &cat, NULL), &ctx, "patch is NULL");
+    EXPECT_INVALID(pk_bins_read_edges(&ctx, NULL, &out_bins), &ctx, "path is NULL");
+    /* the log edges as angcorr.h gives them, to the last bit */
+    pk_bins logb;
+    CHECK_OK(pk_bins_log(&ctx, 0.001, 0.5, 7, &logb), &ctx);
+    double step = log(0.5 / 0.001) / 7.0;
+    for (size_t k = 1; k < 7; k++)
+        CHECK(logb.edges[k] == 0.001 * exp((double)k * step), "log edge %zu: %.17g", k, logb.edges[k]);
+    CHECK(logb.edges[0] == 0.001 && logb.edges[7] == 0.5, "log end edges");
+    pk_bins_free(&logb);
+    pk_bins_free(&bins);
+    pk_catalog_free(&cat);
+
+    /* dftimage */
+    pk_vis vis;
+    CHECK_OK(pk_vis_random(&ctx, 50, 7, &vis), &ctx);
+    pk_image img;
+    memset(&img, 0, sizeof img);
+    EXPECT_INVALID(pk_dftimage_run(&ctx, NULL, &vis, 16, 0.001, NULL, NULL), &ctx, "pk_dftimage_run: out is NULL");
+    EXPECT_INVALID(pk_dftimage_run(&ctx, NULL, NULL, 16, 0.001, &img, NULL), &ctx, "pk_dftimage_run: vis is NULL");
+    const char *fields[5] = {"pk_vis.u is NULL", "pk_vis.v is NULL", "pk_vis.w is NULL", "pk_vis.re is NULL",
+                             "pk_vis.im is NULL"};
+    for (int f = 0; f < 5; f++) {
+        pk_vis hole = vis;
+        double **arr[5] = {&hole.u, &hole.v, &hole.w, &hole.re, &hole.im};
+        *arr[f] = NULL;
+        EXPECT_INVALID(pk_dftimage_run(&ctx, NULL, &hole, 16, 0.001, &img, NULL), &ctx, fields[f]);
+        EXPECT_INVALID(pk_dftimage_psf(&ctx, NULL, &hole, 16, 0.001, &img, NULL), &ctx, fields[f]);
+    }
+    pk_dftimage_options prec7 = {PK_BACKEND_CPU, 0, (pk_precision)7, 0, 0, 0};
+    EXPECT_INVALID(pk_dftimage_run(&ctx, &prec7, &vis, 16, 0.001, &img, NULL), &ctx, "precision: 7");
+    pk_dftimage_options back9 = {(pk_backend)9, 0, PK_PRECISION_SINGLE, 0, 0, 0};
+    EXPECT_INVALID(pk_dftimage_run(&ctx, &back9, &vis, 16, 0.001, &img, NULL), &ctx, "backend: 9");
+    pk_dftimage_options sign5 = {PK_BACKEND_CPU, 0, PK_PRECISION_SINGLE, 5, 0, 0};
+    EXPECT_INVALID(pk_dftimage_run(&ctx, &sign5, &vis, 16, 0.001, &img, NULL), &ctx, "pk_dftimage_options.sign");
+    pk_vis unsigned_vis = vis;
+    unsigned_vis.sign = 0;
+    EXPECT_INVALID(pk_dftimage_run(&ctx, NULL, &unsigned_vis, 16, 0.001, &img, NULL), &ctx,
+                   "pk_vis.sign must be +1 or -1, got 0");
+    /* double asked of a float32 kernel: refused, not run in single */
+    pk_dftimage_options f32_double = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_SCALAR, PK_PRECISION_DOUBLE, 0, 0, 0};
+    EXPECT_INVALID(pk_dftimage_run(&ctx, &f32_double, &vis, 16, 0.001, &img, NULL), &ctx,
+                   "kernel scalar computes in single precision");
+    CHECK(img.re == NULL, "a refused run left an image");
+    /* single asked of a float64 kernel: computed, and said, in double */
+    pk_dftimage_options f64_single = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_SINGLE, 0, 0, 0};
+    CHECK_OK(pk_dftimage_run(&ctx, &f64_single, &vis, 16, 0.001, &img, NULL), &ctx);
+    CHECK(img.precision == PK_PRECISION_DOUBLE, "cpu-f64 made a %d-precision image", (int)img.precision);
+    double rel = 1;
+    EXPECT_INVALID(pk_dftimage_check(&ctx, &vis, &img, 0, NULL, NULL), &ctx, "rel_l2 is NULL");
+    EXPECT_INVALID(pk_dftimage_check(&ctx, &vis, NULL, 0, &rel, NULL), &ctx, "image is NULL");
+    double lm[1] = {0.0};
+    EXPECT_INVALID(pk_dftimage_ref_points(&ctx, &vis, 1, 1, lm, lm, NULL, NULL), &ctx, "re is NULL");
+    EXPECT_INVALID(pk_dftimage_ref_points(&ctx, NULL, 1, 1, lm, lm, lm, NULL), &ctx, "vis is NULL");
+    EXPECT_INVALID(pk_image_write_fits(&ctx, "/nonexistent-dir/x.fits", NULL, &vis, 0), &ctx, "image is NULL");
+    double bmaj, bmin;
+    EXPECT_INVALID(pk_dftimage_beam_fit(&ctx, &img, &bmaj, &bmin, NULL), &ctx, "bpa is NULL");
+    CHECK(isnan(pk_image_fits_value(NULL, 0, 0)) && isnan(pk_image_fits_value(&img, 16, 0)),
+          "a pixel of no image or outside it");
+    pk_radec_to_lm(1, 2, 1, 2, NULL, NULL);
+    pk_image_free(&img);
+    EXPECT_INVALID(pk_vis_read(&ctx, NULL, PK_WEIGHTS_DATA, &unsigned_vis), &ctx, "path is NULL");
+    EXPECT_INVALID(pk_vis_read(&ctx, "x.uvfits", (pk_weights)5, &unsigned_vis), &ctx, "weights 5");
+    EXPECT_INVALID(pk_vis_read_npz(&ctx, "x.npz", NULL), &ctx, "out is NULL");
+    EXPECT_INVALID(pk_vis_write_npz(&ctx, "/nonexistent-dir/x.npz", NULL), &ctx, "vis is NULL");
+    EXPECT_INVALID(pk_vis_alloc(&ctx, 3, NULL), &ctx, "out is NULL");
+    EXPECT_INVALID(pk_vis_weighting(&ctx, NULL, PK_WEIGHTING_UNIFORM, 0, 16, 0.001), &ctx, "vis is NULL");
+    EXPECT_INVALID(pk_vis_weighting(&ctx, &vis, (pk_weighting)6, 0, 16, 0.001), &ctx, "weighting 6");
+    EXPECT_INVALID(pk_vis_select_uv(&ctx, NULL, 0, 1, NULL), &ctx, "vis is NULL");
+    pk_weights wts = PK_WEIGHTS_ABS;
+    pk_weighting wtg = PK_WEIGHTING_BRIGGS;
+    CHECK(pk_weights_parse(NULL, &wts) == PK_ERR_INVALID && wts == PK_WEIGHTS_ABS, "weights_parse(NULL)");
+    CHECK(pk_weighting_parse(NULL, &wtg) == PK_ERR_INVALID && pk_weighting_parse("uniform", NULL) == PK_ERR_INVALID,
+          "weighting_parse with NULL");
+    CHECK(pk_dftimage_kernel_from_name(NULL) == -1, "dftimage kernel named NULL");
+    pk_vis_free(&vis);
+}
+
 int main(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_status st0;
+    null_and_invalid_arguments_are_refused();
     memsort_compare_sees_every_field();
     memsort_check_plans_keeps_the_cause();
     numbers_in_text_ignore_the_locale();

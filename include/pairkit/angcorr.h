@@ -33,7 +33,8 @@ typedef struct pk_catalog {
 } pk_catalog;
 
 /* Angle in the given units to radians, the one conversion all of pairkit
- * uses: arcmin * (pi / 10800), deg * (pi / 180), rad unchanged. */
+ * uses: arcmin * (pi / 10800), deg * (pi / 180), rad unchanged (as is a
+ * value of units outside the enum). */
 double pk_units_to_rad(double value, pk_units units);
 pk_status pk_units_parse(const char *name, pk_units *out);
 
@@ -67,18 +68,40 @@ typedef struct pk_bins {
     double *edges; /* n_bins + 1 increasing edges; for LINEAR, theta_min + k * width */
 } pk_bins;
 
-/* The default of the course format: 1440 bins of 0.25 degree from 0. */
+/* The constructors: 1 to 10,000,000 bins into out (required), which a
+ * failure leaves empty. The default of the course format: 1440 bins of
+ * 0.25 degree from 0. */
 pk_status pk_bins_default(pk_context *ctx, pk_bins *out);
+/* edges[k] = theta_min + k * width (k as a double, one multiply and one
+ * add, rounded each). */
 pk_status pk_bins_linear(pk_context *ctx, double theta_min, double width, size_t n_bins, pk_bins *out);
-/* n_bins logarithmic bins over [theta_min, theta_max), 0 < theta_min < theta_max. */
+/* n_bins logarithmic bins over [theta_min, theta_max), 0 < theta_min <
+ * theta_max. The edges, in double and the C library's log and exp, are
+ *
+ *     step = log(theta_max / theta_min) / n_bins
+ *     edges[k] = theta_min * exp(k * step)    (0 < k < n_bins)
+ *
+ * each operation rounded in that order (the quotient, the log, step, then
+ * k * step, exp, the product), with edges[0] = theta_min and
+ * edges[n_bins] = theta_max exactly. theta_min * exp(k * log(ratio) /
+ * n_bins) rounds differently and can differ in the last bit. */
 pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_t n_bins, pk_bins *out);
-/* Bins from n_edges >= 2 strictly increasing finite edges >= 0. */
+/* Bins from n_edges >= 2 strictly increasing finite edges >= 0 (edges
+ * required), copied. */
 pk_status pk_bins_from_edges(pk_context *ctx, const double *edges, size_t n_edges, pk_bins *out);
 void pk_bins_free(pk_bins *bins);
 
+/* Check bins built by hand, as every function taking bins does first: not
+ * NULL, a known kind, 1 to 10,000,000 bins with edges, every edge finite,
+ * >= 0 and above the one before, and for PK_BINS_LINEAR a finite
+ * theta_min >= 0 and width > 0. An all-zero pk_bins is PK_ERR_INVALID
+ * "bins: no bins ...", naming the constructors. */
+pk_status pk_bins_check(pk_context *ctx, const pk_bins *bins);
+
 /* The reference binning rule for a separation theta (radians): the bin
  * index in [0, n_bins), -1 below theta_min, n_bins at or above theta_max
- * and for NaN. */
+ * and for NaN. bins NULL or without bins (n_bins 0, or edges NULL for
+ * PK_BINS_EDGES): -1, the separation in no bin. */
 int64_t pk_bins_index(const pk_bins *bins, double theta);
 
 /* ---- pair counting ------------------------------------------------------- */
@@ -114,7 +137,8 @@ typedef struct pk_angcorr_options {
 
 /* Work split for distributed runs (pk_angcorr_run_part): part `part` of
  * n_parts counts the pairs of rows [*begin, *end) of the first catalog, so
- * that the counts of parts 0..n_parts-1 add up exactly to the whole. Parts
+ * that the counts of parts 0..n_parts-1 add up exactly to the whole (begin
+ * or end NULL: nothing written). Parts
  * have equal pair work: an autocorrelation's rows are triangle rows (row i
  * owns (i, j) and (j, i) for j > i, and (i, i)). A part outside
  * 0 .. n_parts - 1 gets no rows. */
@@ -131,12 +155,14 @@ typedef struct pk_pair_stats {
     int blocks_per_sm;       /* CUDA: resident blocks a multiprocessor held (else 0) */
 } pk_pair_stats;
 
+/* The kernel's name; NULL for a number that is no kernel. */
 const char *pk_angcorr_kernel_name(int kernel);
 /* 1 when the kernel's counts equal the reference's by construction; the
  * anchors that reproduce the usual approximate kernels answer 0 (their
  * names contain "approx"). */
 int pk_angcorr_kernel_exact(int kernel);
-/* Look a kernel up by name ("ref", "scalar", "avx2", ...); -1 if unknown. */
+/* Look a kernel up by name ("ref", "scalar", "avx2", ...); -1 if unknown
+ * or NULL. */
 int pk_angcorr_kernel_from_name(const char *name);
 /* 1 if the kernel can run here (built in, CPU supports it, device present). */
 int pk_angcorr_kernel_available(int kernel);
@@ -147,7 +173,10 @@ int pk_angcorr_kernel_available(int kernel);
  * (i, j) with i in a and j in b. Pairs outside the bin range are not
  * counted. Each run checks that the in-range and out-of-range counts add up
  * to the number of pairs and fails with PK_ERR_INTERNAL otherwise.
- * stats may be NULL. Reentrant; uses ctx->n_threads CPU threads. */
+ * a, bins (pk_bins_check) and counts are required, stats may be NULL; a
+ * catalog's ra and dec must be set when it has objects; opts NULL: the
+ * defaults, and an options backend outside pk_backend is PK_ERR_INVALID.
+ * Reentrant; uses ctx->n_threads CPU threads. */
 pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
                            const pk_bins *bins, uint64_t *counts, pk_pair_stats *stats);
 
@@ -161,12 +190,14 @@ typedef enum pk_estimator {
 } pk_estimator;
 
 pk_status pk_estimator_parse(const char *name, pk_estimator *out);
+/* "landy-szalay", ...; "unknown" for a value outside the enum. */
 const char *pk_estimator_name(pk_estimator estimator);
 
 /* w(theta) per bin from counts normalised by their totals (n_d^2, n_d n_r,
  * n_r^2). With n_d == n_r the Landy-Szalay value is computed from the raw
  * counts, as the course format always did. Bins whose denominator is 0 get
- * NaN. */
+ * NaN, and so does every bin for an estimator outside the enum or when dd,
+ * dr or rr is NULL; omega NULL: nothing written. */
 void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins, const uint64_t *dd,
                  const uint64_t *dr, const uint64_t *rr, double *omega);
 
@@ -182,8 +213,9 @@ typedef struct pk_angcorr_result {
 } pk_angcorr_result;
 
 /* DD, DR and RR of data and random, then the estimator. Progress is
- * reported over the three counts together. Free with
- * pk_angcorr_result_free. */
+ * reported over the three counts together. data, random, bins and out are
+ * required; an estimator outside pk_estimator is PK_ERR_INVALID naming
+ * it. Free with pk_angcorr_result_free. */
 pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                          const pk_catalog *random, const pk_bins *bins, pk_estimator estimator, pk_angcorr_result *out);
 void pk_angcorr_result_free(pk_angcorr_result *result);
@@ -276,11 +308,12 @@ typedef struct pk_angcorr_features {
 } pk_angcorr_features;
 
 /* Like pk_angcorr_count, with weights and per-bin sums. weighted[n_bins]
- * (may be NULL) receives the sum of w_i w_j over the pairs of each bin (the
+ * (may be NULL, as may counts) receives the sum of w_i w_j over the pairs of each bin (the
  * counts themselves when unweighted); theta_sum[n_bins] (may be NULL; needs
  * mean_theta) the sum of w_i w_j theta_ij in radians. Bins are those of the
  * reference, exactly; the sums agree with the reference's to float64
- * rounding (order of summation: docs/angcorr.md). */
+ * rounding (order of summation: docs/angcorr.md). a and bins required;
+ * features->prune outside pk_prune is PK_ERR_INVALID. */
 pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
                               const pk_bins *bins, const pk_angcorr_features *features, uint64_t *counts,
                               double *weighted, double *theta_sum, pk_pair_stats *stats);
@@ -294,7 +327,8 @@ pk_status pk_angcorr_count_ref_weighted(pk_context *ctx, const pk_catalog *a, co
 
 /* w(theta) from weighted counts, normalised by the weight totals
  * (sum_w_data^2, sum_w_data sum_w_random, sum_w_random^2). NaN where the
- * denominator is 0. */
+ * denominator is 0, and as in pk_estimate for an unknown estimator or NULL
+ * dd, dr or rr (omega NULL: nothing written). */
 void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_w_random, size_t n_bins,
                           const double *dd, const double *dr, const double *rr, double *omega);
 
@@ -327,7 +361,9 @@ typedef struct pk_angcorr_extras {
  * proportion to their cells; data objects take the patch of their position. Leaving
  * patch k out removes its objects from both catalogs; the normalisation
  * uses the remaining totals. With weights, result->omega is the weighted
- * estimate. Free extras with pk_angcorr_extras_free. */
+ * estimate. data, random, bins, out and extras are required; run NULL: the
+ * defaults; run->prune outside pk_prune is PK_ERR_INVALID. Free extras
+ * with pk_angcorr_extras_free. */
 pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                             const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                             const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras);

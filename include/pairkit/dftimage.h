@@ -67,6 +67,7 @@ typedef struct pk_vis {
 typedef enum pk_weights { PK_WEIGHTS_DATA = 0, PK_WEIGHTS_ABS, PK_WEIGHTS_UNIT } pk_weights;
 
 pk_status pk_weights_parse(const char *name, pk_weights *out);
+/* "data", "abs", "unit"; "unknown" for a value outside the enum. */
 const char *pk_weights_name(pk_weights weights);
 
 /* Read visibilities: .npz (arrays u, v, w float64 and data complex128, as
@@ -77,7 +78,8 @@ const char *pk_weights_name(pk_weights weights);
  * hands (XX,YY or RR,LL; either alone when the other is flagged).
  * Errors name the file and the array, parameter, group or keyword. A
  * UVFITS read asks ctx's progress every 1024 groups: a nonzero answer
- * stops it with PK_ERR_CANCELLED, nothing kept. */
+ * stops it with PK_ERR_CANCELLED, nothing kept. pk_vis_read refuses
+ * weights outside pk_weights (PK_ERR_INVALID). */
 pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);
 pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out);
 pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);
@@ -120,6 +122,7 @@ pk_status pk_vis_select_uv(pk_context *ctx, pk_vis *vis, double min_l, double ma
 typedef enum pk_weighting { PK_WEIGHTING_NATURAL = 0, PK_WEIGHTING_UNIFORM, PK_WEIGHTING_BRIGGS } pk_weighting;
 
 pk_status pk_weighting_parse(const char *name, pk_weighting *out);
+/* "natural", "uniform", "briggs"; "unknown" for a value outside the enum. */
 const char *pk_weighting_name(pk_weighting weighting);
 
 /* Reweights vis in place for an image of n x n pixels of cell radians:
@@ -145,11 +148,17 @@ typedef enum pk_dftimage_kernel {
     PK_DFTIMAGE_KERNEL_CPU_AVX512  /* the same with AVX-512 */
 } pk_dftimage_kernel;
 
+/* Options of pk_dftimage_run and pk_dftimage_psf; a field out of its range
+ * is PK_ERR_INVALID naming it. precision DOUBLE with a kernel that computes
+ * in single precision (scalar, avx2, avx512, a CUDA f32 kernel) is refused;
+ * precision SINGLE (the default, so also "not said") with a float64 kernel
+ * (ref, cpu-f64, a CUDA f64 kernel) runs that kernel in double, and the
+ * image says so (pk_image.precision). */
 typedef struct pk_dftimage_options {
     pk_backend backend;     /* AUTO by default */
     int kernel;             /* 0 = best for backend and precision */
     pk_precision precision; /* SINGLE by default */
-    int sign;               /* +1 or -1; 0 = the data's own (pk_vis.sign) */
+    int sign;               /* +1 or -1; 0 = the data's own (pk_vis.sign, then +1 or -1) */
     int want_imag;          /* also compute the imaginary part */
     /* CUDA: bytes of device memory the run may allocate; 0 = what the
      * device has free. An image that does not fit is made in bands of
@@ -186,12 +195,14 @@ typedef struct pk_dftimage_stats {
     size_t gpu_bytes; /* CUDA: device memory allocated; CPU: 0 */
 } pk_dftimage_stats;
 
+/* The kernel's name; NULL for a number that is no kernel. */
 const char *pk_dftimage_kernel_name(int kernel);
-/* Look a kernel up by its exact name ("ref", "avx512", "cuda-final-f32", ...); -1 if unknown. */
+/* Look a kernel up by its exact name ("ref", "avx512", "cuda-final-f32", ...); -1 if unknown or NULL. */
 int pk_dftimage_kernel_from_name(const char *name);
 /* 1 if the kernel can run here (built in, CPU supports it, device present). */
 int pk_dftimage_kernel_available(int kernel);
-/* The precision a kernel computes in. */
+/* The precision a kernel computes in (SINGLE for BEST and for a number
+ * that is no kernel). */
 pk_precision pk_dftimage_kernel_precision(int kernel);
 
 /* Bytes the image of n x n pixels needs on the host; fails with
@@ -212,7 +223,9 @@ pk_status pk_dftimage_check_grid(pk_context *ctx, size_t n, double cell, int wan
  * largest modulus (for pk_dftimage_psf, the sum of the weights). An image
  * with a pixel that is not finite is never returned. stats may be
  * NULL. Progress is reported. On any failure, cancellation included, out
- * is left empty, as pk_image_free leaves it.
+ * is left empty, as pk_image_free leaves it. vis and out are required,
+ * and a vis with n > 0 needs its u, v, w, re and im arrays; opts NULL: the
+ * defaults (pk_dftimage_options says which combinations are refused).
  * Reentrant; uses ctx->n_threads CPU threads. */
 pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                           pk_image *out, pk_dftimage_stats *stats);
@@ -238,20 +251,21 @@ pk_status pk_dftimage_beam_fit(pk_context *ctx, const pk_image *psf, double *bma
 
 /* The float64 reference at arbitrary direction cosines: for each point p,
  * re[p] + i im[p] = sum_k V_k exp(sign 2 pi i (u l_p + v m_p + w n'_p)),
- * l_p^2 + m_p^2 < 1. im may be NULL. The specification every kernel is
- * tested against. */
+ * l_p^2 + m_p^2 < 1. vis, and l, m, re when n_points > 0, are required;
+ * im may be NULL. The specification every kernel is tested against. */
 pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points, const double *l,
                                  const double *m, double *re, double *im);
 
 /* Direction cosines (l, m) of the sky position (ra, dec) in the SIN
  * projection about the phase centre (ra0, dec0); all in degrees. l is
- * east, m north. */
+ * east, m north. l or m NULL: nothing written. */
 void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l, double *m);
 
 /* Relative L2 error of an image against the float64 reference,
  * ||I - I_ref|| / ||I_ref||, over the real parts (and imaginary parts when
  * the image has them). With max_pixels == 0 or >= n * n every pixel is
- * compared; otherwise a fixed pseudo-random subset of max_pixels pixels. */
+ * compared; otherwise a fixed pseudo-random subset of max_pixels pixels.
+ * vis, image (with its re) and rel_l2 required; n_compared may be NULL. */
 pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *image, size_t max_pixels,
                             double *rel_l2, size_t *n_compared);
 
@@ -262,11 +276,13 @@ pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *
  * when the image has none). East is on the left: FITS column i holds
  * a = n - 1 - i (CDELT1 < 0). A pixel that is not finite, or beyond
  * float32's range in a float32 image, is PK_ERR_INVALID naming it, and
- * nothing is written. Atomic. */
+ * nothing is written. path and image (with its re) required, vis may be
+ * NULL (no phase centre). Atomic. */
 pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
                               int with_imag);
 
-/* Pixel value at FITS column i, row j (0-based) of the written image. */
+/* Pixel value at FITS column i, row j (0-based) of the written image; NaN
+ * for a NULL or empty image and for i or j outside it. */
 double pk_image_fits_value(const pk_image *image, size_t i, size_t j);
 
 #if defined(__GNUC__)

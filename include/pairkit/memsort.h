@@ -39,7 +39,7 @@ extern "C" {
 #define PK_MEMSORT_NAME_MAX 16
 
 typedef struct pk_memsort_region {
-    char name[PK_MEMSORT_NAME_MAX]; /* "ROM", "INPUT", "RAM", ... NUL-terminated */
+    char name[PK_MEMSORT_NAME_MAX]; /* "ROM", "INPUT", "RAM", ... NUL-terminated within the array */
     uint32_t base;                  /* first raw address, a multiple of 8 */
     uint64_t size;                  /* bytes, a multiple of 8, > 0; base + size <= 2^32 */
     uint32_t max_instances;         /* instances the prover can take for this region */
@@ -67,10 +67,14 @@ pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_
 /* A preset name or else a file path. */
 pk_status pk_memsort_regions_get(pk_context *ctx, const char *name_or_path, pk_memsort_regions *out);
 
-/* Check a table built by hand: sizes, alignment, overlap, limits. */
+/* Check a table built by hand: not NULL, 1 to PK_MEMSORT_MAX_REGIONS
+ * regions, names non-empty, NUL-terminated within their 16 bytes and
+ * distinct, sizes, alignment, overlap, limits. Every function that takes a
+ * table checks it so first. */
 pk_status pk_memsort_regions_check(pk_context *ctx, const pk_memsort_regions *regions);
 
-/* Compact addresses of the whole table (the sum of size / 8). */
+/* Compact addresses of the whole table (the sum of size / 8, over at most
+ * PK_MEMSORT_MAX_REGIONS regions); 0 for NULL. */
 uint64_t pk_memsort_regions_compact_size(const pk_memsort_regions *regions);
 
 /* ---- traces ------------------------------------------------------------- */
@@ -238,24 +242,26 @@ typedef struct pk_memsort_result {
     void *backend_state;
 } pk_memsort_result;
 
-void pk_memsort_result_init(pk_memsort_result *result);
+void pk_memsort_result_init(pk_memsort_result *result); /* NULL: nothing done */
 void pk_memsort_result_free(pk_memsort_result *result);
 
-const char *pk_memsort_kernel_name(int kernel);
-int pk_memsort_kernel_from_name(const char *name); /* -1 if unknown */
+const char *pk_memsort_kernel_name(int kernel);    /* NULL for a number that is no kernel */
+int pk_memsort_kernel_from_name(const char *name); /* -1 if unknown or NULL */
 int pk_memsort_kernel_available(int kernel);
 
 /* Whether opts can run in this build on this machine, before any trace is
  * read (pk_memsort_run makes the same checks): the worker below the
  * workers, a known kernel that can run here and belongs to the backend
- * asked for, a usable CUDA device where cuda is asked for. opts NULL: the
- * defaults. */
+ * asked for, a usable CUDA device where cuda is asked for, a backend
+ * within pk_backend. opts NULL: the defaults. */
 pk_status pk_memsort_options_check(pk_context *ctx, const pk_memsort_options *opts);
 
 /* Plan and fill for worker opts->worker of opts->n_workers. The trace is
  * checked first (PK_ERR_PARSE naming chunk and entry). Reentrant for
  * distinct results; uses ctx->n_threads CPU threads; the CUDA kernel uses
- * ctx->cuda_device and keeps device buffers in the result between calls. */
+ * ctx->cuda_device and keeps device buffers in the result between calls.
+ * regions, trace (with its chunk_start, and addr when it has entries) and
+ * result are required; opts NULL: the defaults. */
 pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const pk_memsort_regions *regions,
                          const pk_memsort_trace *trace, pk_memsort_result *result);
 
@@ -270,7 +276,8 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
                                   int n_threads, uint64_t *host_bytes, uint64_t *device_bytes);
 
 /* Rows j of an owned instance as (raw address, value) pairs into
- * pairs[2 * n_rows] (address, value, address, value, ...). */
+ * pairs[2 * n_rows] (address, value, address, value, ...). Any argument
+ * NULL: nothing written. */
 void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *inst, uint32_t *pairs);
 
 /* ---- filling from the plan alone --------------------------------------- */
@@ -335,7 +342,8 @@ pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace,
 
 /* Compare two results of the same trace and worker: every instance plan
  * and every owned instance's counts, runs and values. PK_OK when equal,
- * else PK_ERR_INTERNAL with the first difference (instance and field). */
+ * else PK_ERR_INTERNAL with the first difference (instance and field);
+ * PK_ERR_INVALID for a NULL result. */
 pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *expected, const pk_memsort_result *got);
 
 /* Write OUT_DIR/memsort.bin (binary layout in docs/memsort.md) and

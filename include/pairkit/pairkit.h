@@ -2,8 +2,23 @@
  * caller's context (error message, progress callback, cancellation), and
  * backend selection.
  *
- * Every public function returns a pk_status. On failure it writes a message
- * naming the file, line or field into ctx->message; the library itself never
+ * A public function that takes a context returns a pk_status; on failure it
+ * writes a message naming the file, line, argument or field into
+ * ctx->message (ctx may be NULL: the status alone then tells). A required
+ * pointer argument that is NULL, or an enum field outside its enum, is
+ * PK_ERR_INVALID with a message naming it ("pk_memsort_run: trace is
+ * NULL"). Exceptions, whose pointer arguments must not be NULL: the
+ * catalog readers (pk_catalog_read, pk_catalog_read_spec,
+ * pk_catalog_from_arrays), pk_vis_read_uvfits, and pk_memsort_trace_read,
+ * pk_memsort_trace_write, pk_memsort_trace_pin and pk_memsort_chunks_read.
+ * The parse functions (pk_backend_parse, pk_estimator_parse,
+ * pk_units_parse, pk_weights_parse, pk_weighting_parse,
+ * pk_catalog_format_parse) take no context and write no message: they
+ * return PK_OK or PK_ERR_INVALID only, PK_ERR_INVALID for an unknown name
+ * (and, but for pk_units_parse and pk_catalog_format_parse, whose name must
+ * not be NULL, for a NULL name or out), leaving *out unchanged then.
+ * Functions that return another type say what they return for NULL
+ * arguments. The library itself never
  * prints, never exits and never installs signal handlers. A context may be
  * used by one thread at a time; distinct contexts are independent, also
  * when calls come from inside the caller's own OpenMP parallel region (the
@@ -63,13 +78,16 @@ typedef struct pk_context {
     int cuda_device; /* CUDA device ordinal for PK_BACKEND_CUDA */
 } pk_context;
 
-/* A context with defaults: no progress callback, all threads, device 0. */
+/* A context with defaults: no progress callback, all threads, device 0.
+ * ctx NULL: nothing done. */
 void pk_context_init(pk_context *ctx);
 
 /* A short constant English name for a status ("parse error"). */
 const char *pk_status_str(pk_status status);
 
-/* Name of a backend ("auto", "cpu", "cuda"), and the reverse. */
+/* Name of a backend ("auto", "cpu", "cuda"; "unknown" for any other
+ * value), and the reverse (PK_ERR_INVALID for an unknown or NULL name, or
+ * a NULL out; no message). */
 const char *pk_backend_name(pk_backend backend);
 pk_status pk_backend_parse(const char *name, pk_backend *out);
 
@@ -87,7 +105,8 @@ int pk_cuda_device_count(void);
  * device as it was. */
 const char *pk_cuda_unusable(int device);
 
-/* One line about CUDA device `device` into buf: its name, compute
+/* One line about CUDA device `device` into buf[size] (NULL only with size
+ * 0: nothing written): its name, compute
  * capability, memory and memory free now ("NVIDIA H200, sm_90, 139.8 GiB,
  * 139.1 GiB free"), or "cannot be used (why)" (pk_cuda_unusable). Returns 0
  * when the device can be used, 1 otherwise. Leaves the calling thread's
@@ -97,7 +116,8 @@ int pk_cuda_describe(int device, char *buf, size_t size);
 /* Resolve PK_BACKEND_AUTO to CPU or CUDA: CUDA when ctx->cuda_device (0
  * without a context) can be used (pk_cuda_unusable), the CPU otherwise. An
  * explicit PK_BACKEND_CUDA with no device, or with one that cannot be used,
- * gives PK_ERR_UNSUPPORTED with a message saying why. */
+ * gives PK_ERR_UNSUPPORTED with a message saying why; a value outside the
+ * enum, PK_ERR_INVALID. resolved is required. */
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved);
 
 #if defined(__GNUC__)

@@ -39,6 +39,7 @@ int pk_angcorr_kernel_exact(int kernel) {
 }
 
 int pk_angcorr_kernel_from_name(const char *name) {
+    if (!name) return -1;
     if (strcmp(name, "best") == 0) return PK_ANGCORR_KERNEL_BEST;
     for (size_t k = 0; k < N_CPU_KERNELS; k++)
         if (strcmp(cpu_kernels[k].name, name) == 0) return cpu_kernels[k].kernel;
@@ -83,6 +84,9 @@ static int best_cpu_kernel(void) {
 pk_status pk_angcorr_choose_kernel(pk_context *ctx, const pk_angcorr_options *opts, pk_backend *backend, int *kernel) {
     pk_angcorr_options o = {PK_BACKEND_AUTO, PK_ANGCORR_KERNEL_BEST};
     if (opts) o = *opts;
+    if ((unsigned)o.backend > PK_BACKEND_CUDA)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_options.backend: %d is not auto (0), cpu (1) or cuda (2)",
+                       (int)o.backend);
     if (o.kernel != PK_ANGCORR_KERNEL_BEST) {
         if (!pk_angcorr_kernel_name(o.kernel)) return pk_fail(ctx, PK_ERR_INVALID, "unknown kernel %d", o.kernel);
         if (!pk_angcorr_kernel_available(o.kernel)) {
@@ -164,6 +168,7 @@ static size_t triangle_split(size_t n, double share) {
 }
 
 void pk_angcorr_part_rows(size_t n, int autocorr, int part, int n_parts, size_t *begin, size_t *end) {
+    if (!begin || !end) return;
     if (n_parts > 1 && (part < 0 || part >= n_parts)) { /* no such part: no rows */
         *begin = *end = 0;
         return;
@@ -236,10 +241,14 @@ static pk_status count_part(pk_context *ctx, pk_backend backend, int kernel, int
 
 pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_catalog *b) {
     const pk_catalog *cats[2] = {a, b};
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         if (cats[k] && cats[k]->n > PK_ANGCORR_MAX_OBJECTS)
             return pk_fail(ctx, PK_ERR_INVALID, "a catalog of %zu objects: at most %u (2^31 - 1) can be counted",
                            cats[k]->n, PK_ANGCORR_MAX_OBJECTS);
+        if (cats[k] && cats[k]->n && (!cats[k]->ra || !cats[k]->dec))
+            return pk_fail(ctx, PK_ERR_INVALID, "a catalog of %zu objects whose %s is NULL", cats[k]->n,
+                           !cats[k]->ra ? "ra" : "dec");
+    }
     uint64_t n_a = a ? a->n : 0, n_b = b ? b->n : n_a;
     if (n_a && n_b > UINT64_MAX / n_a)
         return pk_fail(ctx, PK_ERR_INVALID, "%llu x %llu pairs overflow a 64-bit count", (unsigned long long)n_a,
@@ -250,7 +259,10 @@ pk_status pk_angcorr_check_sizes(pk_context *ctx, const pk_catalog *a, const pk_
 pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
                            const pk_bins *bins, uint64_t *counts, pk_pair_stats *stats) {
     pk_clear(ctx);
-    if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
+    if (!a) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_count: a is NULL");
+    if (!bins) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_count: bins is NULL");
+    if (!counts) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_count: counts is NULL");
+    if (a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
     pk_backend backend;
     int kernel;
     pk_status st = pk_angcorr_check_sizes(ctx, a, b);
@@ -278,7 +290,11 @@ pk_status pk_angcorr_count(pk_context *ctx, const pk_angcorr_options *opts, cons
 
 /* ---- estimators ---------------------------------------------------------- */
 
+/* The estimators in the enum's order, for messages. */
+#define ESTIMATOR_NAMES "landy-szalay, natural, hamilton, davis-peebles"
+
 pk_status pk_estimator_parse(const char *name, pk_estimator *out) {
+    if (!name || !out) return PK_ERR_INVALID;
     if (strcmp(name, "ls") == 0 || strcmp(name, "landy-szalay") == 0) *out = PK_ESTIMATOR_LANDY_SZALAY;
     else if (strcmp(name, "natural") == 0 || strcmp(name, "peebles-hauser") == 0) *out = PK_ESTIMATOR_NATURAL;
     else if (strcmp(name, "hamilton") == 0) *out = PK_ESTIMATOR_HAMILTON;
@@ -299,6 +315,11 @@ const char *pk_estimator_name(pk_estimator estimator) {
 
 void pk_estimate(pk_estimator estimator, uint64_t n_data, uint64_t n_random, size_t n_bins, const uint64_t *dd,
                  const uint64_t *dr, const uint64_t *rr, double *omega) {
+    if (!omega) return;
+    if (!dd || !dr || !rr) {
+        for (size_t k = 0; k < n_bins; k++) omega[k] = (double)NAN;
+        return;
+    }
     double nd = (double)n_data, nr = (double)n_random;
     double f_dd = nd * nd, f_dr = nd * nr, f_rr = nr * nr;
     for (size_t k = 0; k < n_bins; k++) {
@@ -338,26 +359,21 @@ void pk_angcorr_result_free(pk_angcorr_result *result) {
     memset(result, 0, sizeof *result);
 }
 
-pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
-                         const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
-                         pk_angcorr_result *out) {
-    return pk_angcorr_run_part_rr(ctx, opts, 0, 1, data, random, bins, estimator, NULL, out);
-}
-
-pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
-                              const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
-                              pk_estimator estimator, pk_angcorr_result *out) {
-    return pk_angcorr_run_part_rr(ctx, opts, part, n_parts, data, random, bins, estimator, NULL, out);
-}
-
-pk_status pk_angcorr_run_part_rr(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
-                                 const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
-                                 pk_estimator estimator, const uint64_t *rr, pk_angcorr_result *out) {
+/* pk_angcorr_run_part_rr; fn: the public function called, for messages. */
+static pk_status run_part_rr(const char *fn, pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                             const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                             pk_estimator estimator, const uint64_t *rr, pk_angcorr_result *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "%s: out is NULL", fn);
     memset(out, 0, sizeof *out);
+    if (!bins) return pk_fail(ctx, PK_ERR_INVALID, "%s: bins is NULL", fn);
+    if ((unsigned)estimator > PK_ESTIMATOR_DAVIS_PEEBLES)
+        return pk_fail(ctx, PK_ERR_INVALID, "estimator %d is not a pk_estimator (0 to 3: %s)", (int)estimator,
+                       ESTIMATOR_NAMES);
     if (n_parts < 1 || part < 0 || part >= n_parts)
         return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d does not exist", part, n_parts);
-    if (!data || !random || data->n == 0 || random->n == 0)
+    if (!data || !random) return pk_fail(ctx, PK_ERR_INVALID, "%s: %s is NULL", fn, !data ? "data" : "random");
+    if (data->n == 0 || random->n == 0)
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
     pk_backend backend;
     int kernel;
@@ -418,6 +434,24 @@ pk_status pk_angcorr_run_part_rr(pk_context *ctx, const pk_angcorr_options *opts
     return PK_OK;
 }
 
+pk_status pk_angcorr_run(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                         const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                         pk_angcorr_result *out) {
+    return run_part_rr(__func__, ctx, opts, 0, 1, data, random, bins, estimator, NULL, out);
+}
+
+pk_status pk_angcorr_run_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                              const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                              pk_estimator estimator, pk_angcorr_result *out) {
+    return run_part_rr(__func__, ctx, opts, part, n_parts, data, random, bins, estimator, NULL, out);
+}
+
+pk_status pk_angcorr_run_part_rr(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 const pk_catalog *data, const pk_catalog *random, const pk_bins *bins,
+                                 pk_estimator estimator, const uint64_t *rr, pk_angcorr_result *out) {
+    return run_part_rr(__func__, ctx, opts, part, n_parts, data, random, bins, estimator, rr, out);
+}
+
 /* ---- output -------------------------------------------------------------- */
 
 static double rad_to_deg(double r) {
@@ -428,9 +462,19 @@ static double rad_to_deg(double r) {
 static pk_status result_file_open(pk_context *ctx, pk_atomic_file *f, const char *path, const pk_angcorr_result *result,
                                   const pk_bins *bins) {
     pk_clear(ctx);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_write_omega: path is NULL");
+    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_write_omega: result is NULL");
+    pk_status st = pk_bins_check(ctx, bins);
+    if (st) return st;
     if (result->n_bins != bins->n_bins)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
                        bins->n_bins);
+    if (!result->dd || !result->dr || !result->rr || !result->omega)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result's %s is NULL", path,
+                       !result->dd   ? "dd"
+                       : !result->dr ? "dr"
+                       : !result->rr ? "rr"
+                                     : "omega");
     return pk_atomic_open(ctx, f, path);
 }
 

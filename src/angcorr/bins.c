@@ -14,10 +14,13 @@
 
 #include "angcorr_internal.h"
 
+/* The most bins a pk_bins may have. */
+#define BINS_MAX 10000000u
+
 static pk_status bins_alloc(pk_context *ctx, pk_bins *out, size_t n_bins) {
     memset(out, 0, sizeof *out);
     if (n_bins == 0) return pk_fail(ctx, PK_ERR_INVALID, "bins: the number of bins must be at least 1");
-    if (n_bins > 10000000)
+    if (n_bins > BINS_MAX)
         return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins is more than the 10,000,000 supported", n_bins);
     out->edges = malloc((n_bins + 1) * sizeof(double));
     if (!out->edges) return pk_fail(ctx, PK_ERR_NOMEM, "bins: out of memory");
@@ -31,6 +34,7 @@ static pk_status bins_alloc(pk_context *ctx, pk_bins *out, size_t n_bins) {
 
 pk_status pk_bins_linear(pk_context *ctx, double theta_min, double width, size_t n_bins, pk_bins *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_linear: out is NULL");
     memset(out, 0, sizeof *out);
     if (!isfinite(theta_min) || theta_min < 0)
         return pk_fail(ctx, PK_ERR_INVALID, "bins: theta_min must be finite and >= 0");
@@ -55,11 +59,13 @@ pk_status pk_bins_linear(pk_context *ctx, double theta_min, double width, size_t
 
 pk_status pk_bins_default(pk_context *ctx, pk_bins *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_default: out is NULL");
     return pk_bins_linear(ctx, 0.0, 0.25 * (M_PI / 180.0), 1440, out);
 }
 
 pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_t n_bins, pk_bins *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_log: out is NULL");
     memset(out, 0, sizeof *out);
     if (!(theta_min > 0) || !isfinite(theta_min))
         return pk_fail(ctx, PK_ERR_INVALID, "bins: log bins need theta_min > 0");
@@ -88,7 +94,9 @@ pk_status pk_bins_log(pk_context *ctx, double theta_min, double theta_max, size_
 
 pk_status pk_bins_from_edges(pk_context *ctx, const double *edges, size_t n_edges, pk_bins *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_from_edges: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!edges) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_from_edges: edges is NULL");
     if (n_edges < 2) return pk_fail(ctx, PK_ERR_INVALID, "bins: an edge list needs at least 2 edges");
     for (size_t k = 0; k < n_edges; k++) {
         if (!isfinite(edges[k]) || edges[k] < 0)
@@ -113,7 +121,36 @@ void pk_bins_free(pk_bins *bins) {
     memset(bins, 0, sizeof *bins);
 }
 
+pk_status pk_bins_check(pk_context *ctx, const pk_bins *bins) {
+    pk_clear(ctx);
+    if (!bins) return pk_fail(ctx, PK_ERR_INVALID, "bins is NULL");
+    if (bins->kind != PK_BINS_LINEAR && bins->kind != PK_BINS_EDGES)
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: kind %d is not PK_BINS_LINEAR (0) or PK_BINS_EDGES (1)",
+                       (int)bins->kind);
+    if (bins->n_bins == 0 || !bins->edges)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "bins: no bins (%zu bins, edges %s); make them with pk_bins_linear, pk_bins_log, "
+                       "pk_bins_from_edges, pk_bins_default or pk_bins_read_edges",
+                       bins->n_bins, bins->edges ? "set" : "NULL");
+    if (bins->n_bins > BINS_MAX)
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: %zu bins is more than the 10,000,000 supported", bins->n_bins);
+    if (bins->kind == PK_BINS_LINEAR &&
+        (!isfinite(bins->theta_min) || bins->theta_min < 0 || !isfinite(bins->width) || !(bins->width > 0)))
+        return pk_fail(ctx, PK_ERR_INVALID, "bins: linear bins need a finite theta_min >= 0 and width > 0 (%g, %g)",
+                       bins->theta_min, bins->width);
+    for (size_t k = 0; k <= bins->n_bins; k++) {
+        if (!isfinite(bins->edges[k]) || bins->edges[k] < 0)
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: edges[%zu] is %g, not a finite angle >= 0", k, bins->edges[k]);
+        if (k > 0 && !(bins->edges[k] > bins->edges[k - 1]))
+            return pk_fail(ctx, PK_ERR_INVALID, "bins: edges[%zu] = %g does not exceed edges[%zu] = %g", k,
+                           bins->edges[k], k - 1, bins->edges[k - 1]);
+    }
+    return PK_OK;
+}
+
 int64_t pk_bins_index(const pk_bins *bins, double theta) {
+    /* no bins at all: every separation lies outside them */
+    if (!bins || bins->n_bins == 0 || (bins->kind != PK_BINS_LINEAR && !bins->edges)) return -1;
     int64_t n = (int64_t)bins->n_bins;
     if (isnan(theta)) return n; /* in no bin, and no cast of NaN to an integer */
     if (bins->kind == PK_BINS_LINEAR) {
@@ -204,6 +241,8 @@ int32_t pk_edge_table_slot_fp64(const pk_edge_table *t, double dot) {
 
 pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_table *t) {
     memset(t, 0, sizeof *t);
+    pk_status st = pk_bins_check(ctx, bins);
+    if (st) return st;
     if (bins->n_bins > (size_t)(PK_CELL_SLOT_MASK - 4))
         return pk_fail(ctx, PK_ERR_INVALID, "bins: too many bins for the edge table");
     t->n_bounds = (int32_t)bins->n_bins + 1;

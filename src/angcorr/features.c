@@ -189,7 +189,7 @@ static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel,
             st = pk_angcorr_count_cuda(ctx, kernel, a, b, bins, table, out->slots, stats, progress);
     }
 #endif
-    if (st == PK_ERR_UNSUPPORTED && !ctx->message[0])
+    if (st == PK_ERR_UNSUPPORTED && (!ctx || !ctx->message[0]))
         st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "kernel %s cannot count these pairs", pk_angcorr_kernel_name(kernel));
     if (st) return st;
     return check_slots(ctx, kernel, a, wa, b, wb, n_slots, out, stats, pk_now() - t0);
@@ -198,10 +198,20 @@ static pk_status count_slots_ex(pk_context *ctx, pk_backend backend, int kernel,
 pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
                               const pk_bins *bins, const pk_angcorr_features *features, uint64_t *counts,
                               double *weighted, double *theta_sum, pk_pair_stats *stats) {
+    pk_context none; /* the counts look at a context's message: one for a caller without */
+    if (!ctx) {
+        pk_context_init(&none);
+        ctx = &none;
+    }
     pk_clear(ctx);
-    if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
+    if (!a) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_count_ex: a is NULL");
+    if (!bins) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_count_ex: bins is NULL");
+    if (a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
     pk_angcorr_features f = {NULL, NULL, 0, PK_PRUNE_AUTO};
     if (features) f = *features;
+    if ((unsigned)f.prune > PK_PRUNE_ON)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_features.prune: %d is not auto (0), off (1) or on (2)",
+                       (int)f.prune);
     if (theta_sum && !f.mean_theta) f.mean_theta = 1;
     pk_status st;
     if ((st = pk_angcorr_check_sizes(ctx, a, b)) != PK_OK) return st;
@@ -244,6 +254,11 @@ pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, c
 
 void pk_estimate_weighted(pk_estimator estimator, double sum_w_data, double sum_w_random, size_t n_bins,
                           const double *dd, const double *dr, const double *rr, double *omega) {
+    if (!omega) return;
+    if (!dd || !dr || !rr) {
+        for (size_t k = 0; k < n_bins; k++) omega[k] = (double)NAN;
+        return;
+    }
     double f_dd = sum_w_data * sum_w_data, f_dr = sum_w_data * sum_w_random, f_rr = sum_w_random * sum_w_random;
     for (size_t k = 0; k < n_bins; k++) {
         double DD = dd[k] / f_dd, DR = dr[k] / f_dr, RR = rr[k] / f_rr;
@@ -423,6 +438,12 @@ static pk_status patches_of(pk_context *ctx, const pk_catalog *random, int k, co
 
 pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
                              int32_t *patch) {
+    pk_clear(ctx);
+    if (!random) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_patches: random is NULL");
+    if (!objects) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_patches: objects is NULL");
+    if (!patch) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_patches: patch is NULL");
+    pk_status st = pk_angcorr_check_sizes(ctx, random, objects);
+    if (st) return st;
     return patches_of(ctx, random, k, objects, patch, NULL, NULL);
 }
 
@@ -494,19 +515,34 @@ void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells) {
     memset(cells, 0, sizeof *cells);
 }
 
+static pk_status run_ex_part(const char *fn, pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                             pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data, const pk_catalog *random,
+                             const pk_bins *bins, pk_estimator estimator, const pk_angcorr_run_options *run,
+                             const pk_angcorr_rr_cells *rr_in, pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out,
+                             pk_angcorr_extras *extras);
+
 pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                             const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                             const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras) {
-    return pk_angcorr_run_ex_part(ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, NULL, NULL, out,
-                                  extras);
+    return run_ex_part(__func__, ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, NULL, NULL, out,
+                       extras);
 }
 
 pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                                const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                                const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
                                pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
-    return pk_angcorr_run_ex_part(ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, rr_in, rr_out, out,
-                                  extras);
+    return run_ex_part(__func__, ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, rr_in, rr_out, out,
+                       extras);
+}
+
+pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
+                                 const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                                 const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                                 pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    return run_ex_part(__func__, ctx, opts, part, n_parts, sum, sum_user, data, random, bins, estimator, run, rr_in,
+                       rr_out, out, extras);
 }
 
 /* Blocks a catalog is cut into, without jackknife patches, for n_parts > 1
@@ -1353,16 +1389,33 @@ static pk_status assign_parts(pk_context *ctx, count_task *tasks, size_t n_tasks
     return PK_OK;
 }
 
-pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
-                                 pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
-                                 const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
-                                 const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
-                                 pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+/* pk_angcorr_run_ex_part; fn: the public function called, for messages. */
+static pk_status run_ex_part(const char *fn, pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                             pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data, const pk_catalog *random,
+                             const pk_bins *bins, pk_estimator estimator, const pk_angcorr_run_options *run,
+                             const pk_angcorr_rr_cells *rr_in, pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out,
+                             pk_angcorr_extras *extras) {
+    pk_context none; /* the counts below look at a context's message and threads: one for a caller without */
+    if (!ctx) {
+        pk_context_init(&none);
+        ctx = &none;
+    }
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "%s: out is NULL", fn);
+    if (!extras) return pk_fail(ctx, PK_ERR_INVALID, "%s: extras is NULL", fn);
     memset(out, 0, sizeof *out);
     memset(extras, 0, sizeof *extras);
     if (rr_out) memset(rr_out, 0, sizeof *rr_out);
-    if (!data || !random || data->n == 0 || random->n == 0)
+    if (!data || !random) return pk_fail(ctx, PK_ERR_INVALID, "%s: %s is NULL", fn, !data ? "data" : "random");
+    if (!bins) return pk_fail(ctx, PK_ERR_INVALID, "%s: bins is NULL", fn);
+    if ((unsigned)estimator > PK_ESTIMATOR_DAVIS_PEEBLES)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "estimator %d is not a pk_estimator (0 to 3: landy-szalay, natural, hamilton, davis-peebles)",
+                       (int)estimator);
+    if (run && (unsigned)run->prune > PK_PRUNE_ON)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_run_options.prune: %d is not auto (0), off (1) or on (2)",
+                       (int)run->prune);
+    if (data->n == 0 || random->n == 0)
         return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
     if (n_parts < 1 || part < 0 || part >= n_parts || (n_parts > 1 && !sum))
         return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d%s", part, n_parts,
@@ -1917,6 +1970,17 @@ static void ecsv_header(FILE *fp, const pk_angcorr_result *result, int means, in
 static pk_status write_table(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                              const pk_angcorr_extras *extras, const pk_bins *bins, int ecsv) {
     pk_clear(ctx);
+    const char *fn = ecsv ? "pk_angcorr_write_ecsv" : "pk_angcorr_write_csv_ex";
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "%s: path is NULL", fn);
+    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "%s: result is NULL", fn);
+    pk_status st = pk_bins_check(ctx, bins);
+    if (st) return st;
+    if (!result->dd || !result->dr || !result->rr || !result->omega)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result's %s is NULL", path,
+                       !result->dd   ? "dd"
+                       : !result->dr ? "dr"
+                       : !result->rr ? "rr"
+                                     : "omega");
     if (result->n_bins != bins->n_bins)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
                        bins->n_bins);
@@ -1924,8 +1988,7 @@ static pk_status write_table(pk_context *ctx, const char *path, const pk_angcorr
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the extras have %zu bins, the bins given %zu", path, extras->n_bins,
                        bins->n_bins);
     pk_atomic_file f;
-    pk_status st = pk_atomic_open(ctx, &f, path);
-    if (st) return st;
+    if ((st = pk_atomic_open(ctx, &f, path)) != PK_OK) return st;
     int means = extras && extras->theta_mean_dd, errs = extras && extras->omega_err, wts = extras && extras->dd_w;
     if (ecsv) ecsv_header(f.fp, result, means, errs, wts);
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg%s,omega%s,dd,dr,rr%s\n",
@@ -1961,14 +2024,16 @@ pk_status pk_angcorr_write_ecsv(pk_context *ctx, const char *path, const pk_angc
 pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const pk_angcorr_extras *extras,
                                       const pk_bins *bins) {
     pk_clear(ctx);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_write_covariance: path is NULL");
+    pk_status st = pk_bins_check(ctx, bins);
+    if (st) return st;
     if (!extras || !extras->omega_cov)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: no jackknife covariance to write", path);
     if (extras->n_bins != bins->n_bins)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the extras have %zu bins, the bins given %zu", path, extras->n_bins,
                        bins->n_bins);
     pk_atomic_file f;
-    pk_status st = pk_atomic_open(ctx, &f, path);
-    if (st) return st;
+    if ((st = pk_atomic_open(ctx, &f, path)) != PK_OK) return st;
     size_t n = extras->n_bins;
     fprintf(f.fp, "theta_lo_deg,theta_hi_deg");
     for (size_t k = 0; k < n; k++) fprintf(f.fp, ",bin_%zu", k);
@@ -2006,7 +2071,9 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
 
 pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_read_edges: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_bins_read_edges: path is NULL");
     char *text;
     size_t size;
     pk_status st = pk_read_file(ctx, path, &text, &size);

@@ -53,11 +53,14 @@ pk_status pk_angcorr_count_ref_weighted(pk_context *ctx, const pk_catalog *a, co
                                         const double *wb, const pk_bins *bins, uint64_t *counts, double *weighted,
                                         double *theta_sum) {
     pk_clear(ctx);
-    if (!a || a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
+    if (!a) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_count_ref_weighted: a is NULL");
+    pk_status st = pk_bins_check(ctx, bins);
+    if (st == PK_OK) st = pk_angcorr_check_sizes(ctx, a, b);
+    if (st) return st;
+    if (a->n == 0 || (b && b->n == 0)) return pk_fail(ctx, PK_ERR_INVALID, "empty catalog");
     if (!b) b = a, wb = wa;
     pk_unit_vectors va, vb;
-    pk_status st = pk_unit_vectors_make(ctx, a, &va);
-    if (st) return st;
+    if ((st = pk_unit_vectors_make(ctx, a, &va)) != PK_OK) return st;
     if ((st = pk_unit_vectors_make(ctx, b, &vb)) != PK_OK) {
         pk_unit_vectors_free(&va);
         return st;

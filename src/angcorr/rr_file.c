@@ -79,12 +79,25 @@ static uint64_t counts_sum(const uint64_t *rr, size_t n) {
     return h;
 }
 
+/* The arguments every RR file function needs (fn names it): a path, the
+ * random catalog, bins and the counts or cells (what: their name). */
+static pk_status rr_arguments(pk_context *ctx, const char *fn, const char *path, const pk_catalog *random,
+                              const pk_bins *bins, const void *counts, const char *what) {
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "%s: path is NULL", fn);
+    if (!random) return pk_fail(ctx, PK_ERR_INVALID, "%s: random is NULL", fn);
+    if (!counts) return pk_fail(ctx, PK_ERR_INVALID, "%s: %s is NULL", fn, what);
+    pk_status st = pk_bins_check(ctx, bins);
+    if (st == PK_OK) st = pk_angcorr_check_sizes(ctx, random, NULL);
+    return st;
+}
+
 pk_status pk_angcorr_write_rr(pk_context *ctx, const char *path, const pk_catalog *random, const pk_bins *bins,
                               const uint64_t *rr) {
     pk_clear(ctx);
-    pk_atomic_file f;
-    pk_status st = pk_atomic_open(ctx, &f, path);
+    pk_status st = rr_arguments(ctx, __func__, path, random, bins, rr, "rr");
     if (st) return st;
+    pk_atomic_file f;
+    if ((st = pk_atomic_open(ctx, &f, path)) != PK_OK) return st;
     fprintf(f.fp, "%s\nrandom %zu %016" PRIx64 "\nbins %zu\ncounts %016" PRIx64 "\n", RR_MAGIC, random->n,
             catalog_hash(random), bins->n_bins, counts_sum(rr, bins->n_bins));
     for (size_t k = 0; k < bins->n_bins; k++)
@@ -243,10 +256,11 @@ static pk_status read_rr(pk_context *ctx, const char *path, char *text, const pk
 pk_status pk_angcorr_read_rr(pk_context *ctx, const char *path, const pk_catalog *random, const pk_bins *bins,
                              uint64_t *rr) {
     pk_clear(ctx);
+    pk_status st = rr_arguments(ctx, __func__, path, random, bins, rr, "rr");
+    if (st) return st;
     char *text;
     size_t size;
-    pk_status st = pk_read_file(ctx, path, &text, &size);
-    if (st) return st;
+    if ((st = pk_read_file(ctx, path, &text, &size)) != PK_OK) return st;
     if (memchr(text, '\0', size)) st = pk_fail(ctx, PK_ERR_PARSE, "%s: not a text file", path);
     else st = read_rr(ctx, path, text, random, bins, rr);
     free(text);
@@ -313,10 +327,11 @@ pk_status pk_angcorr_write_rr_cells(pk_context *ctx, const char *path, const pk_
                                     const pk_angcorr_run_options *run, const pk_bins *bins,
                                     const pk_angcorr_rr_cells *cells) {
     pk_clear(ctx);
+    pk_status st = rr_arguments(ctx, __func__, path, random, bins, cells, "cells");
+    if (st) return st;
     run = run_or_default(run);
     cells_key key;
-    pk_status st = cells_key_make(ctx, random, run, &key);
-    if (st) return st;
+    if ((st = cells_key_make(ctx, random, run, &key)) != PK_OK) return st;
     if (cells->n_patches != key.k || cells->n_bins != bins->n_bins || !cells->counts || !cells->weighted ||
         !cells->theta_sum != !run->mean_theta)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the RR cells are not of this run's patches, bins or mean_theta", path);
@@ -489,12 +504,13 @@ static pk_status read_cells(pk_context *ctx, const char *path, char *text, const
 pk_status pk_angcorr_read_rr_cells(pk_context *ctx, const char *path, const pk_catalog *random,
                                    const pk_angcorr_run_options *run, const pk_bins *bins, pk_angcorr_rr_cells *out) {
     pk_clear(ctx);
+    pk_status st = rr_arguments(ctx, __func__, path, random, bins, out, "out");
+    if (st) return st;
     memset(out, 0, sizeof *out);
     run = run_or_default(run);
     char *text;
     size_t size;
-    pk_status st = pk_read_file(ctx, path, &text, &size);
-    if (st) return st;
+    if ((st = pk_read_file(ctx, path, &text, &size)) != PK_OK) return st;
     if (memchr(text, '\0', size)) st = pk_fail(ctx, PK_ERR_PARSE, "%s: not a text file", path);
     else st = read_cells(ctx, path, text, random, run, bins, out);
     free(text);

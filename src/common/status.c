@@ -7,7 +7,7 @@
 #include "common.h"
 
 void pk_context_init(pk_context *ctx) {
-    memset(ctx, 0, sizeof *ctx);
+    if (ctx) memset(ctx, 0, sizeof *ctx);
 }
 
 void pk_clear(pk_context *ctx) {
@@ -53,6 +53,7 @@ const char *pk_backend_name(pk_backend backend) {
 }
 
 pk_status pk_backend_parse(const char *name, pk_backend *out) {
+    if (!name || !out) return PK_ERR_INVALID;
     if (strcmp(name, "auto") == 0) *out = PK_BACKEND_AUTO;
     else if (strcmp(name, "cpu") == 0) *out = PK_BACKEND_CPU;
     else if (strcmp(name, "cuda") == 0) *out = PK_BACKEND_CUDA;
@@ -79,6 +80,7 @@ int pk_cuda_describe(int device, char *buf, size_t size) {
 
 pk_status pk_backend_resolve(pk_context *ctx, pk_backend wanted, pk_backend *resolved) {
     pk_clear(ctx);
+    if (!resolved) return pk_fail(ctx, PK_ERR_INVALID, "pk_backend_resolve: resolved is NULL");
     if (wanted != PK_BACKEND_AUTO && wanted != PK_BACKEND_CPU && wanted != PK_BACKEND_CUDA)
         return pk_fail(ctx, PK_ERR_INVALID, "backend %d is not auto (0), cpu (1) or cuda (2)", (int)wanted);
     if (wanted == PK_BACKEND_CPU) {

@@ -35,6 +35,7 @@ const char *pk_dftimage_kernel_name(int kernel) {
 }
 
 int pk_dftimage_kernel_from_name(const char *name) {
+    if (!name) return -1;
     if (strcmp(name, "best") == 0) return PK_DFTIMAGE_KERNEL_BEST;
     for (size_t k = 0; k < N_CPU_KERNELS; k++)
         if (strcmp(cpu_kernels[k].name, name) == 0) return cpu_kernels[k].kernel;
@@ -131,8 +132,20 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
     return PK_OK;
 }
 
+/* The arrays of a caller-built pk_vis: n of each (weight may be NULL). */
+static pk_status check_vis_arrays(pk_context *ctx, const pk_vis *vis) {
+    const double *arrays[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
+    static const char *const names[5] = {"u", "v", "w", "re", "im"};
+    for (int a = 0; a < 5 && vis->n; a++)
+        if (!arrays[a])
+            return pk_fail(ctx, PK_ERR_INVALID, "pk_vis.%s is NULL (with n = %zu visibilities)", names[a], vis->n);
+    return PK_OK;
+}
+
 static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
     if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
+    pk_status st = check_vis_arrays(ctx, vis);
+    if (st) return st;
     for (size_t k = 0; k < vis->n; k++) {
         if (!isfinite(vis->u[k]) || !isfinite(vis->v[k]) || !isfinite(vis->w[k]))
             return pk_fail(ctx, PK_ERR_INVALID, "visibility %zu: %s is not finite", k,
@@ -248,22 +261,48 @@ pk_status pk_dftimage_check_grid(pk_context *ctx, size_t n, double cell, int wan
     return PK_OK;
 }
 
+/* The options' fields that are not the data's: enums within their range,
+ * the sign +1, -1 or 0. */
+static pk_status check_options(pk_context *ctx, const pk_dftimage_options *o) {
+    if ((unsigned)o->backend > PK_BACKEND_CUDA)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_options.backend: %d is not auto (0), cpu (1) or cuda (2)",
+                       (int)o->backend);
+    if ((unsigned)o->precision > PK_PRECISION_DOUBLE)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_options.precision: %d is not single (0) or double (1)",
+                       (int)o->precision);
+    if (o->sign != 0 && o->sign != 1 && o->sign != -1)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_options.sign must be +1, -1 or 0 (the data's), got %d",
+                       o->sign);
+    return PK_OK;
+}
+
 /* pk_dftimage_run; beam: vis holds the weights (pk_dftimage_psf), for the
- * messages. */
+ * messages. out is emptied by the caller. */
 static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                            pk_image *out, pk_dftimage_stats *stats, int beam) {
     pk_clear(ctx);
-    memset(out, 0, sizeof *out);
     pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     if (opts) o = *opts;
-    pk_status st = check_vis(ctx, vis);
+    pk_status st = check_options(ctx, &o);
     if (st) return st;
+    if ((st = check_vis(ctx, vis)) != PK_OK) return st;
     if ((st = pk_dftimage_check_grid(ctx, n, cell, o.want_imag)) != PK_OK) return st;
+    /* the options' sign was checked above: a wrong one here is the data's */
     int sign = o.sign ? o.sign : vis->sign;
-    if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
+    if (sign != 1 && sign != -1)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "pk_vis.sign must be +1 or -1, got %d (used because pk_dftimage_options.sign is 0)", sign);
     pk_backend backend = PK_BACKEND_CPU;
     int kernel = PK_DFTIMAGE_KERNEL_BEST;
     if ((st = choose_kernel(ctx, &o, &backend, &kernel)) != PK_OK) return st;
+    /* a float64 kernel asked for single precision computes in double (the
+     * default precision asks for nothing); the reverse would quietly lose
+     * the digits asked for */
+    if (o.precision == PK_PRECISION_DOUBLE && pk_dftimage_kernel_precision(kernel) == PK_PRECISION_SINGLE)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "kernel %s computes in single precision, pk_dftimage_options.precision asks for double: use a "
+                       "float64 kernel (cpu-f64, ref, or 0 for the best) or single precision",
+                       pk_dftimage_kernel_name(kernel));
     if (pk_dftimage_kernel_precision(kernel) == PK_PRECISION_SINGLE) {
         size_t k;
         double turns = f32_offset_turns(vis, n, cell, &k);
@@ -385,6 +424,10 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
 
 pk_status pk_dftimage_run(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                           pk_image *out, pk_dftimage_stats *stats) {
+    pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_run: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_run: vis is NULL");
     return run_image(ctx, opts, vis, n, cell, out, stats, 0);
 }
 
@@ -398,8 +441,12 @@ void pk_image_free(pk_image *image) {
 pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, const pk_vis *vis, size_t n, double cell,
                           pk_image *out, pk_dftimage_stats *stats) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_psf: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_psf: vis is NULL");
+    if (vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
+    pk_status st = check_vis_arrays(ctx, vis);
+    if (st) return st;
     if (!(vis->weight_sum > 0) || !isfinite(vis->weight_sum))
         return pk_fail(ctx, PK_ERR_INVALID, "the sum of the weights is %g: the beam cannot be normalised",
                        vis->weight_sum);
@@ -422,7 +469,7 @@ pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, cons
     pk_dftimage_options o = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     if (opts) o = *opts;
     o.want_imag = 0;
-    pk_status st = run_image(ctx, &o, &beam, n, cell, out, stats, 1);
+    st = run_image(ctx, &o, &beam, n, cell, out, stats, 1);
     free(mem);
     if (st) return st;
     double scale = 1.0 / vis->weight_sum;
@@ -443,6 +490,12 @@ static uint64_t splitmix64(uint64_t *s) {
 pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *image, size_t max_pixels,
                             double *rel_l2, size_t *n_compared) {
     pk_clear(ctx);
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_check: vis is NULL");
+    if (!image) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_check: image is NULL");
+    if (!rel_l2) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_check: rel_l2 is NULL");
+    if (!image->re || image->n == 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_check: the image is empty (n %zu, re %s)", image->n,
+                       image->re ? "set" : "NULL");
     size_t n = image->n, n_pix = n * n;
     size_t count = (max_pixels == 0 || max_pixels >= n_pix) ? n_pix : max_pixels;
     size_t *index = malloc(count * sizeof(size_t));
@@ -491,6 +544,7 @@ pk_status pk_dftimage_check(pk_context *ctx, const pk_vis *vis, const pk_image *
 /* ---- visibilities ----------------------------------------------------------- */
 
 pk_status pk_weights_parse(const char *name, pk_weights *out) {
+    if (!name || !out) return PK_ERR_INVALID;
     if (strcmp(name, "data") == 0) *out = PK_WEIGHTS_DATA;
     else if (strcmp(name, "abs") == 0) *out = PK_WEIGHTS_ABS;
     else if (strcmp(name, "unit") == 0) *out = PK_WEIGHTS_UNIT;
@@ -509,6 +563,7 @@ const char *pk_weights_name(pk_weights weights) {
 
 pk_status pk_vis_alloc(pk_context *ctx, size_t n, pk_vis *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_alloc: out is NULL");
     memset(out, 0, sizeof *out);
     if (n > SIZE_MAX / (6 * sizeof(double)) - 16)
         return pk_fail(ctx, PK_ERR_NOMEM, "%zu visibilities do not fit in memory", n);
@@ -543,6 +598,7 @@ static void normal_pair(uint64_t *state, double *a, double *b) {
 
 pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_random: out is NULL");
     pk_status st = pk_vis_alloc(ctx, n, out);
     if (st) return st;
     uint64_t state = seed;
@@ -566,7 +622,12 @@ pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out) {
 
 pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read: path is NULL");
+    if ((unsigned)weights > PK_WEIGHTS_UNIT)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read: weights %d is not data (0), abs (1) or unit (2)",
+                       (int)weights);
     FILE *fp;
     pk_status st = pk_open_read(ctx, path, &fp);
     if (st) return st;
@@ -574,8 +635,12 @@ pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_
     size_t got = fread(head, 1, sizeof head, fp);
     fclose(fp);
     if (got >= 4 && head[0] == 'P' && head[1] == 'K') return pk_vis_read_npz(ctx, path, out);
-    if ((got >= 6 && memcmp(head, "SIMPLE", 6) == 0) || (got >= 2 && head[0] == 0x1f && head[1] == 0x8b))
-        return pk_vis_read_uvfits(ctx, path, weights, out); /* plain or gzip-compressed */
+    if ((got >= 6 && memcmp(head, "SIMPLE", 6) == 0) || (got >= 2 && head[0] == 0x1f && head[1] == 0x8b)) {
+        /* plain or gzip-compressed; the reader asks a context for progress */
+        pk_context none;
+        pk_context_init(&none);
+        return pk_vis_read_uvfits(ctx ? ctx : &none, path, weights, out);
+    }
     if (got == 0) return pk_fail(ctx, PK_ERR_PARSE, "%s: empty file", path);
     return pk_fail(ctx, PK_ERR_PARSE,
                    "%s: neither a .npz (zip) nor a FITS file (it starts with neither 'PK' nor 'SIMPLE', nor is it "

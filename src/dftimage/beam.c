@@ -26,6 +26,11 @@
 
 pk_status pk_dftimage_beam_fit(pk_context *ctx, const pk_image *psf, double *bmaj, double *bmin, double *bpa) {
     pk_clear(ctx);
+    if (!bmaj || !bmin || !bpa)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_beam_fit: %s is NULL",
+                       !bmaj   ? "bmaj"
+                       : !bmin ? "bmin"
+                               : "bpa");
     if (!psf || !psf->re || psf->n < 3 || !(psf->cell > 0))
         return pk_fail(ctx, PK_ERR_INVALID, "no beam to fit (an image of at least 3 x 3 pixels is needed)");
     const size_t n = psf->n, c = n / 2;

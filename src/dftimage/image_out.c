@@ -21,6 +21,7 @@
 #include "dftimage_internal.h"
 
 double pk_image_fits_value(const pk_image *image, size_t i, size_t j) {
+    if (!image || !image->re || i >= image->n || j >= image->n) return (double)NAN; /* no such pixel */
     return image->re[j * image->n + (image->n - 1 - i)];
 }
 
@@ -179,6 +180,11 @@ static pk_status check_pixels(pk_context *ctx, const char *path, const pk_image 
 pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image *image, const pk_vis *vis,
                               int with_imag) {
     pk_clear(ctx);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_image_write_fits: path is NULL");
+    if (!image) return pk_fail(ctx, PK_ERR_INVALID, "pk_image_write_fits: image is NULL");
+    if (!image->re || image->n == 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the image is empty (n %zu, re %s)", path, image->n,
+                       image->re ? "set" : "NULL");
     if (with_imag && !image->im)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the imaginary part was asked for but not computed", path);
     pk_status checked = check_pixels(ctx, path, image, image->re, image->psf ? "beam" : "image");

@@ -69,6 +69,19 @@ static pk_status ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t
 pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, size_t n_points, const double *l,
                                  const double *m, double *re, double *im) {
     pk_clear(ctx);
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_ref_points: vis is NULL");
+    if (n_points && (!l || !m || !re))
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_ref_points: %s is NULL (with n_points = %zu)",
+                       !l   ? "l"
+                       : !m ? "m"
+                            : "re",
+                       n_points);
+    const double *arrays[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
+    static const char *const names[5] = {"u", "v", "w", "re", "im"};
+    for (int a = 0; a < 5 && vis->n; a++)
+        if (!arrays[a])
+            return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_ref_points: pk_vis.%s is NULL (with n = %zu visibilities)",
+                           names[a], vis->n);
     if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
     for (size_t p = 0; p < n_points; p++)
         if (!(l[p] * l[p] + m[p] * m[p] < 1.0))
@@ -99,6 +112,7 @@ pk_status pk_dft_run_ref(pk_context *ctx, const pk_dft_job *job, pk_progress *pr
 }
 
 void pk_radec_to_lm(double ra_deg, double dec_deg, double ra0_deg, double dec0_deg, double *l, double *m) {
+    if (!l || !m) return;
     const double deg = M_PI / 180.0;
     double dra = (ra_deg - ra0_deg) * deg, dec = dec_deg * deg, dec0 = dec0_deg * deg;
     *l = cos(dec) * sin(dra);

@@ -198,7 +198,9 @@ static pk_status read_member(pk_context *ctx, const char *path, zip_t *za, const
 
 pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_npz: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_npz: path is NULL");
     int err = 0;
     zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &err);
     if (!za) {
@@ -303,6 +305,14 @@ static void put_le64(unsigned char *p, double d) {
 
 pk_status pk_vis_write_npz(pk_context *ctx, const char *path, const pk_vis *vis) {
     pk_clear(ctx);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: path is NULL");
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: vis is NULL");
+    const double *arrays[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
+    static const char *const array_names[5] = {"u", "v", "w", "re", "im"};
+    for (int a = 0; a < 5 && vis->n; a++)
+        if (!arrays[a])
+            return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: pk_vis.%s is NULL (with n = %zu visibilities)",
+                           array_names[a], vis->n);
     /* libzip writes to a temporary file beside path and renames it over
      * path in zip_close, so a failure leaves any old file untouched. */
     int err = 0;

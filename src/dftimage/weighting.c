@@ -23,7 +23,7 @@ static const char *const weighting_names[] = {"natural", "uniform", "briggs"};
 
 pk_status pk_weighting_parse(const char *name, pk_weighting *out) {
     for (int k = 0; k < 3; k++)
-        if (name && strcmp(name, weighting_names[k]) == 0) {
+        if (name && out && strcmp(name, weighting_names[k]) == 0) {
             *out = (pk_weighting)k;
             return PK_OK;
         }
@@ -116,8 +116,17 @@ static inline void vis_cell(const pk_vis *vis, size_t k, double per_cell, int64_
 pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting, double robust, size_t n, double cell) {
     pk_clear(ctx);
     if ((unsigned)weighting > PK_WEIGHTING_BRIGGS)
-        return pk_fail(ctx, PK_ERR_INVALID, "unknown weighting %d", (int)weighting);
-    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to weight");
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "pk_vis_weighting: weighting %d is not natural (0), uniform (1) or briggs (2)", (int)weighting);
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_weighting: vis is NULL");
+    if (vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to weight");
+    if (!vis->u || !vis->v || !vis->re || !vis->im)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_weighting: pk_vis.%s is NULL (with n = %zu visibilities)",
+                       !vis->u    ? "u"
+                       : !vis->v  ? "v"
+                       : !vis->re ? "re"
+                                  : "im",
+                       vis->n);
     if (weighting == PK_WEIGHTING_NATURAL) {
         vis->weighting = PK_WEIGHTING_NATURAL;
         return PK_OK;
@@ -264,7 +273,16 @@ pk_status pk_vis_weighting(pk_context *ctx, pk_vis *vis, pk_weighting weighting,
 pk_status pk_vis_select_uv(pk_context *ctx, pk_vis *vis, double min_l, double max_l, size_t *dropped) {
     pk_clear(ctx);
     if (dropped) *dropped = 0;
-    if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to select from");
+    if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_select_uv: vis is NULL");
+    if (vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to select from");
+    if (!vis->u || !vis->v || !vis->w || !vis->re || !vis->im)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_select_uv: pk_vis.%s is NULL (with n = %zu visibilities)",
+                       !vis->u    ? "u"
+                       : !vis->v  ? "v"
+                       : !vis->w  ? "w"
+                       : !vis->re ? "re"
+                                  : "im",
+                       vis->n);
     if (!(min_l >= 0) || !(max_l >= min_l) || isnan(max_l))
         return pk_fail(ctx, PK_ERR_INVALID, "baseline range %g to %g wavelengths: not a range of lengths", min_l,
                        max_l);

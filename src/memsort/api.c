@@ -22,7 +22,7 @@ const char *pk_memsort_kernel_name(int kernel) {
 }
 
 int pk_memsort_kernel_from_name(const char *name) {
-    for (int k = 0; k < PK_MEMSORT_KERNEL_COUNT_; k++)
+    for (int k = 0; name && k < PK_MEMSORT_KERNEL_COUNT_; k++)
         if (strcmp(kernel_names[k], name) == 0) return k;
     return -1;
 }
@@ -39,7 +39,7 @@ int pk_memsort_kernel_available(int kernel) {
 }
 
 void pk_memsort_result_init(pk_memsort_result *result) {
-    memset(result, 0, sizeof *result);
+    if (result) memset(result, 0, sizeof *result);
 }
 
 #define HUGE_PAGE_BYTES (2u << 20)
@@ -199,6 +199,9 @@ static pk_status options_resolve(pk_context *ctx, const pk_memsort_options *opts
                                  int *kernel_out) {
     *o = (pk_memsort_options){PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
     if (opts) *o = *opts;
+    if ((unsigned)o->backend > PK_BACKEND_CUDA)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_options.backend: %d is not auto (0), cpu (1) or cuda (2)",
+                       (int)o->backend);
     if (o->n_workers == 0) o->n_workers = 1;
     if (o->worker >= o->n_workers)
         return pk_fail(ctx, PK_ERR_INVALID, "worker %u: must be below the number of workers, %u", o->worker,
@@ -232,6 +235,9 @@ pk_status pk_memsort_options_check(pk_context *ctx, const pk_memsort_options *op
 pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const pk_memsort_regions *regions,
                          const pk_memsort_trace *trace, pk_memsort_result *result) {
     pk_clear(ctx);
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_run: regions is NULL");
+    if (!trace) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_run: trace is NULL");
+    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_run: result is NULL");
     double t0 = pk_now();
     pk_memsort_options o;
     int kernel = PK_MEMSORT_KERNEL_BEST;
@@ -282,6 +288,9 @@ pk_status pk_memsort_run(pk_context *ctx, const pk_memsort_options *opts, const 
 pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *regions, uint64_t n_entries, int kernel,
                                   int n_threads, uint64_t *host_bytes, uint64_t *device_bytes) {
     pk_clear(ctx);
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_memory_bytes: regions is NULL");
+    if (!host_bytes) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_memory_bytes: host_bytes is NULL");
+    if (!device_bytes) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_memory_bytes: device_bytes is NULL");
     pk_status st = pk_memsort_regions_check(ctx, regions);
     if (st) return st;
     if (n_entries >= (1ull << 32))
@@ -330,6 +339,7 @@ pk_status pk_memsort_memory_bytes(pk_context *ctx, const pk_memsort_regions *reg
 }
 
 void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_instance *in, uint32_t *pairs) {
+    if (!result || !in || !pairs) return;
     uint64_t j = 0;
     for (uint32_t k = 0; k < in->n_runs; k++) {
         const pk_memsort_run_entry *run = &result->runs[in->runs_offset + k];
@@ -342,6 +352,12 @@ void pk_memsort_instance_rows(const pk_memsort_result *result, const pk_memsort_
 
 pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const pk_memsort_result *b) {
     pk_clear(ctx);
+    if (!a) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_compare: expected is NULL");
+    if (!b) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_compare: got is NULL");
+    if ((a->n_instances && !a->instances) || (b->n_instances && !b->instances))
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_compare: %s has %u instances and instances is NULL",
+                       a->n_instances && !a->instances ? "expected" : "got",
+                       a->n_instances && !a->instances ? a->n_instances : b->n_instances);
     if (a->n_instances != b->n_instances || a->n_owned != b->n_owned || a->n_chunks != b->n_chunks ||
         a->n_entries != b->n_entries)
         return pk_fail(ctx, PK_ERR_INTERNAL, "results differ: %u vs %u instances, %u vs %u owned", a->n_instances,
@@ -462,12 +478,17 @@ static char *join_path(const char *dir, const char *name) {
 /* The caller's callback asked at once (pk_progress_add asks at most every
  * 0.05 s): non-zero when it wants the write cancelled. */
 static int write_cancel_asked(pk_context *ctx) {
-    return ctx->progress && ctx->progress(ctx->progress_user, 1.0);
+    return ctx && ctx->progress && ctx->progress(ctx->progress_user, 1.0);
 }
 
 pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
                            const pk_memsort_result *res) {
     pk_clear(ctx);
+    if (!out_dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: out_dir is NULL");
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: regions is NULL");
+    if (!res) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: result is NULL");
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
     if (!res->chunk_start)
         return pk_fail(ctx, PK_ERR_INVALID, "the result has no chunk table (chunk_start); pk_memsort_run makes one");
     char dir_buf[4096];
@@ -490,7 +511,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     pk_progress progress;
     pk_progress_begin(&progress, ctx, 4.0 * (double)(res->n_values + 2 * res->n_runs) + 1, 0, 0.5);
     pk_atomic_file bin, txt;
-    pk_status st = pk_atomic_open(ctx, &bin, bin_path);
+    st = pk_atomic_open(ctx, &bin, bin_path);
     if (st) goto out;
     if ((st = pk_atomic_open(ctx, &txt, txt_path)) != PK_OK) {
         pk_atomic_abort(&bin);

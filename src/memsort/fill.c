@@ -295,8 +295,10 @@ static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uin
 pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
                                       pk_memsort_fill *fills, uint32_t n_fills) {
     pk_clear(ctx);
-    if ((n_chunks && !chunks) || (n_fills && !fills))
-        return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunks or fills missing");
+    if (n_chunks && !chunks)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_fill_from_chunks: chunks is NULL (n_chunks %u)", n_chunks);
+    if (n_fills && !fills)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_fill_from_chunks: fills is NULL (n_fills %u)", n_fills);
     for (uint32_t c = 0; c < n_chunks; c++) {
         if (chunks[c].n_entries && !chunks[c].addr)
             return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunk %u has entries but no addresses", chunks[c].index);
@@ -599,7 +601,13 @@ done:
 
 pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace, const pk_memsort_result *result) {
     pk_clear(ctx);
-    if (!trace || !result) return pk_fail(ctx, PK_ERR_INVALID, "memsort plan check: trace or result missing");
+    if (!trace) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_check_plans: trace is NULL");
+    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_check_plans: result is NULL");
+    pk_status st = pk_memsort_trace_check_structure(ctx, trace);
+    if (st) return st;
+    if (result->n_instances && !result->instances)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_check_plans: the result has %u instances and instances is NULL",
+                       result->n_instances);
     if (trace->n_entries != result->n_entries || trace->n_chunks != result->n_chunks)
         return pk_fail(ctx, PK_ERR_INVALID,
                        "memsort plan check: the result is of another trace (%llu entries in %u chunks, the trace "
@@ -619,13 +627,15 @@ pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace,
      * instances; each batch reads the trace again */
     const uint64_t max_rows = 1ull << 27;
     const uint32_t max_fills = n_chunks >= (1u << 4) ? (1u << 24) / n_chunks : (1u << 20);
-    batch_progress bp = {ctx->progress, ctx->progress_user, 0, 0};
-    pk_context sub = *ctx;
-    if (ctx->progress) {
+    pk_context none; /* for a caller without a context */
+    pk_context_init(&none);
+    const pk_context *given = ctx ? ctx : &none;
+    batch_progress bp = {given->progress, given->progress_user, 0, 0};
+    pk_context sub = *given;
+    if (given->progress) {
         sub.progress = batch_report;
         sub.progress_user = &bp;
     }
-    pk_status st = PK_OK;
     uint64_t done_rows = 0;
     for (uint32_t g0 = 0; g0 < result->n_instances && st == PK_OK;) {
         uint32_t g1 = g0, n_fills = 0;
@@ -640,7 +650,7 @@ pk_status pk_memsort_check_plans(pk_context *ctx, const pk_memsort_trace *trace,
         bp.base = result->n_values ? (double)done_rows / (double)result->n_values : 0;
         bp.span = result->n_values ? (double)rows / (double)result->n_values : 1;
         if (n_fills) st = check_batch(&sub, result, chunks, n_chunks, g0, g1, n_fills, rows);
-        if (st) memcpy(ctx->message, sub.message, sizeof ctx->message);
+        if (st) pk_fail(ctx, st, "%s", sub.message);
         done_rows += rows;
         g0 = g1;
     }

@@ -33,10 +33,12 @@ typedef struct reader {
 /* n bytes of the section `what` into buf; the file cut short names the
  * section and the bytes it needs. */
 static pk_status read_bytes(reader *r, void *buf, uint64_t n, const char *what) {
-    if (r->at + n > r->size)
-        return pk_fail(r->ctx, PK_ERR_PARSE, "%s: cut short: the %s take bytes %llu .. %llu, the file has %llu",
-                       r->path, what, (unsigned long long)r->at, (unsigned long long)(r->at + n),
+    if (r->at + n > r->size) {
+        const char *verb = what[strlen(what) - 1] == 's' ? "take" : "takes"; /* "the runs take", "the header takes" */
+        return pk_fail(r->ctx, PK_ERR_PARSE, "%s: cut short: the %s %s bytes %llu .. %llu, the file has %llu", r->path,
+                       what, verb, (unsigned long long)r->at, (unsigned long long)(r->at + n),
                        (unsigned long long)r->size);
+    }
     if (n && fread(buf, 1, (size_t)n, r->fp) != n)
         return pk_fail(r->ctx, PK_ERR_IO, "%s: read failed in the %s: %s", r->path, what,
                        ferror(r->fp) ? strerror(errno) : "the file ended early");
@@ -68,6 +70,9 @@ static pk_status read_u32s(reader *r, uint32_t *v, uint64_t n, const char *what)
 pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_memsort_regions *regions,
                           pk_memsort_result *out) {
     pk_clear(ctx);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_read: path is NULL");
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_read: regions is NULL");
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_read: result is NULL");
     pk_memsort_result_free(out);
     memset(regions, 0, sizeof *regions);
     char dir_buf[4096], *joined = NULL;

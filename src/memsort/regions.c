@@ -24,7 +24,9 @@ static void set_region(pk_memsort_region *r, const char *name, uint32_t base, ui
 
 pk_status pk_memsort_regions_preset(pk_context *ctx, const char *name, pk_memsort_regions *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_regions_preset: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!name) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_regions_preset: name is NULL");
     const uint64_t M = 1u << 20;
     if (strcmp(name, "default") == 0) {
         out->n_regions = 3;
@@ -45,17 +47,23 @@ pk_status pk_memsort_regions_preset(pk_context *ctx, const char *name, pk_memsor
 
 uint64_t pk_memsort_regions_compact_size(const pk_memsort_regions *regions) {
     uint64_t total = 0;
-    for (uint32_t r = 0; r < regions->n_regions; r++) total += regions->region[r].size >> 3;
+    for (uint32_t r = 0; regions && r < regions->n_regions && r < PK_MEMSORT_MAX_REGIONS; r++)
+        total += regions->region[r].size >> 3;
     return total;
 }
 
 pk_status pk_memsort_regions_check(pk_context *ctx, const pk_memsort_regions *t) {
     pk_clear(ctx);
+    if (!t) return pk_fail(ctx, PK_ERR_INVALID, "regions is NULL");
     if (t->n_regions == 0 || t->n_regions > PK_MEMSORT_MAX_REGIONS)
         return pk_fail(ctx, PK_ERR_INVALID, "region table: %u regions (1 to %d allowed)", t->n_regions,
                        PK_MEMSORT_MAX_REGIONS);
     for (uint32_t i = 0; i < t->n_regions; i++) {
         const pk_memsort_region *r = &t->region[i];
+        /* before any message prints the name */
+        if (!memchr(r->name, '\0', sizeof r->name))
+            return pk_fail(ctx, PK_ERR_INVALID, "region %u: name is not terminated within %d bytes", i,
+                           PK_MEMSORT_NAME_MAX);
         if (r->name[0] == '\0') return pk_fail(ctx, PK_ERR_INVALID, "region %u: empty name", i);
         if (r->base % 8 || r->size % 8 || r->size == 0)
             return pk_fail(ctx, PK_ERR_INVALID, "region %s: base and size must be positive multiples of 8", r->name);
@@ -111,7 +119,9 @@ static int parse_number(const char *tok, uint64_t *out) {
 
 pk_status pk_memsort_regions_read(pk_context *ctx, const char *path, pk_memsort_regions *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_regions_read: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_regions_read: path is NULL");
     char *text;
     size_t size;
     pk_status st = pk_read_file(ctx, path, &text, &size);
@@ -192,6 +202,11 @@ done:
 
 pk_status pk_memsort_regions_get(pk_context *ctx, const char *name_or_path, pk_memsort_regions *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_regions_get: out is NULL");
+    if (!name_or_path) {
+        memset(out, 0, sizeof *out);
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_regions_get: name_or_path is NULL");
+    }
     if (strcmp(name_or_path, "default") == 0 || strcmp(name_or_path, "zisk") == 0)
         return pk_memsort_regions_preset(ctx, name_or_path, out);
     return pk_memsort_regions_read(ctx, name_or_path, out);

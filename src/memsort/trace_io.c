@@ -61,18 +61,26 @@ pk_status pk_memsort_capacity_error(pk_context *ctx, const pk_memsort_layout *la
 }
 
 pk_status pk_memsort_trace_check_structure(pk_context *ctx, const pk_memsort_trace *trace) {
+    if (!trace) return pk_fail(ctx, PK_ERR_INVALID, "trace is NULL");
     if (trace->n_chunks == 0 || trace->n_chunks > PK_MEMSORT_MAX_CHUNKS)
         return pk_fail(ctx, PK_ERR_INVALID, "trace: %u chunks (1 to %d allowed)", trace->n_chunks,
                        PK_MEMSORT_MAX_CHUNKS);
     if (trace->n_entries >= (1ull << 32))
         return pk_fail(ctx, PK_ERR_INVALID, "trace: %llu entries, at most 2^32 - 1 allowed",
                        (unsigned long long)trace->n_entries);
-    if (trace->chunk_start[0] != 0 || trace->chunk_start[trace->n_chunks] != trace->n_entries)
-        return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk table does not cover the %llu entries",
-                       (unsigned long long)trace->n_entries);
+    if (!trace->chunk_start) return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk_start is NULL");
+    /* a start that goes back named as such, before the table's ends */
+    if (trace->chunk_start[0] != 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk 0 starts at entry %llu, not 0",
+                       (unsigned long long)trace->chunk_start[0]);
     for (uint32_t c = 0; c < trace->n_chunks; c++)
         if (trace->chunk_start[c + 1] < trace->chunk_start[c])
-            return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk %u ends before it starts", c);
+            return pk_fail(ctx, PK_ERR_INVALID, "trace: chunk %u ends before it starts (entries %llu to %llu)", c,
+                           (unsigned long long)trace->chunk_start[c], (unsigned long long)trace->chunk_start[c + 1]);
+    if (trace->chunk_start[trace->n_chunks] != trace->n_entries)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "trace: chunk table does not cover the %llu entries (its chunks end at %llu)",
+                       (unsigned long long)trace->n_entries, (unsigned long long)trace->chunk_start[trace->n_chunks]);
     if (trace->n_entries && !trace->addr) return pk_fail(ctx, PK_ERR_INVALID, "trace: no addresses");
     return PK_OK;
 }

@@ -341,7 +341,10 @@ static int gen_memory_chunk(void *user, const uint32_t *a, uint64_t n) {
 pk_status pk_memsort_generate(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_gen_options *opts,
                               pk_memsort_trace *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_generate: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_generate: regions is NULL");
+    if (!opts) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_generate: opts is NULL");
     gen_state g;
     uint64_t chunk, n_chunks;
     pk_status st = gen_setup(ctx, regions, opts, &g, &chunk, &n_chunks);
@@ -449,6 +452,9 @@ static int gen_sink_chunk(void *user, const uint32_t *a, uint64_t n) {
 pk_status pk_memsort_generate_dir(pk_context *ctx, const pk_memsort_regions *regions,
                                   const pk_memsort_gen_options *opts, const char *dir) {
     pk_clear(ctx);
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_generate_dir: regions is NULL");
+    if (!opts) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_generate_dir: opts is NULL");
+    if (!dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_generate_dir: dir is NULL");
     if (opts->awkward) {
         /* the awkward cases shuffle the whole trace: made in memory */
         pk_memsort_trace trace;
