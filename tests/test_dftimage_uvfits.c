@@ -271,11 +271,45 @@ static void test_broken(void) {
         {"BITPIX", "16", "HDU 2 does not start where HDU 1's BITPIX", "BITPIX 16"},
         {"NAXIS2", "2", "HDU 2 does not start where HDU 1's BITPIX", "NAXIS2 changed"},
         {"GCOUNT", "3000", "HDU 2 does not start where HDU 1's BITPIX", "GCOUNT changed"},
+        /* one group fewer: the last group is left in the padding of the
+         * same last block (it was dropped without a word) */
+        {"GCOUNT", "3149", "is not padding", "GCOUNT one short"},
     };
     for (size_t c = 0; c < sizeof cards / sizeof cards[0]; c++) {
         snprintf(path, sizeof path, "%s/card%zu.uvfits", dir, c);
         copy_with_card(MOJAVE, path, cards[c].key, cards[c].value);
         expect_error(path, PK_WEIGHTS_DATA, cards[c].says, cards[c].what);
+    }
+    /* a keyword given twice with two values (a HISTORY card made a second
+     * PSCAL1; the later one was used, unseen); twice with one value is
+     * no doubt */
+    for (int same = 0; same < 2; same++) {
+        snprintf(path, sizeof path, "%s/pscal_twice%d.uvfits", dir, same);
+        copy_file(MOJAVE, path, -1);
+        FILE *fp = fopen(path, "r+b");
+        char card[81] = "", pscal[81] = "";
+        long at = 0, history_at = -1;
+        for (; fp && fread(card, 1, 80, fp) == 80 && strncmp(card, "END     ", 8) != 0; at += 80) {
+            if (strncmp(card, "PSCAL1  ", 8) == 0) memcpy(pscal, card, 80);
+            if (history_at < 0 && strncmp(card, "HISTORY ", 8) == 0) history_at = at;
+        }
+        CHECK(fp && history_at > 0 && pscal[0], "mojave: a HISTORY card and PSCAL1");
+        if (!same) snprintf(pscal, sizeof pscal, "%-8.8s= %-70.70s", "PSCAL1", "2.46777738242E-10");
+        if (fp) {
+            fseek(fp, history_at, SEEK_SET);
+            fwrite(pscal, 1, 80, fp);
+            fclose(fp);
+        }
+        if (!same)
+            expect_error(path, PK_WEIGHTS_DATA, "keyword PSCAL1 is given twice, as 1.23388869121E-10", "PSCAL1 twice");
+        else {
+            pk_context sc;
+            pk_context_init(&sc);
+            pk_vis sv;
+            pk_status ss = pk_vis_read_uvfits(&sc, path, PK_WEIGHTS_DATA, &sv);
+            CHECK(ss == PK_OK && sv.n == 5946, "PSCAL1 twice with one value: status %d, %s", (int)ss, sc.message);
+            if (ss == PK_OK) pk_vis_free(&sv);
+        }
     }
     /* a zero scale on a parameter not read (PTYPE7 'INTTIM') is no concern */
     {

@@ -99,6 +99,74 @@ static int unquoted_value_length(const char *card) {
     return k - start;
 }
 
+/* A keyword card's value as written: a quoted string with its quotes, or
+ * the token before a comment; "" for cards without a value and for the
+ * free text of COMMENT and HISTORY. */
+static void card_value(const char *card, char *out) {
+    out[0] = '\0';
+    if (card[8] != '=' || card[9] != ' ') return;
+    if (strncmp(card, "COMMENT ", 8) == 0 || strncmp(card, "HISTORY ", 8) == 0) return;
+    int k = 10, n = 0;
+    while (k < 80 && card[k] == ' ') k++;
+    if (k < 80 && card[k] == '\'') {
+        out[n++] = card[k++];
+        while (k < 80) {
+            out[n++] = card[k];
+            if (card[k] == '\'' && (k + 1 == 80 || card[k + 1] != '\'')) break;
+            if (card[k] == '\'') out[n++] = card[++k]; /* '' inside a string */
+            k++;
+        }
+    } else {
+        while (k < 80 && card[k] != ' ' && card[k] != '/') out[n++] = card[k++];
+    }
+    out[n] = '\0';
+}
+
+/* A header's keywords with values so far, to find one given twice. */
+typedef struct card_list {
+    char (*key)[9];
+    char (*value)[72];
+    long long *at;
+    int n, cap;
+} card_list;
+
+/* 1 and an error in ctx when card gives a keyword already given with
+ * another value (a reader would take one of them unseen); 0 otherwise. */
+static int card_repeated(pk_context *ctx, pk_status *st, const char *path, int hdu, const char *card, long long at,
+                         card_list *cl) {
+    char value[72];
+    card_value(card, value);
+    if (!value[0] || cl->n >= 100000) return 0;
+    char key[9];
+    memcpy(key, card, 8);
+    key[8] = '\0';
+    for (int k = 7; k >= 0 && key[k] == ' '; k--) key[k] = '\0';
+    for (int j = 0; j < cl->n; j++) {
+        if (strcmp(cl->key[j], key) != 0) continue;
+        if (strcmp(cl->value[j], value) == 0) return 0; /* the same value again: no doubt which */
+        *st = pk_fail(ctx, PK_ERR_PARSE,
+                      "%s: HDU %d: keyword %s is given twice, as %s (byte %lld) and as %s (byte %lld); FITS allows "
+                      "one",
+                      path, hdu, key, cl->value[j], cl->at[j], value, at);
+        return 1;
+    }
+    if (cl->n == cl->cap) {
+        int cap = cl->cap ? 2 * cl->cap : 256;
+        char(*nk)[9] = realloc(cl->key, (size_t)cap * sizeof *nk);
+        if (nk) cl->key = nk;
+        char(*nv)[72] = realloc(cl->value, (size_t)cap * sizeof *nv);
+        if (nv) cl->value = nv;
+        long long *na = realloc(cl->at, (size_t)cap * sizeof *na);
+        if (na) cl->at = na;
+        if (!nk || !nv || !na) return 0; /* out of memory: the check stops short, the read goes on */
+        cl->cap = cap;
+    }
+    memcpy(cl->key[cl->n], key, 9);
+    memcpy(cl->value[cl->n], value, 72);
+    cl->at[cl->n++] = at;
+    return 0;
+}
+
 /* 1 and an error in ctx when one card breaks a rule above. */
 static int card_bad(pk_context *ctx, pk_status *st, const char *path, int hdu, const char *card, long long at) {
     for (int k = 0; k < 80; k++)
@@ -147,7 +215,7 @@ static int xtension_later(const fits_bytes *b, long long offset) {
  * it reads, and a table it does not read may lack it). Where it
  * cannot follow a header (a malformed one) it stops and leaves the verdict
  * to cfitsio. */
-static pk_status check_headers(pk_context *ctx, const char *path, const fits_bytes *b) {
+static pk_status walk_headers(pk_context *ctx, const char *path, const fits_bytes *b, card_list *cl) {
     /* cfitsio takes any file whose first card starts with SIMPLE (the "="
      * may sit elsewhere), so the check does too */
     char magic[6];
@@ -159,6 +227,7 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
     long long offset = 0;
     pk_status st = PK_OK;
     for (int hdu = 1; hdu <= 1000 && st == PK_OK; hdu++) {
+        cl->n = 0;
         long long bitpix = 0, naxis = 0, pcount = 0, gcount = 1, dims[1000] = {0}, n_dims = 0;
         int ended = 0, groups = 0;
         int partial = 0;
@@ -182,7 +251,8 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
             offset += (long long)sizeof block;
             for (int c = 0; c < n_cards && !ended; c++) {
                 const char *card = block + 80 * c;
-                if (card_bad(ctx, &st, path, hdu, card, offset - (long long)sizeof block + 80 * c)) break;
+                long long at = offset - (long long)sizeof block + 80 * c;
+                if (card_bad(ctx, &st, path, hdu, card, at) || card_repeated(ctx, &st, path, hdu, card, at, cl)) break;
                 long long v;
                 int r = 0;
                 if (strncmp(card, "END     ", 8) == 0) ended = 1;
@@ -263,8 +333,36 @@ static pk_status check_headers(pk_context *ctx, const char *path, const fits_byt
                            "%s: truncated: HDU %d's data, from byte %lld, ends in a block of 2880 bytes that the file "
                            "cuts at byte %lld",
                            path, hdu, offset, file_size);
+        /* the padding after the data is zeros (blanks after an ASCII
+         * table's): other bytes there are data that a GCOUNT, PCOUNT or
+         * NAXISn too small left out. Checked where the next HDU starts
+         * where the sizes put it, or the file ends there (elsewhere the
+         * next HDU's check says more) */
+        char next[8];
+        size_t next_got = bytes_read(b, offset + padded, next, sizeof next);
+        int next_in_place = next_got < sizeof next || memcmp(next, "XTENSION", 8) == 0;
+        if (padded > data && next_in_place) {
+            char pad[2880];
+            size_t got = bytes_read(b, offset + data, pad, (size_t)(padded - data));
+            for (size_t k = 0; k < got; k++)
+                if (pad[k] != 0 && pad[k] != ' ')
+                    return pk_fail(ctx, PK_ERR_PARSE,
+                                   "%s: HDU %d: byte %lld, after the %lld bytes of data that its BITPIX, NAXISn, "
+                                   "PCOUNT and GCOUNT announce, is not padding (0x%02x, not zero): one of them is too "
+                                   "small, or the file is damaged",
+                                   path, hdu, offset + data + (long long)k, data, (unsigned char)pad[k]);
+        }
         offset += padded;
     }
+    return st;
+}
+
+static pk_status check_headers(pk_context *ctx, const char *path, const fits_bytes *b) {
+    card_list cl = {0};
+    pk_status st = walk_headers(ctx, path, b, &cl);
+    free(cl.key);
+    free(cl.value);
+    free(cl.at);
     return st;
 }
 
