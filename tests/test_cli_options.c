@@ -186,6 +186,16 @@ int main(void) {
         CHECK(err && !strstr(err, "given twice"), "a value '-q' taken for an option: %s", err ? err : "");
         free(err);
     }
+    /* an edges file starting with a UTF-8 byte order mark, as catalogs may */
+    cli_write("e_bom.txt",
+              "\xEF\xBB\xBF"
+              "0 1 2 3\n");
+    rc = cli_run("angcorr e.txt e.txt -q --png none -o bom.out --edges e_bom.txt");
+    {
+        char *err = cli_stderr();
+        CHECK(rc == 0, "--edges with a byte order mark: exit %d, %s", rc, err ? err : "");
+        free(err);
+    }
     /* a device as a text input is refused (/dev/zero was read until memory ran out) */
     {
         const char *runs[] = {"angcorr /dev/zero e.txt -q --png none -o z.out",

@@ -110,11 +110,13 @@ _CORRFUNC_TUNING = {"isa", "verbose", "c_api_timer", "fast_acos", "link_in_dec",
 def _edges_deg(binfile, name="binfile"):
     if isinstance(binfile, (str, bytes, os.PathLike)):
         binfile = os.fsdecode(binfile)  # np.loadtxt reads a bytes name as the file's text
+        if "\0" in binfile:
+            raise ValueError("embedded null byte in a file name: %r" % (binfile,))
         if not os.path.isfile(binfile):
             raise PairkitError("%s %s: %s" % (name, os.fsdecode(binfile), "is a directory" if os.path.isdir(binfile)
                                                 else "no such file"))
         try:
-            rows = np.loadtxt(binfile, ndmin=2)
+            rows = np.loadtxt(binfile, ndmin=2, encoding="utf-8-sig")  # a byte order mark skipped
             if not np.all(np.isfinite(rows)):
                 raise ValueError("a value is not finite (%r)" % _plain(rows[~np.isfinite(rows)][0]))
         except OSError as e:

@@ -167,6 +167,15 @@ def _array(x, name, n=None):
     return a
 
 
+def _fspath(path):
+    """A file name as the C library takes it: bytes, with no NUL inside (C
+    would end the name there and use another file)."""
+    b = os.fsencode(path)
+    if b"\0" in b:
+        raise ValueError("embedded null byte in a file name: %r" % (path,))
+    return b
+
+
 def _plain(x):
     """x for a message: a numpy scalar as the Python number it holds (numpy 2
     writes repr(np.float64(2.0)) as 'np.float64(2.0)')."""

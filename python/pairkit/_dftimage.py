@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _is_key, _not_masked, _one_dimensional,
-                    _plain, _ptr, backend_code, interruptible, load, new_context)
+from ._core import (PairkitError, _Context, _array, _check, _count, _finite, _fspath, _is_key, _not_masked,
+                    _one_dimensional, _plain, _ptr, backend_code, interruptible, load, new_context)
 
 
 # ---- the C structures (dftimage.h) -------------------------------------------
@@ -182,7 +182,7 @@ def read_vis(path, weights="data"):
     vis = _Vis()
     try:  # freed however the call ends (Ctrl-C after the read included)
         with interruptible(ctx):
-            st = lib.pk_vis_read(ctypes.byref(ctx), os.fsencode(path), _WEIGHTS[weights], ctypes.byref(vis))
+            st = lib.pk_vis_read(ctypes.byref(ctx), _fspath(path), _WEIGHTS[weights], ctypes.byref(vis))
         _check_dft(st, ctx)
         n = vis.n
 

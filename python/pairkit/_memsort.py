@@ -8,8 +8,8 @@ import weakref
 
 import numpy as np
 
-from ._core import (PairkitError, _Context, _check, _count, _one_dimensional, _plain, backend_code, interruptible,
-                    load, new_context)
+from ._core import (PairkitError, _Context, _check, _count, _fspath, _one_dimensional, _plain, backend_code,
+                    interruptible, load, new_context)
 
 
 # ---- the C structures (memsort.h) --------------------------------------------
@@ -126,7 +126,7 @@ def _regions(lib, ctx, regions):
     if not isinstance(regions, (str, bytes, os.PathLike)):
         raise PairkitError("regions must be 'default', 'zisk' or a region table file, got %r" % (regions,))
     table = _Regions()
-    _check(lib.pk_memsort_regions_get(ctypes.byref(ctx), os.fsencode(regions), ctypes.byref(table)), ctx)
+    _check(lib.pk_memsort_regions_get(ctypes.byref(ctx), _fspath(regions), ctypes.byref(table)), ctx)
     return table
 
 
@@ -194,7 +194,7 @@ def memsort_generate_dir(trace_dir, n_entries, seed=1, chunk_entries=None, awkwa
     opts = _gen_options(n_entries, seed, chunk_entries, awkward)
     with interruptible(ctx):
         st = lib.pk_memsort_generate_dir(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(opts),
-                                         os.fsencode(trace_dir))
+                                         _fspath(trace_dir))
     _check(st, ctx)
 
 
@@ -214,7 +214,7 @@ def write_trace(trace_dir, addr, chunk_entries=None, chunk_start=None, regions="
                    starts.ctypes.data_as(ctypes.POINTER(_U64)), 0)
     _check_trace(lib.pk_memsort_trace_check(ctypes.byref(ctx), ctypes.byref(table), ctypes.byref(trace)), ctx, starts)
     with interruptible(ctx):
-        st = lib.pk_memsort_trace_write(ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(trace))
+        st = lib.pk_memsort_trace_write(ctypes.byref(ctx), _fspath(trace_dir), ctypes.byref(trace))
     _check(st, ctx)
 
 
@@ -225,7 +225,7 @@ def read_trace(trace_dir, regions="default"):
     ctx = new_context(0)
     table = _regions(lib, ctx, regions)
     return _trace_from(lib, ctx, lambda trace: lib.pk_memsort_trace_read(
-        ctypes.byref(ctx), os.fsencode(trace_dir), ctypes.byref(table), ctypes.byref(trace)), _check)
+        ctypes.byref(ctx), _fspath(trace_dir), ctypes.byref(table), ctypes.byref(trace)), _check)
 
 
 def _addresses(addr):
@@ -545,7 +545,7 @@ def _check_plans(path):
     table, res = _Regions(), _Result()
     lib.pk_memsort_result_init(ctypes.byref(res))
     try:
-        _check(lib.pk_memsort_read(ctypes.byref(ctx), os.fsencode(path), 0, ctypes.byref(table), ctypes.byref(res)),
+        _check(lib.pk_memsort_read(ctypes.byref(ctx), _fspath(path), 0, ctypes.byref(table), ctypes.byref(res)),
                ctx)
     finally:
         lib.pk_memsort_result_free(ctypes.byref(res))

@@ -165,6 +165,13 @@ def test_write_trace_and_generate_dir(table, tmp_path):
     with pytest.raises(pairkit.PairkitError, match="in region RAM by entry"):
         pairkit.memsort_generate_dir(str(tmp_path / "over"), 50000, seed=9, chunk_entries=7000, regions=str(small))
     assert not os.path.exists(tmp_path / "over")  # the folder it made is gone too
+    # a NUL in a name is refused, not taken as the end of a shorter name
+    for call in (lambda: pairkit.memsort_generate_dir(str(tmp_path / "nul\0x"), 1000, regions=table),
+                 lambda: pairkit.write_trace(str(tmp_path / "nul\0x"), addr, chunk_entries=7000, regions=table),
+                 lambda: pairkit.read_trace(str(gen) + "\0x", regions=table)):
+        with pytest.raises(ValueError, match="embedded null byte"):
+            call()
+    assert not os.path.exists(tmp_path / "nul")
 
 
 def test_read_memsort_matches_the_run(table, tmp_path):

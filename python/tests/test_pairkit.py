@@ -104,6 +104,12 @@ def test_binfile_and_cpu_backend(tmp_path, cats):
     a = pairkit.DDtheta_mocks(0, 2, str(f), ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu")
     b = pairkit.DDtheta_mocks(0, 2, EDGES, ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu", prune="off")
     np.testing.assert_array_equal(a["npairs"], b["npairs"])
+    # a byte order mark at the start of the file is skipped, as in catalogs
+    f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
+    c = pairkit.DDtheta_mocks(0, 2, str(f), ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu")
+    np.testing.assert_array_equal(c["npairs"], b["npairs"])
+    with pytest.raises(ValueError, match="embedded null byte"):
+        pairkit.DDtheta_mocks(0, 2, str(f) + "\0x", ra1, dec1, RA2=ra2, DEC2=dec2, backend="cpu")
 
 
 def test_w_theta_and_jackknife(cats):

@@ -2092,6 +2092,8 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
         return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: a NUL byte (not a text file of edges)", path, nul_line);
     }
     char *p = text;
+    if (size >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+        p += 3; /* a UTF-8 byte order mark, as catalogs may start with */
     while (*p && st == PK_OK) {
         if (*p == '\n') {
             line++;
