@@ -157,6 +157,25 @@ int main(void) {
           "quoted CSV fields: %zu objects", c_csv.n);
     pk_catalog_free(&c_csv);
 
+    /* a right ascension within 4096 rad of 0 is read (unwrapped angles
+     * too); beyond, float64 holds the direction poorly or not at all:
+     * refused by every reader, the native format and arrays too */
+    {
+        cli_write("ra_edges.csv", "ra,dec\n-360,1\n720,2\n-234683,3\n234683,4\n");
+        pk_catalog_spec es = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+        CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("ra_edges.csv"), &es, &c_csv, NULL), &ctx);
+        pk_catalog_free(&c_csv);
+        cli_write("ra_native.txt", "2\n21600 10\n1e20 10\n");
+        pk_catalog c;
+        check_error(pk_catalog_read(&ctx, cli_path("ra_native.txt"), PK_UNITS_ARCMIN, &c), &ctx,
+                    "ra_native.txt:3: ra 1e+20 arcmin is beyond 4096 radians", "native RA of 1e20 arcmin");
+        const double ra_arr[2] = {1.0, 4096.5}, dec_arr[2] = {0.1, 0.2};
+        check_error(pk_catalog_from_arrays(&ctx, 2, ra_arr, dec_arr, PK_UNITS_RAD, "ra_rad", &c), &ctx,
+                    "ra_rad[1]: ra 4096.5 rad is beyond 4096 radians", "array RA past 4096 rad");
+        check_error(pk_catalog_from_arrays(&ctx, 2, NULL, dec_arr, PK_UNITS_RAD, "x", &c), &ctx,
+                    "pk_catalog_from_arrays: ra is NULL (with n = 2)", "NULL ra");
+    }
+
     /* errors, each naming file, line or row, and column */
     struct {
         const char *name, *text, *weight, *want;
@@ -167,6 +186,9 @@ int main(void) {
         {"nanw.csv", "ra,dec,w\n1,2,1\n1,2,nan\n", "w", "nanw.csv:3: column 'w': the weight is NaN"},
         {"short.csv", "ra,dec,w\n1,2\n", "w", "short.csv:2: the row has 2 fields, column 'w' (3) is missing"},
         {"decbad.csv", "ra,dec\n1,91\n", NULL, "decbad.csv:2: dec 91 deg is outside [-90, 90] degrees"},
+        {"rabad.csv", "ra,dec\n1,2\n234700,2\n", NULL,
+         "rabad.csv:3: ra 234700 deg is beyond 4096 radians (652 turns), where float64 cannot place a direction"},
+        {"rahuge.csv", "ra,dec\n-1e300,2\n", NULL, "rahuge.csv:2: ra -1e+300 deg is beyond 4096 radians"},
         {"empty.csv", "# nothing\n", NULL, "empty.csv: empty file"},
         {"header.csv", "ra,dec\n", NULL, "header.csv: no rows after the header"},
         {"nandec.csv", "ra,dec\n1,2\n1,nan\n", NULL, "nandec.csv:3: column 'dec': the Dec is NaN"},

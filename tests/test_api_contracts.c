@@ -474,6 +474,37 @@ static void null_and_invalid_arguments_are_refused(void) {
     EXPECT_INVALID(pk_memsort_memory_bytes(&ctx, &regions, 100, PK_MEMSORT_KERNEL_CPU, 1, &host, NULL), &ctx,
                    "device_bytes is NULL");
     EXPECT_INVALID(pk_memsort_regions_preset(&ctx, NULL, &regions), &ctx, "name is NULL");
+    {
+        pk_memsort_trace rt;
+        pk_memsort_chunk *chunks = NULL;
+        uint32_t n_chunks = 0;
+        EXPECT_INVALID(pk_memsort_trace_read(&ctx, NULL, &regions, &rt), &ctx, "pk_memsort_trace_read: dir is NULL");
+        EXPECT_INVALID(pk_memsort_trace_read(&ctx, "x", &regions, NULL), &ctx, "pk_memsort_trace_read: out is NULL");
+        EXPECT_INVALID(pk_memsort_trace_write(&ctx, NULL, &trace), &ctx, "pk_memsort_trace_write: dir is NULL");
+        EXPECT_INVALID(pk_memsort_trace_write(&ctx, "x", NULL), &ctx, "pk_memsort_trace_write: trace is NULL");
+        EXPECT_INVALID(pk_memsort_trace_pin(&ctx, NULL), &ctx, "pk_memsort_trace_pin: trace is NULL");
+        EXPECT_INVALID(pk_memsort_chunks_read(&ctx, "x", &regions, NULL, &chunks, &n_chunks), &ctx,
+                       "pk_memsort_chunks_read: plans is NULL");
+        EXPECT_INVALID(pk_memsort_chunks_read(&ctx, "x", &regions, &res, NULL, &n_chunks), &ctx,
+                       "pk_memsort_chunks_read: chunks is NULL");
+        pk_catalog cat;
+        EXPECT_INVALID(pk_catalog_read(&ctx, "x", PK_UNITS_DEG, NULL), &ctx, "pk_catalog_read: out is NULL");
+        EXPECT_INVALID(pk_catalog_read_spec(&ctx, "x", NULL, NULL, NULL), &ctx, "pk_catalog_read_spec: out is NULL");
+        EXPECT_INVALID(pk_catalog_from_arrays(&ctx, 3, NULL, NULL, PK_UNITS_DEG, "c", &cat), &ctx,
+                       "pk_catalog_from_arrays: ra is NULL (with n = 3)");
+        pk_vis v;
+        EXPECT_INVALID(pk_vis_read_uvfits(&ctx, NULL, PK_WEIGHTS_DATA, &v), &ctx, "pk_vis_read_uvfits: path is NULL");
+        pk_units u = PK_UNITS_DEG;
+        pk_catalog_format fmt = PK_FORMAT_CSV;
+        CHECK(pk_units_parse(NULL, &u) == PK_ERR_INVALID && pk_units_parse("deg", NULL) == PK_ERR_INVALID &&
+                  u == PK_UNITS_DEG,
+              "pk_units_parse with NULL");
+        CHECK(pk_catalog_format_parse(NULL, &fmt) == PK_ERR_INVALID && fmt == PK_FORMAT_CSV,
+              "pk_catalog_format_parse with NULL");
+        CHECK(pk_catalog_format_of(NULL) == PK_FORMAT_NATIVE, "pk_catalog_format_of(NULL)");
+        CHECK(isnan(pk_units_to_rad(60, (pk_units)7)), "pk_units_to_rad with units 7: %g",
+              pk_units_to_rad(60, (pk_units)7));
+    }
     EXPECT_INVALID(pk_memsort_regions_preset(&ctx, "default", NULL), &ctx, "out is NULL");
     EXPECT_INVALID(pk_memsort_regions_get(&ctx, NULL, &regions), &ctx, "name_or_path is NULL");
     EXPECT_INVALID(pk_memsort_regions_read(&ctx, NULL, &regions), &ctx, "path is NULL");

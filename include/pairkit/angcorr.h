@@ -33,8 +33,8 @@ typedef struct pk_catalog {
 } pk_catalog;
 
 /* Angle in the given units to radians, the one conversion all of pairkit
- * uses: arcmin * (pi / 10800), deg * (pi / 180), rad unchanged (as is a
- * value of units outside the enum). */
+ * uses: arcmin * (pi / 10800), deg * (pi / 180), rad unchanged; NaN for
+ * units outside the enum. */
 double pk_units_to_rad(double value, pk_units units);
 pk_status pk_units_parse(const char *name, pk_units *out);
 

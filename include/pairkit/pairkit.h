@@ -7,16 +7,12 @@
  * ctx->message (ctx may be NULL: the status alone then tells). A required
  * pointer argument that is NULL, or an enum field outside its enum, is
  * PK_ERR_INVALID with a message naming it ("pk_memsort_run: trace is
- * NULL"). Exceptions, whose pointer arguments must not be NULL: the
- * catalog readers (pk_catalog_read, pk_catalog_read_spec,
- * pk_catalog_from_arrays), pk_vis_read_uvfits, and pk_memsort_trace_read,
- * pk_memsort_trace_write, pk_memsort_trace_pin and pk_memsort_chunks_read.
+ * NULL").
  * The parse functions (pk_backend_parse, pk_estimator_parse,
  * pk_units_parse, pk_weights_parse, pk_weighting_parse,
  * pk_catalog_format_parse) take no context and write no message: they
  * return PK_OK or PK_ERR_INVALID only, PK_ERR_INVALID for an unknown name
- * (and, but for pk_units_parse and pk_catalog_format_parse, whose name must
- * not be NULL, for a NULL name or out), leaving *out unchanged then.
+ * and for a NULL name or out, leaving *out unchanged then.
  * Functions that return another type say what they return for NULL
  * arguments. The library itself never
  * prints, never exits and never installs signal handlers. A context may be

@@ -87,6 +87,10 @@ typedef struct pk_unit_vectors {
 
 pk_status pk_unit_vectors_make(pk_context *ctx, const pk_catalog *cat, pk_unit_vectors *out);
 
+/* Whether a right ascension in these units lies within 4096 radians of 0,
+ * the range every catalog reader accepts. */
+int pk_ra_in_range(double ra, pk_units units);
+
 /* A text catalog's bytes (NUL-terminated), refused when gzip-compressed or
  * holding NUL bytes, the message naming the path and kind ("text", "CSV"). */
 pk_status pk_catalog_read_text(pk_context *ctx, const char *path, const char *kind, char **text, size_t *size);

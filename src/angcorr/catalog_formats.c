@@ -18,6 +18,7 @@
 #include "common/fits_open.h"
 
 pk_status pk_catalog_format_parse(const char *name, pk_catalog_format *out) {
+    if (!name || !out) return PK_ERR_INVALID;
     if (strcmp(name, "auto") == 0) *out = PK_FORMAT_AUTO;
     else if (strcmp(name, "native") == 0 || strcmp(name, "txt") == 0) *out = PK_FORMAT_NATIVE;
     else if (strcmp(name, "csv") == 0) *out = PK_FORMAT_CSV;
@@ -32,6 +33,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 pk_catalog_format pk_catalog_format_of(const char *path) {
+    if (!path) return PK_FORMAT_NATIVE;
     if (ends_with(path, ".csv") || ends_with(path, ".csv.gz")) return PK_FORMAT_CSV;
     const char *fits[] = {".fits", ".fit", ".fts", ".fits.gz", ".fit.gz", ".fts.gz"};
     for (size_t k = 0; k < sizeof fits / sizeof fits[0]; k++)
@@ -53,6 +55,11 @@ static pk_status store_object(pk_context *ctx, const char *where, double ra, dou
     if (dec < -lim || dec > lim)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %s %s is outside [-90, 90] degrees", where,
                        pk_format_exact(dec, num), units_word(units));
+    if (!pk_ra_in_range(ra, units))
+        return pk_fail(
+            ctx, PK_ERR_PARSE,
+            "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 cannot place a direction to 1e-12 rad",
+            where, pk_format_exact(ra, num), units_word(units));
     out->ra[i] = pk_units_to_rad(ra, units);
     out->dec[i] = pk_units_to_rad(dec, units);
     return PK_OK;
@@ -608,6 +615,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
 pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
                                double **weights) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_read_spec: out is NULL");
     memset(out, 0, sizeof *out);
     if (weights) *weights = NULL;
     pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_ARCMIN, NULL, NULL, NULL};

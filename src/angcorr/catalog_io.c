@@ -18,10 +18,11 @@ double pk_units_to_rad(double value, pk_units units) {
     case PK_UNITS_DEG: return value * (M_PI / 180.0);
     case PK_UNITS_RAD: return value;
     }
-    return value;
+    return (double)NAN; /* units outside the enum */
 }
 
 pk_status pk_units_parse(const char *name, pk_units *out) {
+    if (!name || !out) return PK_ERR_INVALID;
     if (strcmp(name, "arcmin") == 0) *out = PK_UNITS_ARCMIN;
     else if (strcmp(name, "deg") == 0) *out = PK_UNITS_DEG;
     else if (strcmp(name, "rad") == 0) *out = PK_UNITS_RAD;
@@ -36,6 +37,17 @@ static const char *units_name(pk_units units) {
 /* Largest |dec| in the given units: 90 degrees. */
 static double dec_limit(pk_units units) {
     return units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
+}
+
+/* Whether |ra| is at most 4096 radians (652 turns; unwrapped angles, such
+ * as a spiral's, are directions too): beyond, float64 places the direction
+ * no better than 1e-12 rad, and far beyond, not at all (1e20 arcmin is a
+ * multiple of 4 radians). */
+int pk_ra_in_range(double ra, pk_units units) {
+    double lim = units == PK_UNITS_ARCMIN ? 4096.0 * 10800.0 / M_PI
+                 : units == PK_UNITS_DEG  ? 4096.0 * 180.0 / M_PI
+                                          : 4096.0;
+    return ra >= -lim && ra <= lim;
 }
 
 static pk_status catalog_alloc(pk_context *ctx, size_t n, const char *where, pk_catalog *out) {
@@ -67,13 +79,23 @@ static pk_status check_position(pk_context *ctx, double ra, double dec, pk_units
     if (dec < -lim || dec > lim)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %s %s is outside [-90, 90] degrees", where,
                        pk_format_exact(dec, num), units_name(units));
+    if (!pk_ra_in_range(ra, units))
+        return pk_fail(
+            ctx, PK_ERR_PARSE,
+            "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 cannot place a direction to 1e-12 rad",
+            where, pk_format_exact(ra, num), units_name(units));
     return PK_OK;
 }
 
 pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec, pk_units units,
                                  const char *field, pk_catalog *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_from_arrays: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!field) field = "catalog";
     if (n == 0) return pk_fail(ctx, PK_ERR_INVALID, "%s: the catalog is empty", field);
+    if (!ra || !dec)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_from_arrays: %s is NULL (with n = %zu)", !ra ? "ra" : "dec", n);
     pk_status st = catalog_alloc(ctx, n, field, out);
     if (st) return st;
     for (size_t i = 0; i < n; i++) {
@@ -245,6 +267,7 @@ pk_status pk_catalog_read_text(pk_context *ctx, const char *path, const char *ki
 
 pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_catalog *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_read: out is NULL");
     memset(out, 0, sizeof *out);
     char *text;
     size_t size;

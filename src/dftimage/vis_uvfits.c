@@ -252,7 +252,9 @@ typedef struct hand {
 
 pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: path is NULL");
     fitsfile *f = NULL;
     int status = 0;
     long long file_size = -1;
@@ -410,7 +412,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         int anynul = 0;
         /* the caller's progress asked every 1024 groups, so that a long
          * read can be stopped (Python's Ctrl-C) */
-        if ((g & 1023) == 0 && ctx->progress && ctx->progress(ctx->progress_user, (double)g / (double)gcount)) {
+        if ((g & 1023) == 0 && ctx && ctx->progress && ctx->progress(ctx->progress_user, (double)g / (double)gcount)) {
             st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled while reading (group %ld of %ld)", path, g, gcount);
             goto done;
         }

@@ -284,7 +284,10 @@ static pk_status chunk_past_last(pk_context *ctx, const char *dir, long index, c
 pk_status pk_memsort_trace_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
                                 pk_memsort_trace *out) {
     pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_trace_read: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_trace_read: dir is NULL");
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_trace_read: regions is NULL");
     char dir_buf[4096];
     dir = pk_dir_name(dir, dir_buf, sizeof dir_buf);
     pk_status st = pk_memsort_regions_check(ctx, regions);
@@ -486,8 +489,13 @@ static pk_status read_held_chunk(pk_context *ctx, const char *dir, const pk_mems
 pk_status pk_memsort_chunks_read(pk_context *ctx, const char *dir, const pk_memsort_regions *regions,
                                  const pk_memsort_result *plans, pk_memsort_chunk **chunks_out, uint32_t *n_out) {
     pk_clear(ctx);
+    if (!chunks_out || !n_out)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_chunks_read: %s is NULL", !chunks_out ? "chunks" : "n_chunks");
     *chunks_out = NULL;
     *n_out = 0;
+    if (!dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_chunks_read: dir is NULL");
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_chunks_read: regions is NULL");
+    if (!plans) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_chunks_read: plans is NULL");
     char dir_buf[4096];
     dir = pk_dir_name(dir, dir_buf, sizeof dir_buf);
     pk_status st = pk_memsort_regions_check(ctx, regions);
@@ -723,6 +731,8 @@ void pk_memsort_chunk_writer_abort(pk_memsort_chunk_writer *w) {
 
 pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_memsort_trace *trace) {
     pk_clear(ctx);
+    if (!dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_trace_write: dir is NULL");
+    if (!trace) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_trace_write: trace is NULL");
     char dir_buf[4096];
     const char *name = pk_dir_name(dir, dir_buf, sizeof dir_buf);
     /* a trace as pk_memsort_trace_read would give: 1 .. 4096 chunks whose
@@ -755,6 +765,7 @@ pk_status pk_memsort_trace_write(pk_context *ctx, const char *dir, const pk_mems
 
 pk_status pk_memsort_trace_pin(pk_context *ctx, pk_memsort_trace *trace) {
     pk_clear(ctx);
+    if (!trace) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_trace_pin: trace is NULL");
 #ifdef PK_HAVE_CUDA
     /* nothing to pin for: no device, or one that takes no context (auto then sorts on the CPU) */
     if (trace->pinned || trace->n_entries == 0 || pk_cuda_unusable(ctx ? ctx->cuda_device : 0)) return PK_OK;
