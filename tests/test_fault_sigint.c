@@ -30,16 +30,24 @@ static pid_t spawn(const char *const *args) {
 /* Run pairkit with args (NULL-terminated) in the scratch folder, send
  * SIGINT after delay seconds; *stop_s is the time from the signal to the
  * exit. Returns the exit code (128 + signal when killed). */
-static int run_interrupted(const char *const *args, double delay, double *stop_s) {
+/* The command's exit code after signal sig, delay seconds in; *exited
+ * whether it exited (else the signal killed it, given as 128 + its number). */
+static int run_signalled(const char *const *args, double delay, int sig, double *stop_s, int *exited) {
     pid_t pid = spawn(args);
     struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
     nanosleep(&ts, NULL);
     double t0 = check_now();
-    kill(pid, SIGINT);
+    kill(pid, sig);
     int status = 0;
     waitpid(pid, &status, 0);
     *stop_s = check_now() - t0;
+    *exited = WIFEXITED(status);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int run_interrupted(const char *const *args, double delay, double *stop_s) {
+    int exited;
+    return run_signalled(args, delay, SIGINT, stop_s, &exited);
 }
 
 /* Files in dir (under the scratch folder) whose name contains part. */
@@ -63,6 +71,23 @@ static void test_memsort(void) {
     CHECK_OK(pk_memsort_generate(&ctx, &regions, &gen, &trace), &ctx);
     CHECK_OK(pk_memsort_trace_write(&ctx, cli_path("trace"), &trace), &ctx);
     pk_memsort_trace_free(&trace);
+    /* SIGTERM and SIGHUP stop it as Ctrl-C does, with the shell's code for
+     * each (128 + the signal's number), not 130 for all */
+    const int sigs[2] = {SIGTERM, SIGHUP};
+    for (int s = 0; s < 2; s++) {
+        char out[32];
+        snprintf(out, sizeof out, "out_sig%d", sigs[s]);
+        const char *args[] = {"memsort", "trace", "-o", out, "--backend", "cpu", "--kernel", "ref", "-q", NULL};
+        double stop;
+        int exited;
+        int rc = run_signalled(args, 0.45, sigs[s], &stop, &exited);
+        int files = count_in(out, "");
+        printf("memsort --kernel ref, signal %d at 0.45 s: exit %d (%s) after %.3f s, %d files\n", sigs[s], rc,
+               exited ? "exited" : "killed", stop, files);
+        if (!(exited && rc == 0))
+            CHECK(exited && rc == 128 + sigs[s] && files == 0, "memsort after signal %d: %s %d, %d files", sigs[s],
+                  exited ? "exit" : "killed by", exited ? rc : rc - 128, files);
+    }
     const char *kernels[2] = {"ref", "cpu"};
     for (int k = 0; k < 2; k++) {
         for (double delay = 0.15; delay < 0.8; delay += 0.3) {

@@ -21,10 +21,12 @@
 #include "common/common.h"
 #include "mpi.h"
 
+static int interrupted_code(void);
+
 int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
     if (st == PK_ERR_CANCELLED) {
         fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
-        return 130;
+        return interrupted_code();
     }
     const char *what = ctx && ctx->message[0] ? ctx->message : pk_status_str(st);
     if (cli_mpi_size() > 1) fprintf(stderr, "pairkit %s [rank %d]: %s\n", cmd, cli_mpi_rank(), what);
@@ -120,11 +122,16 @@ int cli_check_repeats(const char *cmd, int argc, char **argv, const char *const 
     return 0;
 }
 
-static volatile sig_atomic_t interrupted = 0;
+static volatile sig_atomic_t interrupted = 0; /* the signal that asked to stop */
 
 static void on_sigint(int sig) {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
+}
+
+/* A shell's code for a run stopped by a signal: 128 + its number (130 for
+ * Ctrl-C, 143 for SIGTERM, 129 for SIGHUP). */
+static int interrupted_code(void) {
+    return 128 + (interrupted ? (int)interrupted : SIGINT);
 }
 
 int cli_interrupted(void) {
@@ -169,6 +176,7 @@ void cli_progress_attach(pk_context *ctx, const char *label, int quiet) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     progress.label = label;
     progress.show = !quiet && isatty(STDERR_FILENO);
     progress.shown = 0;
@@ -525,7 +533,7 @@ int cli_commit(const char *cmd, cli_outputs *o) {
     if (interrupted) { /* Ctrl-C while the outputs were written: none of them */
         cli_discard(o);
         fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
-        return 130;
+        return interrupted_code();
     }
     int failed = pk_rename_all(o->n, o->staged, o->final_path);
     if (failed >= 0) {
