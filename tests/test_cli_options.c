@@ -196,6 +196,21 @@ int main(void) {
         CHECK(rc == 0, "--edges with a byte order mark: exit %d, %s", rc, err ? err : "");
         free(err);
     }
+    /* --write-npz into a missing folder or onto a device: said plainly
+     * (libzip said "Failure to create temporary file") */
+    {
+        const char *runs[] = {"bench dftimage --nvis 10 --write-npz nodir/x.npz",
+                              "bench dftimage --nvis 10 --write-npz /dev/full"};
+        const char *says[] = {"nodir/x.npz: cannot write: its folder does not exist",
+                              "/dev/full: cannot write: is not a regular file"};
+        for (int k = 0; k < 2; k++) {
+            int rc_npz = cli_run(runs[k]);
+            char *err = cli_stderr();
+            CHECK(rc_npz == 1 && err && strstr(err, says[k]), "pairkit %s: exit %d, %s", runs[k], rc_npz,
+                  err ? err : "");
+            free(err);
+        }
+    }
     /* a device as a text input is refused (/dev/zero was read until memory ran out) */
     {
         const char *runs[] = {"angcorr /dev/zero e.txt -q --png none -o z.out",

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zip.h>
 
 #include "dftimage_internal.h"
@@ -314,9 +315,30 @@ pk_status pk_vis_write_npz(pk_context *ctx, const char *path, const pk_vis *vis)
             return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: pk_vis.%s is NULL (with n = %zu visibilities)",
                            array_names[a], vis->n);
     /* libzip writes to a temporary file beside path and renames it over
-     * path in zip_close, so a failure leaves any old file untouched. */
+     * path in zip_close, so a failure leaves any old file untouched. What
+     * it cannot say clearly is said first: a name that is a device or
+     * read-only, a folder that is not there; a link is written through. */
+    const char *unfit = pk_output_unfit(path);
+    if (unfit) return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: %s", path, unfit);
+    char *target = pk_output_path(path);
+    if (!target) return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    {
+        char *slash = strrchr(target, '/');
+        struct stat sb;
+        int folder = 1;
+        if (slash && slash != target) {
+            *slash = '\0';
+            folder = stat(target, &sb) == 0 && S_ISDIR(sb.st_mode);
+            *slash = '/';
+        }
+        if (!folder) {
+            free(target);
+            return pk_fail(ctx, PK_ERR_IO, "%s: cannot write: its folder does not exist", path);
+        }
+    }
     int err = 0;
-    zip_t *za = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &err);
+    zip_t *za = zip_open(target, ZIP_CREATE | ZIP_TRUNCATE, &err);
+    free(target);
     if (!za) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, err);
