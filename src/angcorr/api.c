@@ -458,24 +458,30 @@ static double rad_to_deg(double r) {
     return r * (180.0 / M_PI);
 }
 
-/* The checks both writers make before any file, then the atomic file open. */
-static pk_status result_file_open(pk_context *ctx, pk_atomic_file *f, const char *path, const pk_angcorr_result *result,
-                                  const pk_bins *bins) {
-    pk_clear(ctx);
-    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_write_omega: path is NULL");
-    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_write_omega: result is NULL");
+pk_status pk_angcorr_result_writable(pk_context *ctx, const char *fn, const char *path, const pk_angcorr_result *result,
+                                     const pk_bins *bins) {
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "%s: path is NULL", fn);
+    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "%s: result is NULL", fn);
     pk_status st = pk_bins_check(ctx, bins);
     if (st) return st;
-    if (result->n_bins != bins->n_bins)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
-                       bins->n_bins);
     if (!result->dd || !result->dr || !result->rr || !result->omega)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the result's %s is NULL", path,
                        !result->dd   ? "dd"
                        : !result->dr ? "dr"
                        : !result->rr ? "rr"
                                      : "omega");
-    return pk_atomic_open(ctx, f, path);
+    if (result->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
+                       bins->n_bins);
+    return PK_OK;
+}
+
+/* The checks before any file, then the atomic file open. */
+static pk_status result_file_open(pk_context *ctx, pk_atomic_file *f, const char *path, const pk_angcorr_result *result,
+                                  const pk_bins *bins) {
+    pk_clear(ctx);
+    pk_status st = pk_angcorr_result_writable(ctx, "pk_angcorr_write_omega", path, result, bins);
+    return st ? st : pk_atomic_open(ctx, f, path);
 }
 
 pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_angcorr_result *result,

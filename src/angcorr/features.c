@@ -1970,20 +1970,9 @@ static void ecsv_header(FILE *fp, const pk_angcorr_result *result, int means, in
 static pk_status write_table(pk_context *ctx, const char *path, const pk_angcorr_result *result,
                              const pk_angcorr_extras *extras, const pk_bins *bins, int ecsv) {
     pk_clear(ctx);
-    const char *fn = ecsv ? "pk_angcorr_write_ecsv" : "pk_angcorr_write_csv_ex";
-    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "%s: path is NULL", fn);
-    if (!result) return pk_fail(ctx, PK_ERR_INVALID, "%s: result is NULL", fn);
-    pk_status st = pk_bins_check(ctx, bins);
+    pk_status st =
+        pk_angcorr_result_writable(ctx, ecsv ? "pk_angcorr_write_ecsv" : "pk_angcorr_write_csv_ex", path, result, bins);
     if (st) return st;
-    if (!result->dd || !result->dr || !result->rr || !result->omega)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result's %s is NULL", path,
-                       !result->dd   ? "dd"
-                       : !result->dr ? "dr"
-                       : !result->rr ? "rr"
-                                     : "omega");
-    if (result->n_bins != bins->n_bins)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
-                       bins->n_bins);
     if (extras && extras->n_bins && extras->n_bins != bins->n_bins)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the extras have %zu bins, the bins given %zu", path, extras->n_bins,
                        bins->n_bins);
