@@ -88,7 +88,7 @@ typedef struct pk_unit_vectors {
 pk_status pk_unit_vectors_make(pk_context *ctx, const pk_catalog *cat, pk_unit_vectors *out);
 
 /* The checks every writer of a result makes before any file: path,
- * result and its arrays not NULL, bins that match it; fn names the
+ * result not NULL, bins that match it, its arrays not NULL; fn names the
  * caller's public function. */
 pk_status pk_angcorr_result_writable(pk_context *ctx, const char *fn, const char *path, const pk_angcorr_result *result,
                                      const pk_bins *bins);

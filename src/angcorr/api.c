@@ -464,15 +464,15 @@ pk_status pk_angcorr_result_writable(pk_context *ctx, const char *fn, const char
     if (!result) return pk_fail(ctx, PK_ERR_INVALID, "%s: result is NULL", fn);
     pk_status st = pk_bins_check(ctx, bins);
     if (st) return st;
+    if (result->n_bins != bins->n_bins)
+        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
+                       bins->n_bins);
     if (!result->dd || !result->dr || !result->rr || !result->omega)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: the result's %s is NULL", path,
                        !result->dd   ? "dd"
                        : !result->dr ? "dr"
                        : !result->rr ? "rr"
                                      : "omega");
-    if (result->n_bins != bins->n_bins)
-        return pk_fail(ctx, PK_ERR_INVALID, "%s: the result has %zu bins, the bins given %zu", path, result->n_bins,
-                       bins->n_bins);
     return PK_OK;
 }
 
