@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/deps.sh
+echo "building in build/ (a few minutes the first time; the log in build.log)" >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j "$(nproc)" >> build.log 2>&1 || { tail -50 build.log; exit 1; }
 build/pairkit angcorr data/galaxy/data_100k_arcmin.txt data/galaxy/flat_100k_arcmin.txt \
   -o omega.out --png omega.png "$@"
-echo "wrote omega.out and omega.png"
