@@ -132,19 +132,19 @@ pk_status pk_dftimage_check_size(pk_context *ctx, size_t n, int want_imag, size_
     return PK_OK;
 }
 
-/* The arrays of a caller-built pk_vis: n of each (weight may be NULL). */
-static pk_status check_vis_arrays(pk_context *ctx, const pk_vis *vis) {
+pk_status pk_vis_arrays_check(pk_context *ctx, const char *fn, const pk_vis *vis) {
     const double *arrays[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
     static const char *const names[5] = {"u", "v", "w", "re", "im"};
     for (int a = 0; a < 5 && vis->n; a++)
         if (!arrays[a])
-            return pk_fail(ctx, PK_ERR_INVALID, "pk_vis.%s is NULL (with n = %zu visibilities)", names[a], vis->n);
+            return pk_fail(ctx, PK_ERR_INVALID, "%s%spk_vis.%s is NULL (with n = %zu visibilities)", fn ? fn : "",
+                           fn ? ": " : "", names[a], vis->n);
     return PK_OK;
 }
 
 static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
     if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
-    pk_status st = check_vis_arrays(ctx, vis);
+    pk_status st = pk_vis_arrays_check(ctx, NULL, vis);
     if (st) return st;
     for (size_t k = 0; k < vis->n; k++) {
         if (!isfinite(vis->u[k]) || !isfinite(vis->v[k]) || !isfinite(vis->w[k]))
@@ -445,7 +445,7 @@ pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, cons
     memset(out, 0, sizeof *out);
     if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_psf: vis is NULL");
     if (vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
-    pk_status st = check_vis_arrays(ctx, vis);
+    pk_status st = pk_vis_arrays_check(ctx, NULL, vis);
     if (st) return st;
     if (!(vis->weight_sum > 0) || !isfinite(vis->weight_sum))
         return pk_fail(ctx, PK_ERR_INVALID, "the sum of the weights is %g: the beam cannot be normalised",

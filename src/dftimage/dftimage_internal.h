@@ -215,6 +215,10 @@ typedef struct pk_dft_job {
     size_t gpu_memory; /* CUDA: bytes of device memory allowed, 0 = what is free */
 } pk_dft_job;
 
+/* The arrays of a caller-built pk_vis: u, v, w, re and im present when
+ * n > 0 (weight may be NULL); the message starts with fn when given. */
+pk_status pk_vis_arrays_check(pk_context *ctx, const char *fn, const pk_vis *vis);
+
 pk_status pk_dft_run_ref(pk_context *ctx, const pk_dft_job *job, pk_progress *progress);
 pk_status pk_dft_run_cpu(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress);
 

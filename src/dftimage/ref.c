@@ -76,12 +76,8 @@ pk_status pk_dftimage_ref_points(pk_context *ctx, const pk_vis *vis, int sign, s
                        : !m ? "m"
                             : "re",
                        n_points);
-    const double *arrays[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
-    static const char *const names[5] = {"u", "v", "w", "re", "im"};
-    for (int a = 0; a < 5 && vis->n; a++)
-        if (!arrays[a])
-            return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_ref_points: pk_vis.%s is NULL (with n = %zu visibilities)",
-                           names[a], vis->n);
+    pk_status st = pk_vis_arrays_check(ctx, "pk_dftimage_ref_points", vis);
+    if (st) return st;
     if (sign != 1 && sign != -1) return pk_fail(ctx, PK_ERR_INVALID, "sign must be +1 or -1, got %d", sign);
     for (size_t p = 0; p < n_points; p++)
         if (!(l[p] * l[p] + m[p] * m[p] < 1.0))

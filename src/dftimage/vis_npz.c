@@ -308,12 +308,8 @@ pk_status pk_vis_write_npz(pk_context *ctx, const char *path, const pk_vis *vis)
     pk_clear(ctx);
     if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: path is NULL");
     if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: vis is NULL");
-    const double *arrays[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
-    static const char *const array_names[5] = {"u", "v", "w", "re", "im"};
-    for (int a = 0; a < 5 && vis->n; a++)
-        if (!arrays[a])
-            return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_write_npz: pk_vis.%s is NULL (with n = %zu visibilities)",
-                           array_names[a], vis->n);
+    pk_status st_arrays = pk_vis_arrays_check(ctx, "pk_vis_write_npz", vis);
+    if (st_arrays) return st_arrays;
     /* libzip writes to a temporary file beside path and renames it over
      * path in zip_close, so a failure leaves any old file untouched. What
      * it cannot say clearly is said first: a name that is a device or
