@@ -187,7 +187,8 @@ int main(void) {
         {"short.csv", "ra,dec,w\n1,2\n", "w", "short.csv:2: the row has 2 fields, column 'w' (3) is missing"},
         {"decbad.csv", "ra,dec\n1,91\n", NULL, "decbad.csv:2: dec 91 deg is outside [-90, 90] degrees"},
         {"rabad.csv", "ra,dec\n1,2\n234700,2\n", NULL,
-         "rabad.csv:3: ra 234700 deg is beyond 4096 radians (652 turns), where float64 cannot place a direction"},
+         "rabad.csv:3: ra 234700 deg is beyond 4096 radians (652 turns), where float64 values lie about 1e-12 rad "
+         "apart or more"},
         {"rahuge.csv", "ra,dec\n-1e300,2\n", NULL, "rahuge.csv:2: ra -1e+300 deg is beyond 4096 radians"},
         {"empty.csv", "# nothing\n", NULL, "empty.csv: empty file"},
         {"header.csv", "ra,dec\n", NULL, "header.csv: no rows after the header"},

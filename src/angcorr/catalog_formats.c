@@ -58,7 +58,7 @@ static pk_status store_object(pk_context *ctx, const char *where, double ra, dou
     if (!pk_ra_in_range(ra, units))
         return pk_fail(
             ctx, PK_ERR_PARSE,
-            "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 cannot place a direction to 1e-12 rad",
+            "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 values lie about 1e-12 rad apart or more",
             where, pk_format_exact(ra, num), units_word(units));
     out->ra[i] = pk_units_to_rad(ra, units);
     out->dec[i] = pk_units_to_rad(dec, units);

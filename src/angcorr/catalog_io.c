@@ -40,9 +40,9 @@ static double dec_limit(pk_units units) {
 }
 
 /* Whether |ra| is at most 4096 radians (652 turns; unwrapped angles, such
- * as a spiral's, are directions too): beyond, float64 places the direction
- * no better than 1e-12 rad, and far beyond, not at all (1e20 arcmin is a
- * multiple of 4 radians). */
+ * as a spiral's, are directions too): from 4096 rad on, neighbouring
+ * float64 values lie 2^-40 = 9.1e-13 rad apart or more, and far beyond, no
+ * direction is left at all (1e20 arcmin is a multiple of 4 radians). */
 int pk_ra_in_range(double ra, pk_units units) {
     double lim = units == PK_UNITS_ARCMIN ? 4096.0 * 10800.0 / M_PI
                  : units == PK_UNITS_DEG  ? 4096.0 * 180.0 / M_PI
@@ -82,7 +82,7 @@ static pk_status check_position(pk_context *ctx, double ra, double dec, pk_units
     if (!pk_ra_in_range(ra, units))
         return pk_fail(
             ctx, PK_ERR_PARSE,
-            "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 cannot place a direction to 1e-12 rad",
+            "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 values lie about 1e-12 rad apart or more",
             where, pk_format_exact(ra, num), units_name(units));
     return PK_OK;
 }
