@@ -760,6 +760,10 @@ int main(void) {
         int rc = pk_cuda_describe(bad_dev.cuda_device, line, sizeof line);
         CHECK(rc == 1 && strstr(line, "cannot be used ("), "device %d described as %d '%s'", bad_dev.cuda_device, rc,
               line);
+        /* no buffer: nothing written, the answer still given */
+        rc = pk_cuda_describe(bad_dev.cuda_device, NULL, sizeof line);
+        CHECK(rc == 1, "device %d without a buffer described as %d", bad_dev.cuda_device, rc);
+        if (pk_cuda_device_count() > 0) CHECK(pk_cuda_describe(0, NULL, 64) == 0, "device 0 without a buffer: not 0");
         if (pk_cuda_device_count() > 0) {
             rc = pk_cuda_describe(0, line, sizeof line);
             printf("CUDA device 0: %s\n", line);

@@ -101,8 +101,8 @@ int pk_cuda_device_count(void);
  * device as it was. */
 const char *pk_cuda_unusable(int device);
 
-/* One line about CUDA device `device` into buf[size] (NULL only with size
- * 0: nothing written): its name, compute
+/* One line about CUDA device `device` into buf[size] (buf NULL or size 0:
+ * nothing written, the return value still given): its name, compute
  * capability, memory and memory free now ("NVIDIA H200, sm_90, 139.8 GiB,
  * 139.1 GiB free"), or "cannot be used (why)" (pk_cuda_unusable). Returns 0
  * when the device can be used, 1 otherwise. Leaves the calling thread's

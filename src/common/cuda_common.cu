@@ -46,6 +46,7 @@ extern "C" const char *pk_cuda_unusable(int device) {
 }
 
 extern "C" int pk_cuda_describe(int device, char *buf, size_t size) {
+    if (!buf) size = 0; /* nothing written, the answer still given */
     const char *why = pk_cuda_unusable(device);
     if (why) {
         snprintf(buf, size, "cannot be used (%s)", why);

@@ -73,6 +73,7 @@ const char *pk_cuda_unusable(int device) {
     return "this build has no CUDA backend";
 }
 int pk_cuda_describe(int device, char *buf, size_t size) {
+    if (!buf) size = 0; /* nothing written, the answer still given */
     snprintf(buf, size, "cannot be used (%s)", pk_cuda_unusable(device));
     return 1;
 }
