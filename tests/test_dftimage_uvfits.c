@@ -157,6 +157,21 @@ static void test_eht(void) {
     CHECK(strcmp(vis.object, "M87") == 0 && strncmp(vis.date_obs, "2017-04-11", 10) == 0, "object %s date %s",
           vis.object, vis.date_obs);
     CHECK(close_rel(vis.freq_hz, 227070703125.0, 1e-12), "frequency");
+    /* The date is split over two DATE parameters (PTYPE5, PTYPE6, scale 1,
+     * zero 0): the day's start and its fraction, here the second's. Their
+     * sum for the first group gives the time of DATE-OBS. */
+    {
+        double p[9];
+        float d[3];
+        raw_group(EHT, 1, p, 9, d, 3);
+        double jd = p[4] + p[5], day = jd + 0.5 - floor(jd + 0.5);
+        long want = lround(day * 86400.0), hh = -1, mm = -1, ss = -1;
+        int got = sscanf(vis.date_obs, "2017-04-11T%ld:%ld:%ld", &hh, &mm, &ss);
+        long have = got == 3 ? hh * 3600 + mm * 60 + ss : -1;
+        CHECK(p[5] != 0 && want > 0 && labs(have - want) <= 1,
+              "split DATE: DATE-OBS %s, want the time %02ld:%02ld:%02ld from both DATE parameters", vis.date_obs,
+              want / 3600, want / 60 % 60, want % 60);
+    }
     pk_vis_free(&vis);
 }
 
