@@ -212,14 +212,25 @@ static void test_good(void) {
     CHECK(run(args) == 0, "mojave image");
     status = 0;
     fits_open_file(&f, in_dir("vlba.fits"), READONLY, &status);
-    double crval1 = 0, crval2 = 0;
+    double crval1 = 0, crval2 = 0, cdelt2 = 0;
     fits_read_key(f, TSTRING, "CTYPE1", ctype1, NULL, &status);
     fits_read_key(f, TDOUBLE, "CRVAL1", &crval1, NULL, &status);
     fits_read_key(f, TDOUBLE, "CRVAL2", &crval2, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CDELT1", &cdelt1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CDELT2", &cdelt2, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, &status);
+    fits_read_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, &status);
     fits_close_file(f, &status);
     CHECK(status == 0 && strcmp(ctype1, "RA---SIN") == 0 && fabs(crval1 - 187.705930754) < 1e-9 &&
               fabs(crval2 - 12.3911232861) < 1e-9,
           "UVFITS WCS: %s %.9f %.9f", ctype1, crval1, crval2);
+    /* 1e-9 rad cells in degrees, RA increasing to the left (east); the phase
+     * centre, grid pixel (16, 16) of 32, is FITS pixel (32 - 16, 16 + 1) */
+    const double cell_deg = 1e-9 * 180.0 / M_PI;
+    CHECK(fabs(cdelt1 + cell_deg) < 1e-12 * cell_deg && fabs(cdelt2 - cell_deg) < 1e-12 * cell_deg && crpix1 == 16 &&
+              crpix2 == 17,
+          "UVFITS WCS: CDELT1 %.9g CDELT2 %.9g (want -/+ %.9g deg), CRPIX1 %g CRPIX2 %g (want 16, 17)", cdelt1, cdelt2,
+          cell_deg, crpix1, crpix2);
 }
 
 static void test_bad(void) {
