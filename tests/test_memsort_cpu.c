@@ -132,6 +132,56 @@ int main(int argc, char **argv) {
         CHECK(n_bad == 0, "%llu awkward sizes within capacity failed", (unsigned long long)n_bad);
     }
 
+    /* the awkward cases are there (counted off the trace): the first
+     * region's rows S - 1 and S in address order share an address (a run
+     * across its first instance boundary); the middle region is empty;
+     * the last region has an address on more than 2S entries (a run over
+     * two whole instances), S or more of them one after another in the
+     * trace (across chunks of 13), and a count that is not a multiple of S */
+    {
+        const uint64_t s0 = small.region[0].instance_entries, s2 = small.region[2].instance_entries;
+        const uint64_t words0 = small.region[0].size / 8, words2 = small.region[2].size / 8;
+        for (uint64_t n = 400; n <= 40000; n *= 10) {
+            pk_memsort_gen_options g = {n, n + 1, 13, 1};
+            pk_memsort_trace trace;
+            CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);
+            uint32_t *count0 = calloc(words0, sizeof(uint32_t)), *count2 = calloc(words2, sizeof(uint32_t));
+            uint64_t n1 = 0, n2 = 0, longest = 0, streak = 0, streak_addr = 0;
+            for (uint64_t i = 0; count0 && count2 && i < trace.n_entries; i++) {
+                uint32_t a = trace.addr[i];
+                streak = i && a == streak_addr ? streak + 1 : 1;
+                streak_addr = a;
+                if (a - small.region[0].base < small.region[0].size) count0[(a - small.region[0].base) / 8]++;
+                else if (a - small.region[1].base < small.region[1].size) n1++;
+                else if (a - small.region[2].base < small.region[2].size) {
+                    count2[(a - small.region[2].base) / 8]++;
+                    n2++;
+                    if (streak > longest) longest = streak;
+                }
+            }
+            /* the first region's words at sorted rows S - 1 and S */
+            uint64_t below = 0, w_before = words0, w_at = words0;
+            for (uint64_t w = 0; count0 && w < words0; w++) {
+                if (below <= s0 - 1 && s0 - 1 < below + count0[w]) w_before = w;
+                if (below <= s0 && s0 < below + count0[w]) w_at = w;
+                below += count0[w];
+            }
+            uint32_t most = 0;
+            for (uint64_t w = 0; count2 && w < words2; w++)
+                if (count2[w] > most) most = count2[w];
+            CHECK(w_before < words0 && w_before == w_at, "awkward n=%llu: ROM rows %llu and %llu: words %llu and %llu",
+                  (unsigned long long)n, (unsigned long long)(s0 - 1), (unsigned long long)s0,
+                  (unsigned long long)w_before, (unsigned long long)w_at);
+            CHECK(n1 == 0, "awkward n=%llu: INPUT has %llu entries", (unsigned long long)n, (unsigned long long)n1);
+            CHECK(most > 2 * s2 && longest >= s2 && n2 % s2 != 0,
+                  "awkward n=%llu: RAM: %llu entries, %u of one address, %llu of them in a row", (unsigned long long)n,
+                  (unsigned long long)n2, most, (unsigned long long)longest);
+            free(count0);
+            free(count2);
+            pk_memsort_trace_free(&trace);
+        }
+    }
+
     /* a hand-made trace: every entry the same address, chunk table with
      * empty chunks */
     {
@@ -143,6 +193,32 @@ int main(int argc, char **argv) {
             test_kernel_against_ref("one address, empty chunks", kernel, &small, &trace, w);
         pk_memsort_trace empty = {0, addr, 1, starts, 0};
         test_kernel_against_ref("empty trace", kernel, &small, &empty, 3);
+    }
+
+    /* two regions that touch (the first ends at the second's base): the
+     * first's last word and the second's first word, alternating, each
+     * sorted in its own region (20 entries each, instances of 8: 3 + 3) */
+    {
+        pk_memsort_regions touch;
+        memset(&touch, 0, sizeof touch);
+        touch.n_regions = 2;
+        touch.region[0] = (pk_memsort_region){"LO", 0x2000, 8 * 64, 16, 8};
+        touch.region[1] = (pk_memsort_region){"HI", 0x2000 + 8 * 64, 8 * 64, 16, 8};
+        CHECK_OK(pk_memsort_regions_check(&ctx, &touch), &ctx);
+        uint32_t addr[40];
+        for (int i = 0; i < 40; i++) addr[i] = i % 2 ? 0x2200 : 0x21f8;
+        uint64_t starts[3] = {0, 15, 40};
+        pk_memsort_trace trace = {40, addr, 2, starts, 0};
+        pk_memsort_result res;
+        pk_memsort_result_init(&res);
+        pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 1, 0};
+        pk_status st = pk_memsort_run(&ctx, &o, &touch, &trace, &res);
+        CHECK(st == PK_OK && res.region_entries[0] == 20 && res.region_entries[1] == 20 && res.n_instances == 6 &&
+                  res.instances[2].last_addr == 0x21f8 && res.instances[3].region == 1 &&
+                  res.instances[3].first_addr == 0x2200 && !res.instances[3].has_prev,
+              "regions that touch: status %d (%s), %u instances", (int)st, ctx.message, res.n_instances);
+        pk_memsort_result_free(&res);
+        test_kernel_against_ref("regions that touch", kernel, &touch, &trace, 3);
     }
 
     /* bad entries in memory: the error names the chunk file and entry */
@@ -165,6 +241,40 @@ int main(int argc, char **argv) {
                   strstr(ctx.message, "no region"),
               "no region in memory: status %d: %s", (int)st, ctx.message);
         addr[3] = 0x100000;
+        /* a region's ends: its last word is in it; the word at base + size,
+         * the word below base and a word's address + 4 are refused, by
+         * the trace check and by every kernel, naming the entry */
+        {
+            const uint32_t ram_end = small.region[2].base + (uint32_t)small.region[2].size;
+            const struct {
+                uint32_t a;
+                const char *why;
+            } ends[] = {{ram_end, "no region"},
+                        {small.region[2].base - 8, "no region"},
+                        {small.region[0].base + (uint32_t)small.region[0].size, "no region"},
+                        {ram_end - 4, "not 8-byte aligned"}};
+            const int kernels[3] = {kernel, PK_MEMSORT_KERNEL_CPU_PORTABLE, PK_MEMSORT_KERNEL_REF};
+            for (size_t e = 0; e < sizeof ends / sizeof ends[0]; e++) {
+                addr[50] = ends[e].a;
+                st = pk_memsort_trace_check(&ctx, &small, &trace);
+                CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 10") &&
+                          strstr(ctx.message, ends[e].why),
+                      "trace check, address 0x%08x: status %d: %s", ends[e].a, (int)st, ctx.message);
+                for (int k = 0; k < 3; k++) {
+                    pk_memsort_options ok = {PK_BACKEND_AUTO, kernels[k], 1, 0};
+                    st = pk_memsort_run(&ctx, &ok, &small, &trace, &res);
+                    CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 10") &&
+                              strstr(ctx.message, ends[e].why),
+                          "%s, address 0x%08x: status %d: %s", pk_memsort_kernel_name(kernels[k]), ends[e].a, (int)st,
+                          ctx.message);
+                }
+            }
+            addr[50] = ram_end - 8;
+            addr[51] = small.region[0].base + (uint32_t)small.region[0].size - 8;
+            CHECK_OK(pk_memsort_trace_check(&ctx, &small, &trace), &ctx);
+            test_kernel_against_ref("the last words of ROM and RAM", kernel, &small, &trace, 3);
+            addr[50] = addr[51] = 0x100000;
+        }
         pk_memsort_regions tight = small;
         tight.region[2].max_instances = 1;
         st = pk_memsort_run(&ctx, &o, &tight, &trace, &res);
