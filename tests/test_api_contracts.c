@@ -91,9 +91,11 @@ static void memsort_compare_sees_every_field(void) {
         CHECK(pk_memsort_compare(&ctx, &a, &b) != PK_OK, "first_row changed, not seen");
         in->first_row ^= 1;
         uint32_t *cells[] = {&b.runs[in->runs_offset + 1].addr, &b.runs[in->runs_offset].count,
-                             &b.values[in->values_offset + in->n_rows - 1], &b.chunk_counts[in->counts_offset]};
-        const char *what[] = {"run 1", "run 0", "row", "chunk 0"};
-        for (size_t k = 0; k < 4; k++) {
+                             &b.values[in->values_offset + in->n_rows - 1], &b.chunk_counts[in->counts_offset],
+                             &b.chunk_counts[in->counts_offset + b.n_chunks - 1]};
+        const char *what[] = {"run 1", "run 0", "row", "chunk 0", "the last chunk"};
+        CHECK(b.n_chunks > 1, "the trace has %u chunks, the test expects several", b.n_chunks);
+        for (size_t k = 0; k < 5; k++) {
             *cells[k] ^= 8;
             CHECK(pk_memsort_compare(&ctx, &a, &b) != PK_OK && strstr(ctx.message, "instance") != NULL,
                   "a changed %s of instance %u not seen: %s", what[k], g, ctx.message);
