@@ -623,8 +623,11 @@ static void null_and_invalid_arguments_are_refused(void) {
         pk_vis hole = vis;
         double **arr[5] = {&hole.u, &hole.v, &hole.w, &hole.re, &hole.im};
         *arr[f] = NULL;
-        EXPECT_INVALID(pk_dftimage_run(&ctx, NULL, &hole, 16, 0.001, &img, NULL), &ctx, fields[f]);
-        EXPECT_INVALID(pk_dftimage_psf(&ctx, NULL, &hole, 16, 0.001, &img, NULL), &ctx, fields[f]);
+        char want[64];
+        snprintf(want, sizeof want, "pk_dftimage_run: %s", fields[f]);
+        EXPECT_INVALID(pk_dftimage_run(&ctx, NULL, &hole, 16, 0.001, &img, NULL), &ctx, want);
+        snprintf(want, sizeof want, "pk_dftimage_psf: %s", fields[f]);
+        EXPECT_INVALID(pk_dftimage_psf(&ctx, NULL, &hole, 16, 0.001, &img, NULL), &ctx, want);
     }
     pk_dftimage_options prec7 = {PK_BACKEND_CPU, 0, (pk_precision)7, 0, 0, 0};
     EXPECT_INVALID(pk_dftimage_run(&ctx, &prec7, &vis, 16, 0.001, &img, NULL), &ctx, "precision: 7");

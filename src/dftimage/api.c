@@ -142,9 +142,9 @@ pk_status pk_vis_arrays_check(pk_context *ctx, const char *fn, const pk_vis *vis
     return PK_OK;
 }
 
-static pk_status check_vis(pk_context *ctx, const pk_vis *vis) {
+static pk_status check_vis(pk_context *ctx, const char *fn, const pk_vis *vis) {
     if (!vis || vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
-    pk_status st = pk_vis_arrays_check(ctx, NULL, vis);
+    pk_status st = pk_vis_arrays_check(ctx, fn, vis);
     if (st) return st;
     for (size_t k = 0; k < vis->n; k++) {
         if (!isfinite(vis->u[k]) || !isfinite(vis->v[k]) || !isfinite(vis->w[k]))
@@ -285,7 +285,7 @@ static pk_status run_image(pk_context *ctx, const pk_dftimage_options *opts, con
     if (opts) o = *opts;
     pk_status st = check_options(ctx, &o);
     if (st) return st;
-    if ((st = check_vis(ctx, vis)) != PK_OK) return st;
+    if ((st = check_vis(ctx, beam ? "pk_dftimage_psf" : "pk_dftimage_run", vis)) != PK_OK) return st;
     if ((st = pk_dftimage_check_grid(ctx, n, cell, o.want_imag)) != PK_OK) return st;
     /* the options' sign was checked above: a wrong one here is the data's */
     int sign = o.sign ? o.sign : vis->sign;
@@ -445,7 +445,7 @@ pk_status pk_dftimage_psf(pk_context *ctx, const pk_dftimage_options *opts, cons
     memset(out, 0, sizeof *out);
     if (!vis) return pk_fail(ctx, PK_ERR_INVALID, "pk_dftimage_psf: vis is NULL");
     if (vis->n == 0) return pk_fail(ctx, PK_ERR_INVALID, "no visibilities to image");
-    pk_status st = pk_vis_arrays_check(ctx, NULL, vis);
+    pk_status st = pk_vis_arrays_check(ctx, "pk_dftimage_psf", vis);
     if (st) return st;
     if (!(vis->weight_sum > 0) || !isfinite(vis->weight_sum))
         return pk_fail(ctx, PK_ERR_INVALID, "the sum of the weights is %g: the beam cannot be normalised",
