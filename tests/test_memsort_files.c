@@ -376,6 +376,8 @@ int main(void) {
                         "do not match its n_rows");
         p = (poke){runs + 8, 0}; /* the second run's address below the first's */
         expect_bad_file("run order", good, n, n, poke_u32, &p, ": instance ", "run");
+        p = (poke){runs, 4}; /* the first run's address off the 8-byte grid */
+        expect_bad_file("run alignment", good, n, n, add_u32, &p, "instance 2: run 0 (", "unaligned");
         /* the links between one instance and the next */
         p = (poke){inst + 96 + 64, 8};
         expect_bad_file("prev_addr", good, n, n, add_u32, &p, "instance 1: field prev_addr", "out of place");

@@ -551,6 +551,45 @@ def _check_plans(path):
         lib.pk_memsort_result_free(ctypes.byref(res))
 
 
+def _check_runs(path, inst, runs, n_values):
+    """The checks pk_memsort_read makes of the runs when it reads them: the
+    owned instances' runs lie one after another, each non-empty, at an
+    8-byte-aligned address after the run before it, from the instance's
+    first_addr to its last_addr, their counts adding up to its n_rows."""
+    own = inst[inst["owned"] != 0]
+    if own.size == 0:
+        return
+    n_runs = own["n_runs"].astype(np.uint64)
+    ends = np.cumsum(n_runs)
+    starts = ends - n_runs
+    values_ends = np.cumsum(own["n_rows"].astype(np.uint64))
+    if (np.any(n_runs < 1) or np.any(n_runs > own["n_rows"]) or int(ends[-1]) != runs.size or
+            np.any(own["runs_offset"] != starts) or np.any(own["values_offset"] != values_ends - own["n_rows"]) or
+            int(values_ends[-1]) != n_values):
+        raise PairkitError("%s: the owned instances' n_runs, runs_offset and values_offset do not lay the %d runs "
+                           "and %d values out one after another" % (path, runs.size, n_values))
+    addr, count = runs["addr"], runs["count"]
+    first = starts.astype(np.intp)
+    after = np.ones(runs.size, dtype=bool)
+    after[1:] = addr[1:] > addr[:-1]
+    after[first] = True  # an instance's first run follows another instance's
+    bad = (count == 0) | (addr % 8 != 0) | ~after
+    if bad.any():
+        j = int(np.argmax(bad))
+        k = int(np.searchsorted(ends, j, side="right"))
+        raise PairkitError("%s: instance %d: run %d (0x%08x, %d) is empty, unaligned or not after the run before it"
+                           % (path, int(own["gid"][k]), j - int(starts[k]), int(addr[j]), int(count[j])))
+    sums = np.add.reduceat(count, first, dtype=np.uint64)
+    last = (ends - 1).astype(np.intp)
+    wrong = (sums != own["n_rows"]) | (addr[first] != own["first_addr"]) | (addr[last] != own["last_addr"])
+    if wrong.any():
+        k = int(np.argmax(wrong))
+        raise PairkitError("%s: instance %d: its runs (%d rows, 0x%08x .. 0x%08x) do not match its n_rows %d, "
+                           "first_addr and last_addr" % (path, int(own["gid"][k]), int(sums[k]),
+                                                         int(addr[int(starts[k])]), int(addr[int(last[k])]),
+                                                         int(own["n_rows"][k])))
+
+
 def read_memsort(path):
     """A memsort.bin written by `pairkit memsort` (path: the file or its
     folder), checked against its documented layout (docs/memsort.md), as
@@ -561,8 +600,12 @@ def read_memsort(path):
     file's bytes, read once. A version 2 file's plans are also checked by
     the library's reader (pk_memsort_read: every instance against the
     regions, the header and the instance before it, the chunk counts
-    against the rows); the runs and values are checked for their sizes.
-    Files of version 1 (no chunk table) read with "chunk_start" None."""
+    against the rows), and the runs of every version as the library's
+    reader checks them when it reads the rows (each instance's runs
+    non-empty, aligned, in increasing address order, from its first_addr
+    to its last_addr, adding up to its n_rows); the values are checked for
+    their number. Files of version 1 (no chunk table) read with
+    "chunk_start" None."""
     path, data, section = _binary_file(path, "memsort.bin")
     head, at = section(0, 1, _FILE_HEADER, "header")
     h = head[0]
@@ -589,6 +632,7 @@ def read_memsort(path):
         raise PairkitError("%s: %d bytes, the header's sections take %d" % (path, data.size, at))
     if h["version"] >= 2:
         _check_plans(path)
+    _check_runs(path, inst, runs, values.size)
     instances = np.zeros(inst.size, _INSTANCE)  # the fields memsort() gives, counts_offset the row of chunk_counts
     for name in _INSTANCE.names:
         if name != "counts_offset":

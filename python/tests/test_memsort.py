@@ -240,6 +240,42 @@ def test_read_memsort_matches_the_run(table, tmp_path):
     (tmp_path / "skip.bin").write_bytes(bytes(bad))
     with pytest.raises(pairkit.PairkitError, match="skip.bin: instance 0: field first_skip"):
         pairkit.read_memsort(tmp_path / "skip.bin")
+    # the runs, checked as the library's reader checks them with the rows
+    n_inst = int.from_bytes(raw[32:36], "little")
+    n_owned = int.from_bytes(raw[36:40], "little")
+    counts_n = n_owned * n_chunks
+    runs_at = inst0 + 96 * n_inst + 4 * (counts_n + counts_n % 2)
+    inst2 = inst0 + 96 * 2  # owned by worker 2 of 3
+    n_runs2 = int.from_bytes(raw[inst2 + 72:inst2 + 76], "little")
+    assert int.from_bytes(raw[inst2 + 12:inst2 + 16], "little") == 1 and n_runs2 >= 2
+
+    def with_u32(at, value, name):
+        bad = bytearray(raw)
+        bad[at:at + 4] = (value % 2 ** 32).to_bytes(4, "little")
+        (tmp_path / name).write_bytes(bytes(bad))
+        return tmp_path / name
+
+    def u32(at):
+        return int.from_bytes(raw[at:at + 4], "little")
+
+    cases = (  # (byte offset, new value, file name, message)
+        (runs_at + 4, 0, "empty.bin", r"empty.bin: instance 2: run 0 \(0x[0-9a-f]{8}, 0\) is empty, unaligned"),
+        (runs_at, u32(runs_at) + 4, "unaligned.bin", r"unaligned.bin: instance 2: run 0 .* unaligned"),
+        (runs_at + 8, u32(runs_at), "order.bin", r"order.bin: instance 2: run 1 .* not after the run before it"),
+        (runs_at + 4, u32(runs_at + 4) + 1, "count.bin", r"count.bin: instance 2: its runs \(\d+ rows.* n_rows"),
+        (runs_at + 8 * (n_runs2 - 1), u32(runs_at + 8 * (n_runs2 - 1)) + 8 * 2 ** 20, "last.bin",
+         r"last.bin: instance 2: its runs .* first_addr and last_addr"),
+    )
+    for at, value, name, message in cases:
+        with pytest.raises(pairkit.PairkitError, match=message):
+            pairkit.read_memsort(with_u32(at, value, name))
+    # version 1 has no library check of its plans: a runs_offset out of place is still refused
+    v1 = bytearray((tmp_path / "v1.bin").read_bytes())
+    at1 = inst0 - 8 * (n_chunks + 1) + 96 * 2 + 80
+    v1[at1:at1 + 8] = (1).to_bytes(8, "little")
+    (tmp_path / "v1-offset.bin").write_bytes(bytes(v1))
+    with pytest.raises(pairkit.PairkitError, match="v1-offset.bin: the owned instances' n_runs, runs_offset"):
+        pairkit.read_memsort(tmp_path / "v1-offset.bin")
 
 
 def test_memsort_fill_command(table, tmp_path):

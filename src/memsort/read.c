@@ -372,9 +372,9 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
             uint64_t sum = 0;
             for (uint32_t j = 0; j < in->n_runs; j++) {
                 sum += run[j].count;
-                if (run[j].count == 0 || (j > 0 && run[j].addr <= run[j - 1].addr)) {
-                    st = BAD("%s: instance %u: run %u (0x%08x, %u) is empty or not after the run before it", path, g, j,
-                             run[j].addr, run[j].count);
+                if (run[j].count == 0 || run[j].addr % 8 || (j > 0 && run[j].addr <= run[j - 1].addr)) {
+                    st = BAD("%s: instance %u: run %u (0x%08x, %u) is empty, unaligned or not after the run before it",
+                             path, g, j, run[j].addr, run[j].count);
                     goto done;
                 }
             }
