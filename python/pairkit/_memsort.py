@@ -586,7 +586,7 @@ def _check_runs(path, inst, runs, n_values):
         k = int(np.argmax(wrong))
         raise PairkitError("%s: instance %d: its runs (%d rows, 0x%08x .. 0x%08x) do not match its n_rows %d, "
                            "first_addr and last_addr" % (path, int(own["gid"][k]), int(sums[k]),
-                                                         int(addr[int(starts[k])]), int(addr[int(last[k])]),
+                                                         int(addr[first[k]]), int(addr[last[k]]),
                                                          int(own["n_rows"][k])))
 
 
