@@ -485,7 +485,7 @@ static void test_weighting_psf(void) {
         }
         CHECK(status == 0 && wa == wb && worst < 1e-6, "normalised = sum / WEIGHTS: worst %.3g (status %d)", worst,
               status);
-        CHECK(strcmp(da, "JY") == 0 && missing == KEY_NO_EXIST && strcmp(ub, "JY/BEAM") == 0,
+        CHECK(strcmp(da, "JY") == 0 && missing == KEY_NO_EXIST && strcmp(ub, "Jy/beam") == 0,
               "units: data %s, sum's BUNIT %s (%d), normalised %s", da, ua, missing, ub);
         printf("EHT dirty image peak %.3f Jy/beam\n", peak);
         CHECK(peak > 0.1 && peak < 2, "the EHT image's peak, %.3g Jy/beam, is M87's compact flux", peak);

@@ -52,7 +52,7 @@ static void test_mwa(void) {
     pk_context_init(&ctx);
     pk_vis vis;
     /* Every weight is negative: with AIPS's rule all is flagged, said clearly. */
-    CHECK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_DATA, &vis) == PK_ERR_INVALID && strstr(ctx.message, "--weights abs"),
+    CHECK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_DATA, &vis) == PK_ERR_PARSE && strstr(ctx.message, "--weights abs"),
           "MWA with data weights: %s", ctx.message);
     CHECK_OK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_ABS, &vis), &ctx);
     CHECK(vis.n_records == 5565 * 11 && vis.n + vis.n_flagged == vis.n_records, "records %zu", vis.n_records);
@@ -658,6 +658,216 @@ static void test_message_stack(void) {
     rmdir(dir);
 }
 
+/* ---- synthetic files: what the real ones do not show ---------------------- */
+
+/* A small UVFITS file (BITPIX -64, so u is stored exactly): 2 IFs of 4 channels from 1 GHz (CDELT4 1 MHz, CRPIX4
+ * 1), IF 2 at +50 MHz, Stokes I, weight 1 everywhere; group g has u = g,
+ * v = 2g, w = 0.5g microseconds. Options: the FQ table's CH WIDTH per IF
+ * (NULL: no such column), a SOURCE parameter with these ids per group
+ * (NULL: none) and an AIPS SU table, u split over two 'UU' parameters, no
+ * DATE parameter but the header's DATE-OBS, and the ptype of the second u
+ * part. */
+typedef struct synth {
+    const double *ch_width;
+    const double *source; /* per group */
+    int su_table;
+    int split_u;
+    const char *second_u_ptype;
+    const char *date_obs; /* NULL: DATE parameters */
+} synth;
+
+#define SYNTH_GROUPS 5
+#define SYNTH_CHAN 4
+#define SYNTH_IF 2
+
+static double synth_u(long g) {
+    return 1e-6 * (double)g;
+}
+
+static void write_synth(const char *path, const synth *o) {
+    char name[300];
+    snprintf(name, sizeof name, "!%s", path);
+    int status = 0;
+    fitsfile *f = NULL;
+    long naxes[7] = {0, 3, 1, SYNTH_CHAN, SYNTH_IF, 1, 1};
+    const int have_date = o->date_obs == NULL;
+    const long pcount = 3 + (o->split_u ? 1 : 0) + (have_date ? 2 : 0) + (o->source ? 1 : 0);
+    fits_create_file(&f, name, &status);
+    fits_write_grphdr(f, TRUE, DOUBLE_IMG, 7, naxes, pcount, SYNTH_GROUPS, TRUE, &status);
+    const char *ctype[7] = {"", "COMPLEX", "STOKES", "FREQ", "IF", "RA", "DEC"};
+    const double crval[7] = {0, 1, 1, 1e9, 1, 0, 0}, cdelt[7] = {0, 1, 1, 1e6, 1, 1, 1};
+    for (int k = 1; k < 7; k++) {
+        char key[16];
+        double one = 1;
+        snprintf(key, sizeof key, "CTYPE%d", k + 1);
+        fits_write_key(f, TSTRING, key, (void *)ctype[k], NULL, &status);
+        snprintf(key, sizeof key, "CRVAL%d", k + 1);
+        fits_write_key(f, TDOUBLE, key, (void *)&crval[k], NULL, &status);
+        snprintf(key, sizeof key, "CDELT%d", k + 1);
+        fits_write_key(f, TDOUBLE, key, (void *)&cdelt[k], NULL, &status);
+        snprintf(key, sizeof key, "CRPIX%d", k + 1);
+        fits_write_key(f, TDOUBLE, key, &one, NULL, &status);
+    }
+    const char *ptypes[8];
+    int np = 0;
+    ptypes[np++] = "UU---SIN";
+    if (o->split_u) ptypes[np++] = o->second_u_ptype ? o->second_u_ptype : "UU---SIN";
+    ptypes[np++] = "VV---SIN";
+    ptypes[np++] = "WW---SIN";
+    if (have_date) ptypes[np++] = "DATE", ptypes[np++] = "DATE";
+    if (o->source) ptypes[np++] = "SOURCE";
+    for (int p = 0; p < np; p++) {
+        char key[16];
+        snprintf(key, sizeof key, "PTYPE%d", p + 1);
+        fits_write_key(f, TSTRING, key, (void *)ptypes[p], NULL, &status);
+    }
+    fits_write_key(f, TSTRING, "OBJECT", o->source ? "MULTI" : "SYNTH", NULL, &status);
+    if (o->date_obs) fits_write_key(f, TSTRING, "DATE-OBS", (void *)o->date_obs, NULL, &status);
+    for (long g = 1; g <= SYNTH_GROUPS; g++) {
+        double params[8];
+        int q = 0;
+        /* the split u: a float32-sized high part and the rest */
+        double u = synth_u(g), hi = (double)(float)(u * 1.1), lo = u - hi;
+        params[q++] = o->split_u ? hi : u;
+        if (o->split_u) params[q++] = lo;
+        params[q++] = 2 * synth_u(g);
+        params[q++] = 0.5 * synth_u(g);
+        if (have_date) params[q++] = 2458849.5, params[q++] = 0.25;
+        if (o->source) params[q++] = o->source[g - 1];
+        float data[3 * SYNTH_CHAN * SYNTH_IF];
+        for (int k = 0; k < SYNTH_CHAN * SYNTH_IF; k++)
+            data[3 * k] = 1.0f, data[3 * k + 1] = 0.0f, data[3 * k + 2] = 1.0f;
+        fits_write_grppar_dbl(f, g, 1, q, params, &status);
+        fits_write_img_flt(f, g, 1, 3 * SYNTH_CHAN * SYNTH_IF, data, &status);
+    }
+    {
+        char form_d[8], form_e[8], form_j[8];
+        snprintf(form_d, sizeof form_d, "%dD", SYNTH_IF);
+        snprintf(form_e, sizeof form_e, "%dE", SYNTH_IF);
+        snprintf(form_j, sizeof form_j, "%dJ", SYNTH_IF);
+        char *ttype[4] = {"FRQSEL", "IF FREQ", "CH WIDTH", "SIDEBAND"};
+        char *tform[4] = {"1J", form_d, form_e, form_j};
+        fits_create_tbl(f, BINARY_TBL, 1, o->ch_width ? 4 : 2, ttype, tform, NULL, "AIPS FQ", &status);
+        int frqsel = 1, sideband[SYNTH_IF];
+        double if_freq[SYNTH_IF] = {0, 50e6};
+        fits_write_col(f, TINT, 1, 1, 1, 1, &frqsel, &status);
+        fits_write_col(f, TDOUBLE, 2, 1, 1, SYNTH_IF, if_freq, &status);
+        if (o->ch_width) {
+            for (int i = 0; i < SYNTH_IF; i++) sideband[i] = o->ch_width[i] < 0 ? -1 : 1;
+            fits_write_col(f, TDOUBLE, 3, 1, 1, SYNTH_IF, (void *)o->ch_width, &status);
+            fits_write_col(f, TINT, 4, 1, 1, SYNTH_IF, sideband, &status);
+        }
+    }
+    if (o->su_table) {
+        char *ttype[5] = {"ID. NO.", "SOURCE", "RAEPO", "DECEPO", "EPOCH"};
+        char *tform[5] = {"1J", "16A", "1D", "1D", "1D"};
+        fits_create_tbl(f, BINARY_TBL, 2, 5, ttype, tform, NULL, "AIPS SU", &status);
+        int ids[2] = {1, 2};
+        char *names[2] = {"3C273", "M87"};
+        double ra[2] = {187.2779, 187.7059}, dec[2] = {2.0524, 12.3911}, epoch[2] = {2000, 2000};
+        fits_write_col(f, TINT, 1, 1, 1, 2, ids, &status);
+        fits_write_col(f, TSTRING, 2, 1, 1, 2, names, &status);
+        fits_write_col(f, TDOUBLE, 3, 1, 1, 2, ra, &status);
+        fits_write_col(f, TDOUBLE, 4, 1, 1, 2, dec, &status);
+        fits_write_col(f, TDOUBLE, 5, 1, 1, 2, epoch, &status);
+    }
+    fits_close_file(f, &status);
+    CHECK(status == 0, "cfitsio status %d writing %s", status, path);
+}
+
+/* The frequency of channel c (0-based) of IF i (0-based) of a synthetic file. */
+static double synth_freq(const double *ch_width, int i, int c) {
+    return 1e9 + (i ? 50e6 : 0.0) + c * (ch_width ? ch_width[i] : 1e6);
+}
+
+static void test_synthetic(void) {
+    char dir[] = "/tmp/pk_uvsynth_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[256];
+    snprintf(path, sizeof path, "%s/s.uvfits", dir);
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_vis vis;
+
+    /* Channel widths from the FQ table: IF 2 a lower sideband, its
+     * frequency falling with the channel number. Without the column,
+     * CDELT4 for both. */
+    const double usb[SYNTH_IF] = {1e6, 1e6}, lsb[SYNTH_IF] = {1e6, -1e6}, wide[SYNTH_IF] = {1e6, 2e6};
+    const double *widths[4] = {NULL, usb, lsb, wide};
+    for (int t = 0; t < 4; t++) {
+        synth o = {.ch_width = widths[t]};
+        write_synth(path, &o);
+        CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+        CHECK(vis.n == SYNTH_GROUPS * SYNTH_CHAN * SYNTH_IF, "widths %d: %zu visibilities", t, vis.n);
+        size_t bad = 0;
+        double mean = 0;
+        for (long g = 1; g <= SYNTH_GROUPS && vis.n == SYNTH_GROUPS * SYNTH_CHAN * SYNTH_IF; g++)
+            for (int i = 0; i < SYNTH_IF; i++)
+                for (int c = 0; c < SYNTH_CHAN; c++) {
+                    size_t k = (size_t)((g - 1) * SYNTH_IF * SYNTH_CHAN + i * SYNTH_CHAN + c);
+                    double fr = synth_freq(widths[t], i, c);
+                    bad += !close_rel(vis.u[k], synth_u(g) * fr, 1e-12) ||
+                           !close_rel(vis.v[k], 2 * synth_u(g) * fr, 1e-12);
+                    if (g == 1) mean += fr / (SYNTH_IF * SYNTH_CHAN);
+                }
+        CHECK(bad == 0, "widths %d: %zu visibilities off their channel's frequency", t, bad);
+        CHECK(close_rel(vis.freq_hz, mean, 1e-15), "widths %d: freq_hz %.17g, the channels' mean %.17g", t, vis.freq_hz,
+              mean);
+        CHECK(strcmp(vis.date_obs, "2020-01-01T06:00:00") == 0, "DATE parameters: '%s'", vis.date_obs);
+        pk_vis_free(&vis);
+    }
+    const double zero[SYNTH_IF] = {1e6, 0};
+    synth oz = {.ch_width = zero};
+    write_synth(path, &oz);
+    expect_error(path, PK_WEIGHTS_DATA, "'CH WIDTH' of IF 2 is 0 for 4 channels", "CH WIDTH 0");
+
+    /* u as the sum of two 'UU' parameters, as for DATE; two kinds refused */
+    synth os = {.split_u = 1};
+    write_synth(path, &os);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.n > 0 && close_rel(vis.u[0], synth_u(1) * 1e9, 1e-12) &&
+              close_rel(vis.u[vis.n - 1], synth_u(SYNTH_GROUPS) * synth_freq(NULL, 1, 3), 1e-12),
+          "u from two parts: %.17g against %.17g", vis.n ? vis.u[0] : 0.0, synth_u(1) * 1e9);
+    pk_vis_free(&vis);
+    synth ok = {.split_u = 1, .second_u_ptype = "UU"};
+    write_synth(path, &ok);
+    expect_error(path, PK_WEIGHTS_DATA, "two kinds of UU parameter", "UU and UU---SIN");
+
+    /* the header's DATE-OBS without DATE parameters; the old dd/mm/yy form
+     * left out */
+    synth od = {.date_obs = "2021-03-04T05:06:07.5"};
+    write_synth(path, &od);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(strcmp(vis.date_obs, "2021-03-04T05:06:07.5") == 0, "header DATE-OBS: '%s'", vis.date_obs);
+    pk_vis_free(&vis);
+    synth old = {.date_obs = "04/03/21"};
+    write_synth(path, &old);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.date_obs[0] == '\0', "old-form DATE-OBS kept: '%s'", vis.date_obs);
+    pk_vis_free(&vis);
+
+    /* SOURCE: one source's phase centre and name from the SU table; two
+     * sources refused */
+    const double one_src[SYNTH_GROUPS] = {2, 2, 2, 2, 2}, two_src[SYNTH_GROUPS] = {2, 2, 1, 2, 2};
+    synth o1 = {.source = one_src, .su_table = 1};
+    write_synth(path, &o1);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.has_phase_centre && vis.ra0_deg == 187.7059 && vis.dec0_deg == 12.3911 && strcmp(vis.object, "M87") == 0,
+          "source 2 from the SU table: %g %g '%s'", vis.ra0_deg, vis.dec0_deg, vis.object);
+    pk_vis_free(&vis);
+    synth o2 = {.source = two_src, .su_table = 1};
+    write_synth(path, &o2);
+    expect_error(path, PK_WEIGHTS_DATA, "group 3: SOURCE = 1 where group 1 has 2: a multi-source file", "two sources");
+    synth o3 = {.source = one_src};
+    write_synth(path, &o3);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.ra0_deg == 0 && strcmp(vis.object, "MULTI") == 0, "no SU table: the header's centre, '%s'", vis.object);
+    pk_vis_free(&vis);
+
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void) {
     test_mwa();
     test_mojave();
@@ -667,5 +877,6 @@ int main(void) {
     test_cancel();
     test_float64();
     test_message_stack();
+    test_synthetic();
     return check_finish("test_dftimage_uvfits");
 }

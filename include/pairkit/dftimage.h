@@ -44,7 +44,7 @@ typedef struct pk_vis {
     int sign;             /* the format's sign convention: -1 UVFITS, +1 npz */
     int has_phase_centre; /* 1 when ra0_deg, dec0_deg are known */
     double ra0_deg, dec0_deg;
-    double freq_hz;    /* reference frequency, 0 when unknown */
+    double freq_hz;    /* mean frequency of the channels (UVFITS), 0 when unknown */
     char object[72];   /* source name, "" when unknown */
     char date_obs[32]; /* ISO date of the first record, "" when unknown */
     size_t n_records;  /* visibilities in the file before flagging */
@@ -73,8 +73,8 @@ const char *pk_weights_name(pk_weights weights);
 /* Read visibilities: .npz (arrays u, v, w float64 and data complex128, as
  * numpy.savez writes them; weights are 1) or UVFITS (random groups), told
  * apart by the file's first bytes. UVFITS: u, v, w from seconds to
- * wavelengths with each channel's frequency (FQ table IF offsets
- * included), one visibility per channel and IF, Stokes I from the parallel
+ * wavelengths with each channel's frequency (FQ table IF offsets and
+ * channel widths included), one visibility per channel and IF, Stokes I from the parallel
  * hands (XX,YY or RR,LL; either alone when the other is flagged).
  * Errors name the file and the array, parameter, group or keyword. A
  * UVFITS read asks ctx's progress every 1024 groups: a nonzero answer
@@ -182,7 +182,7 @@ typedef struct pk_image {
      * north. */
     double bmaj, bmin, bpa;
     /* 1: divided by the weight sum (Jy/beam for data in Jy): written with
-     * BUNIT = '<data unit>/BEAM' when the data's unit is known */
+     * BUNIT = 'Jy/beam' for data in JY, else '<data unit>/beam', when the data's unit is known */
     int normalised;
 } pk_image;
 

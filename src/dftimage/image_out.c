@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <fitsio.h>
 
@@ -102,7 +103,7 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
     if (vis && vis->date_obs[0]) fits_write_key(f, TSTRING, "DATE-OBS", (void *)vis->date_obs, "first record", status);
     if (vis && vis->freq_hz > 0) {
         double fr = vis->freq_hz;
-        fits_write_key(f, TDOUBLE, "RESTFRQ", &fr, "[Hz] reference frequency of the data", status);
+        fits_write_key(f, TDOUBLE, "RESTFRQ", &fr, "[Hz] mean frequency of the channels read", status);
     }
     long nvis = vis ? (long)vis->n : 0;
     int sign = image->sign;
@@ -135,7 +136,11 @@ static void write_wcs(fitsfile *f, const pk_image *image, const pk_vis *vis, int
             snprintf(unit, sizeof unit, "%s", vis->bunit);
             fits_write_key(f, TSTRING, "DATAUNIT", unit, "the visibilities' unit (UVFITS BUNIT)", status);
             if (image->normalised && !image->psf) {
-                snprintf(unit, sizeof unit, "%s/BEAM", vis->bunit);
+                /* FITS spells the units Jy and beam, and readers such as
+                 * astropy's parse them case by case: AIPS's 'JY' becomes
+                 * 'Jy/beam' (CASA's spelling); any other unit is kept */
+                if (strcasecmp(vis->bunit, "JY") == 0) snprintf(unit, sizeof unit, "Jy/beam");
+                else snprintf(unit, sizeof unit, "%s/beam", vis->bunit);
                 fits_write_key(f, TSTRING, "BUNIT", unit, "the weighted mean of the visibilities", status);
             }
         }

@@ -5,11 +5,14 @@
  *   cfitsio does not apply that for group parameters, so it is done here
  *   (the VLBA and EHT files store u, v, w with PSCAL near 1e-10);
  * - parameter names vary: UU, UU--, UU---SIN (the same for VV, WW);
- * - the date may be split over two DATE parameters, which add up;
+ * - the date may be split over two DATE parameters, which add up; so may
+ *   u, v, w (a float32 high and low part);
  * - an axis of length 1 may lack its CTYPE;
  * - u, v, w are in seconds: times each channel's frequency (FREQ axis plus
- *   the IF offset of the AIPS FQ table) they give wavelengths, so every
- *   channel and IF is its own visibility;
+ *   the IF offset and signed channel width of the AIPS FQ table) they give
+ *   wavelengths, so every channel and IF is its own visibility;
+ * - a SOURCE parameter: one source is imaged at its AIPS SU table
+ *   position, several are refused;
  * - Stokes I is the weighted mean of the parallel hands (XX,YY or RR,LL),
  *   either alone when the other is flagged;
  * - weight <= 0 means flagged (AIPS); pk_weights chooses otherwise for files
@@ -186,11 +189,39 @@ static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfit
     return PK_OK;
 }
 
-/* IF frequency offsets (Hz) from the AIPS FQ table, row 1; zeros when
- * there is one IF and no table. */
-static pk_status read_if_offsets(pk_context *ctx, const char *path, fitsfile *f, long n_if, double *offsets) {
+/* One column of the AIPS FQ table's row 1 into values[n_if]; a column
+ * absent and not required leaves values as they are. */
+static pk_status read_fq_column(pk_context *ctx, const char *path, fitsfile *f, const char *name, int required,
+                                long n_if, double *values) {
+    int status = 0, col;
+    char what[64];
+    snprintf(what, sizeof what, "AIPS FQ table: column '%s'", name);
+    if (fits_get_colnum(f, CASEINSEN, (char *)name, &col, &status))
+        return required ? fits_error(ctx, path, what, status) : PK_OK;
+    int typecode;
+    long repeat, width;
+    fits_get_coltype(f, col, &typecode, &repeat, &width, &status);
+    if (!status && repeat < n_if)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: '%s' holds %ld values for %ld IFs", path, name, repeat,
+                       n_if);
+    if (!status) fits_read_col(f, TDOUBLE, col, 1, 1, n_if, NULL, values, NULL, &status);
+    if (status) return fits_error(ctx, path, what, status);
+    for (long i = 0; i < n_if; i++)
+        if (!isfinite(values[i]))
+            return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: '%s' of IF %ld is not a finite number", path, name,
+                           i + 1);
+    return PK_OK;
+}
+
+/* From the AIPS FQ table, row 1: each IF's frequency offset (Hz) and its
+ * channel width (Hz, signed: negative for a lower-sideband IF, whose
+ * frequency falls with the channel number), as AIPS, CASA and pyuvdata
+ * read them. Without a table (one IF) the offset is 0; without the
+ * 'CH WIDTH' column every IF takes the FREQ axis's CDELT. */
+static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, long n_if, long n_chan, double cdelt,
+                               double *offsets, double *widths) {
     int status = 0;
-    for (long i = 0; i < n_if; i++) offsets[i] = 0.0;
+    for (long i = 0; i < n_if; i++) offsets[i] = 0.0, widths[i] = cdelt;
     if (fits_movnam_hdu(f, BINARY_TBL, "AIPS FQ", 0, &status)) {
         status = 0;
         if (n_if > 1)
@@ -198,30 +229,72 @@ static pk_status read_if_offsets(pk_context *ctx, const char *path, fitsfile *f,
                            n_if);
         return PK_OK;
     }
-    int col;
-    if (fits_get_colnum(f, CASEINSEN, "IF FREQ", &col, &status)) {
-        pk_status st = fits_error(ctx, path, "AIPS FQ table: column 'IF FREQ'", status);
-        status = 0;
-        fits_movabs_hdu(f, 1, NULL, &status);
-        return st;
-    }
-    int typecode;
-    long repeat, width;
-    fits_get_coltype(f, col, &typecode, &repeat, &width, &status);
-    if (!status && repeat < n_if) {
-        fits_movabs_hdu(f, 1, NULL, &status);
-        return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: 'IF FREQ' holds %ld values for %ld IFs", path, repeat,
-                       n_if);
-    }
-    if (!status) fits_read_col(f, TDOUBLE, col, 1, 1, n_if, NULL, offsets, NULL, &status);
-    if (status) {
-        pk_status st = fits_error(ctx, path, "AIPS FQ table", status);
-        status = 0;
-        fits_movabs_hdu(f, 1, NULL, &status);
-        return st;
-    }
+    pk_status st = read_fq_column(ctx, path, f, "IF FREQ", 1, n_if, offsets);
+    if (!st) st = read_fq_column(ctx, path, f, "CH WIDTH", 0, n_if, widths);
+    for (long i = 0; !st && n_chan > 1 && i < n_if; i++)
+        if (widths[i] == 0)
+            st = pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: 'CH WIDTH' of IF %ld is 0 for %ld channels", path,
+                         i + 1, n_chan);
+    status = 0;
     fits_movabs_hdu(f, 1, NULL, &status);
-    return status ? fits_error(ctx, path, "primary HDU", status) : PK_OK;
+    if (!st && status) st = fits_error(ctx, path, "primary HDU", status);
+    return st;
+}
+
+/* The phase centre and name of source `id` from the AIPS SU table, which a
+ * file with a SOURCE group parameter carries (its header's RA and Dec may
+ * be 0 and its OBJECT 'MULTI'): RAEPO, DECEPO (degrees, at the equinox of
+ * EPOCH) and SOURCE of the row whose 'ID. NO.' is id. *found 0 when the
+ * table or the row is absent. */
+static pk_status read_su_source(pk_context *ctx, const char *path, fitsfile *f, double id, pk_vis *out, int *found) {
+    int status = 0, c_id, c_name, c_ra, c_dec, c_epoch = 0;
+    *found = 0;
+    if (fits_movnam_hdu(f, BINARY_TBL, "AIPS SU", 0, &status)) return PK_OK;
+    long rows = 0;
+    pk_status st = PK_OK;
+    if (fits_get_colnum(f, CASEINSEN, "ID. NO.", &c_id, &status) ||
+        fits_get_colnum(f, CASEINSEN, "SOURCE", &c_name, &status) ||
+        fits_get_colnum(f, CASEINSEN, "RAEPO", &c_ra, &status) ||
+        fits_get_colnum(f, CASEINSEN, "DECEPO", &c_dec, &status) || fits_get_num_rows(f, &rows, &status)) {
+        st = fits_error(ctx, path, "AIPS SU table (columns 'ID. NO.', 'SOURCE', 'RAEPO', 'DECEPO')", status);
+        rows = 0;
+    }
+    int s_epoch = 0;
+    if (!st && fits_get_colnum(f, CASEINSEN, "EPOCH", &c_epoch, &s_epoch)) c_epoch = 0;
+    for (long r = 1; !st && r <= rows; r++) {
+        double row_id = 0, ra = 0, dec = 0, epoch = 0;
+        char name[FLEN_VALUE] = "", *names[1] = {name};
+        if (fits_read_col(f, TDOUBLE, c_id, r, 1, 1, NULL, &row_id, NULL, &status) || row_id != id) {
+            if (status) st = fits_error(ctx, path, "AIPS SU table: 'ID. NO.'", status);
+            continue;
+        }
+        if (fits_read_col(f, TDOUBLE, c_ra, r, 1, 1, NULL, &ra, NULL, &status) ||
+            fits_read_col(f, TDOUBLE, c_dec, r, 1, 1, NULL, &dec, NULL, &status) ||
+            fits_read_col(f, TSTRING, c_name, r, 1, 1, NULL, names, NULL, &status) ||
+            (c_epoch && fits_read_col(f, TDOUBLE, c_epoch, r, 1, 1, NULL, &epoch, NULL, &status))) {
+            st = fits_error(ctx, path, "AIPS SU table", status);
+            break;
+        }
+        if (!isfinite(ra) || !isfinite(dec) || fabs(ra) > 360 || fabs(dec) > 90) {
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: AIPS SU table, row %ld (source %g): RAEPO = %g, DECEPO = %g is not a "
+                         "position in degrees",
+                         path, r, id, ra, dec);
+            break;
+        }
+        trim(name);
+        out->has_phase_centre = 1;
+        out->ra0_deg = ra;
+        out->dec0_deg = dec;
+        if (epoch >= 1800.0 && epoch <= 2200.0) out->equinox = epoch;
+        if (name[0]) snprintf(out->object, sizeof out->object, "%s", name);
+        *found = 1;
+        break;
+    }
+    status = 0;
+    fits_movabs_hdu(f, 1, NULL, &status);
+    if (!st && status) st = fits_error(ctx, path, "primary HDU", status);
+    return st;
 }
 
 /* Julian date to "YYYY-MM-DDThh:mm:ss" (Fliegel and Van Flandern). */
@@ -301,7 +374,11 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     }
 
     /* Group parameters: names, scales, zeros. */
-    int iu = -1, iv = -1, iw = -1, n_date = 0, idate[4];
+    /* u, v, w: each the sum of the parameters of one name, as for DATE
+     * (a writer may store a float32 value as a high and a low part) */
+    static const char *const uvw_names[3] = {"UU", "VV", "WW"};
+    int iuvw[3][4], n_uvw[3] = {0, 0, 0}, n_date = 0, idate[4], isource = -1;
+    char uvw_ptype[3][FLEN_VALUE] = {"", "", ""};
     params = malloc((size_t)pcount * sizeof(double));
     pscal = malloc((size_t)pcount * sizeof(double));
     pzero = malloc((size_t)pcount * sizeof(double));
@@ -333,11 +410,26 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                          path, p + 1, ptype);
             goto done;
         }
-        if (param_is(ptype, "UU") && iu < 0) iu = (int)p;
-        else if (param_is(ptype, "VV") && iv < 0) iv = (int)p;
-        else if (param_is(ptype, "WW") && iw < 0) iw = (int)p;
-        else if (strcmp(ptype, "DATE") == 0 && n_date < 4) idate[n_date++] = (int)p;
-        else continue;
+        int q = param_is(ptype, "UU") ? 0 : param_is(ptype, "VV") ? 1 : param_is(ptype, "WW") ? 2 : -1;
+        if (q >= 0) {
+            if (n_uvw[q] > 0 && strcmp(ptype, uvw_ptype[q]) != 0) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: PTYPE%ld = '%s' after PTYPE%d = '%s': two kinds of %s parameter",
+                             path, p + 1, ptype, iuvw[q][0] + 1, uvw_ptype[q], uvw_names[q]);
+                goto done;
+            }
+            if (n_uvw[q] == 4) {
+                st = pk_fail(ctx, PK_ERR_PARSE, "%s: PTYPE%ld: more than four '%s' parameters", path, p + 1, ptype);
+                goto done;
+            }
+            snprintf(uvw_ptype[q], sizeof uvw_ptype[q], "%s", ptype);
+            iuvw[q][n_uvw[q]++] = (int)p;
+            if (n_uvw[q] > 1) continue; /* a second part may hold one value throughout */
+        } else if (strcmp(ptype, "DATE") == 0 && n_date < 4) {
+            idate[n_date++] = (int)p;
+        } else {
+            if (strcmp(ptype, "SOURCE") == 0 && isource < 0) isource = (int)p;
+            continue;
+        }
         if (pscal[p] == 0) { /* every value of a parameter read would be PZEROn (every u zero, say) */
             st = pk_fail(ctx, PK_ERR_PARSE,
                          "%s: PSCAL%ld = 0: group parameter %ld ('%s') would hold one value "
@@ -346,8 +438,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             goto done;
         }
     }
-    if (iu < 0 || iv < 0 || iw < 0) {
-        const char *name = iu < 0 ? "UU" : iv < 0 ? "VV" : "WW";
+    if (!n_uvw[0] || !n_uvw[1] || !n_uvw[2]) {
+        const char *name = uvw_names[!n_uvw[0] ? 0 : !n_uvw[1] ? 1 : 2];
         st = pk_fail(ctx, PK_ERR_PARSE,
                      "%s: group parameter %s is missing (looked for PTYPE '%s', '%s--' or '%s---SIN')", path, name,
                      name, name, name);
@@ -356,12 +448,13 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
 
     /* Frequencies of every (IF, channel). */
     long n_chan = ax.len[ax.freq_ax], n_if = ax.if_ax >= 0 ? ax.len[ax.if_ax] : 1;
-    if_off = malloc((size_t)n_if * sizeof(double));
+    if_off = malloc(2 * (size_t)n_if * sizeof(double));
+    double *ch_width = if_off ? if_off + n_if : NULL;
     if (!if_off) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    if ((st = read_if_offsets(ctx, path, f, n_if, if_off)) != PK_OK) goto done;
+    if ((st = read_fq_table(ctx, path, f, n_if, n_chan, ax.cdelt[ax.freq_ax], if_off, ch_width)) != PK_OK) goto done;
 
     /* Stokes: I alone, or the parallel hands. */
     long n_stokes = ax.stokes_ax >= 0 ? ax.len[ax.stokes_ax] : 1;
@@ -404,6 +497,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     }
     out->sign = -1;
     size_t n_out = 0;
+    double source_id = 0;
     int has_weight = ax.len[ax.complex_ax] == 3;
     long s_cplx = ax.stride[ax.complex_ax];
     long s_stokes = ax.stokes_ax >= 0 ? ax.stride[ax.stokes_ax] : 0;
@@ -424,7 +518,23 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             goto done;
         }
         for (long p = 0; p < pcount; p++) params[p] = params[p] * pscal[p] + pzero[p];
-        double u_s = params[iu], v_s = params[iv], w_s = params[iw];
+        double uvw_s[3] = {0, 0, 0};
+        for (int q = 0; q < 3; q++)
+            for (int k = 0; k < n_uvw[q]; k++) uvw_s[q] += params[iuvw[q][k]];
+        double u_s = uvw_s[0], v_s = uvw_s[1], w_s = uvw_s[2];
+        if (isource >= 0) {
+            /* one phase centre an image: visibilities of several sources
+             * summed would make an image of none of them */
+            if (g == 1) source_id = params[isource];
+            else if (params[isource] != source_id) {
+                st = pk_fail(ctx, PK_ERR_PARSE,
+                             "%s: group %ld: SOURCE = %g where group 1 has %g: a multi-source file, whose "
+                             "visibilities are phased to several centres; image one source at a time (split the "
+                             "file by source first: AIPS SPLIT, CASA split, or pyuvdata's select)",
+                             path, g, params[isource], source_id);
+                goto done;
+            }
+        }
         if (!isfinite(u_s) || !isfinite(v_s) || !isfinite(w_s)) {
             const char *name = !isfinite(u_s) ? "u" : !isfinite(v_s) ? "v" : "w";
             double value = !isfinite(u_s) ? u_s : !isfinite(v_s) ? v_s : w_s;
@@ -438,8 +548,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         }
         for (long i = 0; i < n_if; i++) {
             for (long c = 0; c < n_chan; c++) {
-                double freq =
-                    ax.crval[ax.freq_ax] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ax.cdelt[ax.freq_ax] + if_off[i];
+                double freq = ax.crval[ax.freq_ax] + if_off[i] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ch_width[i];
                 double sum_re = 0, sum_im = 0, sum_w = 0;
                 int n_valid = 0;
                 for (int h = 0; h < n_hands; h++) {
@@ -511,7 +620,13 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     }
     out->n_records = max_vis;
     out->n = n_out;
-    out->freq_hz = ax.crval[ax.freq_ax] + (1.0 - ax.crpix[ax.freq_ax]) * ax.cdelt[ax.freq_ax] + if_off[0];
+    { /* the mean frequency of the channels, the band's centre */
+        double sum = 0;
+        for (long i = 0; i < n_if; i++)
+            for (long c = 0; c < n_chan; c++)
+                sum += ax.crval[ax.freq_ax] + if_off[i] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ch_width[i];
+        out->freq_hz = sum / (double)(n_if * n_chan);
+    }
     if (ax.ra_ax >= 0 && ax.dec_ax >= 0) {
         out->has_phase_centre = 1;
         out->ra0_deg = ax.crval[ax.ra_ax];
@@ -543,10 +658,25 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             trim(bunit);
             snprintf(out->bunit, sizeof out->bunit, "%s", bunit);
         }
+        char date[FLEN_VALUE] = "";
+        s1 = 0;
+        if (!out->date_obs[0] && !fits_read_key(f, TSTRING, "DATE-OBS", date, NULL, &s1)) {
+            /* no DATE parameter: the header's date of the observation, in
+             * FITS's form YYYY-MM-DD[Thh:mm:ss[.s]] (not the old dd/mm/yy) */
+            trim(date);
+            int ok = strlen(date) >= 10 && date[4] == '-' && date[7] == '-';
+            for (int k = 0; ok && k < 10; k++) ok = k == 4 || k == 7 || (date[k] >= '0' && date[k] <= '9');
+            if (ok) snprintf(out->date_obs, sizeof out->date_obs, "%.*s", (int)sizeof out->date_obs - 1, date);
+        }
+    }
+    if (isource >= 0) {
+        int found = 0;
+        if ((st = read_su_source(ctx, path, f, source_id, out, &found)) != PK_OK) goto done;
+        if (found && !out->radesys[0]) read_radesys(f, out->radesys, sizeof out->radesys);
     }
     if (n_out == 0) {
         st = pk_fail(
-            ctx, PK_ERR_INVALID, "%s: every one of the %zu visibilities is flagged (weight <= 0 with --weights %s)%s",
+            ctx, PK_ERR_PARSE, "%s: every one of the %zu visibilities is flagged (weight <= 0 with --weights %s)%s",
             path, max_vis, pk_weights_name(weights),
             weights == PK_WEIGHTS_DATA ? "; if the writer stored all weights negative, try --weights abs or unit" : "");
     }
