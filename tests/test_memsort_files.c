@@ -179,6 +179,64 @@ static int run_cli(const char *args, char *err, size_t err_size) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/* Every plan field of the W = 1 file that its rows determine, changed by
+ * +1 and by -1 in one instance at a time: first_chunk, first_skip,
+ * first_skip_total, last_chunk, last_include, last_include_total,
+ * prev_value. pk_memsort_read with the rows must refuse each change (the
+ * rows and the previous instance's rows pin them all down). Instances:
+ * every fifth, and every one that starts with the previous one's last
+ * address. */
+static void test_plan_fields_against_rows(const char *bin) {
+    size_t n = 0;
+    unsigned char *good = read_all(bin, &n);
+    CHECK(good && n > 72, "reading %s", bin);
+    if (!good) return;
+    uint32_t n_chunks = get32(good + 24), n_regions = get32(good + 28), n_instances = get32(good + 32);
+    size_t inst = 72 + 48 * (size_t)n_regions + 8 * ((size_t)n_chunks + 1);
+    static const struct {
+        const char *name;
+        size_t at;
+    } fields[] = {{"first_chunk", 36},  {"first_skip", 40},         {"first_skip_total", 44}, {"last_chunk", 48},
+                  {"last_include", 52}, {"last_include_total", 56}, {"prev_value", 68}};
+    unsigned char *p = malloc(n);
+    char *path = path_in("plan_field.bin");
+    int tried = 0, accepted = 0, shared = 0;
+    for (uint32_t g = 0; g < n_instances && p; g++) {
+        const unsigned char *in = good + inst + 96 * (size_t)g;
+        int starts_with_prev = g > 0 && get32(in + 8) > 0 && get32(in + 28) == get32(in - 96 + 32);
+        shared += starts_with_prev;
+        if (g % 5 && !starts_with_prev) continue;
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+            for (int d = -1; d <= 1; d += 2) {
+                if (get32(in + fields[f].at) == 0 && d < 0) continue;
+                memcpy(p, good, n);
+                put32(p + inst + 96 * (size_t)g + fields[f].at, get32(in + fields[f].at) + (uint32_t)d);
+                write_all(path, p, n);
+                pk_context ctx;
+                pk_context_init(&ctx);
+                pk_memsort_regions regions;
+                pk_memsort_result r;
+                pk_memsort_result_init(&r);
+                tried++;
+                if (pk_memsort_read(&ctx, path, 1, &regions, &r) == PK_OK) {
+                    accepted++;
+                    fprintf(stderr, "instance %u: %s %+d accepted\n", g, fields[f].name, d);
+                }
+                pk_memsort_result_free(&r);
+            }
+    }
+    CHECK(accepted == 0 && tried > 100 && shared > 10,
+          "plan fields against the rows: %d of %d changes accepted (%d instances start with the previous one's last "
+          "address)",
+          accepted, tried, shared);
+    printf(
+        "plan fields against the rows: %d changes of %u instances' fields, all refused (%d instances share "
+        "their first address with the one before)\n",
+        tried, n_instances, shared);
+    free(p);
+    free(good);
+}
+
 int main(void) {
     snprintf(tmp_root, sizeof tmp_root, "/tmp/pk_msfiles_XXXXXX");
     if (!mkdtemp(tmp_root)) {
@@ -235,6 +293,7 @@ int main(void) {
         pk_memsort_result_free(&res);
         pk_memsort_result_free(&back);
         pk_memsort_result_free(&plans);
+        if (!w) test_plan_fields_against_rows(bin);
     }
     /* a result with no chunk table cannot be written */
     {
@@ -685,6 +744,63 @@ int main(void) {
         }
         free(before);
         free(f);
+        /* memsort-gen says when the last region is too small for a stack
+         * and a heap (the small table's RAM: 4096 words), and not otherwise */
+        snprintf(args, sizeof args, "memsort-gen %s --entries 1000 --regions %s", path_in("gen_small"),
+                 path_in("small.txt"));
+        rc = run_cli(args, err, sizeof err);
+        CHECK(rc == 0 && strstr(err, "the last region, RAM, holds 4096 words, too few for a stack window"),
+              "memsort-gen with a small last region: exit %d, '%s'", rc, err);
+        snprintf(args, sizeof args, "memsort-gen %s --entries 1000", path_in("gen_default"));
+        rc = run_cli(args, err, sizeof err);
+        CHECK(rc == 0 && !strstr(err, "too few"), "memsort-gen with the default table: exit %d, '%s'", rc, err);
+        /* plans whose fields disagree with the trace, with every chunk
+         * given: the one-worker file's fields that the rows fix, one by
+         * one, +1 and -1, in instances that start with the previous one's
+         * last address and in others; memsort-fill refuses each, exit 1,
+         * writing nothing */
+        {
+            char bin1[700];
+            snprintf(bin1, sizeof bin1, "%s/memsort.bin", path_in("out1"));
+            size_t n1 = 0;
+            unsigned char *good = read_all(bin1, &n1);
+            uint32_t n_chunks1 = get32(good + 24), n_inst1 = get32(good + 32);
+            size_t inst1 = 72 + 48 * (size_t)get32(good + 28) + 8 * ((size_t)n_chunks1 + 1);
+            static const size_t offsets[] = {36, 40, 44, 48, 52, 56, 68};
+            char bad_dir[700], bad_bin[800];
+            snprintf(bad_dir, sizeof bad_dir, "%s", path_in("plans_bad"));
+            snprintf(bad_bin, sizeof bad_bin, "%s/memsort.bin", bad_dir);
+            mkdir(bad_dir, 0777);
+            int tried = 0, refused = 0, by_rows = 0, picked = 0;
+            for (uint32_t gi = 1; gi < n_inst1 && picked < 8; gi++) {
+                const unsigned char *in = good + inst1 + 96 * (size_t)gi;
+                int shares = get32(in + 8) > 0 && get32(in + 28) == get32(in - 96 + 32);
+                if (!shares && gi % 97) continue;
+                picked++;
+                for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; o++)
+                    for (int d = -1; d <= 1; d += 2) {
+                        uint32_t v = get32(in + offsets[o]);
+                        if (v == 0 && d < 0) continue;
+                        unsigned char *q = malloc(n1);
+                        memcpy(q, good, n1);
+                        put32(q + inst1 + 96 * (size_t)gi + offsets[o], v + (uint32_t)d);
+                        write_all(bad_bin, q, n1);
+                        free(q);
+                        snprintf(args, sizeof args, "memsort-fill %s %s -o %s --instances all -q", bad_dir, trace_dir,
+                                 path_in("fill_bad"));
+                        rc = run_cli(args, err, sizeof err);
+                        tried++;
+                        refused += rc == 1 && stat(path_in("fill_bad"), &sb) != 0;
+                        by_rows += strstr(err, "does not agree with the rows all") != NULL;
+                        if (rc != 1) fprintf(stderr, "instance %u, field at %zu %+d: exit %d\n", gi, offsets[o], d, rc);
+                    }
+            }
+            CHECK(tried > 50 && refused == tried && by_rows > 0,
+                  "memsort-fill with plans altered: %d of %d refused, %d by the rows", refused, tried, by_rows);
+            printf("memsort-fill, plan fields altered: %d of %d refused (%d by the rows' check)\n", refused, tried,
+                   by_rows);
+            free(good);
+        }
         /* outputs named by symbolic links: memsort.bin through a link to a
          * file elsewhere is written there (the link kept); a link to one of
          * the trace's chunk files is refused, the chunk unchanged; the

@@ -132,11 +132,17 @@ typedef struct pk_memsort_gen_options {
     int awkward;            /* the awkward cases instead of a realistic trace */
 } pk_memsort_gen_options;
 
+/* The words (8 bytes each) the last region needs for a realistic trace:
+ * room for the stack window and a heap below it. */
+#define PK_MEMSORT_GEN_MIN_LAST_WORDS 16384u
+
 /* A deterministic synthetic trace. Realistic mode mixes a hot Zipf-like
  * stack window at the top of the last region, a bump-allocated heap at its
  * base growing into fresh addresses touched a few times each, sequential
  * input reads (second region), a small set of read-only tables (first
- * region) and long memcpy-like runs. Awkward mode gives: a run of one
+ * region) and long memcpy-like runs; with a last region of fewer than
+ * PK_MEMSORT_GEN_MIN_LAST_WORDS words it is skewed accesses over that
+ * region's words alone (the other regions empty). Awkward mode gives: a run of one
  * address across an instance boundary, a run longer than a whole instance,
  * an empty region (the second, when there are three or more), and a last
  * partial instance. More than 4096 chunks is an error. A realistic trace

@@ -590,6 +590,96 @@ def _check_runs(path, inst, runs, n_values):
                                                          int(own["n_rows"][k])))
 
 
+def _check_values(path, inst, runs, values, chunk_start, n_entries):
+    """The checks pk_memsort_read makes of the values (trace positions) with
+    the rows: each a position of the trace, rising within a run; each owned
+    instance's last run holding its last_include_total rows; its first and
+    last rows in first_chunk and last_chunk, last_include of the last run's
+    rows in last_chunk (with a chunk table); and, where the instance before
+    it in its region is owned too, prev_value that one's last value and
+    first_skip the earlier rows of first_addr in first_chunk. Runs are
+    laid out as _check_runs checked."""
+    own = inst[inst["owned"] != 0]
+    if own.size == 0:
+        return
+    gid = own["gid"]
+    count = runs["count"].astype(np.int64)
+    if values.size and int(values.max()) >= n_entries:
+        j = int(np.argmax(values >= n_entries))
+        k = int(np.searchsorted(np.cumsum(own["n_rows"].astype(np.int64)), j, side="right"))
+        raise PairkitError("%s: instance %d: value %d (%d) is past the trace's end"
+                           % (path, int(gid[k]), j - int(own["values_offset"][k]), int(values[j])))
+    block = 1 << 22  # runs at a time: the order within runs in bounded memory
+    run_at = np.concatenate(([0], np.cumsum(count)))
+    for r0 in range(0, count.size, block):
+        r1 = min(r0 + block, count.size)
+        v = values[int(run_at[r0]):int(run_at[r1])]
+        rising = np.ones(v.size, dtype=bool)
+        rising[1:] = v[1:] > v[:-1]
+        rising[(run_at[r0:r1] - run_at[r0]).astype(np.intp)] = True  # a run's first value
+        if not rising.all():
+            j = int(run_at[r0]) + int(np.argmin(rising))
+            k = int(np.searchsorted(np.cumsum(own["n_rows"].astype(np.int64)), j, side="right"))
+            run = int(np.searchsorted(run_at, j, side="right")) - 1 - int(own["runs_offset"][k])
+            raise PairkitError("%s: instance %d: value %d (%d, of run %d) is not after the value before it"
+                               % (path, int(gid[k]), j - int(own["values_offset"][k]), int(values[j]), run))
+    n_rows = own["n_rows"].astype(np.int64)
+    first_v = own["values_offset"].astype(np.int64)
+    last_v = first_v + n_rows - 1
+    last_count = count[(own["runs_offset"] + own["n_runs"] - 1).astype(np.intp)]
+    field = np.full(own.size, "", dtype=object)
+
+    def mark(bad, name):
+        field[(field == "") & bad] = name
+
+    if chunk_start is not None:
+        starts = chunk_start.astype(np.int64)
+
+        def chunk_of(v):
+            return np.searchsorted(starts, v, side="right") - 1
+
+        mark(chunk_of(values[first_v].astype(np.int64)) != own["first_chunk"], "first_chunk")
+        mark(chunk_of(values[last_v].astype(np.int64)) != own["last_chunk"], "last_chunk")
+    mark(last_count != own["last_include_total"], "last_include_total")
+    # each instance's last run: its values, the instance's index repeated
+    lr_len = last_count
+    lr_from = last_v + 1 - lr_len
+    lr_inst = np.repeat(np.arange(own.size), lr_len)
+    lr_idx = np.arange(int(lr_len.sum()), dtype=np.int64) - np.repeat(np.cumsum(lr_len) - lr_len, lr_len) + \
+        np.repeat(lr_from, lr_len)
+    lr_vals = values[lr_idx].astype(np.int64)
+    if chunk_start is not None:
+        in_last = lr_vals >= starts[own["last_chunk"].astype(np.intp)][lr_inst]
+        mark(np.bincount(lr_inst, weights=in_last, minlength=own.size) != own["last_include"], "last_include")
+    # the previous instance in the region, owned too: gid - 1 at index > 0
+    follows = np.zeros(own.size, dtype=bool)
+    follows[1:] = (gid[1:] == gid[:-1] + 1) & (own["index"][1:] > 0)
+    prev_last = np.zeros(own.size, dtype=np.int64)
+    prev_last[1:] = values[last_v[:-1]]
+    mark(follows & (own["prev_value"] != prev_last), "prev_value")
+    if chunk_start is not None:
+        shares = np.zeros(own.size, dtype=bool)
+        shares[1:] = follows[1:] & (own["first_addr"][1:] == own["last_addr"][:-1])
+        # the previous instance's last-run rows in this one's first_chunk
+        target = np.full(own.size, -1, dtype=np.int64)
+        target[:-1] = np.where(shares[1:], own["first_chunk"][1:], -1)
+        in_chunk = chunk_of(lr_vals) == target[lr_inst]
+        skip = np.zeros(own.size, dtype=np.int64)
+        skip[1:] = np.bincount(lr_inst, weights=in_chunk, minlength=own.size)[:-1].astype(np.int64)
+        alone = np.zeros(own.size, dtype=bool)
+        alone[1:] = (own["first_addr"][:-1] == own["last_addr"][:-1]) & (own["first_chunk"][:-1] ==
+                                                                          own["first_chunk"][1:])
+        skip[1:] += np.where(shares[1:] & alone[1:], own["first_skip"][:-1], 0)
+        mark(follows & (own["first_skip"] != skip), "first_skip")
+    bad = field != ""
+    if bad.any():
+        k = int(np.argmax(bad))
+        note = {"prev_value": " (the previous instance's last value)",
+                "first_skip": " and the previous instance's"}.get(field[k], "")
+        raise PairkitError("%s: instance %d: field %s does not agree with its rows%s" % (path, int(gid[k]), field[k],
+                                                                                        note))
+
+
 def read_memsort(path):
     """A memsort.bin written by `pairkit memsort` (path: the file or its
     folder), checked against its documented layout (docs/memsort.md), as
@@ -603,8 +693,11 @@ def read_memsort(path):
     against the rows), and the runs of every version as the library's
     reader checks them when it reads the rows (each instance's runs
     non-empty, aligned, in increasing address order, from its first_addr
-    to its last_addr, adding up to its n_rows); the values are checked for
-    their number. Files of version 1 (no chunk table) read with
+    to its last_addr, adding up to its n_rows), and the values (trace
+    positions within the trace, rising within a run) and the plan fields
+    they fix (first_chunk, last_chunk, last_include, last_include_total,
+    and prev_value and first_skip where the previous instance is owned
+    too), as that reader checks them with the rows. Files of version 1 (no chunk table) read with
     "chunk_start" None."""
     path, data, section = _binary_file(path, "memsort.bin")
     head, at = section(0, 1, _FILE_HEADER, "header")
@@ -633,6 +726,7 @@ def read_memsort(path):
     if h["version"] >= 2:
         _check_plans(path)
     _check_runs(path, inst, runs, values.size)
+    _check_values(path, inst, runs, values, chunk_start, int(h["n_entries"]))
     instances = np.zeros(inst.size, _INSTANCE)  # the fields memsort() gives, counts_offset the row of chunk_counts
     for name in _INSTANCE.names:
         if name != "counts_offset":

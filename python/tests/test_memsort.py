@@ -269,6 +269,52 @@ def test_read_memsort_matches_the_run(table, tmp_path):
     for at, value, name, message in cases:
         with pytest.raises(pairkit.PairkitError, match=message):
             pairkit.read_memsort(with_u32(at, value, name))
+    # every plan field the rows pin down, +1 and -1, in the one-worker file (every instance owned): refused
+    # (an awkward trace: runs across instances and over whole ones)
+    subprocess.run([binary, "memsort-gen", str(tmp_path / "awk"), "--entries", "300000", "--chunk", "5000",
+                    "--awkward", "--regions", table, "-q"], check=True)
+    subprocess.run([binary, "memsort", str(tmp_path / "awk"), "-o", str(tmp_path / "awk1"), "--regions", table, "-q"],
+                   check=True)
+    raw1 = (tmp_path / "awk1" / "memsort.bin").read_bytes()
+    n1 = int.from_bytes(raw1[16:24], "little")
+    inst0_1 = table_at + 8 * (int.from_bytes(raw1[24:28], "little") + 1)
+    fields = {"first_chunk": 36, "first_skip": 40, "first_skip_total": 44, "last_chunk": 48, "last_include": 52,
+              "last_include_total": 56, "prev_value": 68}
+    inst1 = pairkit.read_memsort(tmp_path / "awk1")["instances"]
+    shares = np.flatnonzero((inst1["index"][1:] > 0) & (inst1["first_addr"][1:] == inst1["last_addr"][:-1])) + 1
+    picked = sorted(set(shares[::max(1, shares.size // 12)].tolist()) | set(range(0, inst1.size, max(1, inst1.size // 8))))
+    assert shares.size >= 3 and len(picked) > 10, (shares.size, inst1.size)
+    tried = 0
+    for g in picked:
+        for name, off in fields.items():
+            at = inst0_1 + 96 * g + off
+            old_value = int.from_bytes(raw1[at:at + 4], "little")
+            for d in (-1, 1):
+                if old_value + d < 0:
+                    continue
+                bad = bytearray(raw1)
+                bad[at:at + 4] = (old_value + d).to_bytes(4, "little")
+                (tmp_path / "field.bin").write_bytes(bytes(bad))
+                with pytest.raises(pairkit.PairkitError, match=r"field.bin: instance \d+: "):
+                    pairkit.read_memsort(tmp_path / "field.bin")
+                tried += 1
+    assert tried > 150
+    # a value out of order within a run, and one past the trace
+    values_at = len(raw1) - 4 * ((n1 + 1) // 2 * 2)
+    runs1 = pairkit.read_memsort(tmp_path / "awk1")["runs"]
+    j = int(np.argmax(runs1["count"] >= 2))  # a run of two values or more: swap its first two
+    first = int(runs1["count"][:j].sum())
+    bad = bytearray(raw1)
+    a, b = values_at + 4 * first, values_at + 4 * first + 4
+    bad[a:a + 4], bad[b:b + 4] = raw1[b:b + 4], raw1[a:a + 4]
+    (tmp_path / "swap.bin").write_bytes(bytes(bad))
+    with pytest.raises(pairkit.PairkitError, match=r"swap.bin: instance \d+: value \d+ .* not after the value before"):
+        pairkit.read_memsort(tmp_path / "swap.bin")
+    bad = bytearray(raw1)
+    bad[values_at + 4 * (n1 - 1):values_at + 4 * n1] = n1.to_bytes(4, "little")
+    (tmp_path / "past.bin").write_bytes(bytes(bad))
+    with pytest.raises(pairkit.PairkitError, match=r"past.bin: instance \d+: value \d+ .* past the trace's end"):
+        pairkit.read_memsort(tmp_path / "past.bin")
     # version 1 has no library check of its plans: a runs_offset out of place is still refused
     v1 = bytearray((tmp_path / "v1.bin").read_bytes())
     at1 = inst0 - 8 * (n_chunks + 1) + 96 * 2 + 80

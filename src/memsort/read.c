@@ -67,6 +67,69 @@ static pk_status read_u32s(reader *r, uint32_t *v, uint64_t n, const char *what)
 
 #define BAD(...) pk_fail(ctx, PK_ERR_PARSE, __VA_ARGS__)
 
+/* The chunk holding trace position v (< n_entries): the last c with
+ * chunk_start[c] <= v. */
+static uint32_t chunk_of(const pk_memsort_result *res, uint32_t n_chunks, uint64_t v) {
+    uint32_t lo = 0, hi = n_chunks - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (res->chunk_start[mid] <= v) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* An owned instance's values (trace positions) against its plan: each a
+ * position of the trace, rising within a run (the order is stable); the
+ * first row in first_chunk, the last in last_chunk; the last run holding
+ * last_include_total rows, last_include of them from last_chunk; and,
+ * when the previous instance is owned too, prev_value its last value and
+ * first_skip the earlier rows of first_addr in first_chunk. chunk_start, chunk counts and runs are read and checked. */
+static pk_status check_values(pk_context *ctx, const char *path, const pk_memsort_result *res, uint32_t g) {
+    const pk_memsort_instance *in = &res->instances[g];
+    const pk_memsort_run_entry *run = res->runs + in->runs_offset;
+    const uint32_t *v = res->values + in->values_offset;
+    uint64_t n_entries = res->chunk_start[res->n_chunks];
+    uint64_t j = 0;
+    for (uint32_t r = 0; r < in->n_runs; r++)
+        for (uint32_t k = 0; k < run[r].count; k++, j++)
+            if (v[j] >= n_entries || (k > 0 && v[j] <= v[j - 1]))
+                return pk_fail(ctx, PK_ERR_PARSE, "%s: instance %u: value %llu (%u, of run %u) is %s", path, g,
+                               (unsigned long long)j, v[j], r,
+                               v[j] >= n_entries ? "past the trace's end" : "not after the value before it");
+    uint32_t last_count = run[in->n_runs - 1].count;
+    const uint32_t *last_run = v + in->n_rows - last_count;
+    uint32_t in_last_chunk = 0;
+    for (uint32_t k = 0; k < last_count; k++) in_last_chunk += last_run[k] >= res->chunk_start[in->last_chunk];
+    const char *field = NULL;
+    if (chunk_of(res, res->n_chunks, v[0]) != in->first_chunk) field = "first_chunk";
+    else if (chunk_of(res, res->n_chunks, v[in->n_rows - 1]) != in->last_chunk) field = "last_chunk";
+    else if (last_count != in->last_include_total) field = "last_include_total";
+    else if (in_last_chunk != in->last_include) field = "last_include";
+    else if (in->index > 0 && in[-1].owned) {
+        /* the previous instance's rows: its last value, and its rows of this
+         * instance's first address in first_chunk (with those before it
+         * there when it holds that address alone) */
+        const pk_memsort_instance *prev = in - 1;
+        const uint32_t *pv = res->values + prev->values_offset;
+        uint64_t skip = 0;
+        if (prev->last_addr == in->first_addr) {
+            uint32_t n_last = res->runs[prev->runs_offset + prev->n_runs - 1].count;
+            for (uint32_t k = prev->n_rows - n_last; k < prev->n_rows; k++)
+                skip += chunk_of(res, res->n_chunks, pv[k]) == in->first_chunk;
+            if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
+        }
+        if (in->prev_value != pv[prev->n_rows - 1]) field = "prev_value";
+        else if (in->first_skip != skip) field = "first_skip";
+    }
+    if (field)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: instance %u: field %s does not agree with its rows%s", path, g, field,
+                       strcmp(field, "prev_value") == 0   ? " (the previous instance's last value)"
+                       : strcmp(field, "first_skip") == 0 ? " and the previous instance's"
+                                                          : "");
+    return PK_OK;
+}
+
 pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_memsort_regions *regions,
                           pk_memsort_result *out) {
     pk_clear(ctx);
@@ -359,6 +422,15 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
                      (unsigned long long)sum, in->n_rows);
             goto done;
         }
+        /* its first row comes from first_chunk, last_include rows from last_chunk */
+        const uint32_t *cc = out->chunk_counts + in->counts_offset;
+        if (cc[in->first_chunk] == 0 || cc[in->last_chunk] < in->last_include) {
+            st = BAD("%s: instance %u: field %s is out of place (chunk %u holds %u of its rows)", path, g,
+                     cc[in->first_chunk] == 0 ? "first_chunk" : "last_include",
+                     cc[in->first_chunk] == 0 ? in->first_chunk : in->last_chunk,
+                     cc[in->first_chunk] == 0 ? 0 : cc[in->last_chunk]);
+            goto done;
+        }
     }
     if (with_rows) {
         if ((st = read_u32s(&r, (uint32_t *)out->runs, 2 * n_runs, "runs")) != PK_OK ||
@@ -385,6 +457,7 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
                         path, g, (unsigned long long)sum, run[0].addr, run[in->n_runs - 1].addr, in->n_rows);
                 goto done;
             }
+            if ((st = check_values(ctx, path, out, g)) != PK_OK) goto done;
         }
         out->n_runs = n_runs;
         out->n_values = n_values;

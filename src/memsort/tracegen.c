@@ -291,7 +291,7 @@ static pk_status gen_setup(pk_context *ctx, const pk_memsort_regions *regions, c
     }
     g->ram_base = ram->base;
     g->ram_words = ram->size >> 3;
-    if (nr == 1 || g->ram_words < 2 * STACK_WINDOW_WORDS) {
+    if (nr == 1 || g->ram_words < PK_MEMSORT_GEN_MIN_LAST_WORDS) {
         /* too small for a stack and a heap: everything goes to the last region's words */
         g->heap_limit = g->ram_words / 2 ? g->ram_words / 2 : 1;
     } else {
@@ -303,7 +303,7 @@ static pk_status gen_setup(pk_context *ctx, const pk_memsort_regions *regions, c
 /* A realistic trace (or, where the last region has no room for a stack
  * and a heap, skewed accesses over its words) through emit. */
 static void gen_run(gen_state *g) {
-    if (g->ram_words < 2 * STACK_WINDOW_WORDS) {
+    if (g->ram_words < PK_MEMSORT_GEN_MIN_LAST_WORDS) {
         while (g->pos < g->n && !g->stop) emit(g, g->ram_base, rng_skewed(&g->rng, g->ram_words));
     } else {
         gen_realistic(g);

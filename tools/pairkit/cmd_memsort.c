@@ -40,7 +40,8 @@ static void gen_usage(FILE *out) {
             "usage: pairkit memsort-gen OUT_DIR --entries N [--seed S] [options]\n"
             "  Writes a synthetic zkVM memory trace as OUT_DIR/mem_addr_NNNN.bin, the\n"
             "  same for the same seed: a hot stack window, a bump-allocated heap, memcpy\n"
-            "  runs, sequential input reads and ROM tables (docs/memsort.md). Made and\n"
+            "  runs, sequential input reads and ROM tables (docs/memsort.md); with a last\n"
+            "  region of fewer than 16384 words, skewed accesses over it alone. Made and\n"
             "  written a chunk at a time (--awkward: made whole first); the chunk files\n"
             "  go into place together once all are written, or none do.\n\n"
             "  --entries N          1 .. 2^29 entries (accepts 2^k and K, M, G suffixes)\n"
@@ -401,6 +402,12 @@ int cmd_memsort_gen(int argc, char **argv) {
     pk_memsort_regions regions;
     pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
     if (st) return cli_error(cmd, st, &ctx);
+    const pk_memsort_region *last = &regions.region[regions.n_regions - 1];
+    if (!g.awkward && !quiet && last->size / 8 < PK_MEMSORT_GEN_MIN_LAST_WORDS)
+        fprintf(stderr,
+                "note: %s: the last region, %s, holds %llu words, too few for a stack window and a heap (%u or "
+                "more): the trace is skewed accesses over its words alone, the other regions empty\n",
+                cmd, last->name, (unsigned long long)(last->size / 8), PK_MEMSORT_GEN_MIN_LAST_WORDS);
     /* made and written a chunk at a time; Ctrl-C: no chunk file left behind */
     cli_progress_attach(&ctx, "memsort-gen", quiet);
     st = pk_memsort_generate_dir(&ctx, &regions, &g, out_dir);

@@ -143,6 +143,52 @@ static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_re
     }
 }
 
+/* The chunk holding trace position v: the last c with chunk_start[c] <= v. */
+static uint32_t chunk_of(const pk_memsort_result *plans, uint64_t v) {
+    uint32_t lo = 0, hi = plans->n_chunks - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (plans->chunk_start[mid] <= v) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* With every chunk given, fills[k] holds the whole instance's rows, as the
+ * trace has them: the plan fields those rows fix must agree, as
+ * pk_memsort_read checks them against a memsort.bin's rows (first_chunk
+ * and last_chunk, the chunks of the first and last rows; the rows of
+ * last_addr, last_include_total, and of those in last_chunk,
+ * last_include; with the previous instance of the region filled too, its
+ * last row's position, prev_value, and its rows of first_addr in
+ * first_chunk, first_skip). NULL when they agree, else the field. */
+static const char *plan_against_rows(const pk_memsort_result *plans, const pk_memsort_fill *fills, uint32_t k) {
+    const pk_memsort_fill *f = &fills[k];
+    const pk_memsort_instance *in = f->plan;
+    const uint32_t *pr = f->pairs;
+    uint64_t n = f->n_rows, last_total = 0, last_in_chunk = 0;
+    for (uint64_t j = n; j-- > 0 && pr[2 * j] == in->last_addr;) {
+        last_total++;
+        last_in_chunk += pr[2 * j + 1] >= plans->chunk_start[in->last_chunk];
+    }
+    if (chunk_of(plans, pr[1]) != in->first_chunk) return "first_chunk";
+    if (chunk_of(plans, pr[2 * (n - 1) + 1]) != in->last_chunk) return "last_chunk";
+    if (last_total != in->last_include_total) return "last_include_total";
+    if (last_in_chunk != in->last_include) return "last_include";
+    const pk_memsort_fill *pf = k > 0 ? &fills[k - 1] : NULL;
+    if (!pf || in->index == 0 || pf->plan->gid + 1 != in->gid || pf->n_rows != pf->plan->n_rows) return NULL;
+    const pk_memsort_instance *prev = pf->plan;
+    uint64_t skip = 0;
+    if (prev->last_addr == in->first_addr) {
+        for (uint64_t j = pf->n_rows; j-- > 0 && pf->pairs[2 * j] == in->first_addr;)
+            skip += chunk_of(plans, pf->pairs[2 * j + 1]) == in->first_chunk;
+        if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
+    }
+    if (in->prev_value != pf->pairs[2 * (pf->n_rows - 1) + 1]) return "prev_value";
+    if (in->first_skip != skip) return "first_skip";
+    return NULL;
+}
+
 int cmd_memsort_fill(int argc, char **argv) {
     const char *cmd = "memsort-fill";
     const char *plans_path = NULL, *trace_dir = NULL, *out_dir = NULL, *regions_name = NULL;
@@ -336,6 +382,15 @@ int cmd_memsort_fill(int argc, char **argv) {
                     "pairkit %s: instance %u: all %u chunk files give %llu rows, the plans say %u: not the trace "
                     "%s was made from, or that file was altered\n",
                     cmd, in->gid, n_given, (unsigned long long)fills[k].n_rows, in->n_rows, plans_file);
+            rc = 1;
+            goto out;
+        }
+        const char *field = n_given == plans.n_chunks ? plan_against_rows(&plans, fills, k) : NULL;
+        if (field) {
+            fprintf(stderr,
+                    "pairkit %s: instance %u: its plan's %s does not agree with the rows all %u chunk files give: "
+                    "not the trace %s was made from, or that file was altered\n",
+                    cmd, in->gid, field, n_given, plans_file);
             rc = 1;
             goto out;
         }
