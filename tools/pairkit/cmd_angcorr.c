@@ -18,14 +18,16 @@ static void usage(FILE *out) {
             "  with exact bins (every pair in the bin the float64 reference gives it).\n"
             "  Catalogs: the object count, then rows 'ra dec' (arcmin by default); or CSV\n"
             "  with a header, or FITS binary or ASCII tables, with named columns (degrees by\n"
-            "  default); gzip-compressed FITS too.\n\n"
+            "  default, or a FITS column's TUNIT); gzip-compressed FITS too.\n\n"
             "  -o, --output FILE    the course format (default omega.out)\n"
             "  --csv FILE           also a CSV with bin edges and counts (ECSV, with units\n"
             "                       and metadata for astropy, when FILE ends in .ecsv)\n"
             "  --png FILE           plot of w(theta) (default: the output name with .png;\n"
             "                       'none' for no plot)\n"
             "  --units U            arcmin (default for the native format), deg (default for\n"
-            "                       CSV and FITS) or rad\n"
+            "                       CSV and FITS), rad or arcsec; a FITS RA or Dec column\n"
+            "                       whose TUNIT names units is read in those (--units must\n"
+            "                       agree)\n"
             "  --format F           auto (by extension, any case: .csv; .fits, .fit or .fts,\n"
             "                       gzipped or not), native, csv or fits\n"
             "  --ra-col, --dec-col NAME   RA and Dec column names (CSV, FITS; default ra, dec);\n"
@@ -157,7 +159,7 @@ int cmd_angcorr(int argc, char **argv) {
             else if (strcmp(a, "--png") == 0) png_path = v;
             else if (strcmp(a, "--units") == 0) {
                 if (pk_units_parse(v, &units))
-                    return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg or rad", v);
+                    return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg, rad or arcsec", v);
                 units_given = 1;
             } else if (strcmp(a, "--format") == 0) {
                 if (pk_catalog_format_parse(v, &format))
@@ -314,8 +316,9 @@ int cmd_angcorr(int argc, char **argv) {
     else st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
     pk_catalog *cats[2] = {&data, &random};
     for (int c = 0; c < 2 && st == PK_OK; c++) {
-        pk_catalog_spec spec = {format, units, ra_col[c], dec_col[c], weight_col[c]};
-        /* CSV and FITS catalogs are in degrees unless --units says otherwise */
+        pk_catalog_spec spec = {format, units, ra_col[c], dec_col[c], weight_col[c], units_given};
+        /* CSV and FITS catalogs are in degrees unless --units (or, in FITS, a
+         * column's TUNITn) says otherwise */
         if (!units_given && read_as[c] != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
         st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
         if (st == PK_OK && weights[c]) {
