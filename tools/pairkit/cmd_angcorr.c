@@ -104,6 +104,9 @@ static const char *const value_options[] = {"-o",
                                             "--threads",
                                             NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "-q", "--quiet", "--mean-theta", NULL};
+
 /* The estimator as the plot's title names it (the option's words are
  * pk_estimator_name's). */
 static const char *estimator_title(pk_estimator estimator) {
@@ -139,7 +142,9 @@ int cmd_angcorr(int argc, char **argv) {
     pk_context ctx;
     pk_context_init(&ctx);
     int n_paths = 0;
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         int has_value = k + 1 < argc;
