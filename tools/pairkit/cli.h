@@ -76,6 +76,7 @@ typedef struct cli_plot {
     const double *x, *y, *yerr; /* yerr may be NULL */
     size_t n;
     int log_x, log_y;
+    double x_lo, x_hi; /* the x axis' span when no point can be drawn (cli_plot_x_extent) */
 } cli_plot;
 /* Whether PNG output works here (PLplot built in, with its cairo driver). */
 int cli_png_available(void);

@@ -521,7 +521,9 @@ int cmd_angcorr(int argc, char **argv) {
                      (size_t)result.n_data, (size_t)result.n_random);
             int log_x, log_y;
             cli_wtheta_axes(has_log, edges_path != NULL, bins.edges, bins.n_bins, w, n, &log_x, &log_y);
-            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, log_y};
+            /* with no w to draw, the axis spans the bins */
+            double theta_lo = bins.edges[0] * (180.0 / M_PI), theta_hi = bins.edges[bins.n_bins] * (180.0 / M_PI);
+            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, log_y, theta_lo, theta_hi};
             if (cli_plot_png(cmd, s_png, png_path, &plot)) rc = 1;
             free(theta);
             free(w);
@@ -529,6 +531,18 @@ int cmd_angcorr(int argc, char **argv) {
         }
         if (!rc) rc = cli_commit(cmd, &outs);
         else cli_discard(&outs);
+        if (!rc) {
+            /* a valid run, but one with nothing to show: said, not left
+             * to an empty output */
+            size_t with_rr = 0;
+            for (size_t k = 0; k < result.n_bins; k++) with_rr += result.rr[k] > 0;
+            if (with_rr == 0)
+                fprintf(stderr,
+                        "pairkit %s: warning: no bin has random pairs in range (RR is 0 in all %zu bins, %g to %g "
+                        "degrees): %s has no rows and w(theta) is nowhere defined\n",
+                        cmd, result.n_bins, bins.edges[0] * (180.0 / M_PI), bins.edges[bins.n_bins] * (180.0 / M_PI),
+                        out_path);
+        }
         if (!rc && extras.omega_err && cli_mpi_rank() == 0) {
             /* bins with a w(theta) but no error: some patch left out takes
              * every random pair of the bin, or its DD or DR */
