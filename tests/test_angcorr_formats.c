@@ -912,6 +912,9 @@ int main(void) {
             {"angcorr d.csv r.csv --log 5 --theta-min 0", "log bins need theta_min > 0"},
             {"angcorr d.csv r.csv --log 5 --theta-min -1", "log bins need theta_min > 0"},
             {"angcorr d.csv r.csv --weight-col nope", "d.csv:1: no weight column 'nope'"},
+            /* a catalog's own weight column comes before --weight-col, given before or after it */
+            {"angcorr d.csv r.csv --data-weight-col w --weight-col nope", "r.csv:1: no weight column 'nope'"},
+            {"angcorr d.csv r.csv --weight-col nope --data-weight-col w", "r.csv:1: no weight column 'nope'"},
             {"angcorr d.csv r.csv --format xml", "--format: 'xml' is not"},
             {"angcorr d.csv r.csv --prune maybe", "--prune: 'maybe' is not"},
             {"angcorr d.csv r.csv --log 5", "log bins need theta_min > 0: give --theta-min"},
@@ -931,6 +934,16 @@ int main(void) {
             {"angcorr d.csv r.csv -o q.out --jackknife 4 --csv q_cov.csv",
              "q_cov.csv: named for two outputs, --csv and the covariance CSV"},
         };
+        /* --weight-col beside both catalogs' own weight columns would be ignored: refused */
+        rc = cli_run("angcorr d.csv r.csv --weight-col w --data-weight-col w --random-weight-col w -o ww.out -q");
+        err = cli_stderr();
+        CHECK(rc == 2 && err &&
+                  strstr(err,
+                         "pairkit angcorr: --weight-col would be ignored: --data-weight-col and "
+                         "--random-weight-col name both catalogs' weight columns"),
+              "--weight-col with both per-catalog weight columns: exit %d, stderr '%s'", rc, err ? err : "");
+        CHECK(cli_count_files("ww.") == 0, "--weight-col ignored: an output written");
+        free(err);
         for (size_t k = 0; k < sizeof bad_cli / sizeof bad_cli[0]; k++) {
             rc = cli_run(bad_cli[k].args);
             err = cli_stderr();

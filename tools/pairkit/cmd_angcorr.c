@@ -36,6 +36,7 @@ static void usage(FILE *out) {
             "                       the same for one catalog (over --ra-col, --dec-col)\n"
             "  --weight-col NAME    per-object weights from this column of both catalogs\n"
             "  --data-weight-col NAME, --random-weight-col NAME   the same for one catalog\n"
+            "                       (over --weight-col; not both with it)\n"
             "  --edges FILE         bin edges in degrees from a file (one per line or blank-separated)\n"
             "  --mean-theta         mean separation per bin (an acos per pair in range)\n"
             "  --jackknife K        jackknife errors over K sky patches (made from RANDOM)\n"
@@ -134,6 +135,7 @@ int cmd_angcorr(int argc, char **argv) {
     const char *ra_col[2] = {NULL, NULL}, *dec_col[2] = {NULL, NULL}, *weight_col[2] = {NULL, NULL};
     const char *col_option[2] = {NULL, NULL};         /* a --data-* or --random-* column option given */
     const char *shared_ra = NULL, *shared_dec = NULL; /* --ra-col, --dec-col: for a catalog without its own */
+    const char *shared_weight = NULL;                 /* --weight-col, likewise */
     const char *edges_path = NULL, *cov_path = NULL;
     const char *rr_path = NULL, *save_rr_path = NULL;
     pk_prune prune = PK_PRUNE_AUTO;
@@ -180,7 +182,7 @@ int cmd_angcorr(int argc, char **argv) {
                 dec_col[a[2] == 'r'] = v;
                 col_option[a[2] == 'r'] = a;
             } else if (strcmp(a, "--weight-col") == 0) {
-                weight_col[0] = weight_col[1] = v;
+                shared_weight = v;
             } else if (strcmp(a, "--data-weight-col") == 0) {
                 weight_col[0] = v;
             } else if (strcmp(a, "--random-weight-col") == 0) {
@@ -255,7 +257,7 @@ int cmd_angcorr(int argc, char **argv) {
     pk_angcorr_result result = {0};
     pk_angcorr_extras extras = {0};
     double *weights[2] = {NULL, NULL};
-    int features = weight_col[0] || weight_col[1] || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
+    int features = weight_col[0] || weight_col[1] || shared_weight || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
     pk_status st;
     if (edges_path && has_log) return cli_usage_error(cmd, "--edges and --log exclude each other");
     const char *bins_option = linear_given ? linear_given : theta_min_given ? theta_min_given : nbins_given;
@@ -274,6 +276,10 @@ int cmd_angcorr(int argc, char **argv) {
         return cli_usage_error(cmd, "--cov: the covariance comes from --jackknife K, which is not given");
     if (mean_theta && !csv_path)
         return cli_usage_error(cmd, "--mean-theta: the mean separations are written to the CSV; add --csv FILE");
+    if (shared_weight && weight_col[0] && weight_col[1])
+        return cli_usage_error(cmd,
+                               "--weight-col would be ignored: --data-weight-col and --random-weight-col name both "
+                               "catalogs' weight columns; leave one of the three out");
     /* no output may replace a file the run reads: refused before the count
      * (and again when staged, for the default names made later) */
     cli_input(paths[0]);
@@ -304,6 +310,7 @@ int cmd_angcorr(int argc, char **argv) {
     for (int c = 0; c < 2; c++) {
         if (!ra_col[c]) ra_col[c] = shared_ra;
         if (!dec_col[c]) dec_col[c] = shared_dec;
+        if (!weight_col[c]) weight_col[c] = shared_weight;
     }
     pk_catalog_format read_as[2];
     for (int c = 0; c < 2; c++) {
