@@ -70,7 +70,7 @@ static inline void fuzz_catalog_spec(const uint8_t *data, size_t size, const cha
     pk_context ctx;
     pk_context_init(&ctx);
     int weighted = size % 2;
-    pk_catalog_spec spec = {format, (pk_units)(size % 3), NULL, NULL, weighted ? weight : NULL};
+    pk_catalog_spec spec = {format, (pk_units)(size % 3), NULL, NULL, weighted ? weight : NULL, 0};
     pk_catalog cat;
     double *weights = NULL;
     pk_status st = pk_catalog_read_spec(&ctx, path, &spec, &cat, &weights);

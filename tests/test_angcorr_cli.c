@@ -537,6 +537,24 @@ int main(void) {
         CHECK(e && strstr(e, "interrupted"), "says it was interrupted: %s", e ? e : "");
         free(e);
     }
+    /* bins beyond every random pair (the catalogs span 90 degrees): a
+     * valid run with exit 0, and a warning that nothing is in range */
+    {
+        rc = cli_run("angcorr d.txt r.txt -o far.out --png none -q --theta-min 100 --nbins 4 --bin-width 1");
+        char *e = cli_stderr(), *far = cli_read(cli_path("far.out"));
+        CHECK(rc == 0 && e &&
+                  strstr(e,
+                         "pairkit angcorr: warning: no bin has random pairs in range (RR is 0 in all 4 bins, 100 "
+                         "to 104 degrees): far.out has no rows"),
+              "no random pairs in range: exit %d, stderr '%s'", rc, e ? e : "");
+        CHECK(far && strchr(far, '\n') == far + strlen(far) - 1, "far.out: the header line alone: '%s'",
+              far ? far : "");
+        free(e), free(far);
+        rc = cli_run("angcorr d.txt r.txt -o near.out --png none -q --nbins 20");
+        e = cli_stderr();
+        CHECK(rc == 0 && e && !strstr(e, "warning"), "pairs in range: exit %d, stderr '%s'", rc, e ? e : "");
+        free(e);
+    }
     cli_scratch_remove();
     return check_finish("test_angcorr_cli");
 }

@@ -93,6 +93,19 @@ static int edit_field(const char *path, int col, long row, const char *text) {
     return status;
 }
 
+/* TUNITn of a FITS table's column col set to unit ("" leaves it empty). */
+static int set_tunit(const char *path, int col, const char *unit) {
+    fitsfile *f;
+    int status = 0;
+    char key[FLEN_KEYWORD];
+    snprintf(key, sizeof key, "TUNIT%d", col);
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_movabs_hdu(f, 2, NULL, &status);
+    fits_update_key(f, TSTRING, key, (char *)unit, NULL, &status);
+    fits_close_file(f, &status);
+    return status;
+}
+
 static void same_catalog(const pk_catalog *a, const pk_catalog *b, const char *what) {
     CHECK(a->n == b->n, "%s: %zu vs %zu objects", what, a->n, b->n);
     for (size_t i = 0; i < a->n && i < b->n; i++) {
@@ -127,7 +140,7 @@ int main(void) {
 
     pk_catalog c_nat, c_csv, c_fits;
     double *w_csv = NULL, *w_fits = NULL;
-    pk_catalog_spec spec = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+    pk_catalog_spec spec = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
     CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.txt"), &spec, &c_nat, NULL), &ctx);
     spec.weight_column = "weight";
     CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.csv"), &spec, &c_csv, &w_csv), &ctx);
@@ -142,7 +155,7 @@ int main(void) {
 
     /* column names picked by the caller, format forced */
     cli_write("pick.dat", "x,y,w\n10,20,1\n11,21,2\n");
-    pk_catalog_spec pick = {PK_FORMAT_CSV, PK_UNITS_DEG, "x", "y", "w"};
+    pk_catalog_spec pick = {PK_FORMAT_CSV, PK_UNITS_DEG, "x", "y", "w", 0};
     double *wp = NULL;
     CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("pick.dat"), &pick, &c_csv, &wp), &ctx);
     CHECK(c_csv.n == 2 && wp && wp[1] == 2.0, "picked columns");
@@ -151,7 +164,7 @@ int main(void) {
 
     /* quoted fields (RFC 4180): commas and doubled quotes inside them */
     cli_write("quoted.csv", "name,\"ra\",dec\n\"NGC 1, a\",10,20\n\"say \"\"hi\"\"\", \"11\" ,21\n");
-    pk_catalog_spec qs = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+    pk_catalog_spec qs = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
     CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("quoted.csv"), &qs, &c_csv, NULL), &ctx);
     CHECK(c_csv.n == 2 && fabs(c_csv.ra[0] - 10 * M_PI / 180) < 1e-15 && fabs(c_csv.dec[1] - 21 * M_PI / 180) < 1e-15,
           "quoted CSV fields: %zu objects", c_csv.n);
@@ -162,7 +175,7 @@ int main(void) {
      * refused by every reader, the native format and arrays too */
     {
         cli_write("ra_edges.csv", "ra,dec\n-360,1\n720,2\n-234683,3\n234683,4\n");
-        pk_catalog_spec es = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+        pk_catalog_spec es = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
         CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("ra_edges.csv"), &es, &c_csv, NULL), &ctx);
         pk_catalog_free(&c_csv);
         cli_write("ra_native.txt", "2\n21600 10\n1e20 10\n");
@@ -204,13 +217,13 @@ int main(void) {
         cli_write(bad[k].name, bad[k].text);
         pk_catalog c;
         double *wb = NULL;
-        pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, bad[k].weight};
+        pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, bad[k].weight, 0};
         check_error(pk_catalog_read_spec(&ctx, cli_path(bad[k].name), &sp, &c, &wb), &ctx, bad[k].want, bad[k].name);
     }
     {
         pk_catalog c;
         double *wb = NULL;
-        pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "wt"};
+        pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "wt", 0};
         check_error(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &sp, &c, &wb), &ctx,
                     "cat.fits: no weight column 'wt' (the columns are: RA, DEC, WEIGHT)", "FITS without the column");
         w[7] = (double)NAN;
@@ -227,8 +240,8 @@ int main(void) {
         dec[3] = 10;
         /* FITS columns by number, as cfitsio took them */
         {
-            pk_catalog_spec by_number = {PK_FORMAT_AUTO, PK_UNITS_DEG, "1", "2", NULL},
-                            by_name = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog_spec by_number = {PK_FORMAT_AUTO, PK_UNITS_DEG, "1", "2", NULL, 0},
+                            by_name = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
             pk_catalog a1, a2;
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &by_number, &a1, NULL), &ctx);
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &by_name, &a2, NULL), &ctx);
@@ -241,12 +254,12 @@ int main(void) {
         /* one column for two roles refused; names differing only in case,
          * each given exactly, are two columns */
         {
-            pk_catalog_spec both = {PK_FORMAT_AUTO, PK_UNITS_DEG, "DEC", NULL, NULL};
+            pk_catalog_spec both = {PK_FORMAT_AUTO, PK_UNITS_DEG, "DEC", NULL, NULL, 0};
             check_error(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &both, &c, NULL), &ctx,
                         "cat.fits: column 2 'DEC' is asked for as both the RA and the Dec", "FITS RA column = Dec's");
             const char *cased[3] = {"RA", "DEC", "ra"};
             CHECK(write_fits(cli_path("cased.fits"), 3, cased, cols, (long)n) == 0, "writing the FITS table");
-            pk_catalog_spec exact = {PK_FORMAT_AUTO, PK_UNITS_DEG, "RA", "DEC", "ra"};
+            pk_catalog_spec exact = {PK_FORMAT_AUTO, PK_UNITS_DEG, "RA", "DEC", "ra", 0};
             double *cw = NULL;
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cased.fits"), &exact, &c, &cw), &ctx);
             CHECK(cw && c.n == n && cw[0] == w[0], "RA and ra as two columns");
@@ -254,11 +267,11 @@ int main(void) {
             pk_catalog_free(&c);
             /* CSV as FITS: RA and ra both there, a name given exactly picks one */
             cli_write("cased.csv", "RA,DEC,ra\n10,20,40\n11,21,41\n");
-            pk_catalog_spec csv_exact = {PK_FORMAT_AUTO, PK_UNITS_DEG, "ra", NULL, NULL};
+            pk_catalog_spec csv_exact = {PK_FORMAT_AUTO, PK_UNITS_DEG, "ra", NULL, NULL, 0};
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cased.csv"), &csv_exact, &c, NULL), &ctx);
             CHECK(c.n == 2 && fabs(c.ra[1] - 41 * M_PI / 180) < 1e-15, "CSV --ra-col ra picks column 3");
             pk_catalog_free(&c);
-            pk_catalog_spec csv_default = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog_spec csv_default = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
             check_error(pk_catalog_read_spec(&ctx, cli_path("cased.csv"), &csv_default, &c, NULL), &ctx,
                         "cased.csv:1: the RA column 'ra' could be column 1 'RA' or column 3 'ra'",
                         "CSV default ra, RA and ra");
@@ -266,7 +279,7 @@ int main(void) {
             check_error(pk_catalog_read_spec(&ctx, cli_path("cased2.csv"), &csv_exact, &c, NULL), &ctx,
                         "cased2.csv:1: the RA column 'ra' is named twice (columns 2 and 5)", "CSV ra twice exactly");
             cli_write("roles.csv", "ra,dec,w\n10,20,1\n11,21,1\n");
-            pk_catalog_spec csv_both = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "RA"};
+            pk_catalog_spec csv_both = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "RA", 0};
             check_error(pk_catalog_read_spec(&ctx, cli_path("roles.csv"), &csv_both, &c, &cw), &ctx,
                         "roles.csv: column 1 'ra' is asked for as both the RA and the weight",
                         "CSV weight column = RA's");
@@ -317,7 +330,7 @@ int main(void) {
                 gz_write(cli_path("cat.fits.gz"), bytes, len);
                 pk_catalog cz, cp;
                 double *wz = NULL, *wq = NULL;
-                pk_catalog_spec spw = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "weight"};
+                pk_catalog_spec spw = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "weight", 0};
                 CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits.gz"), &spw, &cz, &wz), &ctx);
                 CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("cat.fits"), &spw, &cp, &wq), &ctx);
                 same_catalog(&cp, &cz, "FITS vs gzip FITS");
@@ -415,7 +428,7 @@ int main(void) {
             fits_write_col(f, TDOUBLE, 2, 1, 1, 3, dec3, &status);
             fits_close_file(f, &status);
             CHECK(status == 0, "writing empty_primary.fits: cfitsio status %d", status);
-            pk_catalog_spec spd = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog_spec spd = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
             pk_catalog e3;
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("empty_primary.fits"), &spd, &e3, NULL), &ctx);
             CHECK(e3.n == 3, "a FITS table behind an empty NAXIS1 = 0 image: %zu objects", e3.n);
@@ -423,7 +436,7 @@ int main(void) {
         }
         /* FITS columns that were read wrongly or refused unclearly */
         {
-            pk_catalog_spec spd = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL};
+            pk_catalog_spec spd = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
             pk_catalog e;
             double *we = NULL;
             double r6[6] = {10, 11, 20, 21, 30, 31}, r3[3] = {10, 20, 30}, d3[3] = {-5, 0, 5}, w3[3] = {1, 2, 3};
@@ -437,7 +450,7 @@ int main(void) {
             const char *fz[3] = {"D", "D", "0D"};
             c3[0] = r3;
             CHECK(write_table(cli_path("vec0.fits"), BINARY_TBL, 3, nv, fz, c3, 3) == 0, "writing vec0.fits");
-            pk_catalog_spec spw = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "w"};
+            pk_catalog_spec spw = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "w", 0};
             check_error(pk_catalog_read_spec(&ctx, cli_path("vec0.fits"), &spw, &e, &we), &ctx,
                         "vec0.fits: the weight column 'W' holds no value a row (TFORM3 = '0D'); a catalog needs one",
                         "FITS weight column of repeat 0");
@@ -517,7 +530,7 @@ int main(void) {
             CHECK(write_table(cli_path("dup.fits"), BINARY_TBL, 3, nd, fd, cd, 3) == 0, "writing dup.fits");
             check_error(pk_catalog_read_spec(&ctx, cli_path("dup.fits"), &spd, &e, NULL), &ctx,
                         "dup.fits: the RA column 'ra' could be column 1 'RA' or column 3 'ra'", "FITS RA and ra");
-            pk_catalog_spec spu = {PK_FORMAT_AUTO, PK_UNITS_DEG, "RA", NULL, NULL};
+            pk_catalog_spec spu = {PK_FORMAT_AUTO, PK_UNITS_DEG, "RA", NULL, NULL, 0};
             CHECK_OK(pk_catalog_read_spec(&ctx, cli_path("dup.fits"), &spu, &e, NULL), &ctx);
             CHECK(e.n == 3 && fabs(e.ra[2] - 30 * M_PI / 180) < 1e-15, "--ra-col RA picks column 1");
             if (e.n) pk_catalog_free(&e);
@@ -636,6 +649,109 @@ int main(void) {
         cli_write("e4.txt", "-1 2\n");
         check_error(pk_bins_read_edges(&ctx, cli_path("e4.txt"), &b), &ctx, "e4.txt:1: edge -1 is not an angle",
                     "negative edge");
+    }
+
+    /* FITS columns in the units their TUNITn names (any case), RA and Dec
+     * each by its own; an empty one left to the units asked for; units
+     * that are not of angle refused, and so are TUNITs that contradict
+     * units the caller gave */
+    {
+        size_t m = 50;
+        double *ra_u = malloc(m * sizeof(double)), *dec_u = malloc(m * sizeof(double));
+        struct {
+            const char *ra_unit, *dec_unit;
+            pk_units ra_units, dec_units;
+            double ra_scale, dec_scale; /* values in the file per degree */
+        } cases[] = {
+            {"rad", "rad", PK_UNITS_RAD, PK_UNITS_RAD, M_PI / 180, M_PI / 180},
+            {"DEGREES", " deg ", PK_UNITS_DEG, PK_UNITS_DEG, 1, 1},
+            {"Radians", "radian", PK_UNITS_RAD, PK_UNITS_RAD, M_PI / 180, M_PI / 180},
+            {"arcmin", "rad", PK_UNITS_ARCMIN, PK_UNITS_RAD, 60, M_PI / 180},
+            {"arcsec", "degree", PK_UNITS_ARCSEC, PK_UNITS_DEG, 3600, 1},
+            {"", "rad", PK_UNITS_DEG, PK_UNITS_RAD, 1, M_PI / 180}, /* empty: the units asked for */
+        };
+        pk_units parsed = PK_UNITS_DEG;
+        CHECK(pk_units_parse("arcsec", &parsed) == PK_OK && parsed == PK_UNITS_ARCSEC &&
+                  pk_units_to_rad(3600, PK_UNITS_ARCSEC) == 3600 * (M_PI / 648000.0),
+              "arcsec: parsed as %d", (int)parsed);
+        const char *unames[2] = {"RA", "DEC"};
+        double *ucols[2] = {ra_u, dec_u};
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            for (size_t i = 0; i < m; i++) ra_u[i] = ra[i] * cases[k].ra_scale, dec_u[i] = dec[i] * cases[k].dec_scale;
+            const char *path = cli_path("units.fits");
+            CHECK(write_fits(path, 2, unames, ucols, (long)m) == 0 && set_tunit(path, 1, cases[k].ra_unit) == 0 &&
+                      set_tunit(path, 2, cases[k].dec_unit) == 0,
+                  "writing units.fits");
+            pk_catalog_spec su = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
+            pk_catalog c;
+            pk_status st_u = pk_catalog_read_spec(&ctx, path, &su, &c, NULL);
+            CHECK_OK(st_u, &ctx);
+            int same = st_u == PK_OK && c.n == m;
+            for (size_t i = 0; i < m && same; i++)
+                same = c.ra[i] == pk_units_to_rad(ra_u[i], cases[k].ra_units) &&
+                       c.dec[i] == pk_units_to_rad(dec_u[i], cases[k].dec_units) &&
+                       fabs(c.ra[i] - ra[i] * M_PI / 180) < 1e-12 && fabs(c.dec[i] - dec[i] * M_PI / 180) < 1e-12;
+            CHECK(same, "TUNIT '%s', '%s': positions not read in those units", cases[k].ra_unit, cases[k].dec_unit);
+            pk_catalog_free(&c);
+            /* units given that agree with TUNIT (or with no TUNIT) are taken */
+            pk_catalog_spec agree = {PK_FORMAT_AUTO, cases[k].dec_units, NULL, NULL, NULL, 1};
+            if (cases[k].ra_units == cases[k].dec_units) {
+                CHECK_OK(pk_catalog_read_spec(&ctx, path, &agree, &c, NULL), &ctx);
+                pk_catalog_free(&c);
+            }
+        }
+        const char *path = cli_path("units.fits");
+        for (size_t i = 0; i < m; i++) ra_u[i] = ra[i] * (M_PI / 180), dec_u[i] = dec[i] * (M_PI / 180);
+        CHECK(write_fits(path, 2, unames, ucols, (long)m) == 0 && set_tunit(path, 1, "rad") == 0 &&
+                  set_tunit(path, 2, "rad") == 0,
+              "writing units.fits");
+        pk_catalog c;
+        pk_catalog_spec given = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 1};
+        pk_status st_given = pk_catalog_read_spec(&ctx, path, &given, &c, NULL);
+        check_error(st_given, &ctx,
+                    "units.fits: the RA column 'RA' is in rad (TUNIT1 = 'rad'), not in deg as --units says",
+                    "TUNIT rad with deg given");
+        CHECK(st_given == PK_ERR_PARSE, "TUNIT against --units: status %d", (int)st_given);
+        CHECK(set_tunit(path, 2, "hourangle") == 0, "TUNIT2");
+        pk_catalog_spec free_units = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, NULL, 0};
+        check_error(pk_catalog_read_spec(&ctx, path, &free_units, &c, NULL), &ctx,
+                    "units.fits: the Dec column 'DEC' has TUNIT2 = 'hourangle', which is not units of angle pairkit "
+                    "reads (deg, degree, degrees, rad, radian, radians, arcmin",
+                    "TUNIT hourangle");
+        /* a declination out of range names the units it was read in */
+        dec_u[3] = 2.0;
+        CHECK(write_fits(path, 2, unames, ucols, (long)m) == 0 && set_tunit(path, 2, "rad") == 0, "units.fits");
+        check_error(pk_catalog_read_spec(&ctx, path, &free_units, &c, NULL), &ctx,
+                    "row 4 (columns 'ra', 'dec'): dec 2 rad is outside [-90, 90] degrees", "dec 2 rad");
+        /* the command: a FITS catalog in radians gives the w(theta) of the
+         * same positions in degrees; --units against TUNIT is refused */
+        FILE *fp = fopen(cli_path("units_deg.csv"), "w");
+        fprintf(fp, "ra,dec\n");
+        for (size_t i = 0; i < m; i++) fprintf(fp, "%.17g,%.17g\n", ra[i], dec[i]);
+        fclose(fp);
+        dec_u[3] = dec[3] * (M_PI / 180);
+        CHECK(write_fits(path, 2, unames, ucols, (long)m) == 0 && set_tunit(path, 1, "rad") == 0 &&
+                  set_tunit(path, 2, "RAD") == 0,
+              "units.fits");
+        int rc_rad = cli_run("angcorr units.fits units.fits --nbins 18 --bin-width 10 -o u_rad.out --png none -q");
+        int rc_deg =
+            cli_run("angcorr units_deg.csv units_deg.csv --nbins 18 --bin-width 10 -o u_deg.out --png none -q");
+        char *u_rad = cli_read(cli_path("u_rad.out")), *u_deg = cli_read(cli_path("u_deg.out"));
+        CHECK(rc_rad == 0 && rc_deg == 0 && u_rad && u_deg && strcmp(u_rad, u_deg) == 0,
+              "FITS in radians vs CSV in degrees: exit %d, %d, outputs %s", rc_rad, rc_deg,
+              u_rad && u_deg && strcmp(u_rad, u_deg) == 0 ? "equal" : "differ");
+        free(u_rad), free(u_deg);
+        CHECK(cli_run("angcorr units.fits units.fits --units rad --nbins 18 --bin-width 10 -o u_r2.out --png none "
+                      "-q") == 0,
+              "--units rad with TUNIT rad refused");
+        int rc = cli_run("angcorr units.fits units.fits --units deg --nbins 18 --bin-width 10 -o u_bad.out -q");
+        char *err = cli_stderr();
+        CHECK(rc == 1 && err &&
+                  strstr(err, "units.fits: the RA column 'RA' is in rad (TUNIT1 = 'rad'), not in deg as --units says"),
+              "--units deg with TUNIT rad: exit %d, %s", rc, err ? err : "");
+        CHECK(cli_count_files("u_bad") == 0, "an output written after the units were refused");
+        free(err);
+        free(ra_u), free(dec_u);
     }
 
     /* the command: CSV with weights, jackknife, mean separations, edges */
@@ -796,6 +912,9 @@ int main(void) {
             {"angcorr d.csv r.csv --log 5 --theta-min 0", "log bins need theta_min > 0"},
             {"angcorr d.csv r.csv --log 5 --theta-min -1", "log bins need theta_min > 0"},
             {"angcorr d.csv r.csv --weight-col nope", "d.csv:1: no weight column 'nope'"},
+            /* a catalog's own weight column comes before --weight-col, given before or after it */
+            {"angcorr d.csv r.csv --data-weight-col w --weight-col nope", "r.csv:1: no weight column 'nope'"},
+            {"angcorr d.csv r.csv --weight-col nope --data-weight-col w", "r.csv:1: no weight column 'nope'"},
             {"angcorr d.csv r.csv --format xml", "--format: 'xml' is not"},
             {"angcorr d.csv r.csv --prune maybe", "--prune: 'maybe' is not"},
             {"angcorr d.csv r.csv --log 5", "log bins need theta_min > 0: give --theta-min"},
@@ -815,6 +934,16 @@ int main(void) {
             {"angcorr d.csv r.csv -o q.out --jackknife 4 --csv q_cov.csv",
              "q_cov.csv: named for two outputs, --csv and the covariance CSV"},
         };
+        /* --weight-col beside both catalogs' own weight columns would be ignored: refused */
+        rc = cli_run("angcorr d.csv r.csv --weight-col w --data-weight-col w --random-weight-col w -o ww.out -q");
+        err = cli_stderr();
+        CHECK(rc == 2 && err &&
+                  strstr(err,
+                         "pairkit angcorr: --weight-col would be ignored: --data-weight-col and "
+                         "--random-weight-col name both catalogs' weight columns"),
+              "--weight-col with both per-catalog weight columns: exit %d, stderr '%s'", rc, err ? err : "");
+        CHECK(cli_count_files("ww.") == 0, "--weight-col ignored: an output written");
+        free(err);
         for (size_t k = 0; k < sizeof bad_cli / sizeof bad_cli[0]; k++) {
             rc = cli_run(bad_cli[k].args);
             err = cli_stderr();

@@ -5,6 +5,7 @@
  * which would run) must not ask for one; an option the command does not
  * know, with or without something after it, gets "unknown option"; a
  * thread count outside 1 .. 1024 is refused; every option given twice is
+ * refused; a value joined to an option that takes none (`--quiet=x`) is
  * refused. */
 #include "cli_util.h"
 #include "pairkit/pairkit.h"
@@ -92,6 +93,19 @@ static void check_command(const char *cmd) {
             expect(cmd, o, "unknown option", 1);
         }
     }
+    /* `--name=value` for an option that takes no value is refused (the
+     * value was taken as the next argument: a catalog, say), for --help
+     * too; for one that takes a value it is that value */
+    for (int k = 0; k < opts.n; k++) {
+        const char *o = opts.name[k];
+        if (strncmp(o, "--", 2) != 0) continue;
+        char args[128], msg[128];
+        snprintf(args, sizeof args, "%s=x", o);
+        snprintf(msg, sizeof msg, "%s takes no value", o);
+        expect(cmd, args, opts.takes_value[k] ? "takes no value" : msg, opts.takes_value[k]);
+    }
+    expect(cmd, "--help=x", "--help takes no value", 0);
+    expect(cmd, "--no-such-option=3", "unknown option '--no-such-option'", 0);
     /* every option given twice is refused (the later one would win unseen) */
     for (int k = 0; k < opts.n; k++) {
         const char *o = opts.name[k];
@@ -174,7 +188,15 @@ int main(void) {
           spaced && joined && strcmp(spaced, joined) == 0 ? "equal" : "differ");
     free(spaced), free(joined);
     expect("angcorr", "e.txt e.txt --nbins=", "--nbins expects a whole number, got ''", 0);
-    expect("angcorr", "e.txt -d.txt", "unknown option '-d.txt'", 0); /* without --, an option */
+    /* a value joined to a flag is not the next argument: not the random
+     * catalog (the run went ahead with it), not a third catalog */
+    expect("angcorr", "e.txt --quiet=e.txt -o q.out --png none", "pairkit angcorr: --quiet takes no value", 0);
+    CHECK(cli_count_files("q.out") == 0, "--quiet=e.txt: q.out written");
+    expect("angcorr", "e.txt e.txt --mean-theta=0 --csv m.csv -o m.out", "--mean-theta takes no value", 0);
+    expect("angcorr", "e.txt e.txt --mean-theta=", "--mean-theta takes no value", 0);
+    expect("bench", "--help=x", "pairkit bench: --help takes no value", 0);
+    expect("angcorr", "e.txt e.txt --ra-col=--quiet -o r.out", "takes no value", 1); /* a value, whatever it is */
+    expect("angcorr", "e.txt -d.txt", "unknown option '-d.txt'", 0);                 /* without --, an option */
     /* an option and its short name are one option; a value that looks like an option is a value */
     expect("angcorr", "e.txt e.txt -o a.out --output b.out", "--output given twice (as -o and --output)", 0);
     expect("memsort", "t -q --workers 2 --worker 0 --quiet --worker 1", "--quiet given twice (as -q and --quiet)", 0);

@@ -3,7 +3,7 @@
  * block, by brute force, for sizes that do and do not divide into the
  * blocks; point sources of either sign keep their peaks; a small image
  * passes through unchanged. And the w(theta) plot's choice of logarithmic
- * axes (cli_wtheta_axes). */
+ * axes (cli_wtheta_axes) and its x axis' extent (cli_plot_x_extent). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,8 +95,30 @@ static void wtheta_axes(void) {
     check_axes("wide edges not from a file, linear bins", 0, 0, wide_edges, 4, wide, 4, 0, 0);
 }
 
+static void check_extent(const char *what, const double *x, size_t n, int log_x, double x_lo, double x_hi,
+                         double want_min, double want_max) {
+    double xmin = NAN, xmax = NAN;
+    cli_plot_x_extent(x, n, log_x, x_lo, x_hi, &xmin, &xmax);
+    CHECK(fabs(xmin - want_min) < 1e-12 && fabs(xmax - want_max) < 1e-12, "%s: x from %g to %g, expected %g to %g",
+          what, xmin, xmax, want_min, want_max);
+}
+
+static void plot_x_extent(void) {
+    const double x[] = {3.0, 1.5, 2.5}, lone[] = {4.0};
+    check_extent("points", x, 3, 0, 100, 104, 1.5, 3.0);
+    check_extent("one point", lone, 1, 0, 100, 104, 2.0, 6.0);
+    check_extent("one point, log axis", lone, 1, 1, 100, 104, 3.5, 4.5);
+    /* no point to draw (no bin with random pairs): the bins' span, not 0 .. 1 */
+    check_extent("no points", x, 0, 0, 100, 104, 100, 104);
+    check_extent("no points, log axis", x, 0, 1, 0.01, 10, -2, 1);
+    check_extent("no points, no span", x, 0, 0, 0, 0, 0, 1);
+    check_extent("no points, log axis from 0", x, 0, 1, 0, 10, 0, 1);
+    check_extent("no points, one bin edge at 5", x, 0, 0, 5, 5, 0, 1);
+}
+
 int main(void) {
     wtheta_axes();
+    plot_x_extent();
     check_rng rng = check_rng_make(20261130);
     const size_t sizes[][2] = {{1, 1024},    {7, 1024},    {1024, 1024}, {1025, 1024},
                                {2500, 1024}, {3000, 1024}, {100, 16},    {97, 10}};

@@ -21,7 +21,7 @@ extern "C" {
 
 /* ---- catalogs ---------------------------------------------------------- */
 
-typedef enum pk_units { PK_UNITS_ARCMIN = 0, PK_UNITS_DEG, PK_UNITS_RAD } pk_units;
+typedef enum pk_units { PK_UNITS_ARCMIN = 0, PK_UNITS_DEG, PK_UNITS_RAD, PK_UNITS_ARCSEC } pk_units;
 
 /* A catalog of sky positions. ra and dec in radians, dec within
  * [-pi/2, pi/2]; every value finite. Owned by the catalog: free with
@@ -33,9 +33,11 @@ typedef struct pk_catalog {
 } pk_catalog;
 
 /* Angle in the given units to radians, the one conversion all of pairkit
- * uses: arcmin * (pi / 10800), deg * (pi / 180), rad unchanged; NaN for
- * units outside the enum. */
+ * uses: arcmin * (pi / 10800), deg * (pi / 180), arcsec * (pi / 648000),
+ * rad unchanged; NaN for units outside the enum. */
 double pk_units_to_rad(double value, pk_units units);
+/* "arcmin", "deg", "rad" or "arcsec" (exactly) into *out; PK_ERR_INVALID
+ * for any other name. */
 pk_status pk_units_parse(const char *name, pk_units *out);
 
 /* Read a catalog file. The native text format: the object count N, then N
@@ -273,11 +275,21 @@ pk_catalog_format pk_catalog_format_of(const char *path);
 
 /* How to read a catalog. Column names are matched without regard to case;
  * NULL picks "ra" and "dec" (CSV, FITS). weight_column NULL: no weights
- * (the native format has none). */
+ * (the native format has none).
+ *
+ * units: those of the RA and Dec values. In FITS, a column whose TUNITn
+ * names units of angle (without regard to case: deg, degree, degrees, rad,
+ * radian, radians, arcmin, arcminute, arcminutes, arcsec, arcsecond,
+ * arcseconds) is read in those, RA and Dec each by its own; units applies
+ * to a column without TUNITn or with an empty one. A TUNITn on the RA or
+ * Dec column that names anything else is refused, and with units_given,
+ * so is one that names other units than units (the caller said what the
+ * file holds, and the file says otherwise). */
 typedef struct pk_catalog_spec {
     pk_catalog_format format;
     pk_units units;
     const char *ra_column, *dec_column, *weight_column;
+    int units_given; /* 1: units was chosen for this file, not a default */
 } pk_catalog_spec;
 
 /* Read a catalog in any format. With a weight column, *weights receives a

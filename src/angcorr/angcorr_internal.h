@@ -96,6 +96,10 @@ pk_status pk_angcorr_result_writable(pk_context *ctx, const char *fn, const char
 /* Whether a right ascension in these units lies within 4096 radians of 0,
  * the range every catalog reader accepts. */
 int pk_ra_in_range(double ra, pk_units units);
+/* The largest |dec| in these units (90 degrees), and their name as
+ * messages give it ("deg"). */
+double pk_dec_limit(pk_units units);
+const char *pk_units_name(pk_units units);
 
 /* A text catalog's bytes (NUL-terminated), refused when gzip-compressed or
  * holding NUL bytes, the message naming the path and kind ("text", "CSV"). */

@@ -41,27 +41,24 @@ pk_catalog_format pk_catalog_format_of(const char *path) {
     return PK_FORMAT_NATIVE;
 }
 
-static const char *units_word(pk_units units) {
-    return units == PK_UNITS_ARCMIN ? "arcmin" : units == PK_UNITS_DEG ? "deg" : "rad";
-}
-
-/* Check and convert one object; where names file and line or row. */
-static pk_status store_object(pk_context *ctx, const char *where, double ra, double dec, pk_units units,
-                              pk_catalog *out, size_t i) {
+/* Check and convert one object, RA in ra_units and Dec in dec_units;
+ * where names file and line or row. */
+static pk_status store_object(pk_context *ctx, const char *where, double ra, double dec, pk_units ra_units,
+                              pk_units dec_units, pk_catalog *out, size_t i) {
     if (!isfinite(ra)) return pk_fail(ctx, PK_ERR_PARSE, "%s: ra is not a finite number", where);
     if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
-    double lim = units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
+    double lim = pk_dec_limit(dec_units);
     char num[32];
     if (dec < -lim || dec > lim)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %s %s is outside [-90, 90] degrees", where,
-                       pk_format_exact(dec, num), units_word(units));
-    if (!pk_ra_in_range(ra, units))
+                       pk_format_exact(dec, num), pk_units_name(dec_units));
+    if (!pk_ra_in_range(ra, ra_units))
         return pk_fail(
             ctx, PK_ERR_PARSE,
             "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 values lie about 1e-12 rad apart or more",
-            where, pk_format_exact(ra, num), units_word(units));
-    out->ra[i] = pk_units_to_rad(ra, units);
-    out->dec[i] = pk_units_to_rad(dec, units);
+            where, pk_format_exact(ra, num), pk_units_name(ra_units));
+    out->ra[i] = pk_units_to_rad(ra, ra_units);
+    out->dec[i] = pk_units_to_rad(dec, dec_units);
     return PK_OK;
 }
 
@@ -256,7 +253,7 @@ static pk_status read_csv(pk_context *ctx, const char *path, char *text, size_t 
         if (st) break;
         char where[300];
         snprintf(where, sizeof where, "%s:%zu", path, line_no);
-        if ((st = store_object(ctx, where, v[0], v[1], spec->units, out, rows)) != PK_OK) break;
+        if ((st = store_object(ctx, where, v[0], v[1], spec->units, spec->units, out, rows)) != PK_OK) break;
         if (want[2]) (*weights)[rows] = v[2];
         rows++;
     }
@@ -478,6 +475,57 @@ static const char *not_finite_word(fitsfile *f, int col, long row) {
     return isnan(raw) ? "NaN" : "infinite";
 }
 
+/* The units of angle a FITS TUNITn value names, matched without regard to
+ * case and blanks around it: 1 with *out set, 0 when it is empty (no
+ * units said), -1 when it names something else. */
+static int tunit_units(const char *tunit, pk_units *out) {
+    static const struct {
+        const char *name;
+        pk_units units;
+    } known[] = {{"deg", PK_UNITS_DEG},       {"degree", PK_UNITS_DEG},       {"degrees", PK_UNITS_DEG},
+                 {"rad", PK_UNITS_RAD},       {"radian", PK_UNITS_RAD},       {"radians", PK_UNITS_RAD},
+                 {"arcmin", PK_UNITS_ARCMIN}, {"arcminute", PK_UNITS_ARCMIN}, {"arcminutes", PK_UNITS_ARCMIN},
+                 {"arcsec", PK_UNITS_ARCSEC}, {"arcsecond", PK_UNITS_ARCSEC}, {"arcseconds", PK_UNITS_ARCSEC}};
+    while (*tunit == ' ') tunit++;
+    size_t len = strlen(tunit);
+    while (len > 0 && tunit[len - 1] == ' ') len--;
+    if (len == 0) return 0;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        if (strlen(known[k].name) == len && strncasecmp(tunit, known[k].name, len) == 0) {
+            *out = known[k].units;
+            return 1;
+        }
+    return -1;
+}
+
+/* The units of the RA or Dec column col (kind, named name) into *units:
+ * those its TUNITn names, else spec->units; refused when TUNITn names
+ * something else, or other units than spec->units with units_given. */
+static pk_status fits_column_units(pk_context *ctx, fitsfile *f, const char *path, const pk_catalog_spec *spec,
+                                   const char *kind, int col, const char *name, pk_units *units) {
+    char key[FLEN_KEYWORD], tunit[FLEN_VALUE] = "";
+    int s = 0;
+    snprintf(key, sizeof key, "TUNIT%d", col);
+    if (fits_read_key(f, TSTRING, key, tunit, NULL, &s)) tunit[0] = '\0'; /* no TUNITn: no units said */
+    pk_units said;
+    int known = tunit_units(tunit, &said);
+    *units = spec->units;
+    if (known == 0) return PK_OK;
+    if (known < 0)
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: the %s column '%s' has %s = '%s', which is not units of angle pairkit reads (deg, degree, "
+                       "degrees, rad, radian, radians, arcmin, arcminute, arcminutes, arcsec, arcsecond, arcseconds, "
+                       "in any case)",
+                       path, kind, name, key, tunit);
+    if (spec->units_given && said != spec->units)
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: the %s column '%s' is in %s (%s = '%s'), not in %s as --units says; leave --units out "
+                       "to read each column in the units of its %s",
+                       path, kind, name, pk_units_name(said), key, tunit, pk_units_name(spec->units), key);
+    *units = said;
+    return PK_OK;
+}
+
 static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
                            double **weights) {
     const char *want[3] = {spec->ra_column ? spec->ra_column : "ra", spec->dec_column ? spec->dec_column : "dec",
@@ -534,6 +582,9 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         for (int c = 0; c < 3; c++) name[c] = col[c] >= 1 ? names[col[c] - 1] : "";
         st = one_role_each(ctx, path, kind, col, name, 1);
     }
+    pk_units units[2] = {spec->units, spec->units}; /* of RA and Dec */
+    for (int c = 0; c < 2 && st == PK_OK; c++)
+        st = fits_column_units(ctx, f, path, spec, kind[c], col[c], names[col[c] - 1], &units[c]);
     free(name_list);
     free(names);
     if (st == PK_OK && n_rows < 1) st = pk_fail(ctx, PK_ERR_PARSE, "%s: the table has no rows", path);
@@ -595,7 +646,7 @@ static pk_status read_fits(pk_context *ctx, const char *path, const pk_catalog_s
         if (st) break;
         char where[300];
         snprintf(where, sizeof where, "%.200s: row %ld (columns '%.20s', '%.20s')", path, r + 1, want[0], want[1]);
-        st = store_object(ctx, where, v[0][r], v[1][r], spec->units, out, (size_t)r);
+        st = store_object(ctx, where, v[0][r], v[1][r], units[0], units[1], out, (size_t)r);
     }
     free(v[0]);
     free(v[1]);
@@ -618,7 +669,7 @@ pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catal
     if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_read_spec: out is NULL");
     memset(out, 0, sizeof *out);
     if (weights) *weights = NULL;
-    pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_ARCMIN, NULL, NULL, NULL};
+    pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_ARCMIN, NULL, NULL, NULL, 0};
     if (spec) sp = *spec;
     if (sp.weight_column && !weights)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: a weight column was asked for but no place to put the weights", path);

@@ -17,6 +17,7 @@ double pk_units_to_rad(double value, pk_units units) {
     case PK_UNITS_ARCMIN: return value * (M_PI / 10800.0);
     case PK_UNITS_DEG: return value * (M_PI / 180.0);
     case PK_UNITS_RAD: return value;
+    case PK_UNITS_ARCSEC: return value * (M_PI / 648000.0);
     }
     return (double)NAN; /* units outside the enum */
 }
@@ -26,17 +27,29 @@ pk_status pk_units_parse(const char *name, pk_units *out) {
     if (strcmp(name, "arcmin") == 0) *out = PK_UNITS_ARCMIN;
     else if (strcmp(name, "deg") == 0) *out = PK_UNITS_DEG;
     else if (strcmp(name, "rad") == 0) *out = PK_UNITS_RAD;
+    else if (strcmp(name, "arcsec") == 0) *out = PK_UNITS_ARCSEC;
     else return PK_ERR_INVALID;
     return PK_OK;
 }
 
-static const char *units_name(pk_units units) {
-    return units == PK_UNITS_ARCMIN ? "arcmin" : units == PK_UNITS_DEG ? "deg" : "rad";
+const char *pk_units_name(pk_units units) {
+    switch (units) {
+    case PK_UNITS_ARCMIN: return "arcmin";
+    case PK_UNITS_DEG: return "deg";
+    case PK_UNITS_ARCSEC: return "arcsec";
+    case PK_UNITS_RAD: break;
+    }
+    return "rad";
 }
 
-/* Largest |dec| in the given units: 90 degrees. */
-static double dec_limit(pk_units units) {
-    return units == PK_UNITS_ARCMIN ? 5400.0 : units == PK_UNITS_DEG ? 90.0 : M_PI / 2;
+double pk_dec_limit(pk_units units) {
+    switch (units) {
+    case PK_UNITS_ARCMIN: return 5400.0;
+    case PK_UNITS_DEG: return 90.0;
+    case PK_UNITS_ARCSEC: return 324000.0;
+    case PK_UNITS_RAD: break;
+    }
+    return M_PI / 2;
 }
 
 /* Whether |ra| is at most 4096 radians (652 turns; unwrapped angles, such
@@ -44,9 +57,10 @@ static double dec_limit(pk_units units) {
  * float64 values lie 2^-40 = 9.1e-13 rad apart or more, and far beyond, no
  * direction is left at all (1e20 arcmin is a multiple of 4 radians). */
 int pk_ra_in_range(double ra, pk_units units) {
-    double lim = units == PK_UNITS_ARCMIN ? 4096.0 * 10800.0 / M_PI
-                 : units == PK_UNITS_DEG  ? 4096.0 * 180.0 / M_PI
-                                          : 4096.0;
+    double lim = units == PK_UNITS_ARCMIN   ? 4096.0 * 10800.0 / M_PI
+                 : units == PK_UNITS_DEG    ? 4096.0 * 180.0 / M_PI
+                 : units == PK_UNITS_ARCSEC ? 4096.0 * 648000.0 / M_PI
+                                            : 4096.0;
     return ra >= -lim && ra <= lim;
 }
 
@@ -74,16 +88,16 @@ void pk_catalog_free(pk_catalog *catalog) {
 static pk_status check_position(pk_context *ctx, double ra, double dec, pk_units units, const char *where) {
     if (!isfinite(ra)) return pk_fail(ctx, PK_ERR_PARSE, "%s: ra is not a finite number", where);
     if (!isfinite(dec)) return pk_fail(ctx, PK_ERR_PARSE, "%s: dec is not a finite number", where);
-    double lim = dec_limit(units);
+    double lim = pk_dec_limit(units);
     char num[32];
     if (dec < -lim || dec > lim)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: dec %s %s is outside [-90, 90] degrees", where,
-                       pk_format_exact(dec, num), units_name(units));
+                       pk_format_exact(dec, num), pk_units_name(units));
     if (!pk_ra_in_range(ra, units))
         return pk_fail(
             ctx, PK_ERR_PARSE,
             "%s: ra %s %s is beyond 4096 radians (652 turns), where float64 values lie about 1e-12 rad apart or more",
-            where, pk_format_exact(ra, num), units_name(units));
+            where, pk_format_exact(ra, num), pk_units_name(units));
     return PK_OK;
 }
 

@@ -53,6 +53,9 @@ static const char *const value_options[] = {"--kernels", "--backend",      "--nv
                                             "--cell",    "--seed",         "--vis",     "--write-npz",
                                             "--runs",    "--check-pixels", "--threads", NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "--list", "--imag", NULL};
+
 int bench_dftimage(int argc, char **argv) {
     const char *cmd = "bench dftimage";
     const char *vis_path = NULL, *npz_out = NULL;
@@ -63,7 +66,9 @@ int bench_dftimage(int argc, char **argv) {
     int runs = 3, want_imag = 0, seed_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         size_t t;

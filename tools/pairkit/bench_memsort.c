@@ -85,6 +85,9 @@ static double median_of(const double *v, int runs) {
 static const char *const value_options[] = {"--entries", "--seed",    "--regions", "--backend",
                                             "--runs",    "--threads", NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "--no-ref", NULL};
+
 int bench_memsort(int argc, char **argv) {
     const char *cmd = "bench memsort";
     uint64_t n = 1u << 24, seed = 1;
@@ -93,7 +96,9 @@ int bench_memsort(int argc, char **argv) {
     int runs = 5, with_ref = 1;
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         size_t t;

@@ -122,6 +122,38 @@ int cli_check_repeats(const char *cmd, int argc, char **argv, const char *const 
     return 0;
 }
 
+static char *const *joined_values; /* cli_note_joined's */
+static int n_joined_values;
+
+void cli_note_joined(char *const *values, int n) {
+    joined_values = values;
+    n_joined_values = n;
+}
+
+static int is_joined(const char *arg) {
+    for (int k = 0; k < n_joined_values; k++)
+        if (joined_values[k] == arg) return 1;
+    return 0;
+}
+
+static int in_list(const char *a, const char *const *list) {
+    for (const char *const *o = list; *o; o++)
+        if (strcmp(a, *o) == 0) return 1;
+    return 0;
+}
+
+int cli_check_flags(const char *cmd, int argc, char **argv, const char *const *value_options,
+                    const char *const *flag_options) {
+    for (int k = 1; k + 1 < argc; k++) {
+        const char *a = argv[k];
+        if (a[0] != '-' || a[1] == '\0') continue;
+        if (in_list(a, value_options)) k++; /* its value, whatever it looks like */
+        else if (in_list(a, flag_options) && is_joined(argv[k + 1]))
+            return cli_usage_error(cmd, "%s takes no value", a);
+    }
+    return 0;
+}
+
 static volatile sig_atomic_t interrupted = 0; /* the signal that asked to stop */
 
 static void on_sigint(int sig) {

@@ -20,6 +20,16 @@ int cli_missing_value(const char *cmd, const char *a, const char *const *value_o
  * each option in value_options taking the argument after it: "X given
  * twice" and 2, else 0. The later one would otherwise win unseen. */
 int cli_check_repeats(const char *cmd, int argc, char **argv, const char *const *value_options);
+/* The values main split off the arguments `--name=value` (n of them, kept
+ * by pointer until the command returns), so that cli_check_flags can tell
+ * `--quiet=x` from `--quiet x`. */
+void cli_note_joined(char *const *values, int n);
+/* An option of flag_options (NULL-terminated: those that take no value)
+ * given a value joined to it (`--quiet=r.txt`, `--mean-theta=0`) among
+ * argv[1..argc): "--quiet takes no value" and 2, else 0. Each option in
+ * value_options takes the argument after it, as in cli_check_repeats. */
+int cli_check_flags(const char *cmd, int argc, char **argv, const char *const *value_options,
+                    const char *const *flag_options);
 /* A --kernel name the library does not know: a CUDA kernel's name on a
  * build without CUDA says so; exit code 2. */
 int cli_unknown_kernel(const char *cmd, const char *opt, const char *name);
@@ -66,6 +76,7 @@ typedef struct cli_plot {
     const double *x, *y, *yerr; /* yerr may be NULL */
     size_t n;
     int log_x, log_y;
+    double x_lo, x_hi; /* the x axis' span when no point can be drawn (cli_plot_x_extent) */
 } cli_plot;
 /* Whether PNG output works here (PLplot built in, with its cairo driver). */
 int cli_png_available(void);

@@ -18,14 +18,16 @@ static void usage(FILE *out) {
             "  with exact bins (every pair in the bin the float64 reference gives it).\n"
             "  Catalogs: the object count, then rows 'ra dec' (arcmin by default); or CSV\n"
             "  with a header, or FITS binary or ASCII tables, with named columns (degrees by\n"
-            "  default); gzip-compressed FITS too.\n\n"
+            "  default, or a FITS column's TUNIT); gzip-compressed FITS too.\n\n"
             "  -o, --output FILE    the course format (default omega.out)\n"
             "  --csv FILE           also a CSV with bin edges and counts (ECSV, with units\n"
             "                       and metadata for astropy, when FILE ends in .ecsv)\n"
             "  --png FILE           plot of w(theta) (default: the output name with .png;\n"
             "                       'none' for no plot)\n"
             "  --units U            arcmin (default for the native format), deg (default for\n"
-            "                       CSV and FITS) or rad\n"
+            "                       CSV and FITS), rad or arcsec; a FITS RA or Dec column\n"
+            "                       whose TUNIT names units is read in those (--units must\n"
+            "                       agree)\n"
             "  --format F           auto (by extension, any case: .csv; .fits, .fit or .fts,\n"
             "                       gzipped or not), native, csv or fits\n"
             "  --ra-col, --dec-col NAME   RA and Dec column names (CSV, FITS; default ra, dec);\n"
@@ -34,6 +36,7 @@ static void usage(FILE *out) {
             "                       the same for one catalog (over --ra-col, --dec-col)\n"
             "  --weight-col NAME    per-object weights from this column of both catalogs\n"
             "  --data-weight-col NAME, --random-weight-col NAME   the same for one catalog\n"
+            "                       (over --weight-col; not both with it)\n"
             "  --edges FILE         bin edges in degrees from a file (one per line or blank-separated)\n"
             "  --mean-theta         mean separation per bin (an acos per pair in range)\n"
             "  --jackknife K        jackknife errors over K sky patches (made from RANDOM)\n"
@@ -102,6 +105,9 @@ static const char *const value_options[] = {"-o",
                                             "--threads",
                                             NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "-q", "--quiet", "--mean-theta", NULL};
+
 /* The estimator as the plot's title names it (the option's words are
  * pk_estimator_name's). */
 static const char *estimator_title(pk_estimator estimator) {
@@ -129,6 +135,7 @@ int cmd_angcorr(int argc, char **argv) {
     const char *ra_col[2] = {NULL, NULL}, *dec_col[2] = {NULL, NULL}, *weight_col[2] = {NULL, NULL};
     const char *col_option[2] = {NULL, NULL};         /* a --data-* or --random-* column option given */
     const char *shared_ra = NULL, *shared_dec = NULL; /* --ra-col, --dec-col: for a catalog without its own */
+    const char *shared_weight = NULL;                 /* --weight-col, likewise */
     const char *edges_path = NULL, *cov_path = NULL;
     const char *rr_path = NULL, *save_rr_path = NULL;
     pk_prune prune = PK_PRUNE_AUTO;
@@ -137,7 +144,9 @@ int cmd_angcorr(int argc, char **argv) {
     pk_context ctx;
     pk_context_init(&ctx);
     int n_paths = 0;
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         int has_value = k + 1 < argc;
@@ -157,7 +166,7 @@ int cmd_angcorr(int argc, char **argv) {
             else if (strcmp(a, "--png") == 0) png_path = v;
             else if (strcmp(a, "--units") == 0) {
                 if (pk_units_parse(v, &units))
-                    return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg or rad", v);
+                    return cli_usage_error(cmd, "--units: '%s' is not arcmin, deg, rad or arcsec", v);
                 units_given = 1;
             } else if (strcmp(a, "--format") == 0) {
                 if (pk_catalog_format_parse(v, &format))
@@ -173,7 +182,7 @@ int cmd_angcorr(int argc, char **argv) {
                 dec_col[a[2] == 'r'] = v;
                 col_option[a[2] == 'r'] = a;
             } else if (strcmp(a, "--weight-col") == 0) {
-                weight_col[0] = weight_col[1] = v;
+                shared_weight = v;
             } else if (strcmp(a, "--data-weight-col") == 0) {
                 weight_col[0] = v;
             } else if (strcmp(a, "--random-weight-col") == 0) {
@@ -248,7 +257,7 @@ int cmd_angcorr(int argc, char **argv) {
     pk_angcorr_result result = {0};
     pk_angcorr_extras extras = {0};
     double *weights[2] = {NULL, NULL};
-    int features = weight_col[0] || weight_col[1] || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
+    int features = weight_col[0] || weight_col[1] || shared_weight || mean_theta || jackknife || prune != PK_PRUNE_AUTO;
     pk_status st;
     if (edges_path && has_log) return cli_usage_error(cmd, "--edges and --log exclude each other");
     const char *bins_option = linear_given ? linear_given : theta_min_given ? theta_min_given : nbins_given;
@@ -267,6 +276,10 @@ int cmd_angcorr(int argc, char **argv) {
         return cli_usage_error(cmd, "--cov: the covariance comes from --jackknife K, which is not given");
     if (mean_theta && !csv_path)
         return cli_usage_error(cmd, "--mean-theta: the mean separations are written to the CSV; add --csv FILE");
+    if (shared_weight && weight_col[0] && weight_col[1])
+        return cli_usage_error(cmd,
+                               "--weight-col would be ignored: --data-weight-col and --random-weight-col name both "
+                               "catalogs' weight columns; leave one of the three out");
     /* no output may replace a file the run reads: refused before the count
      * (and again when staged, for the default names made later) */
     cli_input(paths[0]);
@@ -297,6 +310,7 @@ int cmd_angcorr(int argc, char **argv) {
     for (int c = 0; c < 2; c++) {
         if (!ra_col[c]) ra_col[c] = shared_ra;
         if (!dec_col[c]) dec_col[c] = shared_dec;
+        if (!weight_col[c]) weight_col[c] = shared_weight;
     }
     pk_catalog_format read_as[2];
     for (int c = 0; c < 2; c++) {
@@ -314,8 +328,9 @@ int cmd_angcorr(int argc, char **argv) {
     else st = pk_bins_linear(&ctx, theta_min_deg * (M_PI / 180.0), width_deg * (M_PI / 180.0), n_bins, &bins);
     pk_catalog *cats[2] = {&data, &random};
     for (int c = 0; c < 2 && st == PK_OK; c++) {
-        pk_catalog_spec spec = {format, units, ra_col[c], dec_col[c], weight_col[c]};
-        /* CSV and FITS catalogs are in degrees unless --units says otherwise */
+        pk_catalog_spec spec = {format, units, ra_col[c], dec_col[c], weight_col[c], units_given};
+        /* CSV and FITS catalogs are in degrees unless --units (or, in FITS, a
+         * column's TUNITn) says otherwise */
         if (!units_given && read_as[c] != PK_FORMAT_NATIVE) spec.units = PK_UNITS_DEG;
         st = pk_catalog_read_spec(&ctx, paths[c], &spec, cats[c], &weights[c]);
         if (st == PK_OK && weights[c]) {
@@ -513,7 +528,9 @@ int cmd_angcorr(int argc, char **argv) {
                      (size_t)result.n_data, (size_t)result.n_random);
             int log_x, log_y;
             cli_wtheta_axes(has_log, edges_path != NULL, bins.edges, bins.n_bins, w, n, &log_x, &log_y);
-            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, log_y};
+            /* with no w to draw, the axis spans the bins */
+            double theta_lo = bins.edges[0] * (180.0 / M_PI), theta_hi = bins.edges[bins.n_bins] * (180.0 / M_PI);
+            cli_plot plot = {title, "#gh (degrees)", "w(#gh)", theta, w, werr, n, log_x, log_y, theta_lo, theta_hi};
             if (cli_plot_png(cmd, s_png, png_path, &plot)) rc = 1;
             free(theta);
             free(w);
@@ -521,6 +538,18 @@ int cmd_angcorr(int argc, char **argv) {
         }
         if (!rc) rc = cli_commit(cmd, &outs);
         else cli_discard(&outs);
+        if (!rc) {
+            /* a valid run, but one with nothing to show: said, not left
+             * to an empty output */
+            size_t with_rr = 0;
+            for (size_t k = 0; k < result.n_bins; k++) with_rr += result.rr[k] > 0;
+            if (with_rr == 0)
+                fprintf(stderr,
+                        "pairkit %s: warning: no bin has random pairs in range (RR is 0 in all %zu bins, %g to %g "
+                        "degrees): %s has no rows and w(theta) is nowhere defined\n",
+                        cmd, result.n_bins, bins.edges[0] * (180.0 / M_PI), bins.edges[bins.n_bins] * (180.0 / M_PI),
+                        out_path);
+        }
         if (!rc && extras.omega_err && cli_mpi_rank() == 0) {
             /* bins with a w(theta) but no error: some patch left out takes
              * every random pair of the bin, or its DD or DR */

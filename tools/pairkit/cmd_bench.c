@@ -44,6 +44,9 @@ static pk_catalog head(const pk_catalog *c, size_t n) {
 /* The options that take a value. */
 static const char *const value_options[] = {"--kernels", "--backend", "--runs", "--n", "--threads", NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "--list", NULL};
+
 static int bench_angcorr(int argc, char **argv) {
     const char *cmd = "bench angcorr";
     const char *paths[2] = {"data/galaxy/data_100k_arcmin.txt", "data/galaxy/flat_100k_arcmin.txt"};
@@ -53,7 +56,9 @@ static int bench_angcorr(int argc, char **argv) {
     pk_backend backend = PK_BACKEND_CPU;
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -234,6 +239,8 @@ static void bench_workloads_usage(FILE *out) {
 }
 
 int cmd_bench(int argc, char **argv) {
+    static const char *const no_values[] = {NULL}, *const help[] = {"-h", "--help", NULL};
+    if (cli_check_flags("bench", argc < 3 ? argc : 3, argv, no_values, help)) return 2;
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         bench_workloads_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

@@ -64,6 +64,10 @@ static const char *const value_options[] = {
     "--kernel", "--sign",    "--weights", "--check-pixels", "--threads", "--weighting", "--robust",
     "--psf",    "--minuv-l", "--maxuv-l", "--gpu-memory",   NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h",          "--help",      "-q",      "--quiet", "--imag",
+                                           "--normalise", "--normalize", "--check", NULL};
+
 int cmd_dftimage(int argc, char **argv) {
     const char *cmd = "dftimage";
     const char *vis_path = NULL, *out_path = "image.fits", *png_path = NULL;
@@ -82,7 +86,9 @@ int cmd_dftimage(int argc, char **argv) {
     pk_dftimage_options opts = {PK_BACKEND_AUTO, PK_DFTIMAGE_KERNEL_BEST, PK_PRECISION_SINGLE, 0, 0, 0};
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -160,6 +160,9 @@ static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, cons
 static const char *const value_options[] = {"-o",        "--output", "--regions", "--workers", "--worker",
                                             "--backend", "--kernel", "--threads", NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "-q", "--quiet", "--verify", NULL};
+
 int cmd_memsort(int argc, char **argv) {
     const char *cmd = "memsort";
     const char *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
@@ -168,7 +171,9 @@ int cmd_memsort(int argc, char **argv) {
     int workers_given = 0, worker_given = 0;
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -354,6 +359,9 @@ int cmd_memsort(int argc, char **argv) {
 /* The options of memsort-gen that take a value. */
 static const char *const gen_value_options[] = {"--entries", "--seed", "--chunk", "--regions", NULL};
 
+/* The options of memsort-gen that take none. */
+static const char *const gen_flag_options[] = {"-h", "--help", "--awkward", "-q", "--quiet", NULL};
+
 int cmd_memsort_gen(int argc, char **argv) {
     const char *cmd = "memsort-gen";
     const char *out_dir = NULL, *regions_name = "default";
@@ -361,7 +369,9 @@ int cmd_memsort_gen(int argc, char **argv) {
     int quiet = 0, have_entries = 0;
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, gen_value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, gen_value_options, gen_flag_options) ||
+        cli_check_repeats(cmd, argc, argv, gen_value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

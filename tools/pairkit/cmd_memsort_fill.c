@@ -33,6 +33,9 @@ static void usage(FILE *out) {
 
 static const char *const value_options[] = {"-o", "--output", "--instances", "--regions", "--threads", NULL};
 
+/* The options that take none. */
+static const char *const flag_options[] = {"-h", "--help", "-q", "--quiet", NULL};
+
 /* LIST into a mark per instance (n of them); 0, or a usage error's exit code. */
 static int parse_instances(const char *cmd, const char *list, uint32_t n, unsigned char *mark) {
     const char *p = list;
@@ -196,7 +199,9 @@ int cmd_memsort_fill(int argc, char **argv) {
     int quiet = 0;
     pk_context ctx;
     pk_context_init(&ctx);
-    if (cli_check_repeats(cmd, argc, argv, value_options)) return 2;
+    if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
+        cli_check_repeats(cmd, argc, argv, value_options))
+        return 2;
     for (int k = 1; k < argc; k++) {
         const char *a = argv[k];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {

@@ -32,15 +32,18 @@ static void usage(FILE *out) {
  * into `--name` `value`, and after a lone `--` (dropped) every argument
  * taken as a name, one starting with '-' given as `./-x` (the same file).
  * *out is one allocation, the strings after the pointers (free(*out));
- * returns the new count, or -1 when out of memory. */
-static int normalise_args(int argc, char **argv, char ***out) {
+ * *joined (within it) the values split off, *n_joined of them, so that an
+ * option that takes no value can be refused one (cli_check_flags).
+ * Returns the new count, or -1 when out of memory. */
+static int normalise_args(int argc, char **argv, char ***out, char ***joined, int *n_joined) {
     size_t text = 0;
     for (int k = 0; k < argc; k++) text += strlen(argv[k]) + 4; /* room for "./" and two ends */
     size_t slots = (size_t)argc * 2 + 1;
-    char **a = malloc(slots * sizeof *a + text);
+    char **a = malloc((slots + (size_t)argc) * sizeof *a + text);
     if (!a) return -1;
-    char *at = (char *)(a + slots);
-    int n = 0, names_only = 0;
+    char **values = a + slots;
+    char *at = (char *)(values + argc);
+    int n = 0, names_only = 0, n_values = 0;
     for (int k = 0; k < argc; k++) {
         const char *s = argv[k];
         if (k > 0 && !names_only && strcmp(s, "--") == 0) {
@@ -53,7 +56,7 @@ static int normalise_args(int argc, char **argv, char ***out) {
         if (eq) { /* "--name\0value\0" */
             memcpy(at, s, len + 1);
             at[eq - s] = '\0';
-            a[n++] = at + (eq - s) + 1;
+            a[n++] = values[n_values++] = at + (eq - s) + 1;
             at += len + 1;
         } else {
             at += sprintf(at, "%s%s", names_only && s[0] == '-' ? "./" : "", s) + 1;
@@ -61,6 +64,8 @@ static int normalise_args(int argc, char **argv, char ***out) {
     }
     a[n] = NULL;
     *out = a;
+    *joined = values;
+    *n_joined = n_values;
     return n;
 }
 
@@ -95,14 +100,17 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(name, commands[k].name) == 0) {
             cli_mpi_init(&argc, &argv);
-            char **args;
-            int n_args = normalise_args(argc - 1, argv + 1, &args);
+            char **args, **joined;
+            int n_joined;
+            int n_args = normalise_args(argc - 1, argv + 1, &args, &joined, &n_joined);
             if (n_args < 0) {
                 fprintf(stderr, "pairkit: out of memory\n");
                 cli_mpi_finalize();
                 return 1;
             }
+            cli_note_joined(joined, n_joined);
             int rc = commands[k].run(n_args, args);
+            cli_note_joined(NULL, 0);
             free(args);
             cli_mpi_finalize();
             return rc;

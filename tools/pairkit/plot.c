@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "plot_axes.h"
 #include "common/common.h"
 #include "plot_guard.h"
 
@@ -136,7 +137,7 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
         fprintf(stderr, "pairkit %s: %s: out of memory for the plot\n", cmd, name);
         return 1;
     }
-    double xmin = (double)INFINITY, xmax = -(double)INFINITY, ymin = (double)INFINITY, ymax = -(double)INFINITY;
+    double xmin, xmax, ymin = (double)INFINITY, ymax = -(double)INFINITY;
     for (size_t k = 0; k < plot->n; k++) {
         double xv = plot->x[k], yv = plot->y[k];
         double e = plot->yerr ? plot->yerr[k] : 0;
@@ -147,21 +148,17 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
         y[n] = plot->log_y ? log10(yv) : yv;
         ylo[n] = plot->log_y ? log10(lo) : lo;
         yhi[n] = plot->log_y ? log10(hi) : hi;
-        if (x[n] < xmin) xmin = x[n];
-        if (x[n] > xmax) xmax = x[n];
         if (ylo[n] < ymin) ymin = ylo[n];
         if (yhi[n] > ymax) ymax = yhi[n];
         n++;
     }
-    /* nothing finite (no pair in any bin): empty axes, saying so, rather
-     * than no plot beside a fresh output */
+    /* nothing finite (no pair in any bin): empty axes over the span the
+     * caller gives (the bins'), saying so, rather than no plot beside a
+     * fresh output */
     char title[256];
     snprintf(title, sizeof title, "%s%s", plot->title, n ? "" : " (no finite values)");
-    if (n == 0) xmin = 0, xmax = 1, ymin = -1, ymax = 1;
-    if (xmax == xmin) { /* one point: an axis about it (half its value on a linear axis, so that an angle stays > 0) */
-        double half = plot->log_x || xmin == 0 ? 0.5 : 0.5 * fabs(xmin);
-        xmin -= half, xmax += half;
-    }
+    cli_plot_x_extent(x, n, plot->log_x, plot->x_lo, plot->x_hi, &xmin, &xmax);
+    if (n == 0) ymin = -1, ymax = 1;
     if (ymax == ymin) ymin -= 0.5, ymax += 0.5;
     double xpad = 0.02 * (xmax - xmin), ypad = 0.05 * (ymax - ymin);
     char suffix[64];
