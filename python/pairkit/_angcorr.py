@@ -192,8 +192,25 @@ def _check_prune(prune):
         raise PairkitError("prune must be auto, on or off (got %r)" % (prune,))
 
 
+def _corrfunc_weights(w, n, name):
+    """Weights as Corrfunc takes them: a scalar (every object's), shape
+    (N,), or shape (1, N) (one weight per object for pair_product)."""
+    a = np.asarray(w) if not isinstance(w, np.ma.MaskedArray) else w
+    if isinstance(a, np.ndarray) and not isinstance(a, np.ma.MaskedArray):
+        if a.ndim == 0 and a.dtype.kind in "iuf":
+            return np.full(n, float(a))
+        if a.ndim == 2 and a.shape[0] == 1:
+            return a[0]
+        if a.ndim == 2:
+            raise PairkitError("%s has shape %s: weight_type='pair_product' takes one weight per object, shape "
+                               "(%d,) or (1, %d)" % (name, a.shape, n, n))
+    return w
+
+
 def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=None, DEC2=None, weights2=None,
-                  output_thetaavg=False, weight_type=None, units="deg", backend="auto", prune="auto", **ignored):
+                  link_in_dec=True, link_in_ra=True, verbose=False, output_thetaavg=False, fast_acos=False,
+                  ra_refine_factor=2, dec_refine_factor=2, max_cells_per_dim=100, c_api_timer=False, isa="fastest",
+                  weight_type=None, *, units="deg", backend="auto", prune="auto", **ignored):
     """Pair counts in bins of angular separation, shaped like Corrfunc's
     DDtheta_mocks.
 
@@ -207,12 +224,19 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     "arcmin" or "rad". weights1/weights2: per-object weights, used as in
     Corrfunc only with weight_type="pair_product" (a pair weighs w1 * w2);
     with weight_type=None, Corrfunc's default, they are not used (a
-    warning says so).
-    output_thetaavg: the mean separation of the pairs of each bin (weighted).
-    backend: "auto", "cpu" or "cuda"; prune: "auto", "on" or "off" (skip
-    cell pairs beyond the last edge). Corrfunc's tuning arguments (isa,
-    verbose, the refine factors, ...) are accepted and ignored; any other
-    keyword is a TypeError. Arrays must be one-dimensional real numbers.
+    warning says so). A weight is a scalar (every object's), an array of
+    one per object, or, as Corrfunc takes it, of shape (1, N).
+    output_thetaavg: the mean separation of the pairs of each bin,
+    weighted by the pair weights when there are weights (Corrfunc's is
+    unweighted). The arguments up to weight_type are Corrfunc's, in its
+    order, so positional calls mean the same; its tuning arguments
+    (link_in_dec, link_in_ra, verbose, fast_acos, the refine factors,
+    max_cells_per_dim, isa, and copy_particles, enable_min_sep_opt by
+    keyword) are accepted and ignored: the counts are exact without them.
+    Any other keyword is a TypeError. Keyword only: units, backend
+    ("auto", "cpu" or "cuda") and prune ("auto", "on" or "off": skip cell
+    pairs beyond the last edge). Coordinates must be one-dimensional real
+    numbers.
 
     Returns a numpy structured array with fields thetamin, thetamax,
     thetaavg (in `units`, 0 unless asked), npairs (exact counts) and
@@ -238,13 +262,15 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     edges = _edges_deg(binfile)
     with _Session(nthreads, backend) as s:
         a = s.catalog(RA1, DEC1, units, "RA1/DEC1")
-        w1 = _finite(_array(weights1, "weights1", a.n), "weights1") if weights1 is not None else None
+        w1 = _finite(_array(_corrfunc_weights(weights1, a.n, "weights1"), "weights1", a.n), "weights1") \
+            if weights1 is not None else None
         b, w2 = None, None
         if not autocorr:
             if RA2 is None or DEC2 is None:
                 raise PairkitError("autocorr=0 needs RA2 and DEC2")
             b = s.catalog(RA2, DEC2, units, "RA2/DEC2")
-            w2 = _finite(_array(weights2, "weights2", b.n), "weights2") if weights2 is not None else None
+            w2 = _finite(_array(_corrfunc_weights(weights2, b.n, "weights2"), "weights2", b.n), "weights2") \
+                if weights2 is not None else None
         if (w1 is None) != (w2 is None) and not autocorr:
             # one side weighted: the other weighs 1
             if w1 is None:
@@ -281,7 +307,7 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     if w1 is not None or w2 is not None:
         has = counts > 0
         out["weightavg"][has] = wsum[has] / counts[has]
-    return (out, api_time) if ignored.get("c_api_timer") else out
+    return (out, api_time) if c_api_timer else out
 
 
 def _jackknife_count(k):
@@ -316,8 +342,12 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     without jackknife, for later runs with weights, jackknife, mean_theta
     or prune.
     """
+    if isinstance(estimator, str):
+        estimator = estimator.lower()  # Corrfunc's convert_3d_counts_to_cf says 'LS'
     if not _is_key(estimator, _ESTIMATORS):
         raise PairkitError("estimator must be ls, natural, hamilton or dp (got %r)" % (estimator,))
+    if not isinstance(mean_theta, (bool, np.bool_)) and mean_theta not in (0, 1):
+        raise PairkitError("mean_theta must be True or False (got %r)" % (_plain(mean_theta),))
     if not _is_key(units, _UNITS):
         raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
     _check_prune(prune)

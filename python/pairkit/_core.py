@@ -4,6 +4,7 @@ import ctypes
 import ctypes.util
 import os
 import signal
+import sys
 import threading
 
 import numpy as np
@@ -101,27 +102,50 @@ def interruptible(ctx):
     command line: while the block runs, SIGINT only marks a flag, which
     the library's progress callback (called on this thread every 50 ms)
     turns into a cancellation; the block then ends in KeyboardInterrupt.
-    Only on the main thread with Python's own SIGINT handler in place
-    (a handler of the program's own is left to act); elsewhere the block
-    runs as it is."""
+    An exception that another signal's handler raises meanwhile (a
+    SIGALRM timeout, say) runs inside that callback, where ctypes can only
+    print it: it is kept, the call is cancelled the same way, and the block
+    ends in that exception instead. Only on the main thread with Python's
+    own SIGINT handler in place (a handler of the program's own is left to
+    act); elsewhere the block runs as it is."""
     old = signal.getsignal(signal.SIGINT)
     if threading.current_thread() is not threading.main_thread() or old is not signal.default_int_handler:
         yield
         return
-    hit = []
+    hit, raised = [], []
 
     def on_sigint(signum, frame):
         hit.append(signum)
 
-    callback = _PROGRESS_FN(lambda user, fraction: 1 if hit else 0)
+    def look(user, fraction):
+        return 1 if hit or raised else 0
+
+    old_hook = sys.unraisablehook
+
+    def keep_ours(unraisable):
+        # what ctypes could not raise from the callback: a signal handler's exception
+        if unraisable.object is look and unraisable.exc_value is not None:
+            raised.append(unraisable.exc_value)
+        else:
+            old_hook(unraisable)
+
+    callback = _PROGRESS_FN(look)
     ctx.progress = ctypes.cast(callback, ctypes.c_void_p).value
     signal.signal(signal.SIGINT, on_sigint)
+    sys.unraisablehook = keep_ours
     try:
         yield
+    except KeyboardInterrupt:
+        if raised:
+            raise raised[0] from None
+        raise
     finally:
+        sys.unraisablehook = old_hook
         signal.signal(signal.SIGINT, old)
         ctx.progress = None
-    if hit:  # pressed after the last look: the result is dropped all the same
+    if raised:  # raised after the last look: the result is dropped all the same
+        raise raised[0]
+    if hit:
         raise KeyboardInterrupt
 
 

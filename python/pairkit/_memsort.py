@@ -531,8 +531,9 @@ def _binary_file(path, name):
     def section(offset, count, dtype, what):
         end = offset + count * dtype.itemsize
         if end > data.size:
-            raise PairkitError("%s: cut short: the %s take bytes %d .. %d, the file has %d" % (path, what, offset,
-                                                                                          end, data.size))
+            verb = "take" if what.endswith("s") else "takes"  # "the runs take", "the header takes"
+            raise PairkitError("%s: cut short: the %s %s bytes %d .. %d, the file has %d" % (path, what, verb, offset,
+                                                                                        end, data.size))
         return data[offset:end].view(dtype), (end + 7) // 8 * 8
 
     return path, data, section

@@ -217,6 +217,45 @@ def test_ctrl_c_stops_a_long_image(random_vis):
     assert pairkit.dft_image(u[:10], v[:10], w[:10], vis[:10], npix=4, cell=1e-3).shape == (4, 4)
 
 
+def test_another_signal_handlers_exception_ends_a_long_image():
+    """An exception a signal handler raises during a long call (a SIGALRM
+    timeout) ends the call within a fraction of a second as that
+    exception, not as KeyboardInterrupt, and no handler or hook stays
+    changed; a handler that raises nothing leaves the call to finish."""
+    import signal
+    import sys
+    import time
+
+    class Timeout(Exception):
+        pass
+
+    def on_alarm(signum, frame):
+        raise Timeout("alarm")
+
+    rng = np.random.default_rng(6)
+    n = 60000
+    u, v, w = rng.normal(0, 300, n), rng.normal(0, 300, n), rng.normal(0, 30, n)
+    vis = np.ones(n, complex)
+    hook = sys.unraisablehook
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        t0 = time.perf_counter()
+        with pytest.raises(Timeout, match="alarm"):
+            pairkit.dft_image(u, v, w, vis, npix=512, cell=1e-4, precision="double", backend="cpu")  # ~10 s
+        assert time.perf_counter() - t0 < 2.0
+        seen = []
+        signal.signal(signal.SIGALRM, lambda signum, frame: seen.append(signum))
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        image = pairkit.dft_image(u[:12000], v[:12000], w[:12000], vis[:12000], npix=256, cell=1e-4,
+                                  precision="double", backend="cpu")  # ~0.5 s
+        assert image.shape == (256, 256) and seen == [signal.SIGALRM]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert sys.unraisablehook is hook and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def numpy_weights(u, v, weight, npix, cell, weighting, robust=0.0):
     """Imaging weights written with numpy: cells of 1 / (npix cell)
     wavelengths, (u, v) and (-u, -v) in one, summed with np.unique."""

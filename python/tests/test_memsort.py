@@ -282,7 +282,8 @@ def test_read_memsort_matches_the_run(table, tmp_path):
               "last_include_total": 56, "prev_value": 68}
     inst1 = pairkit.read_memsort(tmp_path / "awk1")["instances"]
     shares = np.flatnonzero((inst1["index"][1:] > 0) & (inst1["first_addr"][1:] == inst1["last_addr"][:-1])) + 1
-    picked = sorted(set(shares[::max(1, shares.size // 12)].tolist()) | set(range(0, inst1.size, max(1, inst1.size // 8))))
+    picked = sorted(set(shares[::max(1, shares.size // 12)].tolist()) |
+                    set(range(0, inst1.size, max(1, inst1.size // 8))))
     assert shares.size >= 3 and len(picked) > 10, (shares.size, inst1.size)
     tried = 0
     for g in picked:

@@ -54,6 +54,35 @@ def test_cross_counts_weights_thetaavg(cats):
     np.testing.assert_allclose(res["thetamin"], EDGES[:-1])
 
 
+def test_corrfunc_positional_arguments_and_weight_shapes(cats):
+    """Corrfunc's argument order: link_in_dec, link_in_ra, verbose, then
+    output_thetaavg (13th), ... weight_type (20th); weights as a scalar or
+    of shape (1, N), as Corrfunc takes them."""
+    ra1, dec1, w1 = cats[0], cats[1], cats[4]
+    plain = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1)
+    np.testing.assert_array_equal(pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, None, None, None, None, True, True),
+                                  plain)
+    avg = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, None, None, None, None, True, True, False, True)
+    np.testing.assert_array_equal(avg, pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, output_thetaavg=True))
+    assert np.all(avg["thetaavg"][avg["npairs"] > 0] > 0)
+    args = [1, 1, EDGES, ra1, dec1, w1, None, None, None, True, True, False, False, False, 2, 2, 100, False,
+            "fastest", "pair_product"]
+    by_position = pairkit.DDtheta_mocks(*args)
+    by_name = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w1, weight_type="pair_product")
+    np.testing.assert_array_equal(by_position, by_name)
+    scalar = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=2.0, weight_type="pair_product")
+    np.testing.assert_array_equal(scalar["npairs"], plain["npairs"])
+    assert np.all(scalar["weightavg"][plain["npairs"] > 0] == 4.0)
+    np.testing.assert_array_equal(
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=w1[np.newaxis, :], weight_type="pair_product"),
+        by_name)
+    with pytest.raises(pairkit.PairkitError, match=r"weights1 has shape \(2, 700\): .*one weight per object"):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, weights1=np.ones((2, 700)), weight_type="pair_product")
+    with pytest.raises(TypeError):
+        pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, None, None, None, None, True, True, False, False, False, 2, 2,
+                              100, False, "fastest", None, "deg")  # units is keyword only
+
+
 def test_corrfunc_weight_type_and_timer(tmp_path, cats):
     ra1, dec1, w1 = cats[0], cats[1], cats[4]
     plain = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, output_thetaavg=True)
@@ -309,4 +338,10 @@ def test_choices_of_the_wrong_type_are_named(cats):
             pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES, **kw)
     with pytest.raises(pairkit.PairkitError, match="autocorr must be 1"):
         pairkit.DDtheta_mocks(np.array([1, 0]), 1, EDGES, ra[:50], dec[:50])
+    # a flag that is not one; an estimator in Corrfunc's capitals is the same one
+    for bad in ("no", 2, [True]):
+        with pytest.raises(pairkit.PairkitError, match="mean_theta must be True or False"):
+            pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES, mean_theta=bad)
+    np.testing.assert_array_equal(pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES, estimator="LS")["omega"],
+                                  pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES)["omega"])
 

@@ -11,26 +11,50 @@
 
 /* Bottom-up merge sort of 64-bit keys (compact << 32 | position). The
  * positions make the keys distinct, so ordering them is the stable sort
- * by address. Half the run's progress, reported pass by pass; NULL when
- * cancelled (a pass over 2^24 keys takes about 0.1 s). */
+ * by address. Half the run's progress, reported every 2^22 keys merged or
+ * so (tens of ms), also inside the last passes' long merges, so that a
+ * cancellation is seen soon; NULL when cancelled. */
 static uint64_t *merge_sort(uint64_t *a, uint64_t *tmp, uint64_t n, pk_progress *progress) {
-    uint64_t *src = a, *dst = tmp;
+    const uint64_t step = (uint64_t)1 << 22;
+    uint64_t *src = a, *dst = tmp, pending = 0; /* keys merged, not yet reported */
     int passes = 0;
     for (uint64_t width = 1; width < n; width *= 2) passes++;
     if (passes == 0 && pk_progress_add(progress, 0.5 * (double)n, 1)) return NULL;
     for (uint64_t width = 1; width < n; width *= 2) {
-        if (pk_progress_add(progress, 0.5 * (double)n / passes, 1)) return NULL;
         for (uint64_t lo = 0; lo < n; lo += 2 * width) {
             uint64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
             uint64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
-            while (i < mid) dst[k++] = src[i++];
-            while (j < hi) dst[k++] = src[j++];
+            if (hi - lo <= step) { /* a short merge, as it is */
+                while (i < mid && j < hi) dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
+                while (i < mid) dst[k++] = src[i++];
+                while (j < hi) dst[k++] = src[j++];
+                pending += hi - lo;
+            } else { /* a long one in stretches of at most step keys from either side */
+                while (i < mid || j < hi) {
+                    uint64_t i_end = mid - i > step ? i + step : mid, j_end = hi - j > step ? j + step : hi, k0 = k;
+                    if (i < mid && j < hi)
+                        while (i < i_end && j < j_end) dst[k++] = src[i] <= src[j] ? src[i++] : src[j++];
+                    else if (i < mid)
+                        while (i < i_end) dst[k++] = src[i++];
+                    else
+                        while (j < j_end) dst[k++] = src[j++];
+                    pending += k - k0;
+                    if (pending >= step) {
+                        if (pk_progress_add(progress, 0.5 * (double)pending / passes, 1)) return NULL;
+                        pending = 0;
+                    }
+                }
+            }
+            if (pending >= step) {
+                if (pk_progress_add(progress, 0.5 * (double)pending / passes, 1)) return NULL;
+                pending = 0;
+            }
         }
         uint64_t *t = src;
         src = dst;
         dst = t;
     }
+    if (pending && pk_progress_add(progress, 0.5 * (double)pending / passes, 1)) return NULL;
     return src;
 }
 
