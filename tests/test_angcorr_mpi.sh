@@ -128,5 +128,21 @@ EOS
   check "[ ! -e '$dir/failed_f.out' ] && [ ! -e '$dir/failed_f.csv' ]" "no output after a failed rank ($bad)"
 done
 
-echo "test_angcorr_mpi: $((26 - fail)) passed, $fail failed"
+# rank 1 reads another copy under the same name (a stale file on one
+# node): the ranks compare what they read, the job fails, nothing written
+mkdir -p "$dir/node1"
+awk 'NR == 2 { $1 = $1 + 1 } { print }' "$dir/d.txt" > "$dir/node1/d.txt"
+cat > "$dir/other_copy.sh" <<EOS
+#!/bin/sh
+d="$dir/d.txt"
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then d="$dir/node1/d.txt"; fi
+exec "$cli" angcorr "\$d" "$dir/r.txt" --png none -q --threads 1 -o "$dir/copies.out"
+EOS
+chmod +x "$dir/other_copy.sh"
+timeout 120 "${mpirun[@]}" -np 2 "$dir/other_copy.sh" > "$dir/copies.log" 2>&1
+rc=$?
+check "[ $rc -eq 1 ] && grep -q 'the ranks read different catalogs' '$dir/copies.log' && [ ! -e '$dir/copies.out' ]" \
+  "ranks reading different copies of a catalog: exit $rc, $(cat "$dir/copies.log")"
+
+echo "test_angcorr_mpi: $((27 - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

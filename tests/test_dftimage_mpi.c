@@ -86,6 +86,41 @@ int main(void) {
                   bounds[p]);
         }
     }
+    /* Fewer visibilities than ranks (one left after the baseline cut):
+     * the empty shares add nothing, and the image and beam are the one
+     * process's, byte for byte. */
+    {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && '%s' dftimage %s/data/vis/lesson_small.npz --size 32 --maxuv-l 1 -o few1.fits "
+                 "--psf few1_psf.fits --png none -q && %s -np 3 '%s' dftimage %s/data/vis/lesson_small.npz --size 32 "
+                 "--maxuv-l 1 -o few3.fits --psf few3_psf.fits --png none -q --threads 1 > few.log 2>&1 && "
+                 "cmp few1.fits few3.fits && cmp few1_psf.fits few3_psf.fits",
+                 cli_dir, cli_binary(), cwd, mpirun, cli_binary(), cwd);
+        int rc = system(cmd);
+        char *log = cli_read(cli_path("few.log"));
+        CHECK(rc == 0, "one visibility over 3 ranks: exit status %d, the same files expected: %s", rc, log ? log : "");
+        free(log);
+    }
+    /* Rank 1 reads another file under its name (a stale copy on one node;
+     * here the rephased twin): the ranks compare what they read, the job
+     * fails, nothing written. */
+    {
+        char cmd[2048];
+        snprintf(
+            cmd, sizeof cmd,
+            "cd '%s' && printf '#!/bin/sh\\nf=%s/data/vis/1133866760.uvfits\\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; "
+            "then f=%s/data/vis/1133866760_rephase.uvfits; fi\\nexec %s dftimage $f --weights abs --size 32 -o "
+            "copies.fits --png none -q --threads 1\\n' > copies.sh && chmod +x copies.sh && %s -np 2 ./copies.sh "
+            "> copies.log 2>&1",
+            cli_dir, cwd, cwd, cli_binary(), mpirun);
+        int rc = system(cmd);
+        char *log = cli_read(cli_path("copies.log"));
+        CHECK(rc != 0 && log && strstr(log, "the ranks read different visibilities"),
+              "ranks reading different files: exit status %d, %s", rc, log ? log : "");
+        free(log);
+        CHECK(access(cli_path("copies.fits"), F_OK) != 0, "no image from different files");
+    }
     /* Rank 1 reads a file that is not there: the job fails, nothing written. */
     {
         char cmd[2048];

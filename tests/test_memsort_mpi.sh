@@ -66,5 +66,19 @@ check "[ $? -eq 0 ] && ! cmp -s '$dir/one3-0/memsort.bin' '$dir/mpi3/worker-0000
 check "[ $? -eq 0 ] && [ ! -e '$dir/mpi3/worker-0002' ] && grep -q '2 workers' '$dir/mpi3/workers.txt'" \
   "a job of 2 ranks after one of 3: $(ls "$dir/mpi3")"
 
+# Rank 1 reads another trace under the same name (a stale copy on one
+# node): the ranks compare what they read, the job fails, nothing written.
+cat > "$dir/other_trace.sh" <<EOS
+#!/bin/sh
+t="$dir/trace2"
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then t="$dir/trace"; fi
+exec "$cli" memsort "\$t" -o "$dir/copies" -q --backend cpu --threads 1
+EOS
+chmod +x "$dir/other_trace.sh"
+timeout 120 "${mpirun[@]}" -np 2 "$dir/other_trace.sh" > "$dir/copies.log" 2>&1
+rc=$?
+check "[ $rc -eq 1 ] && grep -q 'the ranks read different traces' '$dir/copies.log' && [ ! -e '$dir/copies' ]" \
+  "ranks reading different traces: exit $rc, $(cat "$dir/copies.log")"
+
 echo "test_memsort_mpi: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

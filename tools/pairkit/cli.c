@@ -25,7 +25,8 @@ static int interrupted_code(void);
 
 int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
     if (st == PK_ERR_CANCELLED) {
-        fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
+        /* every rank is stopped alike: under mpirun rank 0 alone says so */
+        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: interrupted; no output written\n", cmd);
         return interrupted_code();
     }
     const char *what = ctx && ctx->message[0] ? ctx->message : pk_status_str(st);

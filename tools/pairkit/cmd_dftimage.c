@@ -237,6 +237,22 @@ int cmd_dftimage(int argc, char **argv) {
         return cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)",
                                vis_path);
     }
+    /* under mpirun each rank reads the file itself: one reading another copy
+     * would sum two files' images without a word, so the ranks compare
+     * what they read */
+    if (n_ranks > 1 && cli_mpi_all_ok(st == PK_OK)) {
+        uint64_t h = CLI_HASH_START ^ vis.n;
+        const double *arrays[6] = {vis.u, vis.v, vis.w, vis.re, vis.im, vis.weight};
+        for (int a = 0; a < 6; a++)
+            if (arrays[a]) h = cli_hash_bytes(h, arrays[a], vis.n * sizeof(double));
+        if (!cli_mpi_same_u64(h)) {
+            snprintf(ctx.message, sizeof ctx.message,
+                     "%s: the ranks read different visibilities under this name (another copy on some node?); "
+                     "every rank must read the same file",
+                     vis_path);
+            st = PK_ERR_PARSE;
+        }
+    }
     /* the baselines asked for, then imaging weights from every one of them,
      * before any share is taken */
     size_t uv_dropped = 0;
@@ -277,6 +293,15 @@ int cmd_dftimage(int argc, char **argv) {
             if (part.weight) part.weight += v0; /* weight_sum stays the whole set's: the beams' shares add up */
             part.n = v1 - v0;
             if (opts.sign == 0) opts.sign = vis.sign;
+        }
+        /* fewer visibilities than ranks: an empty share images one
+         * visibility of value 0 and weight 0, which adds 0 to every pixel
+         * of the image and of the beam */
+        static double zero_u = 0, zero_v = 0, zero_w = 0, zero_re = 0, zero_im = 0, zero_weight = 0;
+        if (part.n == 0) {
+            part.u = &zero_u, part.v = &zero_v, part.w = &zero_w, part.re = &zero_re, part.im = &zero_im;
+            part.weight = &zero_weight;
+            part.n = 1;
         }
         cli_progress_attach(&ctx, "dftimage", quiet || rank != 0);
         st = pk_dftimage_run(&ctx, &opts, &part, size, cell, &image, &stats);

@@ -2,6 +2,12 @@
  * collective status checks so that one failing rank fails the whole job,
  * and the exact integer reductions of the pair counts. */
 #include <stdlib.h>
+#include <string.h>
+#ifdef __linux__
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+#endif
 
 #include "mpi.h"
 #include "pairkit/pairkit.h"
@@ -27,6 +33,15 @@ static int launched_by_mpi(void) {
 
 void cli_mpi_init(int *argc, char ***argv) {
     if (!launched_by_mpi()) return;
+#ifdef __linux__
+    /* A launcher that ends (mpirun given a second Ctrl-C, or killed)
+     * leaves its ranks running on their own, to write their outputs after
+     * the job has been reported failed: each rank takes SIGTERM when its
+     * parent goes, which stops it as a Ctrl-C would, writing nothing. */
+    pid_t parent = getppid();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) raise(SIGTERM); /* gone already */
+#endif
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -104,6 +119,16 @@ int cli_mpi_gather_bytes(const void *mine, size_t count, void *all) {
     return rc == MPI_SUCCESS ? 0 : 1;
 }
 
+int cli_mpi_same_u64(uint64_t v) {
+    if (!active) return 1;
+    uint64_t lo = v, hi = v;
+    double t0 = MPI_Wtime();
+    MPI_Allreduce(&v, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&v, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    comm_seconds += MPI_Wtime() - t0;
+    return lo == hi;
+}
+
 double cli_mpi_max(double v) {
     if (!active) return v;
     double out = v, t0 = MPI_Wtime();
@@ -160,6 +185,26 @@ int cli_mpi_gather_bytes(const void *mine, size_t count, void *all) {
 double cli_mpi_max(double v) {
     return v;
 }
+int cli_mpi_same_u64(uint64_t v) {
+    (void)v;
+    return 1;
+}
 void cli_mpi_barrier(void) {}
 
 #endif
+
+uint64_t cli_hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, b + i, n - i);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    return h;
+}
