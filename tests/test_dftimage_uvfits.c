@@ -670,7 +670,7 @@ static void test_message_stack(void) {
 typedef struct synth {
     const double *ch_width;
     const double *source; /* per group */
-    int su_table;
+    int su_table;         /* 2: its SOURCE column 200 characters wide */
     int split_u;
     const char *second_u_ptype;
     const char *date_obs; /* NULL: DATE parameters */
@@ -760,7 +760,7 @@ static void write_synth(const char *path, const synth *o) {
     }
     if (o->su_table) {
         char *ttype[5] = {"ID. NO.", "SOURCE", "RAEPO", "DECEPO", "EPOCH"};
-        char *tform[5] = {"1J", "16A", "1D", "1D", "1D"};
+        char *tform[5] = {"1J", o->su_table == 2 ? "200A" : "16A", "1D", "1D", "1D"};
         fits_create_tbl(f, BINARY_TBL, 2, 5, ttype, tform, NULL, "AIPS SU", &status);
         int ids[2] = {1, 2};
         char *names[2] = {"3C273", "M87"};
@@ -854,6 +854,12 @@ static void test_synthetic(void) {
     CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
     CHECK(vis.has_phase_centre && vis.ra0_deg == 187.7059 && vis.dec0_deg == 12.3911 && strcmp(vis.object, "M87") == 0,
           "source 2 from the SU table: %g %g '%s'", vis.ra0_deg, vis.dec0_deg, vis.object);
+    pk_vis_free(&vis);
+    synth o_wide = {.source = one_src, .su_table = 2}; /* a name wider than FITS values: the position alone */
+    write_synth(path, &o_wide);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.ra0_deg == 187.7059 && strcmp(vis.object, "MULTI") == 0, "a 200-character SOURCE column: '%s'",
+          vis.object);
     pk_vis_free(&vis);
     synth o2 = {.source = two_src, .su_table = 1};
     write_synth(path, &o2);

@@ -259,8 +259,14 @@ static pk_status read_su_source(pk_context *ctx, const char *path, fitsfile *f, 
         st = fits_error(ctx, path, "AIPS SU table (columns 'ID. NO.', 'SOURCE', 'RAEPO', 'DECEPO')", status);
         rows = 0;
     }
-    int s_epoch = 0;
+    int s_epoch = 0, name_type = 0;
     if (!st && fits_get_colnum(f, CASEINSEN, "EPOCH", &c_epoch, &s_epoch)) c_epoch = 0;
+    /* the name read only from a text column that fits the buffer */
+    long name_chars = 0, name_width = 0;
+    s_epoch = 0;
+    if (!st && (fits_get_coltype(f, c_name, &name_type, &name_chars, &name_width, &s_epoch) || name_type != TSTRING ||
+                name_chars >= FLEN_VALUE))
+        c_name = 0;
     for (long r = 1; !st && r <= rows; r++) {
         double row_id = 0, ra = 0, dec = 0, epoch = 0;
         char name[FLEN_VALUE] = "", *names[1] = {name};
@@ -270,7 +276,7 @@ static pk_status read_su_source(pk_context *ctx, const char *path, fitsfile *f, 
         }
         if (fits_read_col(f, TDOUBLE, c_ra, r, 1, 1, NULL, &ra, NULL, &status) ||
             fits_read_col(f, TDOUBLE, c_dec, r, 1, 1, NULL, &dec, NULL, &status) ||
-            fits_read_col(f, TSTRING, c_name, r, 1, 1, NULL, names, NULL, &status) ||
+            (c_name && fits_read_col(f, TSTRING, c_name, r, 1, 1, NULL, names, NULL, &status)) ||
             (c_epoch && fits_read_col(f, TDOUBLE, c_epoch, r, 1, 1, NULL, &epoch, NULL, &status))) {
             st = fits_error(ctx, path, "AIPS SU table", status);
             break;
