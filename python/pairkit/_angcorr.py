@@ -67,7 +67,8 @@ class _RRCells(ctypes.Structure):
 
 _ESTIMATORS = {"ls": 0, "landy-szalay": 0, "natural": 1, "peebles-hauser": 1, "hamilton": 2, "dp": 3,
                "davis-peebles": 3}
-_UNITS = {"arcmin": 0, "deg": 1, "rad": 2}
+_UNITS = {"arcmin": 0, "deg": 1, "rad": 2, "arcsec": 3}  # pk_units
+_TO_RAD = {"deg": np.pi / 180.0, "arcmin": np.pi / 10800.0, "arcsec": np.pi / 648000.0, "rad": 1.0}
 _PRUNE = {"auto": 0, "off": 1, "on": 2}
 
 
@@ -165,7 +166,7 @@ class _Session:
         return cat
 
     def bins_from(self, edges_deg, units):
-        scale = {"deg": np.pi / 180.0, "arcmin": np.pi / 10800.0, "rad": 1.0}[units]
+        scale = _TO_RAD[units]
         edges = np.ascontiguousarray(edges_deg * scale)
         bins = _Bins()
         _check(self.lib.pk_bins_from_edges(ctypes.byref(self.ctx), _ptr(edges), edges.size, ctypes.byref(bins)),
@@ -221,7 +222,7 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     counts (RA1, DEC1) against (RA2, DEC2). binfile: a file of contiguous
     rows "theta_lo theta_hi" (or one edge per row), or a 1-D array of edges.
     Positions and bins are in `units`: "deg" (the default, as Corrfunc),
-    "arcmin" or "rad". weights1/weights2: per-object weights, used as in
+    "arcmin", "arcsec" or "rad". weights1/weights2: per-object weights, used as in
     Corrfunc only with weight_type="pair_product" (a pair weighs w1 * w2);
     with weight_type=None, Corrfunc's default, they are not used (a
     warning says so). A weight is a scalar (every object's), an array of
@@ -257,7 +258,7 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
                       "pass weight_type='pair_product' to weight each pair by w1 * w2", stacklevel=2)
         weights1 = weights2 = None
     if not _is_key(units, _UNITS):
-        raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+        raise PairkitError("units must be deg, arcmin, arcsec or rad (got %r)" % (units,))
     _check_prune(prune)
     edges = _edges_deg(binfile)
     with _Session(nthreads, backend) as s:
@@ -302,7 +303,7 @@ def DDtheta_mocks(autocorr, nthreads, binfile, RA1, DEC1, weights1=None, RA2=Non
     out["npairs"] = counts
     nonzero = wsum != 0
     if output_thetaavg:
-        scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+        scale = 1.0 / _TO_RAD[units]
         out["thetaavg"][nonzero] = tsum[nonzero] / wsum[nonzero] * scale
     if w1 is not None or w2 is not None:
         has = counts > 0
@@ -349,7 +350,7 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
     if not isinstance(mean_theta, (bool, np.bool_)) and mean_theta not in (0, 1):
         raise PairkitError("mean_theta must be True or False (got %r)" % (_plain(mean_theta),))
     if not _is_key(units, _UNITS):
-        raise PairkitError("units must be deg, arcmin or rad (got %r)" % (units,))
+        raise PairkitError("units must be deg, arcmin, arcsec or rad (got %r)" % (units,))
     _check_prune(prune)
     edges = _edges_deg(bins, "bins")
     features = (weights is not None or rand_weights is not None or jackknife or mean_theta or prune != "auto")
@@ -405,7 +406,7 @@ def w_theta(ra, dec, rand_ra, rand_dec, bins, weights=None, rand_weights=None, e
                 for name in ("dd_w", "dr_w", "rr_w"):
                     out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy()
             if mean_theta:
-                scale = {"deg": 180.0 / np.pi, "arcmin": 10800.0 / np.pi, "rad": 1.0}[units]
+                scale = 1.0 / _TO_RAD[units]
                 for name in ("theta_mean_dd", "theta_mean_dr", "theta_mean_rr"):
                     out[name] = np.ctypeslib.as_array(getattr(ex, name), (n,)).copy() * scale
             if ex.n_patches:

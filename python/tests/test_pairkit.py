@@ -83,6 +83,15 @@ def test_corrfunc_positional_arguments_and_weight_shapes(cats):
                               100, False, "fastest", None, "deg")  # units is keyword only
 
 
+def test_units_arcsec_match_degrees(cats):
+    ra1, dec1 = cats[0][:300], cats[1][:300]
+    deg = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, output_thetaavg=True)
+    sec = pairkit.DDtheta_mocks(1, 1, EDGES * 3600, ra1 * 3600, dec1 * 3600, output_thetaavg=True, units="arcsec")
+    np.testing.assert_array_equal(sec["npairs"], deg["npairs"])
+    # the positions rounded once more on the way (x 3600, then to radians): acos magnifies it near 1
+    np.testing.assert_allclose(sec["thetaavg"], deg["thetaavg"] * 3600, rtol=1e-9)
+
+
 def test_corrfunc_weight_type_and_timer(tmp_path, cats):
     ra1, dec1, w1 = cats[0], cats[1], cats[4]
     plain = pairkit.DDtheta_mocks(1, 1, EDGES, ra1, dec1, output_thetaavg=True)
