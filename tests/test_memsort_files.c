@@ -257,6 +257,14 @@ int main(void) {
         write_all(path_in("small.txt"), text, (size_t)len);
     }
     test_sync_steps();
+    { /* a position's chunk by the table: an empty chunk is never the answer */
+        const uint64_t table[5] = {0, 5, 5, 10, 11};
+        const uint64_t pos[6] = {0, 4, 5, 9, 10, 3};
+        const uint32_t want[6] = {0, 0, 2, 2, 3, 0};
+        for (int k = 0; k < 6; k++)
+            CHECK(pk_memsort_chunk_at(table, 4, pos[k]) == want[k], "pk_memsort_chunk_at(%llu): %u, expected %u",
+                  (unsigned long long)pos[k], pk_memsort_chunk_at(table, 4, pos[k]), want[k]);
+    }
     pk_memsort_gen_options g = {20000, 11, 1000, 1}; /* awkward: runs across and over instances */
     pk_memsort_trace trace;
     CHECK_OK(pk_memsort_generate(&ctx, &small, &g, &trace), &ctx);

@@ -369,13 +369,23 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
  * and the owned instances' chunk counts; with with_rows, also their runs
  * and values (else n_runs and n_values are 0 and no rows are read). The
  * header, the region table and each instance are checked against one
- * another (the values, trace positions, are not): a file cut short, an
- * unknown version or a field out of place is PK_ERR_PARSE naming the file
- * and the field; a file that cannot be read is PK_ERR_IO. result:
- * initialised with pk_memsort_result_init, or a result to reuse (its
- * buffers are freed first); on failure it is left empty. */
+ * another and against the chunk counts, and with the rows the plan fields
+ * those fix (first_chunk, last_chunk, last_include, last_include_total,
+ * and, where the previous instance is owned too, prev_value and
+ * first_skip) and the values themselves (trace positions within the
+ * trace, rising within a run): a file cut short, an unknown version or a
+ * field out of place is PK_ERR_PARSE naming the file and the field; a
+ * file that cannot be read is PK_ERR_IO. result: initialised with
+ * pk_memsort_result_init, or a result to reuse (its buffers are freed
+ * first); on failure it is left empty. */
 pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_memsort_regions *regions,
                           pk_memsort_result *result);
+
+/* The chunk that holds trace position `position` by a chunk table
+ * (chunk_start[n_chunks + 1], as a trace or a result holds it): the c with
+ * chunk_start[c] <= position < chunk_start[c + 1], an empty chunk never,
+ * found by bisection; position < chunk_start[n_chunks] required. */
+uint32_t pk_memsort_chunk_at(const uint64_t *chunk_start, uint32_t n_chunks, uint64_t position);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

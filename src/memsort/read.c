@@ -67,18 +67,6 @@ static pk_status read_u32s(reader *r, uint32_t *v, uint64_t n, const char *what)
 
 #define BAD(...) pk_fail(ctx, PK_ERR_PARSE, __VA_ARGS__)
 
-/* The chunk holding trace position v (< n_entries): the last c with
- * chunk_start[c] <= v. */
-static uint32_t chunk_of(const pk_memsort_result *res, uint32_t n_chunks, uint64_t v) {
-    uint32_t lo = 0, hi = n_chunks - 1;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (res->chunk_start[mid] <= v) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
 /* An owned instance's values (trace positions) against its plan: each a
  * position of the trace, rising within a run (the order is stable); the
  * first row in first_chunk, the last in last_chunk; the last run holding
@@ -102,8 +90,9 @@ static pk_status check_values(pk_context *ctx, const char *path, const pk_memsor
     uint32_t in_last_chunk = 0;
     for (uint32_t k = 0; k < last_count; k++) in_last_chunk += last_run[k] >= res->chunk_start[in->last_chunk];
     const char *field = NULL;
-    if (chunk_of(res, res->n_chunks, v[0]) != in->first_chunk) field = "first_chunk";
-    else if (chunk_of(res, res->n_chunks, v[in->n_rows - 1]) != in->last_chunk) field = "last_chunk";
+    if (pk_memsort_chunk_at(res->chunk_start, res->n_chunks, v[0]) != in->first_chunk) field = "first_chunk";
+    else if (pk_memsort_chunk_at(res->chunk_start, res->n_chunks, v[in->n_rows - 1]) != in->last_chunk)
+        field = "last_chunk";
     else if (last_count != in->last_include_total) field = "last_include_total";
     else if (in_last_chunk != in->last_include) field = "last_include";
     else if (in->index > 0 && in[-1].owned) {
@@ -116,7 +105,7 @@ static pk_status check_values(pk_context *ctx, const char *path, const pk_memsor
         if (prev->last_addr == in->first_addr) {
             uint32_t n_last = res->runs[prev->runs_offset + prev->n_runs - 1].count;
             for (uint32_t k = prev->n_rows - n_last; k < prev->n_rows; k++)
-                skip += chunk_of(res, res->n_chunks, pv[k]) == in->first_chunk;
+                skip += pk_memsort_chunk_at(res->chunk_start, res->n_chunks, pv[k]) == in->first_chunk;
             if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
         }
         if (in->prev_value != pv[prev->n_rows - 1]) field = "prev_value";

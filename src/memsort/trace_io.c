@@ -23,14 +23,18 @@
 #define CHUNK_PREFIX "mem_addr_"
 #define CHUNK_SUFFIX ".bin"
 
-uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos) {
-    uint32_t lo = 0, hi = trace->n_chunks; /* answer in [lo, hi) */
+uint32_t pk_memsort_chunk_at(const uint64_t *chunk_start, uint32_t n_chunks, uint64_t position) {
+    uint32_t lo = 0, hi = n_chunks; /* answer in [lo, hi) */
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (trace->chunk_start[mid] <= pos) lo = mid;
+        if (chunk_start[mid] <= position) lo = mid;
         else hi = mid;
     }
     return lo;
+}
+
+uint32_t pk_memsort_chunk_of(const pk_memsort_trace *trace, uint64_t pos) {
+    return pk_memsort_chunk_at(trace->chunk_start, trace->n_chunks, pos);
 }
 
 void pk_memsort_entry_name(const pk_memsort_trace *trace, uint64_t pos, char *buf, size_t size) {

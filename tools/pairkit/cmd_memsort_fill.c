@@ -146,17 +146,6 @@ static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_re
     }
 }
 
-/* The chunk holding trace position v: the last c with chunk_start[c] <= v. */
-static uint32_t chunk_of(const pk_memsort_result *plans, uint64_t v) {
-    uint32_t lo = 0, hi = plans->n_chunks - 1;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (plans->chunk_start[mid] <= v) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
-
 /* With every chunk given, fills[k] holds the whole instance's rows, as the
  * trace has them: the plan fields those rows fix must agree, as
  * pk_memsort_read checks them against a memsort.bin's rows (first_chunk
@@ -174,8 +163,9 @@ static const char *plan_against_rows(const pk_memsort_result *plans, const pk_me
         last_total++;
         last_in_chunk += pr[2 * j + 1] >= plans->chunk_start[in->last_chunk];
     }
-    if (chunk_of(plans, pr[1]) != in->first_chunk) return "first_chunk";
-    if (chunk_of(plans, pr[2 * (n - 1) + 1]) != in->last_chunk) return "last_chunk";
+    if (pk_memsort_chunk_at(plans->chunk_start, plans->n_chunks, pr[1]) != in->first_chunk) return "first_chunk";
+    if (pk_memsort_chunk_at(plans->chunk_start, plans->n_chunks, pr[2 * (n - 1) + 1]) != in->last_chunk)
+        return "last_chunk";
     if (last_total != in->last_include_total) return "last_include_total";
     if (last_in_chunk != in->last_include) return "last_include";
     const pk_memsort_fill *pf = k > 0 ? &fills[k - 1] : NULL;
@@ -184,7 +174,7 @@ static const char *plan_against_rows(const pk_memsort_result *plans, const pk_me
     uint64_t skip = 0;
     if (prev->last_addr == in->first_addr) {
         for (uint64_t j = pf->n_rows; j-- > 0 && pf->pairs[2 * j] == in->first_addr;)
-            skip += chunk_of(plans, pf->pairs[2 * j + 1]) == in->first_chunk;
+            skip += pk_memsort_chunk_at(plans->chunk_start, plans->n_chunks, pf->pairs[2 * j + 1]) == in->first_chunk;
         if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
     }
     if (in->prev_value != pf->pairs[2 * (pf->n_rows - 1) + 1]) return "prev_value";
