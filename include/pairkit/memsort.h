@@ -387,6 +387,23 @@ pk_status pk_memsort_read(pk_context *ctx, const char *path, int with_rows, pk_m
  * found by bisection; position < chunk_start[n_chunks] required. */
 uint32_t pk_memsort_chunk_at(const uint64_t *chunk_start, uint32_t n_chunks, uint64_t position);
 
+/* The plan fields an instance's rows fix, against those rows: first_chunk
+ * and last_chunk (the chunks of its first and last rows),
+ * last_include_total (its rows of last_addr) and last_include (those of
+ * them in last_chunk); and, with prev (the instance before it in its
+ * region, with its rows), prev_value (prev's last row's position) and
+ * first_skip (prev's rows of first_addr in first_chunk, with those before
+ * prev there when prev holds that address alone). pos[j * stride] is the
+ * trace position of row j of in's in->n_rows rows (stable address order:
+ * stride 1 for a result's values, 2 for a fill's (address, value) pairs
+ * from pairs + 1), last_count its rows of last_addr; prev_pos,
+ * prev_last_count the same of prev. NULL when every field agrees, else
+ * the name of the first that does not. The chunk table is chunk_start. */
+const char *pk_memsort_plan_disagrees(const uint64_t *chunk_start, uint32_t n_chunks, const pk_memsort_instance *in,
+                                      const uint32_t *pos, size_t stride, uint32_t last_count,
+                                      const pk_memsort_instance *prev, const uint32_t *prev_pos,
+                                      uint32_t prev_last_count);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -196,15 +196,16 @@ def _check_prune(prune):
 def _corrfunc_weights(w, n, name):
     """Weights as Corrfunc takes them: a scalar (every object's), shape
     (N,), or shape (1, N) (one weight per object for pair_product)."""
-    a = np.asarray(w) if not isinstance(w, np.ma.MaskedArray) else w
-    if isinstance(a, np.ndarray) and not isinstance(a, np.ma.MaskedArray):
-        if a.ndim == 0 and a.dtype.kind in "iuf":
-            return np.full(n, float(a))
-        if a.ndim == 2 and a.shape[0] == 1:
-            return a[0]
-        if a.ndim == 2:
-            raise PairkitError("%s has shape %s: weight_type='pair_product' takes one weight per object, shape "
-                               "(%d,) or (1, %d)" % (name, a.shape, n, n))
+    if isinstance(w, np.ma.MaskedArray):
+        return w  # refused by _array, naming it
+    a = np.asarray(w)
+    if a.ndim == 0 and a.dtype.kind in "iuf":
+        return np.full(n, float(a))
+    if a.ndim == 2 and a.shape[0] == 1:
+        return a[0]
+    if a.ndim == 2:
+        raise PairkitError("%s has shape %s: weight_type='pair_product' takes one weight per object, shape "
+                           "(%d,) or (1, %d)" % (name, a.shape, n, n))
     return w
 
 

@@ -241,6 +241,12 @@ static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, l
     return st;
 }
 
+/* The frequency (Hz) of channel c (from 0) of IF i (from 0): CRVAL of the
+ * FREQ axis, the IF's offset, and its channel width from CRPIX on. */
+static double channel_freq(const uvfits_axes *ax, const double *if_off, const double *ch_width, long i, long c) {
+    return ax->crval[ax->freq_ax] + if_off[i] + ((double)(c + 1) - ax->crpix[ax->freq_ax]) * ch_width[i];
+}
+
 /* The phase centre and name of source `id` from the AIPS SU table, which a
  * file with a SOURCE group parameter carries (its header's RA and Dec may
  * be 0 and its OBJECT 'MULTI'): RAEPO, DECEPO (degrees, at the equinox of
@@ -259,12 +265,11 @@ static pk_status read_su_source(pk_context *ctx, const char *path, fitsfile *f, 
         st = fits_error(ctx, path, "AIPS SU table (columns 'ID. NO.', 'SOURCE', 'RAEPO', 'DECEPO')", status);
         rows = 0;
     }
-    int s_epoch = 0, name_type = 0;
+    int s_epoch = 0, s_name = 0, name_type = 0;
     if (!st && fits_get_colnum(f, CASEINSEN, "EPOCH", &c_epoch, &s_epoch)) c_epoch = 0;
     /* the name read only from a text column that fits the buffer */
     long name_chars = 0, name_width = 0;
-    s_epoch = 0;
-    if (!st && (fits_get_coltype(f, c_name, &name_type, &name_chars, &name_width, &s_epoch) || name_type != TSTRING ||
+    if (!st && (fits_get_coltype(f, c_name, &name_type, &name_chars, &name_width, &s_name) || name_type != TSTRING ||
                 name_chars >= FLEN_VALUE))
         c_name = 0;
     for (long r = 1; !st && r <= rows; r++) {
@@ -554,7 +559,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         }
         for (long i = 0; i < n_if; i++) {
             for (long c = 0; c < n_chan; c++) {
-                double freq = ax.crval[ax.freq_ax] + if_off[i] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ch_width[i];
+                double freq = channel_freq(&ax, if_off, ch_width, i, c);
                 double sum_re = 0, sum_im = 0, sum_w = 0;
                 int n_valid = 0;
                 for (int h = 0; h < n_hands; h++) {
@@ -629,8 +634,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     { /* the mean frequency of the channels, the band's centre */
         double sum = 0;
         for (long i = 0; i < n_if; i++)
-            for (long c = 0; c < n_chan; c++)
-                sum += ax.crval[ax.freq_ax] + if_off[i] + ((double)(c + 1) - ax.crpix[ax.freq_ax]) * ch_width[i];
+            for (long c = 0; c < n_chan; c++) sum += channel_freq(&ax, if_off, ch_width, i, c);
         out->freq_hz = sum / (double)(n_if * n_chan);
     }
     if (ax.ra_ax >= 0 && ax.dec_ax >= 0) {
@@ -679,6 +683,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         int found = 0;
         if ((st = read_su_source(ctx, path, f, source_id, out, &found)) != PK_OK) goto done;
         if (found && !out->radesys[0]) read_radesys(f, out->radesys, sizeof out->radesys);
+        if (found && out->equinox == 0) out->equinox = read_equinox(f); /* the SU table gave none */
     }
     if (n_out == 0) {
         st = pk_fail(

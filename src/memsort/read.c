@@ -67,12 +67,34 @@ static pk_status read_u32s(reader *r, uint32_t *v, uint64_t n, const char *what)
 
 #define BAD(...) pk_fail(ctx, PK_ERR_PARSE, __VA_ARGS__)
 
-/* An owned instance's values (trace positions) against its plan: each a
- * position of the trace, rising within a run (the order is stable); the
- * first row in first_chunk, the last in last_chunk; the last run holding
- * last_include_total rows, last_include of them from last_chunk; and,
- * when the previous instance is owned too, prev_value its last value and
- * first_skip the earlier rows of first_addr in first_chunk. chunk_start, chunk counts and runs are read and checked. */
+const char *pk_memsort_plan_disagrees(const uint64_t *chunk_start, uint32_t n_chunks, const pk_memsort_instance *in,
+                                      const uint32_t *pos, size_t stride, uint32_t last_count,
+                                      const pk_memsort_instance *prev, const uint32_t *prev_pos,
+                                      uint32_t prev_last_count) {
+    uint32_t n = in->n_rows, in_last_chunk = 0;
+    for (uint32_t k = n - last_count; k < n; k++) in_last_chunk += pos[k * stride] >= chunk_start[in->last_chunk];
+    if (pk_memsort_chunk_at(chunk_start, n_chunks, pos[0]) != in->first_chunk) return "first_chunk";
+    if (pk_memsort_chunk_at(chunk_start, n_chunks, pos[(size_t)(n - 1) * stride]) != in->last_chunk)
+        return "last_chunk";
+    if (last_count != in->last_include_total) return "last_include_total";
+    if (in_last_chunk != in->last_include) return "last_include";
+    if (!prev) return NULL;
+    uint64_t skip = 0;
+    if (prev->last_addr == in->first_addr) {
+        for (uint32_t k = prev->n_rows - prev_last_count; k < prev->n_rows; k++)
+            skip += pk_memsort_chunk_at(chunk_start, n_chunks, prev_pos[k * stride]) == in->first_chunk;
+        if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
+    }
+    if (in->prev_value != prev_pos[(size_t)(prev->n_rows - 1) * stride]) return "prev_value";
+    if (in->first_skip != skip) return "first_skip";
+    return NULL;
+}
+
+/* An owned instance's values (trace positions): each a position of the
+ * trace, rising within a run (the order is stable); then the plan fields
+ * they fix (pk_memsort_plan_disagrees), prev_value and first_skip where
+ * the previous instance of the region is owned too. The chunk table,
+ * chunk counts and runs are read and checked by then. */
 static pk_status check_values(pk_context *ctx, const char *path, const pk_memsort_result *res, uint32_t g) {
     const pk_memsort_instance *in = &res->instances[g];
     const pk_memsort_run_entry *run = res->runs + in->runs_offset;
@@ -85,32 +107,10 @@ static pk_status check_values(pk_context *ctx, const char *path, const pk_memsor
                 return pk_fail(ctx, PK_ERR_PARSE, "%s: instance %u: value %llu (%u, of run %u) is %s", path, g,
                                (unsigned long long)j, v[j], r,
                                v[j] >= n_entries ? "past the trace's end" : "not after the value before it");
-    uint32_t last_count = run[in->n_runs - 1].count;
-    const uint32_t *last_run = v + in->n_rows - last_count;
-    uint32_t in_last_chunk = 0;
-    for (uint32_t k = 0; k < last_count; k++) in_last_chunk += last_run[k] >= res->chunk_start[in->last_chunk];
-    const char *field = NULL;
-    if (pk_memsort_chunk_at(res->chunk_start, res->n_chunks, v[0]) != in->first_chunk) field = "first_chunk";
-    else if (pk_memsort_chunk_at(res->chunk_start, res->n_chunks, v[in->n_rows - 1]) != in->last_chunk)
-        field = "last_chunk";
-    else if (last_count != in->last_include_total) field = "last_include_total";
-    else if (in_last_chunk != in->last_include) field = "last_include";
-    else if (in->index > 0 && in[-1].owned) {
-        /* the previous instance's rows: its last value, and its rows of this
-         * instance's first address in first_chunk (with those before it
-         * there when it holds that address alone) */
-        const pk_memsort_instance *prev = in - 1;
-        const uint32_t *pv = res->values + prev->values_offset;
-        uint64_t skip = 0;
-        if (prev->last_addr == in->first_addr) {
-            uint32_t n_last = res->runs[prev->runs_offset + prev->n_runs - 1].count;
-            for (uint32_t k = prev->n_rows - n_last; k < prev->n_rows; k++)
-                skip += pk_memsort_chunk_at(res->chunk_start, res->n_chunks, pv[k]) == in->first_chunk;
-            if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
-        }
-        if (in->prev_value != pv[prev->n_rows - 1]) field = "prev_value";
-        else if (in->first_skip != skip) field = "first_skip";
-    }
+    const pk_memsort_instance *prev = in->index > 0 && in[-1].owned ? in - 1 : NULL;
+    const char *field = pk_memsort_plan_disagrees(res->chunk_start, res->n_chunks, in, v, 1, run[in->n_runs - 1].count,
+                                                  prev, prev ? res->values + prev->values_offset : NULL,
+                                                  prev ? res->runs[prev->runs_offset + prev->n_runs - 1].count : 0);
     if (field)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: instance %u: field %s does not agree with its rows%s", path, g, field,
                        strcmp(field, "prev_value") == 0   ? " (the previous instance's last value)"

@@ -14,6 +14,15 @@
  * by address. Half the run's progress, reported every 2^22 keys merged or
  * so (tens of ms), also inside the last passes' long merges, so that a
  * cancellation is seen soon; NULL when cancelled. */
+/* The keys merged since the last report, reported once they reach a step:
+ * 1 when the callback asks to stop. */
+static int report_merged(pk_progress *progress, uint64_t *pending, uint64_t step, int passes) {
+    if (*pending < step) return 0;
+    int stop = pk_progress_add(progress, 0.5 * (double)*pending / passes, 1);
+    *pending = 0;
+    return stop;
+}
+
 static uint64_t *merge_sort(uint64_t *a, uint64_t *tmp, uint64_t n, pk_progress *progress) {
     const uint64_t step = (uint64_t)1 << 22;
     uint64_t *src = a, *dst = tmp, pending = 0; /* keys merged, not yet reported */
@@ -39,22 +48,16 @@ static uint64_t *merge_sort(uint64_t *a, uint64_t *tmp, uint64_t n, pk_progress 
                     else
                         while (j < j_end) dst[k++] = src[j++];
                     pending += k - k0;
-                    if (pending >= step) {
-                        if (pk_progress_add(progress, 0.5 * (double)pending / passes, 1)) return NULL;
-                        pending = 0;
-                    }
+                    if (report_merged(progress, &pending, step, passes)) return NULL;
                 }
             }
-            if (pending >= step) {
-                if (pk_progress_add(progress, 0.5 * (double)pending / passes, 1)) return NULL;
-                pending = 0;
-            }
+            if (report_merged(progress, &pending, step, passes)) return NULL;
         }
         uint64_t *t = src;
         src = dst;
         dst = t;
     }
-    if (pending && pk_progress_add(progress, 0.5 * (double)pending / passes, 1)) return NULL;
+    if (pending && report_merged(progress, &pending, 1, passes)) return NULL;
     return src;
 }
 

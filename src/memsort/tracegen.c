@@ -59,8 +59,9 @@ static uint64_t rng_skewed(gen_rng *r, uint64_t n) {
 /* the rest (0.568): the stack */
 
 #define STACK_WINDOW_WORDS 8192 /* the stack pointer wanders this far below the top */
-#define STACK_HOT_WORDS 96      /* accesses land within this many words of sp */
-#define RECENT_OBJECTS 64       /* heap objects still being touched */
+_Static_assert(PK_MEMSORT_GEN_MIN_LAST_WORDS == 2 * STACK_WINDOW_WORDS, "memsort.h says what a stack and a heap need");
+#define STACK_HOT_WORDS 96 /* accesses land within this many words of sp */
+#define RECENT_OBJECTS 64  /* heap objects still being touched */
 #define ROM_TABLES 16
 #define ROM_TABLE_WORDS 256
 #define ROM_TABLE_STRIDE_WORDS 4096

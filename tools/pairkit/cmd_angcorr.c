@@ -357,21 +357,13 @@ int cmd_angcorr(int argc, char **argv) {
             }
         }
     }
-    /* under mpirun each rank reads the catalogs itself: one reading another
-     * copy (a stale file on one node's disk) would mix two catalogs'
-     * counts without a word, so the ranks compare what they read */
+    /* under mpirun the ranks compare what they read */
     if (n_ranks > 1 && cli_mpi_all_ok(st == PK_OK)) {
         for (int c = 0; c < 2 && st == PK_OK; c++) {
-            uint64_t h = cli_hash_bytes(CLI_HASH_START, cats[c]->ra, cats[c]->n * sizeof(double));
+            uint64_t h = cli_hash_bytes(CLI_HASH_START ^ cats[c]->n, cats[c]->ra, cats[c]->n * sizeof(double));
             h = cli_hash_bytes(h, cats[c]->dec, cats[c]->n * sizeof(double));
             if (weights[c]) h = cli_hash_bytes(h, weights[c], cats[c]->n * sizeof(double));
-            if (!cli_mpi_same_u64(h ^ cats[c]->n)) {
-                snprintf(ctx.message, sizeof ctx.message,
-                         "%s: the ranks read different catalogs under this name (another copy on some node?); every "
-                         "rank must read the same file",
-                         paths[c]);
-                st = PK_ERR_PARSE;
-            }
+            st = cli_mpi_same_input(&ctx, h, paths[c], "catalogs");
         }
     }
     pk_angcorr_run_options run = {weights[0], weights[1], mean_theta, jackknife, prune};

@@ -237,21 +237,13 @@ int cmd_dftimage(int argc, char **argv) {
         return cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)",
                                vis_path);
     }
-    /* under mpirun each rank reads the file itself: one reading another copy
-     * would sum two files' images without a word, so the ranks compare
-     * what they read */
+    /* under mpirun the ranks compare what they read */
     if (n_ranks > 1 && cli_mpi_all_ok(st == PK_OK)) {
         uint64_t h = CLI_HASH_START ^ vis.n;
         const double *arrays[6] = {vis.u, vis.v, vis.w, vis.re, vis.im, vis.weight};
         for (int a = 0; a < 6; a++)
             if (arrays[a]) h = cli_hash_bytes(h, arrays[a], vis.n * sizeof(double));
-        if (!cli_mpi_same_u64(h)) {
-            snprintf(ctx.message, sizeof ctx.message,
-                     "%s: the ranks read different visibilities under this name (another copy on some node?); "
-                     "every rank must read the same file",
-                     vis_path);
-            st = PK_ERR_PARSE;
-        }
+        st = cli_mpi_same_input(&ctx, h, vis_path, "visibilities");
     }
     /* the baselines asked for, then imaging weights from every one of them,
      * before any share is taken */

@@ -274,17 +274,11 @@ int cmd_memsort(int argc, char **argv) {
         st = pk_memsort_trace_read(&ctx, trace_dir, &regions, &trace);
         have_trace = st == PK_OK;
     }
-    /* under mpirun each rank reads the trace itself: one reading another
-     * copy would write instances of another trace beside the others', so
-     * the ranks compare what they read */
+    /* under mpirun the ranks compare what they read */
     if (cli_mpi_size() > 1 && cli_mpi_all_ok(st == PK_OK)) {
         uint64_t h = cli_hash_bytes(CLI_HASH_START ^ trace.n_entries, trace.addr, trace.n_entries * sizeof(uint32_t));
         h = cli_hash_bytes(h, trace.chunk_start, ((size_t)trace.n_chunks + 1) * sizeof(uint64_t));
-        if (!cli_mpi_same_u64(h))
-            st = pk_fail(&ctx, PK_ERR_PARSE,
-                         "%s: the ranks read different traces under this name (another copy on some node?); every "
-                         "rank must read the same chunk files",
-                         trace_dir);
+        st = cli_mpi_same_input(&ctx, h, trace_dir, "traces");
     }
     if (!st && rank == 0) {
         /* an empty chunk file is a trace's own (a chunk without memory

@@ -146,40 +146,25 @@ static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_re
     }
 }
 
+/* Rows of address a at the end of a fill's pairs. */
+static uint32_t trailing_rows(const pk_memsort_fill *f, uint32_t a) {
+    uint32_t n = 0;
+    for (uint64_t j = f->n_rows; j-- > 0 && f->pairs[2 * j] == a;) n++;
+    return n;
+}
+
 /* With every chunk given, fills[k] holds the whole instance's rows, as the
- * trace has them: the plan fields those rows fix must agree, as
- * pk_memsort_read checks them against a memsort.bin's rows (first_chunk
- * and last_chunk, the chunks of the first and last rows; the rows of
- * last_addr, last_include_total, and of those in last_chunk,
- * last_include; with the previous instance of the region filled too, its
- * last row's position, prev_value, and its rows of first_addr in
- * first_chunk, first_skip). NULL when they agree, else the field. */
+ * trace has them: the plan fields those rows fix must agree
+ * (pk_memsort_plan_disagrees, as pk_memsort_read checks a memsort.bin's
+ * rows), with the previous instance of the region when it is filled too.
+ * NULL when they agree, else the field. */
 static const char *plan_against_rows(const pk_memsort_result *plans, const pk_memsort_fill *fills, uint32_t k) {
-    const pk_memsort_fill *f = &fills[k];
+    const pk_memsort_fill *f = &fills[k], *pf = k > 0 ? &fills[k - 1] : NULL;
     const pk_memsort_instance *in = f->plan;
-    const uint32_t *pr = f->pairs;
-    uint64_t n = f->n_rows, last_total = 0, last_in_chunk = 0;
-    for (uint64_t j = n; j-- > 0 && pr[2 * j] == in->last_addr;) {
-        last_total++;
-        last_in_chunk += pr[2 * j + 1] >= plans->chunk_start[in->last_chunk];
-    }
-    if (pk_memsort_chunk_at(plans->chunk_start, plans->n_chunks, pr[1]) != in->first_chunk) return "first_chunk";
-    if (pk_memsort_chunk_at(plans->chunk_start, plans->n_chunks, pr[2 * (n - 1) + 1]) != in->last_chunk)
-        return "last_chunk";
-    if (last_total != in->last_include_total) return "last_include_total";
-    if (last_in_chunk != in->last_include) return "last_include";
-    const pk_memsort_fill *pf = k > 0 ? &fills[k - 1] : NULL;
-    if (!pf || in->index == 0 || pf->plan->gid + 1 != in->gid || pf->n_rows != pf->plan->n_rows) return NULL;
-    const pk_memsort_instance *prev = pf->plan;
-    uint64_t skip = 0;
-    if (prev->last_addr == in->first_addr) {
-        for (uint64_t j = pf->n_rows; j-- > 0 && pf->pairs[2 * j] == in->first_addr;)
-            skip += pk_memsort_chunk_at(plans->chunk_start, plans->n_chunks, pf->pairs[2 * j + 1]) == in->first_chunk;
-        if (prev->first_addr == prev->last_addr && prev->first_chunk == in->first_chunk) skip += prev->first_skip;
-    }
-    if (in->prev_value != pf->pairs[2 * (pf->n_rows - 1) + 1]) return "prev_value";
-    if (in->first_skip != skip) return "first_skip";
-    return NULL;
+    if (pf && (in->index == 0 || pf->plan->gid + 1 != in->gid || pf->n_rows != pf->plan->n_rows)) pf = NULL;
+    return pk_memsort_plan_disagrees(plans->chunk_start, plans->n_chunks, in, f->pairs + 1, 2,
+                                     trailing_rows(f, in->last_addr), pf ? pf->plan : NULL, pf ? pf->pairs + 1 : NULL,
+                                     pf ? trailing_rows(pf, pf->plan->last_addr) : 0);
 }
 
 int cmd_memsort_fill(int argc, char **argv) {

@@ -10,6 +10,7 @@
 #endif
 
 #include "mpi.h"
+#include "common/common.h"
 #include "pairkit/pairkit.h"
 
 #ifdef PK_HAVE_MPI
@@ -192,6 +193,14 @@ int cli_mpi_same_u64(uint64_t v) {
 void cli_mpi_barrier(void) {}
 
 #endif
+
+pk_status cli_mpi_same_input(pk_context *ctx, uint64_t h, const char *path, const char *what) {
+    if (cli_mpi_same_u64(h)) return PK_OK;
+    return pk_fail(ctx, PK_ERR_PARSE,
+                   "%s: the ranks read different %s under this name (another copy on some node?); every rank must "
+                   "read the same input",
+                   path, what);
+}
 
 uint64_t cli_hash_bytes(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;

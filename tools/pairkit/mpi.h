@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pairkit/pairkit.h"
+
 /* 1 when this build can run its commands as MPI ranks. */
 int cli_mpi_built(void);
 void cli_mpi_init(int *argc, char ***argv);
@@ -36,6 +38,13 @@ int cli_mpi_same_u64(uint64_t v);
  * they read, so that one reading another copy is seen. */
 #define CLI_HASH_START 0xcbf29ce484222325ull
 uint64_t cli_hash_bytes(uint64_t h, const void *p, size_t n);
+/* Under mpirun, where each rank reads the inputs itself: whether every
+ * rank read the same input at path, by h, the hash of what it read. When
+ * not (one rank reading another copy, a stale file on one node's disk,
+ * would mix two inputs' results without a word) ctx's message says so,
+ * naming path and what ("catalogs", "visibilities", "traces"), and the
+ * answer is PK_ERR_PARSE; PK_OK outside mpirun. Every rank calls it. */
+pk_status cli_mpi_same_input(pk_context *ctx, uint64_t h, const char *path, const char *what);
 void cli_mpi_barrier(void);
 /* Seconds this rank spent inside the collectives above (waiting for the
  * slowest rank included). */
