@@ -665,15 +665,20 @@ static void test_message_stack(void) {
  * v = 2g, w = 0.5g microseconds. Options: the FQ table's CH WIDTH per IF
  * (NULL: no such column), a SOURCE parameter with these ids per group
  * (NULL: none) and an AIPS SU table, u split over two 'UU' parameters, no
- * DATE parameter but the header's DATE-OBS, and the ptype of the second u
- * part. */
+ * DATE parameter but the header's DATE-OBS, the ptype of the second u
+ * part, a FREQSEL parameter with these ids per group (NULL: none), and
+ * the FQ table's FRQSEL ids (row k: IF 2 at +50 MHz + k * 30 MHz; none:
+ * one row of id 1; a 0 id: no FRQSEL column). */
 typedef struct synth {
     const double *ch_width;
     const double *source; /* per group */
     int su_table;         /* 2: its SOURCE column 200 characters wide */
     int split_u;
     const char *second_u_ptype;
-    const char *date_obs; /* NULL: DATE parameters */
+    const char *date_obs;  /* NULL: DATE parameters */
+    const double *freqsel; /* per group */
+    int n_fq_rows;
+    const int *fq_ids;
 } synth;
 
 #define SYNTH_GROUPS 5
@@ -691,7 +696,7 @@ static void write_synth(const char *path, const synth *o) {
     fitsfile *f = NULL;
     long naxes[7] = {0, 3, 1, SYNTH_CHAN, SYNTH_IF, 1, 1};
     const int have_date = o->date_obs == NULL;
-    const long pcount = 3 + (o->split_u ? 1 : 0) + (have_date ? 2 : 0) + (o->source ? 1 : 0);
+    const long pcount = 3 + (o->split_u ? 1 : 0) + (have_date ? 2 : 0) + (o->source ? 1 : 0) + (o->freqsel ? 1 : 0);
     fits_create_file(&f, name, &status);
     fits_write_grphdr(f, TRUE, DOUBLE_IMG, 7, naxes, pcount, SYNTH_GROUPS, TRUE, &status);
     const char *ctype[7] = {"", "COMPLEX", "STOKES", "FREQ", "IF", "RA", "DEC"};
@@ -716,6 +721,7 @@ static void write_synth(const char *path, const synth *o) {
     ptypes[np++] = "WW---SIN";
     if (have_date) ptypes[np++] = "DATE", ptypes[np++] = "DATE";
     if (o->source) ptypes[np++] = "SOURCE";
+    if (o->freqsel) ptypes[np++] = "FREQSEL";
     for (int p = 0; p < np; p++) {
         char key[16];
         snprintf(key, sizeof key, "PTYPE%d", p + 1);
@@ -734,6 +740,7 @@ static void write_synth(const char *path, const synth *o) {
         params[q++] = 0.5 * synth_u(g);
         if (have_date) params[q++] = 2458849.5, params[q++] = 0.25;
         if (o->source) params[q++] = o->source[g - 1];
+        if (o->freqsel) params[q++] = o->freqsel[g - 1];
         float data[3 * SYNTH_CHAN * SYNTH_IF];
         for (int k = 0; k < SYNTH_CHAN * SYNTH_IF; k++)
             data[3 * k] = 1.0f, data[3 * k + 1] = 0.0f, data[3 * k + 2] = 1.0f;
@@ -745,17 +752,22 @@ static void write_synth(const char *path, const synth *o) {
         snprintf(form_d, sizeof form_d, "%dD", SYNTH_IF);
         snprintf(form_e, sizeof form_e, "%dE", SYNTH_IF);
         snprintf(form_j, sizeof form_j, "%dJ", SYNTH_IF);
+        const int one_id = 1, rows = o->n_fq_rows ? o->n_fq_rows : 1, *ids = o->fq_ids ? o->fq_ids : &one_id;
+        const int c0 = ids[0] ? 1 : 0; /* the first column after FRQSEL, when there is one */
         char *ttype[4] = {"FRQSEL", "IF FREQ", "CH WIDTH", "SIDEBAND"};
         char *tform[4] = {"1J", form_d, form_e, form_j};
-        fits_create_tbl(f, BINARY_TBL, 1, o->ch_width ? 4 : 2, ttype, tform, NULL, "AIPS FQ", &status);
-        int frqsel = 1, sideband[SYNTH_IF];
-        double if_freq[SYNTH_IF] = {0, 50e6};
-        fits_write_col(f, TINT, 1, 1, 1, 1, &frqsel, &status);
-        fits_write_col(f, TDOUBLE, 2, 1, 1, SYNTH_IF, if_freq, &status);
-        if (o->ch_width) {
-            for (int i = 0; i < SYNTH_IF; i++) sideband[i] = o->ch_width[i] < 0 ? -1 : 1;
-            fits_write_col(f, TDOUBLE, 3, 1, 1, SYNTH_IF, (void *)o->ch_width, &status);
-            fits_write_col(f, TINT, 4, 1, 1, SYNTH_IF, sideband, &status);
+        fits_create_tbl(f, BINARY_TBL, rows, (o->ch_width ? 3 : 1) + c0, ttype + 1 - c0, tform + 1 - c0, NULL,
+                        "AIPS FQ", &status);
+        for (int r = 0; r < rows; r++) {
+            int sideband[SYNTH_IF];
+            double if_freq[SYNTH_IF] = {0, 50e6 + 30e6 * r};
+            if (c0) fits_write_col(f, TINT, 1, r + 1, 1, 1, (void *)&ids[r], &status);
+            fits_write_col(f, TDOUBLE, 1 + c0, r + 1, 1, SYNTH_IF, if_freq, &status);
+            if (o->ch_width) {
+                for (int i = 0; i < SYNTH_IF; i++) sideband[i] = o->ch_width[i] < 0 ? -1 : 1;
+                fits_write_col(f, TDOUBLE, 2 + c0, r + 1, 1, SYNTH_IF, (void *)o->ch_width, &status);
+                fits_write_col(f, TINT, 3 + c0, r + 1, 1, SYNTH_IF, sideband, &status);
+            }
         }
     }
     if (o->su_table) {
@@ -869,6 +881,42 @@ static void test_synthetic(void) {
     CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
     CHECK(vis.ra0_deg == 0 && strcmp(vis.object, "MULTI") == 0, "no SU table: the header's centre, '%s'", vis.object);
     pk_vis_free(&vis);
+
+    /* FREQSEL: the FQ row of the file's setup (IF 2 at +50 MHz in row 1,
+     * +80 MHz in row 2), found by its FRQSEL id or, without that column,
+     * by position; several setups refused */
+    const double sel_2[SYNTH_GROUPS] = {2, 2, 2, 2, 2}, sel_mixed[SYNTH_GROUPS] = {2, 2, 2, 1, 2},
+                 sel_3[SYNTH_GROUPS] = {3, 3, 3, 3, 3};
+    const int ids_12[2] = {1, 2}, ids_21[2] = {2, 1}, ids_none[2] = {0, 0};
+    struct {
+        const double *sel;
+        const int *ids;
+        double if2_offset;
+    } fq_cases[5] = {{sel_2, ids_12, 80e6},
+                     {sel_2, ids_21, 50e6},
+                     {NULL, ids_21, 80e6},
+                     {sel_2, ids_none, 80e6},
+                     {NULL, ids_12, 50e6}};
+    for (int t = 0; t < 5; t++) {
+        synth of = {.freqsel = fq_cases[t].sel, .n_fq_rows = 2, .fq_ids = fq_cases[t].ids};
+        write_synth(path, &of);
+        CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+        double f_last = 1e9 + fq_cases[t].if2_offset + 3e6; /* IF 2, channel 4 */
+        CHECK(vis.n == SYNTH_GROUPS * SYNTH_CHAN * SYNTH_IF &&
+                  close_rel(vis.u[vis.n - 1], synth_u(SYNTH_GROUPS) * f_last, 1e-12),
+              "FQ case %d: u %.17g, expected %.17g", t, vis.n ? vis.u[vis.n - 1] : 0.0, synth_u(SYNTH_GROUPS) * f_last);
+        pk_vis_free(&vis);
+    }
+    synth om = {.freqsel = sel_mixed, .n_fq_rows = 2, .fq_ids = ids_12};
+    write_synth(path, &om);
+    expect_error(path, PK_WEIGHTS_DATA, "group 4: FREQSEL = 1 where group 1 has 2: a file of several frequency setups",
+                 "two setups");
+    synth o_absent = {.freqsel = sel_3, .n_fq_rows = 2, .fq_ids = ids_12};
+    write_synth(path, &o_absent);
+    expect_error(path, PK_WEIGHTS_DATA, "none of its 2 rows has FRQSEL = 3", "no row of setup 3");
+    synth o_absent2 = {.freqsel = sel_3, .n_fq_rows = 2, .fq_ids = ids_none};
+    write_synth(path, &o_absent2);
+    expect_error(path, PK_WEIGHTS_DATA, "no 'FRQSEL' column and no row 3 of 2", "no row 3");
 
     unlink(path);
     rmdir(dir);

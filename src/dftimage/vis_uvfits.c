@@ -9,7 +9,8 @@
  *   u, v, w (a float32 high and low part);
  * - an axis of length 1 may lack its CTYPE;
  * - u, v, w are in seconds: times each channel's frequency (FREQ axis plus
- *   the IF offset and signed channel width of the AIPS FQ table) they give
+ *   the IF offset and signed channel width of the AIPS FQ table, in the
+ *   row of the file's FREQSEL setup; several setups are refused) they give
  *   wavelengths, so every channel and IF is its own visibility;
  * - a SOURCE parameter: one source is imaged at its AIPS SU table
  *   position, several are refused;
@@ -189,10 +190,10 @@ static pk_status read_axes(pk_context *ctx, const char *path, fitsfile *f, uvfit
     return PK_OK;
 }
 
-/* One column of the AIPS FQ table's row 1 into values[n_if]; a column
+/* One column of row `row` of the AIPS FQ table into values[n_if]; a column
  * absent and not required leaves values as they are. */
 static pk_status read_fq_column(pk_context *ctx, const char *path, fitsfile *f, const char *name, int required,
-                                long n_if, double *values) {
+                                long row, long n_if, double *values) {
     int status = 0, col;
     char what[64];
     snprintf(what, sizeof what, "AIPS FQ table: column '%s'", name);
@@ -204,7 +205,7 @@ static pk_status read_fq_column(pk_context *ctx, const char *path, fitsfile *f, 
     if (!status && repeat < n_if)
         return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: '%s' holds %ld values for %ld IFs", path, name, repeat,
                        n_if);
-    if (!status) fits_read_col(f, TDOUBLE, col, 1, 1, n_if, NULL, values, NULL, &status);
+    if (!status) fits_read_col(f, TDOUBLE, col, row, 1, n_if, NULL, values, NULL, &status);
     if (status) return fits_error(ctx, path, what, status);
     for (long i = 0; i < n_if; i++)
         if (!isfinite(values[i]))
@@ -213,13 +214,42 @@ static pk_status read_fq_column(pk_context *ctx, const char *path, fitsfile *f, 
     return PK_OK;
 }
 
-/* From the AIPS FQ table, row 1: each IF's frequency offset (Hz) and its
- * channel width (Hz, signed: negative for a lower-sideband IF, whose
- * frequency falls with the channel number), as AIPS, CASA and pyuvdata
- * read them. Without a table (one IF) the offset is 0; without the
- * 'CH WIDTH' column every IF takes the FREQ axis's CDELT. */
-static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, long n_if, long n_chan, double cdelt,
-                               double *offsets, double *widths) {
+/* The row of the AIPS FQ table that describes frequency setup `fq_id`
+ * (the FREQSEL group parameter's value; 1 without one, as in AIPS): the
+ * row whose FRQSEL is fq_id, or without that column row fq_id itself. */
+static pk_status find_fq_row(pk_context *ctx, const char *path, fitsfile *f, double fq_id, long *row) {
+    int status = 0, col;
+    long rows = 0;
+    if (fits_get_num_rows(f, &rows, &status)) return fits_error(ctx, path, "AIPS FQ table", status);
+    if (fits_get_colnum(f, CASEINSEN, "FRQSEL", &col, &status)) {
+        status = 0;
+        if (fq_id >= 1 && fq_id <= (double)rows && fq_id == floor(fq_id)) {
+            *row = (long)fq_id;
+            return PK_OK;
+        }
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: no 'FRQSEL' column and no row %g of %ld", path, fq_id,
+                       rows);
+    }
+    for (long r = 1; r <= rows; r++) {
+        double id = 0;
+        if (fits_read_col(f, TDOUBLE, col, r, 1, 1, NULL, &id, NULL, &status))
+            return fits_error(ctx, path, "AIPS FQ table: column 'FRQSEL'", status);
+        if (id == fq_id) {
+            *row = r;
+            return PK_OK;
+        }
+    }
+    return pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: none of its %ld rows has FRQSEL = %g (frequency setup %g)",
+                   path, rows, fq_id, fq_id);
+}
+
+/* From the AIPS FQ table, the row of setup fq_id: each IF's frequency
+ * offset (Hz) and its channel width (Hz, signed: negative for a
+ * lower-sideband IF, whose frequency falls with the channel number), as
+ * AIPS, CASA and pyuvdata read them. Without a table (one IF) the offset
+ * is 0; without the 'CH WIDTH' column every IF takes the FREQ axis's CDELT. */
+static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, double fq_id, long n_if, long n_chan,
+                               double cdelt, double *offsets, double *widths) {
     int status = 0;
     for (long i = 0; i < n_if; i++) offsets[i] = 0.0, widths[i] = cdelt;
     if (fits_movnam_hdu(f, BINARY_TBL, "AIPS FQ", 0, &status)) {
@@ -229,8 +259,10 @@ static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, l
                            n_if);
         return PK_OK;
     }
-    pk_status st = read_fq_column(ctx, path, f, "IF FREQ", 1, n_if, offsets);
-    if (!st) st = read_fq_column(ctx, path, f, "CH WIDTH", 0, n_if, widths);
+    long row = 1;
+    pk_status st = find_fq_row(ctx, path, f, fq_id, &row);
+    if (!st) st = read_fq_column(ctx, path, f, "IF FREQ", 1, row, n_if, offsets);
+    if (!st) st = read_fq_column(ctx, path, f, "CH WIDTH", 0, row, n_if, widths);
     for (long i = 0; !st && n_chan > 1 && i < n_if; i++)
         if (widths[i] == 0)
             st = pk_fail(ctx, PK_ERR_PARSE, "%s: AIPS FQ table: 'CH WIDTH' of IF %ld is 0 for %ld channels", path,
@@ -388,7 +420,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
     /* u, v, w: each the sum of the parameters of one name, as for DATE
      * (a writer may store a float32 value as a high and a low part) */
     static const char *const uvw_names[3] = {"UU", "VV", "WW"};
-    int iuvw[3][4], n_uvw[3] = {0, 0, 0}, n_date = 0, idate[4], isource = -1;
+    int iuvw[3][4], n_uvw[3] = {0, 0, 0}, n_date = 0, idate[4], isource = -1, ifreqsel = -1;
     char uvw_ptype[3][FLEN_VALUE] = {"", "", ""};
     params = malloc((size_t)pcount * sizeof(double));
     pscal = malloc((size_t)pcount * sizeof(double));
@@ -439,6 +471,7 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
             idate[n_date++] = (int)p;
         } else {
             if (strcmp(ptype, "SOURCE") == 0 && isource < 0) isource = (int)p;
+            if (strcmp(ptype, "FREQSEL") == 0 && ifreqsel < 0) ifreqsel = (int)p;
             continue;
         }
         if (pscal[p] == 0) { /* every value of a parameter read would be PZEROn (every u zero, say) */
@@ -465,7 +498,17 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    if ((st = read_fq_table(ctx, path, f, n_if, n_chan, ax.cdelt[ax.freq_ax], if_off, ch_width)) != PK_OK) goto done;
+    /* the frequency setup: group 1's FREQSEL, which every group must share */
+    double fq_id = 1;
+    if (ifreqsel >= 0) {
+        if (fits_read_grppar_dbl(f, 1, 1, pcount, params, &status)) {
+            st = fits_error(ctx, path, "group 1 of the file", status);
+            goto done;
+        }
+        fq_id = params[ifreqsel] * pscal[ifreqsel] + pzero[ifreqsel];
+    }
+    if ((st = read_fq_table(ctx, path, f, fq_id, n_if, n_chan, ax.cdelt[ax.freq_ax], if_off, ch_width)) != PK_OK)
+        goto done;
 
     /* Stokes: I alone, or the parallel hands. */
     long n_stokes = ax.stokes_ax >= 0 ? ax.len[ax.stokes_ax] : 1;
@@ -545,6 +588,15 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
                              path, g, params[isource], source_id);
                 goto done;
             }
+        }
+        if (ifreqsel >= 0 && params[ifreqsel] != fq_id) {
+            /* the channels of another setup lie at other frequencies */
+            st = pk_fail(ctx, PK_ERR_PARSE,
+                         "%s: group %ld: FREQSEL = %g where group 1 has %g: a file of several frequency setups; "
+                         "image one setup at a time (select it first: AIPS UVCOP or SPLIT with FREQID, CASA split "
+                         "with spw, or pyuvdata's select)",
+                         path, g, params[ifreqsel], fq_id);
+            goto done;
         }
         if (!isfinite(u_s) || !isfinite(v_s) || !isfinite(w_s)) {
             const char *name = !isfinite(u_s) ? "u" : !isfinite(v_s) ? "v" : "w";
