@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pk_context ctx;
     pk_context_init(&ctx);
     pk_catalog cat;
-    pk_status st = pk_catalog_read(&ctx, path, (pk_units)(size % 3), &cat);
+    pk_status st = pk_catalog_read(&ctx, path, (pk_units)(size % 4), &cat);
     fuzz_catalog_check(st, &ctx, path, &cat, NULL, size);
     pk_catalog_free(&cat);
     return 0;

@@ -62,7 +62,8 @@ static inline void fuzz_catalog_check(pk_status st, const pk_context *ctx, const
 }
 
 /* One input read as a catalog file of `format` named `file`: units from the
- * length and, for odd lengths, the weight column `weight`; then the checks
+ * length (halved, so that each of the four goes with weights and without)
+ * and, for odd lengths, the weight column `weight`; then the checks
  * above. */
 static inline void fuzz_catalog_spec(const uint8_t *data, size_t size, const char *file, pk_catalog_format format,
                                      const char *weight) {
@@ -70,7 +71,7 @@ static inline void fuzz_catalog_spec(const uint8_t *data, size_t size, const cha
     pk_context ctx;
     pk_context_init(&ctx);
     int weighted = size % 2;
-    pk_catalog_spec spec = {format, (pk_units)(size % 3), NULL, NULL, weighted ? weight : NULL, 0};
+    pk_catalog_spec spec = {format, (pk_units)(size / 2 % 4), NULL, NULL, weighted ? weight : NULL, 0};
     pk_catalog cat;
     double *weights = NULL;
     pk_status st = pk_catalog_read_spec(&ctx, path, &spec, &cat, &weights);

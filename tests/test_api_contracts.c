@@ -494,6 +494,20 @@ static void null_and_invalid_arguments_are_refused(void) {
         EXPECT_INVALID(pk_catalog_read_spec(&ctx, "x", NULL, NULL, NULL), &ctx, "pk_catalog_read_spec: out is NULL");
         EXPECT_INVALID(pk_catalog_from_arrays(&ctx, 3, NULL, NULL, PK_UNITS_DEG, "c", &cat), &ctx,
                        "pk_catalog_from_arrays: ra is NULL (with n = 3)");
+        /* units and formats outside their enums (a cast integer, a
+         * struct left uninitialised) refused, not read as NaN */
+        const double one_ra[1] = {10}, one_dec[1] = {20};
+        EXPECT_INVALID(pk_catalog_from_arrays(&ctx, 1, one_ra, one_dec, (pk_units)7, "c", &cat), &ctx,
+                       "pk_catalog_from_arrays: units 7 is not one of PK_UNITS_");
+        EXPECT_INVALID(pk_catalog_read(&ctx, "x", (pk_units)-1, &cat), &ctx,
+                       "pk_catalog_read: units -1 is not one of PK_UNITS_");
+        pk_catalog_spec bad_spec = {PK_FORMAT_CSV, (pk_units)4, NULL, NULL, NULL, 0};
+        EXPECT_INVALID(pk_catalog_read_spec(&ctx, "x", &bad_spec, &cat, NULL), &ctx,
+                       "pk_catalog_read_spec: units 4 is not one of PK_UNITS_");
+        bad_spec.units = PK_UNITS_DEG;
+        bad_spec.format = (pk_catalog_format)9;
+        EXPECT_INVALID(pk_catalog_read_spec(&ctx, "x", &bad_spec, &cat, NULL), &ctx,
+                       "pk_catalog_read_spec: format 9 is not a pk_catalog_format");
         pk_vis v;
         EXPECT_INVALID(pk_vis_read_uvfits(&ctx, NULL, PK_WEIGHTS_DATA, &v), &ctx, "pk_vis_read_uvfits: path is NULL");
         pk_units u = PK_UNITS_DEG;

@@ -47,7 +47,9 @@ pk_status pk_units_parse(const char *name, pk_units *out);
 pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_catalog *out);
 
 /* Copy n positions given in `units` into a new catalog, with the same
- * checks as the reader ("field" names the source in messages). */
+ * checks as the reader ("field" names the source in messages). Units
+ * outside the enum are PK_ERR_INVALID here, in pk_catalog_read and in
+ * pk_catalog_read_spec (as is a format outside its enum there). */
 pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, const double *dec, pk_units units,
                                  const char *field, pk_catalog *out);
 

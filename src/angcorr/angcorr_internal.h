@@ -96,6 +96,8 @@ pk_status pk_angcorr_result_writable(pk_context *ctx, const char *fn, const char
 /* Whether a right ascension in these units lies within 4096 radians of 0,
  * the range every catalog reader accepts. */
 int pk_ra_in_range(double ra, pk_units units);
+/* PK_ERR_INVALID naming fn when units lies outside the enum. */
+pk_status pk_units_check(pk_context *ctx, pk_units units, const char *fn);
 /* The largest |dec| in these units (90 degrees), and their name as
  * messages give it ("deg"). */
 double pk_dec_limit(pk_units units);

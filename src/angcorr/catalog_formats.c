@@ -671,6 +671,11 @@ pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catal
     if (weights) *weights = NULL;
     pk_catalog_spec sp = {PK_FORMAT_AUTO, PK_UNITS_ARCMIN, NULL, NULL, NULL, 0};
     if (spec) sp = *spec;
+    pk_status ust = pk_units_check(ctx, sp.units, "pk_catalog_read_spec");
+    if (ust) return ust;
+    if (sp.format < PK_FORMAT_AUTO || sp.format > PK_FORMAT_FITS)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_read_spec: format %d is not a pk_catalog_format",
+                       (int)sp.format);
     if (sp.weight_column && !weights)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: a weight column was asked for but no place to put the weights", path);
     pk_catalog_format fmt = sp.format == PK_FORMAT_AUTO ? pk_catalog_format_of(path) : sp.format;

@@ -57,11 +57,14 @@ double pk_dec_limit(pk_units units) {
  * float64 values lie 2^-40 = 9.1e-13 rad apart or more, and far beyond, no
  * direction is left at all (1e20 arcmin is a multiple of 4 radians). */
 int pk_ra_in_range(double ra, pk_units units) {
-    double lim = units == PK_UNITS_ARCMIN   ? 4096.0 * 10800.0 / M_PI
-                 : units == PK_UNITS_DEG    ? 4096.0 * 180.0 / M_PI
-                 : units == PK_UNITS_ARCSEC ? 4096.0 * 648000.0 / M_PI
-                                            : 4096.0;
+    double lim = 4096.0 / pk_units_to_rad(1.0, units);
     return ra >= -lim && ra <= lim;
+}
+
+pk_status pk_units_check(pk_context *ctx, pk_units units, const char *fn) {
+    if (!isnan(pk_units_to_rad(1.0, units))) return PK_OK;
+    return pk_fail(ctx, PK_ERR_INVALID, "%s: units %d is not one of PK_UNITS_ARCMIN, _DEG, _RAD, _ARCSEC", fn,
+                   (int)units);
 }
 
 static pk_status catalog_alloc(pk_context *ctx, size_t n, const char *where, pk_catalog *out) {
@@ -107,6 +110,8 @@ pk_status pk_catalog_from_arrays(pk_context *ctx, size_t n, const double *ra, co
     if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_from_arrays: out is NULL");
     memset(out, 0, sizeof *out);
     if (!field) field = "catalog";
+    pk_status ust = pk_units_check(ctx, units, "pk_catalog_from_arrays");
+    if (ust) return ust;
     if (n == 0) return pk_fail(ctx, PK_ERR_INVALID, "%s: the catalog is empty", field);
     if (!ra || !dec)
         return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_from_arrays: %s is NULL (with n = %zu)", !ra ? "ra" : "dec", n);
@@ -283,6 +288,8 @@ pk_status pk_catalog_read(pk_context *ctx, const char *path, pk_units units, pk_
     pk_clear(ctx);
     if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_catalog_read: out is NULL");
     memset(out, 0, sizeof *out);
+    pk_status ust = pk_units_check(ctx, units, "pk_catalog_read");
+    if (ust) return ust;
     char *text;
     size_t size;
     pk_status st = pk_catalog_read_text(ctx, path, "text", &text, &size);
