@@ -26,6 +26,8 @@ pk_test(test_angcorr_ref)
 pk_test(test_plot_preview)
 target_sources(test_plot_preview PRIVATE ${CMAKE_SOURCE_DIR}/tools/pairkit/preview.c
                                          ${CMAKE_SOURCE_DIR}/tools/pairkit/plot_axes.c)
+pk_test(test_cli_hash)
+target_sources(test_cli_hash PRIVATE ${CMAKE_SOURCE_DIR}/tools/pairkit/mpi.c)
 pk_test(test_angcorr_edges)
 pk_test(test_angcorr_random)
 pk_test(test_angcorr_input)

@@ -202,18 +202,31 @@ pk_status cli_mpi_same_input(pk_context *ctx, uint64_t h, const char *path, cons
                    path, what);
 }
 
+static uint64_t word_at(const unsigned char *b) {
+    uint64_t w;
+    memcpy(&w, b, 8);
+    return w;
+}
+
+/* Four lanes of 8-byte words side by side: one lane's multiply chain would
+ * hold the pass to 7 GB/s, four keep it at the speed of memory. */
 uint64_t cli_hash_bytes(uint64_t h, const void *p, size_t n) {
+    const uint64_t prime = 0x100000001b3ull;
     const unsigned char *b = p;
+    uint64_t h0 = h, h1 = h ^ 1, h2 = h ^ 2, h3 = h ^ 3;
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
+    for (; i + 32 <= n; i += 32) {
+        h0 = (h0 ^ word_at(b + i)) * prime;
+        h1 = (h1 ^ word_at(b + i + 8)) * prime;
+        h2 = (h2 ^ word_at(b + i + 16)) * prime;
+        h3 = (h3 ^ word_at(b + i + 24)) * prime;
     }
+    h = ((((((uint64_t)n ^ h0) * prime) ^ h1) * prime ^ h2) * prime ^ h3) * prime;
+    for (; i + 8 <= n; i += 8) h = (h ^ word_at(b + i)) * prime;
     if (i < n) {
         uint64_t w = 0;
         memcpy(&w, b + i, n - i);
-        h = (h ^ w) * 0x100000001b3ull;
+        h = (h ^ w) * prime;
     }
     return h;
 }

@@ -33,9 +33,11 @@ int cli_mpi_gather_bytes(const void *mine, size_t count, void *all);
 double cli_mpi_max(double v);
 /* 1 when every rank passes the same v (always outside mpirun). */
 int cli_mpi_same_u64(uint64_t v);
-/* FNV-1a over the 64-bit words of n bytes (the last ones zero-padded),
- * from h (start with CLI_HASH_START): what the ranks compare of the inputs
- * they read, so that one reading another copy is seen. */
+/* FNV-1a over the 64-bit words of n bytes, in four interleaved lanes
+ * folded together with n, then the words past the last 32 bytes (the last
+ * ones zero-padded), from h (start with CLI_HASH_START): what the ranks
+ * compare of the inputs they read, so that one reading another copy is
+ * seen. Not a persistent format: ranks of one binary compare it. */
 #define CLI_HASH_START 0xcbf29ce484222325ull
 uint64_t cli_hash_bytes(uint64_t h, const void *p, size_t n);
 /* Under mpirun, where each rank reads the inputs itself: whether every
