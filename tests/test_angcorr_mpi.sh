@@ -141,7 +141,7 @@ EOS
 chmod +x "$dir/other_copy.sh"
 timeout 120 "${mpirun[@]}" -np 2 "$dir/other_copy.sh" > "$dir/copies.log" 2>&1
 rc=$?
-check "[ $rc -eq 1 ] && grep -q 'the ranks read different catalogs' '$dir/copies.log' && [ ! -e '$dir/copies.out' ]" \
+check "[ $rc -eq 1 ] && [ \$(grep -c 'the ranks read different catalogs' '$dir/copies.log') -eq 1 ] && [ ! -e '$dir/copies.out' ]" \
   "ranks reading different copies of a catalog: exit $rc, $(cat "$dir/copies.log")"
 
 echo "test_angcorr_mpi: $((27 - fail)) passed, $fail failed"

@@ -116,8 +116,9 @@ int main(void) {
             cli_dir, cwd, cwd, cli_binary(), mpirun);
         int rc = system(cmd);
         char *log = cli_read(cli_path("copies.log"));
-        CHECK(rc != 0 && log && strstr(log, "the ranks read different visibilities"),
-              "ranks reading different files: exit status %d, %s", rc, log ? log : "");
+        const char *said = log ? strstr(log, "the ranks read different visibilities") : NULL;
+        CHECK(rc != 0 && said && !strstr(said + 1, "the ranks read different visibilities"),
+              "ranks reading different files (said once): exit status %d, %s", rc, log ? log : "");
         free(log);
         CHECK(access(cli_path("copies.fits"), F_OK) != 0, "no image from different files");
     }

@@ -77,7 +77,7 @@ EOS
 chmod +x "$dir/other_trace.sh"
 timeout 120 "${mpirun[@]}" -np 2 "$dir/other_trace.sh" > "$dir/copies.log" 2>&1
 rc=$?
-check "[ $rc -eq 1 ] && grep -q 'the ranks read different traces' '$dir/copies.log' && [ ! -e '$dir/copies' ]" \
+check "[ $rc -eq 1 ] && [ \$(grep -c 'the ranks read different traces' '$dir/copies.log') -eq 1 ] && [ ! -e '$dir/copies' ]" \
   "ranks reading different traces: exit $rc, $(cat "$dir/copies.log")"
 
 echo "test_memsort_mpi: $((n - fail)) passed, $fail failed"

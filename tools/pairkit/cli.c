@@ -30,7 +30,9 @@ int cli_error(const char *cmd, pk_status st, const pk_context *ctx) {
         return interrupted_code();
     }
     const char *what = ctx && ctx->message[0] ? ctx->message : pk_status_str(st);
-    if (cli_mpi_size() > 1) fprintf(stderr, "pairkit %s [rank %d]: %s\n", cmd, cli_mpi_rank(), what);
+    if (cli_mpi_error_shared()) { /* the ranks' one finding: once, from rank 0 */
+        if (cli_mpi_rank() == 0) fprintf(stderr, "pairkit %s: %s\n", cmd, what);
+    } else if (cli_mpi_size() > 1) fprintf(stderr, "pairkit %s [rank %d]: %s\n", cmd, cli_mpi_rank(), what);
     else fprintf(stderr, "pairkit %s: %s\n", cmd, what);
     return st == PK_ERR_INVALID ? 2 : 1;
 }

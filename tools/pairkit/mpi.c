@@ -194,8 +194,15 @@ void cli_mpi_barrier(void) {}
 
 #endif
 
+static int error_shared = 0; /* the last error is every rank's alike */
+
+int cli_mpi_error_shared(void) {
+    return error_shared;
+}
+
 pk_status cli_mpi_same_input(pk_context *ctx, uint64_t h, const char *path, const char *what) {
     if (cli_mpi_same_u64(h)) return PK_OK;
+    error_shared = 1; /* every rank fails with this message: rank 0 says it */
     return pk_fail(ctx, PK_ERR_PARSE,
                    "%s: the ranks read different %s under this name (another copy on some node?); every rank must "
                    "read the same input",

@@ -47,6 +47,9 @@ uint64_t cli_hash_bytes(uint64_t h, const void *p, size_t n);
  * naming path and what ("catalogs", "visibilities", "traces"), and the
  * answer is PK_ERR_PARSE; PK_OK outside mpirun. Every rank calls it. */
 pk_status cli_mpi_same_input(pk_context *ctx, uint64_t h, const char *path, const char *what);
+/* 1 once cli_mpi_same_input has failed: the error every rank holds is the
+ * same, and cli_error lets rank 0 alone print it. */
+int cli_mpi_error_shared(void);
 void cli_mpi_barrier(void);
 /* Seconds this rank spent inside the collectives above (waiting for the
  * slowest rank included). */
