@@ -214,10 +214,13 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     return PK_OK;
 }
 
+/* dir/mem_addr_NNNN.bin, without a doubled slash when dir ends in one
+ * (the name appears in messages) */
 static char *chunk_path(const char *dir, uint32_t c) {
-    size_t len = strlen(dir) + 32;
+    size_t n = strlen(dir), len = n + 32;
     char *p = malloc(len);
-    if (p) snprintf(p, len, "%s/" CHUNK_PREFIX "%04u" CHUNK_SUFFIX, dir, c);
+    const char *sep = n > 0 && dir[n - 1] == '/' ? "" : "/";
+    if (p) snprintf(p, len, "%s%s" CHUNK_PREFIX "%04u" CHUNK_SUFFIX, dir, sep, c);
     return p;
 }
 

@@ -219,8 +219,9 @@ int cmd_memsort(int argc, char **argv) {
     if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
     if (!*trace_dir) return cli_usage_error(cmd, "the trace directory is an empty name");
     if (!*out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
-    char out_buf[4096]; /* without trailing slashes, for the paths made from it */
+    char out_buf[4096], trace_buf[4096]; /* without trailing slashes, for the paths made from them */
     out_dir = pk_dir_name(out_dir, out_buf, sizeof out_buf);
+    trace_dir = pk_dir_name(trace_dir, trace_buf, sizeof trace_buf);
     /* Under mpirun each rank is one worker (W = the number of ranks, w = the
      * rank, on GPU rank modulo the devices) and writes its own instances to
      * OUT_DIR/worker-NNNN/; rank 0 also writes OUT_DIR/workers.txt. One
