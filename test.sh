@@ -2,7 +2,8 @@
 # The tests on a fresh Debian 12 machine: install what is missing, build with
 # warnings as errors, run the default test set (ctest label slow excluded;
 # tests that need a GPU skip without one), then the same under AddressSanitizer
-# and UndefinedBehaviorSanitizer. `./test.sh --slow` adds the slow tests.
+# and UndefinedBehaviorSanitizer (slow, GPU and nosan tests left out there).
+# `./test.sh --slow` adds the slow tests to the first run.
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/deps.sh

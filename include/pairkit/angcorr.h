@@ -369,10 +369,11 @@ typedef struct pk_angcorr_extras {
 
 /* pk_angcorr_run with weights, mean separations and jackknife errors.
  * Jackknife patches are made from the random catalog: round(sqrt(K))
- * declination stripes, each cut in RA into cells of equal random counts,
- * K / stripes cells a stripe and one more in the first K % stripes
- * stripes (K = 7: 3, 2 and 2 cells), the stripes' random counts in
- * proportion to their cells; data objects take the patch of their position. Leaving
+ * declination stripes of equal random counts, each cut in RA into cells
+ * of equal random counts, K / stripes cells a stripe and one more in the
+ * first K % stripes stripes (K = 7: 3, 2 and 2 cells, so a cell of the
+ * first stripe holds 2/3 of the randoms of one of the others); data
+ * objects take the patch of their position. Leaving
  * patch k out removes its objects from both catalogs; the normalisation
  * uses the remaining totals. With weights, result->omega is the weighted
  * estimate. data, random, bins, out and extras are required; run NULL: the
