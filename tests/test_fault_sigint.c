@@ -2,7 +2,8 @@
  * memsort-gen writes its chunk files: the command stops within a second
  * and leaves no file behind, or (when the signal came after the work) a
  * complete output. Also Ctrl-C once memsort, memsort-fill and angcorr are
- * writing their outputs (a staged file seen): exit 130 and no output.
+ * writing their outputs (a staged file seen): exit 130 and no output; a
+ * signal ignored when the command starts (nohup) stays ignored.
  * angcorr and dftimage have the Ctrl-C test of a long run in
  * test_angcorr_cli.c and test_dftimage_cli.c. */
 #include <signal.h>
@@ -12,19 +13,25 @@
 #include "pairkit/memsort.h"
 
 /* Start pairkit with args (NULL-terminated, at most 18) in the scratch
- * folder, its stderr into err.txt; the child's pid. */
-static pid_t spawn(const char *const *args) {
+ * folder, its stderr into err.txt, with signal `ignored` (0: none) ignored
+ * as nohup ignores SIGHUP; the child's pid. */
+static pid_t spawn_ignoring(const char *const *args, int ignored) {
     pid_t pid = fork();
     if (pid == 0) {
         if (chdir(cli_dir) != 0) _exit(99);
         if (!freopen("err.txt", "w", stderr)) _exit(99);
         signal(SIGINT, SIG_DFL);
+        if (ignored) signal(ignored, SIG_IGN);
         const char *argv[20] = {cli_binary()};
         for (int k = 0; args[k] && k < 18; k++) argv[k + 1] = args[k];
         execv(cli_binary(), (char *const *)argv);
         _exit(98);
     }
     return pid;
+}
+
+static pid_t spawn(const char *const *args) {
+    return spawn_ignoring(args, 0);
 }
 
 /* Run pairkit with args (NULL-terminated) in the scratch folder, send
@@ -87,6 +94,25 @@ static void test_memsort(void) {
         if (!(exited && rc == 0))
             CHECK(exited && rc == 128 + sigs[s] && files == 0, "memsort after signal %d: %s %d, %d files", sigs[s],
                   exited ? "exit" : "killed by", exited ? rc : rc - 128, files);
+    }
+    /* a signal the command started with ignored (nohup's SIGHUP, a
+     * background job's SIGINT) stays ignored: the run ends with its output */
+    const int ign[2] = {SIGHUP, SIGINT};
+    for (int s = 0; s < 2; s++) {
+        char out[32];
+        snprintf(out, sizeof out, "out_ign%d", ign[s]);
+        const char *args[] = {"memsort", "trace", "-o", out, "--backend", "cpu", "--kernel", "ref", "-q", NULL};
+        pid_t pid = spawn_ignoring(args, ign[s]);
+        struct timespec ts = {0, 300000000};
+        nanosleep(&ts, NULL);
+        kill(pid, ign[s]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        int files = count_in(out, "");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && files == 2,
+              "memsort with signal %d ignored, then sent: %s %d, %d files", ign[s],
+              WIFEXITED(status) ? "exit" : "killed by", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+              files);
     }
     const char *kernels[2] = {"ref", "cpu"};
     for (int k = 0; k < 2; k++) {

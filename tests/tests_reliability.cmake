@@ -30,4 +30,6 @@ endforeach()
 pk_test(test_fault_disk TIMEOUT 120)
 # Ctrl-C during memsort and memsort-gen; out of host memory and the limits.
 pk_test(test_fault_sigint TIMEOUT 120)
+# ulimit -f below each output, stdout on /dev/full
+pk_test(test_fault_limits TIMEOUT 120)
 pk_test(test_fault_memory TIMEOUT 120)

@@ -166,6 +166,11 @@ int pk_progress_ask(pk_progress *p);
  * the file is on the disk, 1 when cancelled (the file then half synced:
  * the caller removes it), -1 on a write error, errno saying which. */
 int pk_sync_file(FILE *fp, uint64_t step, pk_progress *progress);
+/* What to say of a write that failed earlier, its errno lost by stdio:
+ * the disk, the device, or, under a file-size limit (ulimit -f), that. */
+const char *pk_earlier_write_failure(void);
+/* The same causes alone, for a message that already says the write failed. */
+const char *pk_write_failure_causes(void);
 /* The step for large outputs: a fraction of a second on a disk of a few
  * hundred MB/s, so a Ctrl-C during the sync takes effect about as soon. */
 #define PK_SYNC_STEP_BYTES (32ull << 20)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -450,9 +451,8 @@ pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f) {
     }
     if (failed) {
         unlink(f->tmp_path);
-        pk_status st =
-            pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", f->path,
-                    saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
+        pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", f->path,
+                               saved_errno ? strerror(saved_errno) : pk_earlier_write_failure());
         atomic_release(f);
         return st;
     }
@@ -473,6 +473,20 @@ const char *pk_dir_name(const char *dir, char *buf, size_t size) {
     memcpy(buf, dir, n);
     buf[n] = '\0';
     return buf;
+}
+
+static int file_size_limited(void) {
+    struct rlimit rl;
+    return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+}
+
+const char *pk_write_failure_causes(void) {
+    return file_size_limited() ? "disk full, I/O error, or the file-size limit of ulimit -f" : "disk full or I/O error";
+}
+
+const char *pk_earlier_write_failure(void) {
+    return file_size_limited() ? "an earlier write failed (disk full, I/O error, or the file-size limit of ulimit -f)"
+                               : "an earlier write failed (disk full or I/O error)";
 }
 
 int pk_sync_file(FILE *fp, uint64_t step, pk_progress *progress) {

@@ -260,5 +260,8 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     unlink(tmp);
     free(tmp);
     free(target);
+    if (status == WRITE_ERROR) /* cfitsio keeps no errno */
+        return pk_fail(ctx, PK_ERR_IO, "%s: writing the FITS image failed: %s (%s)", path, text,
+                       pk_write_failure_causes());
     return pk_fail(ctx, PK_ERR_IO, "%s: writing the FITS image failed: %s", path, text);
 }

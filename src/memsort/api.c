@@ -642,7 +642,7 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         int r = pk_sync_file(f->fp, PK_SYNC_STEP_BYTES, &sync);
         if (r < 0) {
             st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? txt_path : bin_path,
-                         errno ? strerror(errno) : "an earlier write failed (disk full or I/O error)");
+                         errno ? strerror(errno) : pk_earlier_write_failure());
             pk_atomic_abort(&bin);
             pk_atomic_abort(&txt);
             goto out;

@@ -683,7 +683,7 @@ pk_status pk_memsort_chunk_writer_put(pk_context *ctx, pk_memsort_chunk_writer *
     pk_atomic_abort(&f); /* frees the names; the temporary file stays in tmp[c] */
     if (failed)
         st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", path,
-                     saved_errno ? strerror(saved_errno) : "an earlier write failed (disk full or I/O error)");
+                     saved_errno ? strerror(saved_errno) : pk_earlier_write_failure());
     free(path);
     return st;
 }

@@ -204,14 +204,22 @@ static int on_progress(void *user, double fraction) {
     return interrupted != 0;
 }
 
+/* sig caught by sa unless the process started with it ignored: nohup's
+ * SIGHUP, a shell's background job's SIGINT, `trap '' INT` stay ignored. */
+static void catch_unless_ignored(int sig, const struct sigaction *sa) {
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    sigaction(sig, sa, NULL);
+}
+
 void cli_progress_attach(pk_context *ctx, const char *label, int quiet) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    catch_unless_ignored(SIGINT, &sa);
+    catch_unless_ignored(SIGTERM, &sa);
+    catch_unless_ignored(SIGHUP, &sa);
     progress.label = label;
     progress.show = !quiet && isatty(STDERR_FILENO);
     progress.shown = 0;

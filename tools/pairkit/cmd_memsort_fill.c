@@ -424,7 +424,7 @@ int cmd_memsort_fill(int argc, char **argv) {
             if (bad) {
                 rc = cli_output_error(cmd,
                                       pk_fail(&ctx, PK_ERR_IO, "%s: write failed: %s", path,
-                                              errno ? strerror(errno) : "disk full or I/O error"),
+                                              errno ? strerror(errno) : pk_earlier_write_failure()),
                                       &ctx, &outs);
             }
         }

@@ -1,4 +1,6 @@
 /* main.c - the pairkit command: one subcommand per workload, plus bench. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +71,29 @@ static int normalise_args(int argc, char **argv, char ***out, char ***joined, in
     return n;
 }
 
+/* What was printed to standard output must have got there: a bench's
+ * table redirected to a full disk is an error, not exit 0. Nothing printed
+ * (stdout closed, -q) is no error. */
+static int stdout_written(int rc) {
+    errno = 0;
+    int flushed = fflush(stdout) == 0;
+    if (flushed && !ferror(stdout)) return rc;
+    if (!flushed && errno) fprintf(stderr, "pairkit: writing to standard output failed: %s\n", strerror(errno));
+    else fprintf(stderr, "pairkit: writing to standard output failed\n");
+    return rc ? rc : 1;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv) {
+    /* a file-size limit (ulimit -f) makes a write fail with EFBIG, which
+     * the writers report and clean up after, instead of killing the
+     * process with its staged outputs on disk */
+    signal(SIGXFSZ, SIG_IGN);
+    return stdout_written(run(argc, argv));
+}
+
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -1,0 +1,89 @@
+/* test_fault_limits.c - the limits a shell puts on a command, and
+ * standard output that cannot take what is printed:
+ * - a file-size limit (ulimit -f) below each command's outputs: the write
+ *   fails with "File too large" (SIGXFSZ would kill the process and leave
+ *   its staged files), the command exits 1 naming the file, and no file,
+ *   staged or final, is left;
+ * - standard output on a full device (/dev/full): exit 1 and a message,
+ *   not exit 0 with the table lost; closed, with nothing to print: exit 0. */
+#include <sys/stat.h>
+
+#include "cli_util.h"
+
+/* Run `pairkit <args>` in the scratch folder under `limit` (a shell's
+ * ulimit arguments, "" for none), its stdout redirected by `out` ("> f",
+ * ">&-"); the exit code. */
+static int run_limited(const char *limit, const char *args, const char *out) {
+    char cmd[4096], ulimit[64] = "";
+    if (limit[0]) snprintf(ulimit, sizeof ulimit, "ulimit %s; ", limit);
+    snprintf(cmd, sizeof cmd, "cd '%s' && (%sexec '%s' %s) %s 2> err.txt", cli_dir, ulimit, cli_binary(), args, out);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+}
+
+/* Entries in the scratch folder's subfolder `dir` (0 when it is absent). */
+static int entries_in(const char *dir) {
+    DIR *d = opendir(cli_path(dir));
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) n += e->d_name[0] != '.' || e->d_name[1] > '.';
+    if (d) closedir(d);
+    return n;
+}
+
+int main(void) {
+    cli_scratch();
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd)) return 1;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && head -n 2001 '%s/data/galaxy/data_100k_arcmin.txt' | sed '1s/.*/2000/' > d.txt && "
+             "head -n 2001 '%s/data/galaxy/flat_100k_arcmin.txt' | sed '1s/.*/2000/' > r.txt && "
+             "cp '%s/data/vis/lesson_small.npz' v.npz && mkdir o",
+             cli_dir, cwd, cwd, cwd);
+    CHECK(system(cmd) == 0, "inputs: %s", cmd);
+    CHECK(cli_run("memsort-gen trace --entries 300000 -q") == 0, "memsort-gen for the inputs");
+    CHECK(cli_run("memsort trace -o plans -q") == 0, "memsort for the plans");
+
+    /* each command's outputs in o/, under a limit of 4 KiB a file */
+    const char *const cases[][2] = {
+        {"angcorr d.txt r.txt -o o/w.out --csv o/w.csv -q", "o/w.out"},
+        {"angcorr d.txt r.txt -o o/w.out --png none -q", "o/w.out"},
+        {"dftimage v.npz --size 128 -o o/i.fits -q", "o/i.fits"},
+        {"memsort trace -o o/ms -q", "o/ms/memsort.bin"},
+        {"memsort-fill plans/memsort.bin trace -o o/fill -q", "o/fill/fill.bin"},
+        {"memsort-gen o/gen --entries 300000 -q", "o/gen/mem_addr_0000.bin"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int rc = run_limited("-f 4", cases[k][0], "> out.txt");
+        char *err = cli_stderr();
+        int left = entries_in("o") + entries_in("o/ms") + entries_in("o/fill") + entries_in("o/gen");
+        CHECK(rc == 1 && err && strstr(err, cases[k][1]) &&
+                  (strstr(err, "File too large") || strstr(err, "file-size limit")) && left == 0,
+              "'%s' under ulimit -f 4: exit %d, %d files left, '%s'", cases[k][0], rc, left, err ? err : "");
+        free(err);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", cli_path("o"), cli_path("o"));
+        if (system(cmd) != 0) printf("could not empty %s\n", cli_path("o"));
+    }
+    /* the same without the limit: the outputs are made (the inputs fit) */
+    CHECK(run_limited("", cases[0][0], "> out.txt") == 0 && entries_in("o") == 3, "angcorr without the limit");
+
+    /* standard output */
+    const char *const printing[] = {"version", "angcorr --help", "bench memsort --entries 100000 --runs 1 --no-ref"};
+    for (size_t k = 0; k < sizeof printing / sizeof printing[0]; k++) {
+        int rc = run_limited("", printing[k], "> /dev/full");
+        char *err = cli_stderr();
+        CHECK(rc == 1 && err && strstr(err, "pairkit: writing to standard output failed"),
+              "'%s' > /dev/full: exit %d, '%s'", printing[k], rc, err ? err : "");
+        free(err);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", cli_path("o"), cli_path("o"));
+    if (system(cmd) != 0) printf("could not empty %s\n", cli_path("o"));
+    int rc = run_limited("", "angcorr d.txt r.txt -o o/q.out --png none -q", "> /dev/full");
+    CHECK(rc == 0 && entries_in("o") == 1, "angcorr -q, nothing printed, stdout on /dev/full: exit %d", rc);
+    rc = run_limited("", "angcorr d.txt r.txt -o o/q.out --png none -q", ">&-");
+    CHECK(rc == 0, "angcorr -q with stdout closed: exit %d", rc);
+
+    cli_scratch_remove();
+    return check_finish("test_fault_limits");
+}
