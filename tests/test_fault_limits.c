@@ -5,7 +5,9 @@
  *   its staged files), the command exits 1 naming the file, and no file,
  *   staged or final, is left;
  * - standard output on a full device (/dev/full): exit 1 and a message,
- *   not exit 0 with the table lost; closed, with nothing to print: exit 0. */
+ *   not exit 0 with the table lost; closed, with nothing to print: exit 0;
+ * - /dev/stdout, /dev/fd/N or /proc/self/fd/N as an output's name:
+ *   refused, the file they point at left as it was. */
 #include <sys/stat.h>
 
 #include "cli_util.h"
@@ -83,6 +85,25 @@ int main(void) {
     CHECK(rc == 0 && entries_in("o") == 1, "angcorr -q, nothing printed, stdout on /dev/full: exit %d", rc);
     rc = run_limited("", "angcorr d.txt r.txt -o o/q.out --png none -q", ">&-");
     CHECK(rc == 0, "angcorr -q with stdout closed: exit %d", rc);
+
+    /* standard output, or another open descriptor, named as an output: a
+     * rename over the file it points at would take it from the shell
+     * (whose `>> log` would lose what was there and what follows) */
+    cli_write("log", "keep\n");
+    const char *const via_fd[][2] = {
+        {"angcorr d.txt r.txt --png none -q -o /dev/stdout", ">> log"},
+        {"angcorr d.txt r.txt --png none -q -o o/x.out --csv /dev/fd/3", "3>> log"},
+        {"dftimage v.npz --size 32 --png none -q -o /proc/self/fd/1", ">> log"},
+        {"dftimage v.npz --size 32 -q -o o/x.fits --png /dev/stdout", ">> log"},
+    };
+    for (size_t k = 0; k < sizeof via_fd / sizeof via_fd[0]; k++) {
+        rc = run_limited("", via_fd[k][0], via_fd[k][1]);
+        char *err = cli_stderr(), *log = cli_read(cli_path("log"));
+        CHECK(rc == 1 && err && strstr(err, "names an open file descriptor") && log && strcmp(log, "keep\n") == 0,
+              "'%s' %s: exit %d, log '%s', '%s'", via_fd[k][0], via_fd[k][1], rc, log ? log : "(gone)", err ? err : "");
+        free(err);
+        free(log);
+    }
 
     cli_scratch_remove();
     return check_finish("test_fault_limits");

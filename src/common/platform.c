@@ -183,10 +183,48 @@ pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *s
     return PK_OK;
 }
 
+/* Whether a link of the chain from `path` lies in /proc: /dev/stdout,
+ * /dev/fd/N and /proc/self/fd/N name an open descriptor, and what they
+ * point at is another process's file (a shell's `>> log`): a rename over
+ * it would take it from under that process. */
+static int links_to_descriptor(const char *path) {
+    char *cur = strdup(path);
+    int found = 0;
+    for (int hop = 0; cur && hop < 40 && !found; hop++) {
+        struct stat sb;
+        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) break;
+        char *slash = strrchr(cur, '/');
+        char *dir = slash ? strndup(cur, slash == cur ? 1 : (size_t)(slash - cur)) : strdup(".");
+        char *real = dir ? realpath(dir, NULL) : NULL;
+        found = real && (strncmp(real, "/proc/", 6) == 0 || strcmp(real, "/proc") == 0);
+        free(real);
+        free(dir);
+        char target[4096];
+        ssize_t got = readlink(cur, target, sizeof target - 1);
+        if (got < 0) break;
+        target[got] = '\0';
+        char *next = NULL;
+        if (target[0] == '/' || !slash) {
+            next = strdup(target);
+        } else if ((next = malloc((size_t)(slash + 1 - cur) + (size_t)got + 1)) != NULL) {
+            memcpy(next, cur, (size_t)(slash + 1 - cur));
+            memcpy(next + (slash + 1 - cur), target, (size_t)got + 1);
+        }
+        free(cur);
+        cur = next;
+    }
+    free(cur);
+    return found;
+}
+
 const char *pk_output_unfit(const char *path) {
     struct stat sb;
     if (!path || !*path) return "is an empty file name";
     if (lstat(path, &sb) != 0) return NULL;
+    if (S_ISLNK(sb.st_mode) && links_to_descriptor(path))
+        return "names an open file descriptor (as /dev/stdout and /dev/fd/N do): outputs are written whole, to a "
+               "temporary file renamed over the name, which would take the file from under whoever holds it, so "
+               "give the name of a file";
     if (S_ISLNK(sb.st_mode)) {
         struct stat tb;
         if (stat(path, &tb) != 0) {
