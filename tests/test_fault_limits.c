@@ -7,7 +7,8 @@
  * - standard output on a full device (/dev/full): exit 1 and a message,
  *   not exit 0 with the table lost; closed, with nothing to print: exit 0;
  * - /dev/stdout, /dev/fd/N or /proc/self/fd/N as an output's name:
- *   refused, the file they point at left as it was. */
+ *   refused, the file they point at left as it was;
+ * - an output written again keeps its permission bits. */
 #include <sys/stat.h>
 
 #include "cli_util.h"
@@ -103,6 +104,22 @@ int main(void) {
               "'%s' %s: exit %d, log '%s', '%s'", via_fd[k][0], via_fd[k][1], rc, log ? log : "(gone)", err ? err : "");
         free(err);
         free(log);
+    }
+
+    /* an output written again keeps the permission bits it was given
+     * (the new file is renamed over it); memsort's chunk-table writer too */
+    const char *const again[][2] = {{"angcorr d.txt r.txt -q -o o/m.out --csv o/m.csv", "o/m.out"},
+                                    {"angcorr d.txt r.txt -q -o o/m.out --csv o/m.csv", "o/m.csv"},
+                                    {"angcorr d.txt r.txt -q -o o/m.out --csv o/m.csv", "o/m.png"},
+                                    {"dftimage v.npz --size 32 --png none -q -o o/i.fits", "o/i.fits"},
+                                    {"memsort trace -o o/ms -q", "o/ms/memsort.bin"}};
+    for (size_t k = 0; k < sizeof again / sizeof again[0]; k++) {
+        rc = run_limited("", again[k][0], "> out.txt");
+        CHECK(rc == 0 && chmod(cli_path(again[k][1]), 0604) == 0, "'%s': exit %d", again[k][0], rc);
+        rc = run_limited("", again[k][0], "> out.txt");
+        struct stat sb;
+        CHECK(rc == 0 && stat(cli_path(again[k][1]), &sb) == 0 && (sb.st_mode & 07777) == 0604,
+              "%s written again: exit %d, mode %o", again[k][1], rc, (unsigned)(sb.st_mode & 07777));
     }
 
     cli_scratch_remove();

@@ -118,6 +118,11 @@ pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f);
  * run one after another: those of this process's threads, and those of
  * other processes into the folder of to[0] (flock, where it works). */
 int pk_rename_all(int n, char *const *from, char *const *to);
+/* Give `staged`, about to be renamed over `target`, target's permission
+ * bits (and, run as root, its owner and group), so that an output written
+ * again keeps the mode it was given; nothing when target is not a regular
+ * file. pk_rename_all and pk_atomic_commit call it. */
+void pk_keep_mode(const char *staged, const char *target);
 void pk_atomic_abort(pk_atomic_file *f);
 
 /* path opened for reading ("rb"); an error naming it when it cannot be

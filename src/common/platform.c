@@ -426,6 +426,19 @@ int pk_rename_all(int n, char *const *from, char *const *to) {
     return failed;
 }
 
+void pk_keep_mode(const char *staged, const char *target) {
+    struct stat sb;
+    if (stat(target, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    /* root may give it back its owner too; anyone else keeps the file as
+     * theirs (a failure leaves the new file as it was made) */
+    if (geteuid() == 0 && chown(staged, sb.st_uid, sb.st_gid) != 0) {
+        /* not kept: the file stays root's */
+    }
+    if (chmod(staged, sb.st_mode & 07777) != 0) {
+        /* not kept: the umask's mode stays */
+    }
+}
+
 static int rename_all_locked(int n, char *const *from, char *const *to) {
     char **keep = calloc((size_t)n + 1, sizeof *keep);
     char *moved = calloc((size_t)n + 1, 1); /* keep[k] was moved aside, not linked */
@@ -451,6 +464,7 @@ static int rename_all_locked(int n, char *const *from, char *const *to) {
         free(keep[k]);
         keep[k] = NULL;
     }
+    for (int k = 0; k < n; k++) pk_keep_mode(from[k], to[k]);
     for (int k = 0; k < n && failed < 0; k++)
         if (rename(from[k], to[k]) != 0) failed = k, saved = errno;
     for (int k = 0; failed >= 0 && k < n; k++) {
@@ -483,6 +497,7 @@ pk_status pk_atomic_commit(pk_context *ctx, pk_atomic_file *f) {
         saved_errno = errno;
     }
     f->fp = NULL;
+    if (!failed) pk_keep_mode(f->tmp_path, f->path);
     if (!failed && rename(f->tmp_path, f->path) != 0) {
         failed = 1;
         saved_errno = errno;

@@ -243,6 +243,7 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
             fsync(fd2);
             close(fd2);
         }
+        pk_keep_mode(tmp, target);
         if (rename(tmp, target) != 0) {
             pk_status st =
                 pk_fail(ctx, PK_ERR_IO, "%s: cannot rename the finished image into place: %s", path, strerror(errno));

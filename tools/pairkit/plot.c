@@ -191,7 +191,9 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
 
     int complete = cli_png_complete(tmp), ok = complete && rename(tmp, path) == 0;
     if (!ok) {
-        const char *why = !complete ? "the file was cut short (disk full, or an I/O error)" : strerror(errno);
+        char cut[128];
+        snprintf(cut, sizeof cut, "the file was cut short (%s)", pk_write_failure_causes());
+        const char *why = !complete ? cut : strerror(errno);
         unlink(tmp);
         fprintf(stderr, "pairkit %s: %s: could not write the PNG plot: %s\n", cmd, name, why);
     }
