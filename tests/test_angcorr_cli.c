@@ -314,6 +314,14 @@ int main(void) {
                   "-o %s: exit %d, %s", refused_links[k].name, rc, e ? e : "");
             free(e);
         }
+        /* a hidden file's name: its leading dot is no extension, so the
+         * plot and the covariance take the whole name (.a.png, not .png) */
+        rc = cli_run("angcorr d.txt r.txt -o .a -q --nbins 20 --jackknife 4");
+        CHECK(rc == 0 && access(cli_path(".a"), F_OK) == 0 && access(cli_path(".a_cov.csv"), F_OK) == 0 &&
+                  access(cli_path("_cov.csv"), F_OK) != 0 && access(cli_path(".png"), F_OK) != 0,
+              "-o .a: exit %d", rc);
+        rc = cli_run("angcorr d.txt r.txt -o .b.out -q --nbins 20 --png none --jackknife 4");
+        CHECK(rc == 0 && access(cli_path(".b_cov.csv"), F_OK) == 0, "-o .b.out: exit %d", rc);
         /* names PLplot would read as a pattern (%n), and names of 250
          * bytes, whose temporary names would pass 255 */
         rc = cli_run("angcorr d.txt r.txt -o pct.out -q --nbins 20 --png 'w%n.png'");

@@ -601,8 +601,11 @@ int cli_png_complete(const char *path) {
 }
 
 const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf, size_t size) {
-    const char *dot = strrchr(out_path, '.'), *slash = strrchr(out_path, '/');
-    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out_path) : strlen(out_path);
+    /* the extension: from the name's last dot, unless that dot begins the
+     * name (".a" is a hidden file's name, not an extension: .a.png) */
+    const char *slash = strrchr(out_path, '/'), *base = slash ? slash + 1 : out_path;
+    const char *dot = strrchr(base, '.');
+    size_t stem = dot && dot > base ? (size_t)(dot - out_path) : strlen(out_path);
     int n = snprintf(buf, size, "%.*s%s", (int)stem, out_path, suffix);
     return n >= 0 && (size_t)n < size ? buf : NULL;
 }
