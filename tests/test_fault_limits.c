@@ -8,10 +8,14 @@
  *   not exit 0 with the table lost; closed, with nothing to print: exit 0;
  * - /dev/stdout, /dev/fd/N or /proc/self/fd/N as an output's name:
  *   refused, the file they point at left as it was;
- * - an output written again keeps its permission bits. */
+ * - an output written again keeps its permission bits;
+ * - a pipe where a FITS file or an .npz is read: refused. */
+#include <errno.h>
 #include <sys/stat.h>
 
 #include "cli_util.h"
+#include "pairkit/angcorr.h"
+#include "pairkit/dftimage.h"
 
 /* Run `pairkit <args>` in the scratch folder under `limit` (a shell's
  * ulimit arguments, "" for none), its stdout redirected by `out` ("> f",
@@ -120,6 +124,28 @@ int main(void) {
         struct stat sb;
         CHECK(rc == 0 && stat(cli_path(again[k][1]), &sb) == 0 && (sb.st_mode & 07777) == 0604,
               "%s written again: exit %d, mode %o", again[k][1], rc, (unsigned)(sb.st_mode & 07777));
+    }
+
+    /* a pipe given where a format read by seeking is expected (a FIFO,
+     * a shell's <(...)): refused at once, naming it, without reading */
+    if (mkfifo(cli_path("pipe"), 0600) == 0) {
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_vis vis;
+        pk_catalog cat;
+        pk_catalog_spec spec = {PK_FORMAT_FITS, PK_UNITS_DEG, NULL, NULL, NULL, 0};
+        pk_status st[3] = {pk_vis_read_uvfits(&ctx, cli_path("pipe"), PK_WEIGHTS_DATA, &vis), PK_OK, PK_OK};
+        char said[3][512];
+        snprintf(said[0], sizeof said[0], "%s", ctx.message);
+        st[1] = pk_vis_read_npz(&ctx, cli_path("pipe"), &vis);
+        snprintf(said[1], sizeof said[1], "%s", ctx.message);
+        st[2] = pk_catalog_read_spec(&ctx, cli_path("pipe"), &spec, &cat, NULL);
+        snprintf(said[2], sizeof said[2], "%s", ctx.message);
+        for (int k = 0; k < 3; k++)
+            CHECK(st[k] == PK_ERR_IO && strstr(said[k], "pipe: is a pipe") && strstr(said[k], "read by seeking"),
+                  "reader %d given a pipe: status %d, '%s'", k, (int)st[k], said[k]);
+    } else {
+        CHECK(0, "mkfifo: %s", strerror(errno));
     }
 
     cli_scratch_remove();

@@ -129,6 +129,12 @@ void pk_atomic_abort(pk_atomic_file *f);
  * opened, or is a directory or a device (a pipe is read). */
 pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out);
 
+/* PK_ERR_IO naming path when it is a pipe or a socket, which a reader
+ * of `what` (a format read by seeking: "a FITS file", "an .npz") cannot
+ * read; PK_OK for anything else, a missing file included (its opening
+ * says so). */
+pk_status pk_need_seekable(pk_context *ctx, const char *path, const char *what);
+
 /* Read a whole file into memory with a terminating NUL (not counted in
  * *size). Errors name the file. */
 pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size);

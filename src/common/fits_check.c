@@ -415,8 +415,10 @@ pk_status pk_fits_open(pk_context *ctx, const char *path, fitsfile **f, long lon
     *f = NULL;
     *mem = NULL;
     *size = -1;
+    pk_status st = pk_need_seekable(ctx, path, "a FITS file");
+    if (st) return st;
     FILE *fp;
-    pk_status st = pk_open_read(ctx, path, &fp);
+    st = pk_open_read(ctx, path, &fp);
     if (st) return st;
     unsigned char magic[8] = {0};
     size_t got = fread(magic, 1, sizeof magic, fp);

@@ -143,6 +143,14 @@ pk_status pk_open_read(pk_context *ctx, const char *path, FILE **out) {
     return PK_OK;
 }
 
+pk_status pk_need_seekable(pk_context *ctx, const char *path, const char *what) {
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0 || (!S_ISFIFO(sb.st_mode) && !S_ISSOCK(sb.st_mode))) return PK_OK;
+    return pk_fail(ctx, PK_ERR_IO,
+                   "%s: is a pipe (as a shell's <(...) gives), and %s is read by seeking in it; give the file itself",
+                   path, what);
+}
+
 pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *size) {
     *data = NULL;
     *size = 0;

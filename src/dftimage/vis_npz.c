@@ -202,6 +202,8 @@ pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out) {
     if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_npz: out is NULL");
     memset(out, 0, sizeof *out);
     if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_npz: path is NULL");
+    pk_status sst = pk_need_seekable(ctx, path, "an .npz (a zip archive)");
+    if (sst) return sst;
     int err = 0;
     zip_t *za = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &err);
     if (!za) {
