@@ -363,7 +363,8 @@ int main(void) {
         rc = cli_run("angcorr d.txt r.txt -o nodrv.out --nbins 20 < /dev/null");
         char *e = cli_stderr();
         CHECK(rc == 0 && cli_count_files("nodrv.out") == 1 && cli_count_files("nodrv.png") == 0 && e &&
-                  strstr(e, "no PNG plot"),
+                  strstr(e, "no PNG plot: PLplot could not list its drivers: No device drivers found") &&
+                  strstr(e, "(apt-get install plplot-driver-cairo)"),
               "default plot without a driver: exit %d, %s", rc, e ? e : "");
         free(e);
         cli_write("keep.out", "old omega\n");
@@ -373,6 +374,23 @@ int main(void) {
               "a plot asked for without a driver: exit %d", rc);
         free(o);
         unsetenv("PLPLOT_DRV_DIR");
+        /* PLplot failing for another reason (a working folder removed under
+         * the run: it cannot list its drivers) is said as that, not as a
+         * package to install */
+        {
+            char gone[2400];
+            snprintf(gone, sizeof gone,
+                     "cd '%s' && mkdir gone && cd gone && rmdir ../gone && '%s' angcorr '%s' '%s' -o '%s' --nbins 20 "
+                     "-q 2> '%s'",
+                     cli_dir, cli_binary(), cli_path("d.txt"), cli_path("r.txt"), cli_path("gone.out"),
+                     cli_path("err.txt"));
+            int grc = system(gone);
+            char *ge = cli_stderr();
+            CHECK(WIFEXITED(grc) && WEXITSTATUS(grc) == 0 && cli_count_files("gone.out") == 1 && ge &&
+                      strstr(ge, "no PNG plot: PLplot could not list its drivers") && !strstr(ge, "apt-get"),
+                  "a removed working folder: exit %d, %s", grc, ge ? ge : "");
+            free(ge);
+        }
 
         /* a --png name of 233 bytes, whose temporary names (staged, then
          * PLplot's) pass 255 bytes unless cut: written, nothing left */

@@ -617,10 +617,8 @@ int cli_want_png(const char *cmd, const char *png_path, int warn) {
      * with -q (a missing output, not progress) */
     if (!warn) return 0;
 #ifdef PK_HAVE_PLPLOT
-    fprintf(stderr,
-            "pairkit %s: no PNG plot: PLplot's cairo driver is missing here (apt-get install "
-            "plplot-driver-cairo); --png none leaves the plot out without this warning\n",
-            cmd);
+    fprintf(stderr, "pairkit %s: no PNG plot: %s; --png none leaves the plot out without this warning\n", cmd,
+            cli_png_unavailable_reason());
 #else
     fprintf(stderr,
             "pairkit %s: no PNG plot: this build has no PLplot (apt-get install libplplot-dev "

@@ -80,6 +80,10 @@ typedef struct cli_plot {
 } cli_plot;
 /* Whether PNG output works here (PLplot built in, with its cairo driver). */
 int cli_png_available(void);
+/* Why not, after cli_png_available said 0: the cairo driver missing (with
+ * the package to install), or PLplot's own complaint when it could not
+ * even list its drivers. */
+const char *cli_png_unavailable_reason(void);
 /* 0 on success; on failure prints a message, naming shown (NULL: path),
  * and returns non-zero. */
 int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot);

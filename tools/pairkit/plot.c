@@ -55,6 +55,12 @@ int cli_plplot_open(const char *path, int w, int h) {
     return 0;
 }
 
+static char png_unavailable[512]; /* why not, once cli_png_available has said 0 */
+
+const char *cli_png_unavailable_reason(void) {
+    return png_unavailable[0] ? png_unavailable : "PLplot's cairo driver is missing here";
+}
+
 int cli_png_available(void) {
     static volatile int known = -1;
     if (known >= 0) return known;
@@ -75,6 +81,16 @@ int cli_png_available(void) {
         plgDevs(&m, &d, &n);
         for (int k = 0; k < n && names[k]; k++)
             if (strcmp(names[k], "pngcairo") == 0) known = 1;
+        if (!known)
+            snprintf(png_unavailable, sizeof png_unavailable,
+                     "PLplot did not offer its cairo driver (not installed: apt-get install plplot-driver-cairo; "
+                     "or not loadable here, as with no file descriptor left)");
+    } else {
+        /* PLplot gave up before it could list its drivers: not a missing
+         * package (a working folder that is gone, no descriptor left) */
+        snprintf(png_unavailable, sizeof png_unavailable, "PLplot could not list its drivers: %s%s",
+                 cli_plplot_message[0] ? cli_plplot_message : "no reason given",
+                 strstr(cli_plplot_message, "No device drivers") ? " (apt-get install plplot-driver-cairo)" : "");
     }
     cli_plplot_guard_end();
     fflush(stderr);
@@ -173,10 +189,7 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
     if (!cli_png_available()) {
         free(x), free(y), free(ylo), free(yhi);
         free(tmp);
-        fprintf(stderr,
-                "pairkit %s: %s: PLplot's cairo driver is missing (apt-get install plplot-driver-cairo); no PNG "
-                "written\n",
-                cmd, name);
+        fprintf(stderr, "pairkit %s: %s: %s; no PNG written\n", cmd, name, cli_png_unavailable_reason());
         return 1;
     }
     plot_draw d = {tmp, title, plot, xmin, xmax, ymin, ymax, xpad, ypad, n, x, y, ylo, yhi};
@@ -205,6 +218,10 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
 
 int cli_png_available(void) {
     return 0;
+}
+
+const char *cli_png_unavailable_reason(void) {
+    return "this build has no PLplot";
 }
 
 int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli_plot *plot) {

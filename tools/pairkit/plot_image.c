@@ -121,10 +121,7 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
     if (!cli_png_available()) {
         free(cells);
         free(columns);
-        fprintf(stderr,
-                "pairkit %s: %s: PLplot's cairo driver is missing (apt-get install plplot-driver-cairo); no PNG "
-                "written\n",
-                cmd, name);
+        fprintf(stderr, "pairkit %s: %s: %s; no PNG written\n", cmd, name, cli_png_unavailable_reason());
         return 1;
     }
     char suffix[64];
