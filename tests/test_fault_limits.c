@@ -9,7 +9,9 @@
  * - /dev/stdout, /dev/fd/N or /proc/self/fd/N as an output's name:
  *   refused, the file they point at left as it was;
  * - an output written again keeps its permission bits;
- * - a pipe where a FITS file or an .npz is read: refused. */
+ * - a pipe where a FITS file or an .npz is read: refused;
+ * - a crash in a library while the PNG is drawn (a memory limit): no
+ *   staged or scratch file left. */
 #include <errno.h>
 #include <sys/stat.h>
 
@@ -69,6 +71,19 @@ int main(void) {
                   (strstr(err, "File too large") || strstr(err, "file-size limit")) && left == 0,
               "'%s' under ulimit -f 4: exit %d, %d files left, '%s'", cases[k][0], rc, left, err ? err : "");
         free(err);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", cli_path("o"), cli_path("o"));
+        if (system(cmd) != 0) printf("could not empty %s\n", cli_path("o"));
+    }
+    /* a memory limit under which a library may fail while drawing the PNG
+     * (fontconfig and GLib end the process under 100-200 MB here, with
+     * SIGSEGV or SIGTRAP): whatever the end, no staged or scratch file is
+     * left, and a run that succeeds has its outputs */
+    const char *const vm[] = {"-v 100000", "-v 200000", "-v 400000"};
+    for (size_t k = 0; k < sizeof vm / sizeof vm[0]; k++) {
+        int rc = run_limited(vm[k], "angcorr d.txt r.txt -o o/w.out -q", "> out.txt");
+        int left = entries_in("o");
+        printf("angcorr with a PNG under ulimit %s: exit %d, %d files\n", vm[k], rc, left);
+        CHECK(rc == 0 ? left == 2 : left == 0, "angcorr under ulimit %s: exit %d, %d files left", vm[k], rc, left);
         snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", cli_path("o"), cli_path("o"));
         if (system(cmd) != 0) printf("could not empty %s\n", cli_path("o"));
     }

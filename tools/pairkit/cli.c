@@ -311,15 +311,47 @@ int cli_parse_threads(const char *cmd, const char *opt, const char *text, int *o
  * too, should something end the process on the way (PLplot calls exit()
  * on errors of its own). */
 static cli_outputs *open_sets[4];
+static const char *volatile scratch_file; /* a PNG being drawn (cli_note_scratch) */
 
+/* unlink alone: also called from a handler of a fatal signal */
 static void remove_open_sets(void) {
     for (int s = 0; s < 4; s++)
         for (int k = 0; open_sets[s] && k < open_sets[s]->n; k++) unlink(open_sets[s]->staged[k]);
+    const char *f = scratch_file;
+    if (f) unlink(f);
+}
+
+void cli_note_scratch(const char *path) {
+    scratch_file = path;
+}
+
+/* A crash inside a library (fontconfig under a memory limit, say) ends the
+ * process without exit(): the staged files go first, then the action the
+ * signal had before (the default's core and 128 + n, or a sanitizer's
+ * report). A fault (SEGV, BUS, FPE, ILL) comes again from its instruction
+ * once the handler returns; a raised one (abort's ABRT, GLib's TRAP) is
+ * raised again. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
+static struct sigaction fatal_before[sizeof fatal_signals / sizeof fatal_signals[0]];
+
+static void on_fatal(int sig) {
+    remove_open_sets();
+    for (size_t k = 0; k < sizeof fatal_signals / sizeof fatal_signals[0]; k++)
+        if (fatal_signals[k] == sig) sigaction(sig, &fatal_before[k], NULL);
+    if (sig == SIGABRT || sig == SIGTRAP) raise(sig); /* delivered when the handler returns */
 }
 
 static void track(cli_outputs *o, int on) {
     static int registered;
-    if (on && !registered) registered = atexit(remove_open_sets) == 0;
+    if (on && !registered) {
+        registered = atexit(remove_open_sets) == 0;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal;
+        sigemptyset(&sa.sa_mask);
+        for (size_t k = 0; k < sizeof fatal_signals / sizeof fatal_signals[0]; k++)
+            sigaction(fatal_signals[k], &sa, &fatal_before[k]);
+    }
     for (int s = 0; s < 4; s++) {
         if (on && open_sets[s] == o) return;
         if (!on && open_sets[s] == o) open_sets[s] = NULL;

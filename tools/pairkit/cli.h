@@ -80,6 +80,10 @@ typedef struct cli_plot {
 } cli_plot;
 /* Whether PNG output works here (PLplot built in, with its cairo driver). */
 int cli_png_available(void);
+/* A scratch file (a PNG being drawn) removed with the staged outputs
+ * should the process end on the way, at exit or by a crash; NULL once it
+ * is gone or renamed. The string must live until then. */
+void cli_note_scratch(const char *path);
 /* Why not, after cli_png_available said 0: the cairo driver missing (with
  * the package to install), or PLplot's own complaint when it could not
  * even list its drivers. */

@@ -192,10 +192,12 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
         fprintf(stderr, "pairkit %s: %s: %s; no PNG written\n", cmd, name, cli_png_unavailable_reason());
         return 1;
     }
+    cli_note_scratch(tmp); /* removed should PLplot or a library under it crash */
     plot_draw d = {tmp, title, plot, xmin, xmax, ymin, ymax, xpad, ypad, n, x, y, ylo, yhi};
     if (draw_plot(&d)) {
         free(x), free(y), free(ylo), free(yhi);
         unlink(tmp);
+        cli_note_scratch(NULL);
         free(tmp);
         fprintf(stderr, "pairkit %s: %s: PLplot failed: %s\n", cmd, name, cli_plplot_message);
         return 1;
@@ -210,6 +212,7 @@ int cli_plot_png(const char *cmd, const char *path, const char *shown, const cli
         unlink(tmp);
         fprintf(stderr, "pairkit %s: %s: could not write the PNG plot: %s\n", cmd, name, why);
     }
+    cli_note_scratch(NULL);
     free(tmp);
     return ok ? 0 : 1;
 }

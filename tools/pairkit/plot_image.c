@@ -132,10 +132,12 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
         fprintf(stderr, "pairkit %s: %s: out of memory for the image\n", cmd, name);
         return 1;
     }
+    cli_note_scratch(tmp); /* removed should PLplot or a library under it crash */
     image_draw d = {tmp, img, columns, m, xlo, xhi, ylo, yhi, zmin, zmax};
     if (draw_image(&d)) {
         free(columns), free(cells);
         unlink(tmp);
+        cli_note_scratch(NULL);
         free(tmp);
         fprintf(stderr, "pairkit %s: %s: PLplot failed: %s\n", cmd, name, cli_plplot_message);
         return 1;
@@ -150,6 +152,7 @@ int cli_image_png(const char *cmd, const char *path, const char *shown, const cl
         unlink(tmp);
         fprintf(stderr, "pairkit %s: %s: could not write the PNG image: %s\n", cmd, name, why);
     }
+    cli_note_scratch(NULL);
     free(tmp);
     return ok ? 0 : 1;
 }
