@@ -191,6 +191,8 @@ pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *s
     return PK_OK;
 }
 
+#define NAME_BYTES 255 /* NAME_MAX on Linux and the BSDs */
+
 /* Whether a link of the chain from `path` lies in /proc: /dev/stdout,
  * /dev/fd/N and /proc/self/fd/N name an open descriptor, and what they
  * point at is another process's file (a shell's `>> log`): a rename over
@@ -228,6 +230,9 @@ static int links_to_descriptor(const char *path) {
 const char *pk_output_unfit(const char *path) {
     struct stat sb;
     if (!path || !*path) return "is an empty file name";
+    const char *last = strrchr(path, '/');
+    if (strlen(last ? last + 1 : path) > NAME_BYTES)
+        return "is a name longer than the 255 bytes a file's name may have";
     if (lstat(path, &sb) != 0) return NULL;
     if (S_ISLNK(sb.st_mode) && links_to_descriptor(path))
         return "names an open file descriptor (as /dev/stdout and /dev/fd/N do): outputs are written whole, to a "
@@ -315,8 +320,6 @@ char *pk_output_path(const char *path) {
     }
     return strdup(path);
 }
-
-#define NAME_BYTES 255 /* NAME_MAX on Linux and the BSDs */
 
 char *pk_sibling_name(const char *path, const char *suffix) {
     const char *slash = strrchr(path, '/');

@@ -509,6 +509,10 @@ static int check_output_place(const char *cmd, const char *path) {
 int cli_check_names(const char *cmd, const cli_named *outputs, int n) {
     for (int k = 0; k < n; k++) {
         if (!outputs[k].path) continue;
+        if (!*outputs[k].path) { /* a command-line error, as memsort's empty names are */
+            cli_usage_error(cmd, "%s: an empty file name", outputs[k].what);
+            return 1;
+        }
         if (cli_check_output(cmd, outputs[k].path)) return 1;
         if (check_output_place(cmd, outputs[k].path)) return 3; /* the caller's exit code 1 */
         for (int j = 0; j < k; j++) {

@@ -140,7 +140,8 @@ typedef struct cli_named {
     const char *what;
 } cli_named;
 /* Non-zero after printing an error, checked before any work: 1 when two
- * outputs name one file or an output names an input (cli_check_output), 3
+ * outputs name one file, an output names an input (cli_check_output) or
+ * is an empty name, 3
  * when an output's folder is missing or not writable or its name is a
  * folder. */
 int cli_check_names(const char *cmd, const cli_named *outputs, int n);
