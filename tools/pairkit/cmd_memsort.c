@@ -22,7 +22,7 @@ static void usage(FILE *out) {
             "  TRACE_DIR holds mem_addr_0000.bin, mem_addr_0001.bin, ... (u32 addresses).\n\n"
             "  --workers W          number of workers (default 1)\n"
             "  --worker w           this worker, 0 <= w < W (needed when W > 1)\n"
-            "  -o, --output DIR     output directory (created if missing)\n"
+            "  -o, --output DIR     output directory (made if missing, in a folder that exists)\n"
             "  --regions R          default (default), zisk, or a region table file\n"
             "  --verify             compare every owned instance and every plan with the\n"
             "                       reference sort's, and fill every owned instance again\n"

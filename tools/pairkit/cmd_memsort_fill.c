@@ -22,7 +22,7 @@ static void usage(FILE *out) {
             "  has (any of mem_addr_0000.bin ...; gaps allowed). Writes each instance's\n"
             "  rows from those chunks, in stable address order, as (address, value) pairs\n"
             "  to OUT_DIR/fill.bin, and OUT_DIR/fill.txt (docs/memsort.md).\n\n"
-            "  -o, --output DIR     output directory (created if missing)\n"
+            "  -o, --output DIR     output directory (made if missing, in a folder that exists)\n"
             "  --instances LIST     owned (default: those the PLANS' worker owns), all, or\n"
             "                       global ids and ranges: 0,3,8-11\n"
             "  --regions R          default, zisk, or a region table file: checked to be\n"
