@@ -53,6 +53,10 @@ int main(void) {
     CHECK(system(cmd) == 0, "inputs: %s", cmd);
     CHECK(cli_run("memsort-gen trace --entries 300000 -q") == 0, "memsort-gen for the inputs");
     CHECK(cli_run("memsort trace -o plans -q") == 0, "memsort for the plans");
+    /* whether this machine draws PNGs (PLplot and its cairo driver) */
+    CHECK(cli_run("angcorr d.txt r.txt -o probe.out -q") == 0, "angcorr for the PNG probe");
+    const int png = access(cli_path("probe.png"), F_OK) == 0;
+    if (!png) printf("no PNG here (PLplot's cairo driver): the plot's cases count without it\n");
 
     /* each command's outputs in o/, under a limit of 4 KiB a file */
     const char *const cases[][2] = {
@@ -83,12 +87,13 @@ int main(void) {
         int rc = run_limited(vm[k], "angcorr d.txt r.txt -o o/w.out -q", "> out.txt");
         int left = entries_in("o");
         printf("angcorr with a PNG under ulimit %s: exit %d, %d files\n", vm[k], rc, left);
-        CHECK(rc == 0 ? left == 2 : left == 0, "angcorr under ulimit %s: exit %d, %d files left", vm[k], rc, left);
+        CHECK(rc == 0 ? left == 1 + png : left == 0, "angcorr under ulimit %s: exit %d, %d files left", vm[k], rc,
+              left);
         snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir '%s'", cli_path("o"), cli_path("o"));
         if (system(cmd) != 0) printf("could not empty %s\n", cli_path("o"));
     }
     /* the same without the limit: the outputs are made (the inputs fit) */
-    CHECK(run_limited("", cases[0][0], "> out.txt") == 0 && entries_in("o") == 3, "angcorr without the limit");
+    CHECK(run_limited("", cases[0][0], "> out.txt") == 0 && entries_in("o") == 2 + png, "angcorr without the limit");
 
     /* standard output */
     const char *const printing[] = {"version", "angcorr --help", "bench memsort --entries 100000 --runs 1 --no-ref"};
@@ -133,6 +138,7 @@ int main(void) {
                                     {"dftimage v.npz --size 32 --png none -q -o o/i.fits", "o/i.fits"},
                                     {"memsort trace -o o/ms -q", "o/ms/memsort.bin"}};
     for (size_t k = 0; k < sizeof again / sizeof again[0]; k++) {
+        if (!png && strstr(again[k][1], ".png")) continue;
         rc = run_limited("", again[k][0], "> out.txt");
         CHECK(rc == 0 && chmod(cli_path(again[k][1]), 0604) == 0, "'%s': exit %d", again[k][0], rc);
         rc = run_limited("", again[k][0], "> out.txt");
