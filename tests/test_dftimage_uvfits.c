@@ -907,6 +907,15 @@ static void test_synthetic(void) {
               "FQ case %d: u %.17g, expected %.17g", t, vis.n ? vis.u[vis.n - 1] : 0.0, synth_u(SYNTH_GROUPS) * f_last);
         pk_vis_free(&vis);
     }
+    /* one row, of another id, and no FREQSEL parameter: the file's one setup */
+    const int ids_2[1] = {2};
+    synth o_one = {.n_fq_rows = 1, .fq_ids = ids_2};
+    write_synth(path, &o_one);
+    CHECK_OK(pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &vis), &ctx);
+    CHECK(vis.n == SYNTH_GROUPS * SYNTH_CHAN * SYNTH_IF &&
+              close_rel(vis.u[vis.n - 1], synth_u(SYNTH_GROUPS) * (1e9 + 50e6 + 3e6), 1e-12),
+          "one FQ row of FRQSEL 2, no FREQSEL: u %.17g", vis.n ? vis.u[vis.n - 1] : 0.0);
+    pk_vis_free(&vis);
     synth om = {.freqsel = sel_mixed, .n_fq_rows = 2, .fq_ids = ids_12};
     write_synth(path, &om);
     expect_error(path, PK_WEIGHTS_DATA, "group 4: FREQSEL = 1 where group 1 has 2: a file of several frequency setups",

@@ -3,7 +3,8 @@
  * and leaves no file behind, or (when the signal came after the work) a
  * complete output. Also Ctrl-C once memsort, memsort-fill and angcorr are
  * writing their outputs (a staged file seen): exit 130 and no output; a
- * signal ignored when the command starts (nohup) stays ignored.
+ * signal ignored when the command starts (nohup) stays ignored; SIGSEGV,
+ * SIGBUS or SIGABRT sent while writing end the run, no staged file left.
  * angcorr and dftimage have the Ctrl-C test of a long run in
  * test_angcorr_cli.c and test_dftimage_cli.c. */
 #include <signal.h>
@@ -175,19 +176,41 @@ static int writing_in(const char *dir) {
 /* Run pairkit with args in the scratch folder and send SIGINT as soon as
  * it is seen writing its outputs into dir. Returns the exit code; *sent:
  * whether the signal went (the run may end before a staged file is seen). */
-static int interrupt_while_writing(const char *const *args, const char *dir, int *sent) {
+static int signal_while_writing(const char *const *args, const char *dir, int sig, int *sent) {
     pid_t pid = spawn(args);
     int status = 0;
     *sent = 0;
     struct timespec tick = {0, 100000};
     while (waitpid(pid, &status, WNOHANG) != pid) {
         if (!*sent && writing_in(dir)) {
-            kill(pid, SIGINT);
+            kill(pid, sig);
             *sent = 1;
         }
         nanosleep(&tick, NULL);
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int interrupt_while_writing(const char *const *args, const char *dir, int *sent) {
+    return signal_while_writing(args, dir, SIGINT, sent);
+}
+
+/* SIGSEGV, SIGBUS or SIGABRT sent (kill) while a command writes its
+ * outputs: the command dies of that signal, as it did before it caught
+ * them to remove its staged files (a handler that swallowed a sent SEGV
+ * let the run go on and exit 0), and no staged file is left. */
+static void test_fatal_while_writing(const char *const *args, const char *dir) {
+    const int sigs[3] = {SIGSEGV, SIGBUS, SIGABRT};
+    for (int k = 0; k < 3; k++) {
+        int died = 0;
+        for (int attempt = 0; attempt < 3 && !died; attempt++) {
+            int sent = 0, rc = signal_while_writing(args, dir, sigs[k], &sent);
+            CHECK(!writing_in(dir), "signal %d while writing: a staged file is left", sigs[k]);
+            CHECK(!sent || rc == 128 + sigs[k] || rc == 0, "signal %d while writing: exit %d", sigs[k], rc);
+            died += sent && rc == 128 + sigs[k];
+        }
+        CHECK(died, "signal %d while writing: never ended the run", sigs[k]);
+    }
 }
 
 /* SIGINT while a command writes its outputs: exit 130, no output and no
@@ -262,6 +285,7 @@ static void test_writes(void) {
     unlink(cli_path("w.out"));
     unlink(cli_path("w.png"));
     test_write_interrupted("angcorr", png ? ac : ac_text, ".", png ? ac_out : ac_text_out);
+    test_fatal_while_writing(png ? ac : ac_text, ".");
 }
 
 int main(void) {

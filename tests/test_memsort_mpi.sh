@@ -27,6 +27,13 @@ for k in 1 2 3; do
 done
 check "grep -q '3 workers' '$dir/mpi3/workers.txt'" "rank 0 lists the workers"
 
+# written again, the files keep the modes they were given (the worker
+# folders are swapped whole, so the modes are carried over from the old ones)
+chmod 600 "$dir/mpi2/worker-0001/memsort.bin" "$dir/mpi2/workers.txt"
+"${mpirun[@]}" -np 2 "$cli" memsort "$dir/trace" -o "$dir/mpi2" -q --backend cpu --threads 1 > "$dir/again.log" 2>&1
+check "[ \"\$(stat -c %a '$dir/mpi2/worker-0001/memsort.bin' '$dir/mpi2/workers.txt' | tr '\n' ' ')\" = '600 600 ' ]" \
+  "modes after writing again: $(stat -c '%a %n' "$dir/mpi2/worker-0001/memsort.bin" "$dir/mpi2/workers.txt" | tr '\n' ' ')"
+
 # Rank 1 reads a trace directory that is not there: the job fails, nothing remains.
 cat > "$dir/one_bad.sh" <<EOS
 #!/bin/sh

@@ -87,6 +87,15 @@ typedef struct pk_atomic_file {
 
 pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path);
 
+/* The temporary files being written (pk_atomic_open's, the FITS image's):
+ * noted by name while they exist (the string must live until forgotten),
+ * so that a program ending by a signal can remove them first:
+ * pk_temp_remove_all only unlinks, safe in a signal handler. Threads may
+ * note and forget at once; past 64 files at a time, a name goes unnoted. */
+void pk_temp_note(const char *path);
+void pk_temp_forget(const char *path);
+void pk_temp_remove_all(void);
+
 /* Why a whole new file should not be renamed over `path`, or NULL: an
  * empty name, a device, pipe or socket (the rename would replace the node
  * itself), or an existing file without write permission (replacing it

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -332,6 +333,32 @@ char *pk_sibling_name(const char *path, const char *suffix) {
     return out;
 }
 
+/* The temporary files being written now (their names), for
+ * pk_temp_remove_all; a name beyond the slots goes unnoted. */
+#define TEMP_SLOTS 64
+static _Atomic(const char *) temp_slots[TEMP_SLOTS];
+
+void pk_temp_note(const char *path) {
+    for (int k = 0; path && k < TEMP_SLOTS; k++) {
+        const char *empty = NULL;
+        if (atomic_compare_exchange_strong(&temp_slots[k], &empty, path)) return;
+    }
+}
+
+void pk_temp_forget(const char *path) {
+    for (int k = 0; path && k < TEMP_SLOTS; k++) {
+        const char *was = path;
+        if (atomic_compare_exchange_strong(&temp_slots[k], &was, NULL)) return;
+    }
+}
+
+void pk_temp_remove_all(void) {
+    for (int k = 0; k < TEMP_SLOTS; k++) {
+        const char *p = atomic_load(&temp_slots[k]);
+        if (p) unlink(p);
+    }
+}
+
 pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     memset(f, 0, sizeof *f);
     const char *unfit = pk_output_unfit(path);
@@ -347,6 +374,7 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
      * umask applies as to any new file, without reading the umask (which
      * umask() can only do by changing it, for every thread) */
     int fd = -1;
+    pk_temp_note(f->tmp_path); /* before it exists: a signal between cannot leave it behind */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t seed = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)f;
@@ -359,6 +387,7 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     }
     if (fd < 0) {
         pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        pk_temp_forget(f->tmp_path);
         free(f->path);
         free(f->tmp_path);
         memset(f, 0, sizeof *f);
@@ -368,6 +397,7 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
     if (!f->fp) {
         close(fd);
         unlink(f->tmp_path);
+        pk_temp_forget(f->tmp_path);
         free(f->path);
         free(f->tmp_path);
         memset(f, 0, sizeof *f);
@@ -379,6 +409,7 @@ pk_status pk_atomic_open(pk_context *ctx, pk_atomic_file *f, const char *path) {
 
 static void atomic_release(pk_atomic_file *f) {
     if (f->path) pk_numeric_c_leave(); /* an open file's, once */
+    pk_temp_forget(f->tmp_path);
     free(f->path);
     free(f->tmp_path);
     memset(f, 0, sizeof *f);
@@ -458,6 +489,8 @@ static int rename_all_locked(int n, char *const *from, char *const *to) {
         free(keep);
         keep = NULL;
     }
+    /* the old files' modes, before any of them is moved aside */
+    for (int k = 0; k < n; k++) pk_keep_mode(from[k], to[k]);
     for (int k = 0; keep && k < n; k++) {
         struct stat sb;
         if (lstat(to[k], &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
@@ -475,7 +508,6 @@ static int rename_all_locked(int n, char *const *from, char *const *to) {
         free(keep[k]);
         keep[k] = NULL;
     }
-    for (int k = 0; k < n; k++) pk_keep_mode(from[k], to[k]);
     for (int k = 0; k < n && failed < 0; k++)
         if (rename(from[k], to[k]) != 0) failed = k, saved = errno;
     for (int k = 0; failed >= 0 && k < n; k++) {

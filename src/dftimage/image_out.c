@@ -213,6 +213,7 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     }
     close(fd);
     unlink(tmp); /* cfitsio creates the file itself and refuses to overwrite */
+    pk_temp_note(tmp);
 
     fitsfile *f = NULL;
     int status = 0;
@@ -248,10 +249,12 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
             pk_status st =
                 pk_fail(ctx, PK_ERR_IO, "%s: cannot rename the finished image into place: %s", path, strerror(errno));
             unlink(tmp);
+            pk_temp_forget(tmp);
             free(tmp);
             free(target);
             return st;
         }
+        pk_temp_forget(tmp);
         free(tmp);
         free(target);
         return PK_OK;
@@ -259,6 +262,7 @@ pk_status pk_image_write_fits(pk_context *ctx, const char *path, const pk_image 
     char text[FLEN_STATUS];
     fits_get_errstatus(status, text);
     unlink(tmp);
+    pk_temp_forget(tmp);
     free(tmp);
     free(target);
     if (status == WRITE_ERROR) /* cfitsio keeps no errno */

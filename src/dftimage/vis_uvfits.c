@@ -216,11 +216,17 @@ static pk_status read_fq_column(pk_context *ctx, const char *path, fitsfile *f, 
 
 /* The row of the AIPS FQ table that describes frequency setup `fq_id`
  * (the FREQSEL group parameter's value; 1 without one, as in AIPS): the
- * row whose FRQSEL is fq_id, or without that column row fq_id itself. */
-static pk_status find_fq_row(pk_context *ctx, const char *path, fitsfile *f, double fq_id, long *row) {
+ * row whose FRQSEL is fq_id, or without that column row fq_id itself.
+ * Without a FREQSEL parameter (given 0) a table of one row is that row,
+ * whatever its FRQSEL says: the file has one setup. */
+static pk_status find_fq_row(pk_context *ctx, const char *path, fitsfile *f, double fq_id, int given, long *row) {
     int status = 0, col;
     long rows = 0;
     if (fits_get_num_rows(f, &rows, &status)) return fits_error(ctx, path, "AIPS FQ table", status);
+    if (!given && rows == 1) {
+        *row = 1;
+        return PK_OK;
+    }
     if (fits_get_colnum(f, CASEINSEN, "FRQSEL", &col, &status)) {
         status = 0;
         if (fq_id >= 1 && fq_id <= (double)rows && fq_id == floor(fq_id)) {
@@ -248,8 +254,8 @@ static pk_status find_fq_row(pk_context *ctx, const char *path, fitsfile *f, dou
  * lower-sideband IF, whose frequency falls with the channel number), as
  * AIPS, CASA and pyuvdata read them. Without a table (one IF) the offset
  * is 0; without the 'CH WIDTH' column every IF takes the FREQ axis's CDELT. */
-static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, double fq_id, long n_if, long n_chan,
-                               double cdelt, double *offsets, double *widths) {
+static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, double fq_id, int given, long n_if,
+                               long n_chan, double cdelt, double *offsets, double *widths) {
     int status = 0;
     for (long i = 0; i < n_if; i++) offsets[i] = 0.0, widths[i] = cdelt;
     if (fits_movnam_hdu(f, BINARY_TBL, "AIPS FQ", 0, &status)) {
@@ -260,7 +266,7 @@ static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, d
         return PK_OK;
     }
     long row = 1;
-    pk_status st = find_fq_row(ctx, path, f, fq_id, &row);
+    pk_status st = find_fq_row(ctx, path, f, fq_id, given, &row);
     if (!st) st = read_fq_column(ctx, path, f, "IF FREQ", 1, row, n_if, offsets);
     if (!st) st = read_fq_column(ctx, path, f, "CH WIDTH", 0, row, n_if, widths);
     for (long i = 0; !st && n_chan > 1 && i < n_if; i++)
@@ -507,7 +513,8 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         }
         fq_id = params[ifreqsel] * pscal[ifreqsel] + pzero[ifreqsel];
     }
-    if ((st = read_fq_table(ctx, path, f, fq_id, n_if, n_chan, ax.cdelt[ax.freq_ax], if_off, ch_width)) != PK_OK)
+    if ((st = read_fq_table(ctx, path, f, fq_id, ifreqsel >= 0, n_if, n_chan, ax.cdelt[ax.freq_ax], if_off,
+                            ch_width)) != PK_OK)
         goto done;
 
     /* Stokes: I alone, or the parallel hands. */

@@ -319,6 +319,7 @@ static void remove_open_sets(void) {
         for (int k = 0; open_sets[s] && k < open_sets[s]->n; k++) unlink(open_sets[s]->staged[k]);
     const char *f = scratch_file;
     if (f) unlink(f);
+    pk_temp_remove_all(); /* the library's temporary files being written */
 }
 
 void cli_note_scratch(const char *path) {
@@ -328,30 +329,37 @@ void cli_note_scratch(const char *path) {
 /* A crash inside a library (fontconfig under a memory limit, say) ends the
  * process without exit(): the staged files go first, then the action the
  * signal had before (the default's core and 128 + n, or a sanitizer's
- * report). A fault (SEGV, BUS, FPE, ILL) comes again from its instruction
- * once the handler returns; a raised one (abort's ABRT, GLib's TRAP) is
- * raised again. */
+ * report). A fault (SEGV, BUS, FPE, ILL from an instruction) comes again
+ * from its instruction once the handler returns; one raised or sent
+ * (abort's ABRT, GLib's TRAP, kill -SEGV) is raised again. */
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP};
 static struct sigaction fatal_before[sizeof fatal_signals / sizeof fatal_signals[0]];
 
-static void on_fatal(int sig) {
+static void on_fatal(int sig, siginfo_t *info, void *context) {
+    (void)context;
     remove_open_sets();
     for (size_t k = 0; k < sizeof fatal_signals / sizeof fatal_signals[0]; k++)
         if (fatal_signals[k] == sig) sigaction(sig, &fatal_before[k], NULL);
-    if (sig == SIGABRT || sig == SIGTRAP) raise(sig); /* delivered when the handler returns */
+    /* si_code <= 0: kill, tgkill, raise, sigqueue (SI_USER, SI_TKILL, ...) */
+    if (sig == SIGABRT || sig == SIGTRAP || !info || info->si_code <= 0) raise(sig); /* delivered on return */
+}
+
+void cli_catch_fatal(void) {
+    static int caught;
+    if (caught) return;
+    caught = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (size_t k = 0; k < sizeof fatal_signals / sizeof fatal_signals[0]; k++)
+        sigaction(fatal_signals[k], &sa, &fatal_before[k]);
 }
 
 static void track(cli_outputs *o, int on) {
-    static int registered;
-    if (on && !registered) {
-        registered = atexit(remove_open_sets) == 0;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal;
-        sigemptyset(&sa.sa_mask);
-        for (size_t k = 0; k < sizeof fatal_signals / sizeof fatal_signals[0]; k++)
-            sigaction(fatal_signals[k], &sa, &fatal_before[k]);
-    }
+    static int at_exit;
+    if (on && !at_exit) at_exit = atexit(remove_open_sets) == 0;
     for (int s = 0; s < 4; s++) {
         if (on && open_sets[s] == o) return;
         if (!on && open_sets[s] == o) open_sets[s] = NULL;
@@ -568,18 +576,21 @@ const char *cli_stage(const char *cmd, cli_outputs *o, const char *final_path) {
         fprintf(stderr, "pairkit %s: out of memory\n", cmd);
         return NULL;
     }
+    /* noted before it exists, so that a signal between its making and its
+     * noting cannot leave it behind */
+    o->final_path[o->n] = fin;
+    o->staged[o->n] = staged;
+    o->n++;
+    track(o, 1);
     int fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0) {
         fprintf(stderr, "pairkit %s: %s: cannot write: %s\n", cmd, final_path, strerror(errno));
+        o->n--;
         free(staged);
         free(fin);
         return NULL;
     }
     close(fd);
-    o->final_path[o->n] = fin;
-    o->staged[o->n] = staged;
-    o->n++;
-    track(o, 1);
     return staged;
 }
 

@@ -84,6 +84,11 @@ int cli_png_available(void);
  * should the process end on the way, at exit or by a crash; NULL once it
  * is gone or renamed. The string must live until then. */
 void cli_note_scratch(const char *path);
+/* From here on a fatal signal (a crash in a library, or one sent: SEGV,
+ * BUS, FPE, ILL, ABRT, TRAP) first removes the staged outputs, the scratch
+ * file and the library's temporary files, then takes the action it had
+ * before (called once MPI, which installs handlers of its own, is up). */
+void cli_catch_fatal(void);
 /* Why not, after cli_png_available said 0: the cairo driver missing (with
  * the package to install), or PLplot's own complaint when it could not
  * even list its drivers. */

@@ -120,6 +120,15 @@ static int write_job(const char *cmd, pk_context *ctx, const char *out_dir, cons
     /* 2: older output aside, newer in */
     int moved_old = 0, moved_new = 0, list_moved_old = 0, list_moved_new = 0;
     if (staged_ok) {
+        /* the files written again keep the modes the older ones were given */
+        static const char *const names[2] = {"memsort.bin", "summary.txt"};
+        for (int k = 0; k < 2; k++) {
+            char from[4200], to[4200];
+            snprintf(from, sizeof from, "%.4000s/%s", staged, names[k]);
+            snprintf(to, sizeof to, "%.4000s/%s", worker_dir, names[k]);
+            pk_keep_mode(from, to);
+        }
+        if (rank == 0) pk_keep_mode(list_staged, list);
         int ok = 1;
         if (stat(worker_dir, &sb) == 0) ok = (moved_old = rename(worker_dir, old) == 0);
         if (ok) ok = (moved_new = rename(staged, worker_dir) == 0);

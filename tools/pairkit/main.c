@@ -124,6 +124,7 @@ static int run(int argc, char **argv) {
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         if (strcmp(name, commands[k].name) == 0) {
             cli_mpi_init(&argc, &argv);
+            cli_catch_fatal();
             char **args, **joined;
             int n_joined;
             int n_args = normalise_args(argc - 1, argv + 1, &args, &joined, &n_joined);
