@@ -346,6 +346,15 @@ static pk_status read_su_source(pk_context *ctx, const char *path, fitsfile *f, 
     return st;
 }
 
+/* The error of a group parameter that must hold group 1's value in every
+ * group (SOURCE, FREQSEL), at the first group g that differs; why: what
+ * such a file is and what to do. */
+static pk_status not_throughout(pk_context *ctx, const char *path, long g, const char *name, double value, double first,
+                                const char *why) {
+    return pk_fail(ctx, PK_ERR_PARSE, "%s: group %ld: %s = %g where group 1 has %g: %s", path, g, name, value, first,
+                   why);
+}
+
 /* Julian date to "YYYY-MM-DDThh:mm:ss" (Fliegel and Van Flandern). */
 static void jd_to_iso(double jd, char *out, size_t size) {
     double jd_noon = floor(jd + 0.5);
@@ -583,26 +592,21 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
         for (int q = 0; q < 3; q++)
             for (int k = 0; k < n_uvw[q]; k++) uvw_s[q] += params[iuvw[q][k]];
         double u_s = uvw_s[0], v_s = uvw_s[1], w_s = uvw_s[2];
-        if (isource >= 0) {
-            /* one phase centre an image: visibilities of several sources
-             * summed would make an image of none of them */
-            if (g == 1) source_id = params[isource];
-            else if (params[isource] != source_id) {
-                st = pk_fail(ctx, PK_ERR_PARSE,
-                             "%s: group %ld: SOURCE = %g where group 1 has %g: a multi-source file, whose "
-                             "visibilities are phased to several centres; image one source at a time (split the "
-                             "file by source first: AIPS SPLIT, CASA split, or pyuvdata's select)",
-                             path, g, params[isource], source_id);
-                goto done;
-            }
+        if (isource >= 0 && g == 1) source_id = params[isource];
+        /* one phase centre an image: visibilities of several sources
+         * summed would make an image of none of them */
+        if (isource >= 0 && params[isource] != source_id) {
+            st = not_throughout(ctx, path, g, "SOURCE", params[isource], source_id,
+                                "a multi-source file, whose visibilities are phased to several centres; image one "
+                                "source at a time (split the file by source first: AIPS SPLIT, CASA split, or "
+                                "pyuvdata's select)");
+            goto done;
         }
+        /* the channels of another setup lie at other frequencies */
         if (ifreqsel >= 0 && params[ifreqsel] != fq_id) {
-            /* the channels of another setup lie at other frequencies */
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: group %ld: FREQSEL = %g where group 1 has %g: a file of several frequency setups; "
-                         "image one setup at a time (select it first: AIPS UVCOP or SPLIT with FREQID, CASA split "
-                         "with spw, or pyuvdata's select)",
-                         path, g, params[ifreqsel], fq_id);
+            st = not_throughout(ctx, path, g, "FREQSEL", params[ifreqsel], fq_id,
+                                "a file of several frequency setups; image one setup at a time (select it first: "
+                                "AIPS UVCOP or SPLIT with FREQID, CASA split with spw, or pyuvdata's select)");
             goto done;
         }
         if (!isfinite(u_s) || !isfinite(v_s) || !isfinite(w_s)) {
