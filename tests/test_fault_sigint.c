@@ -205,9 +205,15 @@ static void test_fatal_while_writing(const char *const *args, const char *dir) {
         int died = 0;
         for (int attempt = 0; attempt < 3 && !died; attempt++) {
             int sent = 0, rc = signal_while_writing(args, dir, sigs[k], &sent);
+            /* built with AddressSanitizer, whose own handler takes SEGV and
+             * BUS after pairkit's: its report, then its exit code 1 */
+            char *e = cli_read(cli_path("err.txt"));
+            int sanitizer = rc == 1 && e && strstr(e, "AddressSanitizer");
+            free(e);
             CHECK(!writing_in(dir), "signal %d while writing: a staged file is left", sigs[k]);
-            CHECK(!sent || rc == 128 + sigs[k] || rc == 0, "signal %d while writing: exit %d", sigs[k], rc);
-            died += sent && rc == 128 + sigs[k];
+            CHECK(!sent || rc == 128 + sigs[k] || sanitizer || rc == 0, "signal %d while writing: exit %d", sigs[k],
+                  rc);
+            died += sent && (rc == 128 + sigs[k] || sanitizer);
         }
         CHECK(died, "signal %d while writing: never ended the run", sigs[k]);
     }
