@@ -1,8 +1,9 @@
 """Time reading a memsort.bin back with its checks: Python's read_memsort
 (with and without the checks of the values) and pk_memsort_read with and
 without the rows. Usage: PAIRKIT_LIB=build/libpairkit.so PYTHONPATH=python
-python3 bench/memsort_read_checks.py OUT_DIR (a folder `pairkit memsort`
-wrote); 5 runs each, median and min."""
+/usr/bin/python3 bench/memsort_read_checks.py OUT_DIR (a folder `pairkit
+memsort` wrote; Debian's python3, with the python3-numpy of
+scripts/deps.sh); 5 runs each, median and min."""
 import time, ctypes, statistics, sys
 import numpy as np
 import pairkit
