@@ -194,6 +194,30 @@ pk_status pk_read_file(pk_context *ctx, const char *path, char **data, size_t *s
 
 #define NAME_BYTES 255 /* NAME_MAX on Linux and the BSDs */
 
+/* Where the symbolic link cur (lstat'ed into sb) points, a relative target
+ * taken from the link's folder: a new string, NULL when out of memory or
+ * when the link cannot be read (or has grown since the lstat). */
+static char *next_link(const char *cur, const struct stat *sb) {
+    size_t cap = (size_t)sb->st_size + 1 > 256 ? (size_t)sb->st_size + 1 : 256;
+    char *target = malloc(cap);
+    ssize_t got = target ? readlink(cur, target, cap - 1) : -1;
+    if (got < 0 || (size_t)got >= cap - 1) {
+        free(target);
+        return NULL;
+    }
+    target[got] = '\0';
+    const char *slash = strrchr(cur, '/');
+    if (target[0] == '/' || !slash) return target;
+    size_t dir = (size_t)(slash + 1 - cur);
+    char *next = malloc(dir + (size_t)got + 1);
+    if (next) {
+        memcpy(next, cur, dir);
+        memcpy(next + dir, target, (size_t)got + 1);
+    }
+    free(target);
+    return next;
+}
+
 /* Whether a link of the chain from `path` lies in /proc: /dev/stdout,
  * /dev/fd/N and /proc/self/fd/N name an open descriptor, and what they
  * point at is another process's file (a shell's `>> log`): a rename over
@@ -210,17 +234,7 @@ static int links_to_descriptor(const char *path) {
         found = real && (strncmp(real, "/proc/", 6) == 0 || strcmp(real, "/proc") == 0);
         free(real);
         free(dir);
-        char target[4096];
-        ssize_t got = readlink(cur, target, sizeof target - 1);
-        if (got < 0) break;
-        target[got] = '\0';
-        char *next = NULL;
-        if (target[0] == '/' || !slash) {
-            next = strdup(target);
-        } else if ((next = malloc((size_t)(slash + 1 - cur) + (size_t)got + 1)) != NULL) {
-            memcpy(next, cur, (size_t)(slash + 1 - cur));
-            memcpy(next + (slash + 1 - cur), target, (size_t)got + 1);
-        }
+        char *next = next_link(cur, &sb);
         free(cur);
         cur = next;
     }
@@ -278,25 +292,7 @@ static char *link_chain_end(const char *path) {
     for (int hop = 0; cur && hop < 40; hop++) {
         struct stat sb;
         if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) return cur;
-        size_t cap = (size_t)sb.st_size + 1 > 256 ? (size_t)sb.st_size + 1 : 256;
-        char *target = malloc(cap);
-        ssize_t got = target ? readlink(cur, target, cap - 1) : -1;
-        if (got < 0 || (size_t)got >= cap - 1) { /* unreadable, or grown since lstat */
-            free(target);
-            break;
-        }
-        target[got] = '\0';
-        const char *slash = strrchr(cur, '/');
-        char *next = target;
-        if (target[0] != '/' && slash) {
-            size_t dir = (size_t)(slash + 1 - cur);
-            next = malloc(dir + (size_t)got + 1);
-            if (next) {
-                memcpy(next, cur, dir);
-                memcpy(next + dir, target, (size_t)got + 1);
-            }
-            free(target);
-        }
+        char *next = next_link(cur, &sb);
         free(cur);
         cur = next;
     }
@@ -576,13 +572,16 @@ static int file_size_limited(void) {
     return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
 }
 
+#define CAUSES_DISK "disk full or I/O error"
+#define CAUSES_LIMITED "disk full, I/O error, or the file-size limit of ulimit -f"
+
 const char *pk_write_failure_causes(void) {
-    return file_size_limited() ? "disk full, I/O error, or the file-size limit of ulimit -f" : "disk full or I/O error";
+    return file_size_limited() ? CAUSES_LIMITED : CAUSES_DISK;
 }
 
 const char *pk_earlier_write_failure(void) {
-    return file_size_limited() ? "an earlier write failed (disk full, I/O error, or the file-size limit of ulimit -f)"
-                               : "an earlier write failed (disk full or I/O error)";
+    return file_size_limited() ? "an earlier write failed (" CAUSES_LIMITED ")"
+                               : "an earlier write failed (" CAUSES_DISK ")";
 }
 
 int pk_sync_file(FILE *fp, uint64_t step, pk_progress *progress) {

@@ -214,13 +214,12 @@ pk_status pk_memsort_trace_check(pk_context *ctx, const pk_memsort_regions *regi
     return PK_OK;
 }
 
-/* dir/mem_addr_NNNN.bin, without a doubled slash when dir ends in one
- * (the name appears in messages) */
+/* dir/mem_addr_NNNN.bin; dir without trailing slashes (the readers and
+ * the writer strip them on the way in, pk_dir_name) */
 static char *chunk_path(const char *dir, uint32_t c) {
-    size_t n = strlen(dir), len = n + 32;
+    size_t len = strlen(dir) + 32;
     char *p = malloc(len);
-    const char *sep = n > 0 && dir[n - 1] == '/' ? "" : "/";
-    if (p) snprintf(p, len, "%s%s" CHUNK_PREFIX "%04u" CHUNK_SUFFIX, dir, sep, c);
+    if (p) snprintf(p, len, "%s/" CHUNK_PREFIX "%04u" CHUNK_SUFFIX, dir, c);
     return p;
 }
 
