@@ -104,6 +104,20 @@ int main(void) {
         free(e);
     }
 
+    /* --png NONE and None leave the plot out as none does: no file of that
+     * name (it would be a PNG without the suffix). */
+    {
+        const char *spellings[2] = {"NONE", "None"};
+        for (int s = 0; s < 2; s++) {
+            char args[200];
+            snprintf(args, sizeof args, "angcorr d.txt r.txt -o none%d.out --png %s -q --nbins 20", s, spellings[s]);
+            rc = cli_run(args);
+            CHECK(rc == 0 && access(cli_path(spellings[s]), F_OK) != 0 && access(cli_path("none0.png"), F_OK) != 0,
+                  "--png %s: exit %d, a file of that name %s", spellings[s], rc,
+                  access(cli_path(spellings[s]), F_OK) == 0 ? "written" : "absent");
+        }
+    }
+
     /* Default units follow the format the file is read as: CSV in degrees
      * whatever the case of its suffix, a native file in arcmin even with
      * ".fits" inside its name; a gzip-compressed CSV is refused plainly. */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -658,7 +659,7 @@ const char *cli_sibling_into(const char *out_path, const char *suffix, char *buf
 }
 
 int cli_want_png(const char *cmd, const char *png_path, int warn) {
-    if (png_path && strcmp(png_path, "none") == 0) return 0;
+    if (png_path && strcasecmp(png_path, "none") == 0) return 0; /* NONE and None too: no file of that name */
     if (png_path || cli_png_available()) return 1;
     /* the plot nobody asked for by name: the results without it, said even
      * with -q (a missing output, not progress) */

@@ -23,7 +23,7 @@ static void usage(FILE *out) {
             "  --csv FILE           also a CSV with bin edges and counts (ECSV, with units\n"
             "                       and metadata for astropy, when FILE ends in .ecsv)\n"
             "  --png FILE           plot of w(theta) (default: the output name with .png;\n"
-            "                       'none' for no plot)\n"
+            "                       'none', any case, for no plot)\n"
             "  --units U            arcmin (default for the native format), deg (default for\n"
             "                       CSV and FITS), rad or arcsec; a FITS RA or Dec column\n"
             "                       whose TUNIT names units is read in those (--units must\n"
@@ -605,10 +605,9 @@ int cmd_angcorr(int argc, char **argv) {
             fprintf(stderr,
                     "kernel %s: %.3f s, %.3g separations/s, %.4f%% settled in float64; wrote %s%s%s%s%s%s%s%s%s\n",
                     pk_angcorr_kernel_name(result.stats_dd.kernel), total_s, visited / total_s, 100.0 * fp64 / visited,
-                    out_path, csv_path ? ", " : "", csv_path ? csv_path : "",
-                    png_path && strcmp(png_path, "none") ? ", " : "",
-                    png_path && strcmp(png_path, "none") ? png_path : "", extras.omega_cov ? ", " : "",
-                    extras.omega_cov ? cov_path : "", save_rr_path ? ", " : "", save_rr_path ? save_rr_path : "");
+                    out_path, csv_path ? ", " : "", csv_path ? csv_path : "", want_png ? ", " : "",
+                    want_png ? png_path : "", extras.omega_cov ? ", " : "", extras.omega_cov ? cov_path : "",
+                    save_rr_path ? ", " : "", save_rr_path ? save_rr_path : "");
         }
         pk_angcorr_rr_cells_free(&rr_cells);
         pk_angcorr_result_free(&result);
