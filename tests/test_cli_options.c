@@ -7,6 +7,8 @@
  * thread count outside 1 .. 1024 is refused; every option given twice is
  * refused; a value joined to an option that takes none (`--quiet=x`) is
  * refused. */
+#include <sys/stat.h>
+
 #include "cli_util.h"
 #include "pairkit/pairkit.h"
 
@@ -218,19 +220,27 @@ int main(void) {
         CHECK(rc == 0, "--edges with a byte order mark: exit %d, %s", rc, err ? err : "");
         free(err);
     }
-    /* --write-npz into a missing folder or onto a device: said plainly
-     * (libzip said "Failure to create temporary file") */
+    /* --write-npz into a missing folder, onto a device, a folder or the
+     * file --vis reads: said plainly before the work, as other commands'
+     * outputs are (libzip said "Failure to create temporary file", a
+     * folder gave "Operation not supported") */
     {
-        const char *runs[] = {"bench dftimage --nvis 10 --write-npz nodir/x.npz",
-                              "bench dftimage --nvis 10 --write-npz /dev/full"};
-        const char *says[] = {"nodir/x.npz: cannot write: its folder does not exist",
-                              "/dev/full: cannot write: is not a regular file"};
-        for (int k = 0; k < 2; k++) {
+        mkdir(cli_path("npz_dir"), 0777);
+        const char *runs[] = {
+            "bench dftimage --nvis 10 --write-npz nodir/x.npz", "bench dftimage --nvis 10 --write-npz /dev/full",
+            "bench dftimage --nvis 10 --write-npz npz_dir", "bench dftimage --nvis 10 --write-npz vis10.npz",
+            "bench dftimage --vis vis10.npz --write-npz vis10.npz"};
+        const char *says[] = {"nodir/x.npz: cannot write: the folder nodir does not exist",
+                              "/dev/full: is not a regular file", "npz_dir: is a directory, not a file",
+                              "wrote vis10.npz (10 visibilities, seed 1)",
+                              "vis10.npz: is an input of this run; give the output another name"};
+        const int exits[] = {1, 1, 1, 0, 2};
+        for (int k = 0; k < 5; k++) {
             int rc_npz = cli_run(runs[k]);
-            char *err = cli_stderr();
-            CHECK(rc_npz == 1 && err && strstr(err, says[k]), "pairkit %s: exit %d, %s", runs[k], rc_npz,
-                  err ? err : "");
-            free(err);
+            char *err = cli_stderr(), *out = cli_read(cli_path("out.txt"));
+            CHECK(rc_npz == exits[k] && ((err && strstr(err, says[k])) || (out && strstr(out, says[k]))),
+                  "pairkit %s: exit %d, %s", runs[k], rc_npz, err ? err : "");
+            free(err), free(out);
         }
     }
     /* a device as a text input is refused (/dev/zero was read until memory ran out) */

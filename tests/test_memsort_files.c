@@ -853,6 +853,25 @@ int main(void) {
                       lstat(gen_chunk, &ls) == 0 && S_ISLNK(ls.st_mode) && c1 && c1_n == c0_n,
                   "memsort-gen over a chunk link: exit %d, %s", rc, err);
             free(c1);
+            /* an output folder named by a link to a folder that does not
+             * exist (mkdir does not follow it): refused naming the link and
+             * where it leads, before the work, nothing made */
+            char dangling[700], nowhere[700];
+            snprintf(dangling, sizeof dangling, "%s", path_in("dangling_out"));
+            snprintf(nowhere, sizeof nowhere, "%s", path_in("no_such_folder"));
+            CHECK(symlink(nowhere, dangling) == 0, "symlink %s", dangling);
+            for (int k = 0; k < 2; k++) {
+                if (k == 0)
+                    snprintf(args, sizeof args, "memsort %s -o %s --regions %s -q", trace_dir, dangling,
+                             path_in("small.txt"));
+                else snprintf(args, sizeof args, "memsort-gen %s --entries 1000 -q", dangling);
+                rc = run_cli(args, err, sizeof err);
+                char said[1600];
+                snprintf(said, sizeof said, "%s: a symbolic link to '%s', which does not exist", dangling, nowhere);
+                CHECK(rc == 1 && strstr(err, said) && access(nowhere, F_OK) != 0 && lstat(dangling, &ls) == 0 &&
+                          S_ISLNK(ls.st_mode),
+                      "%s -o a dangling link: exit %d, %s", k ? "memsort-gen" : "memsort", rc, err);
+            }
         }
         /* an empty chunk file: read as a chunk of no entries, and said */
         {

@@ -67,6 +67,11 @@ const char *pk_kernel_absent_reason(int cuda, int needs_avx512);
  * buf; dir itself when it has none or the shorter name does not fit. File
  * names are made as dir/name. */
 const char *pk_dir_name(const char *dir, char *buf, size_t size);
+/* Makes the folder dir unless it exists (*created says which, when not
+ * NULL). Errors name dir and, after a colon, what the folder is for (role):
+ * a name that is not a folder, and a symbolic link to a folder that does
+ * not exist (mkdir does not follow it). */
+pk_status pk_dir_make(pk_context *ctx, const char *dir, const char *role, int *created);
 
 /* Allocation with a cache-line alignment; free with pk_aligned_free. */
 void *pk_aligned_alloc(size_t bytes);

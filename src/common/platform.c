@@ -567,6 +567,27 @@ const char *pk_dir_name(const char *dir, char *buf, size_t size) {
     return buf;
 }
 
+pk_status pk_dir_make(pk_context *ctx, const char *dir, const char *role, int *created) {
+    if (created) *created = 0;
+    if (mkdir(dir, 0777) == 0) {
+        if (created) *created = 1;
+        return PK_OK;
+    }
+    if (errno != EEXIST) return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) return pk_fail(ctx, PK_ERR_IO, "%s: not a directory (%s)", dir, role);
+        return PK_OK;
+    }
+    char target[4096];
+    ssize_t len = readlink(dir, target, sizeof target - 1);
+    if (len < 0) return pk_fail(ctx, PK_ERR_IO, "%s: %s", dir, strerror(errno));
+    target[len] = '\0';
+    return pk_fail(ctx, PK_ERR_IO,
+                   "%s: a symbolic link to '%s', which does not exist (%s): make that folder, or give another name",
+                   dir, target, role);
+}
+
 static int file_size_limited(void) {
     struct rlimit rl;
     return getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;

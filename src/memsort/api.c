@@ -493,12 +493,8 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
         return pk_fail(ctx, PK_ERR_INVALID, "the result has no chunk table (chunk_start); pk_memsort_run makes one");
     char dir_buf[4096];
     out_dir = pk_dir_name(out_dir, dir_buf, sizeof dir_buf);
-    if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
-        return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", out_dir, strerror(errno));
-    struct stat sb;
-    if (stat(out_dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
-        return pk_fail(ctx, PK_ERR_IO, "%s: not a directory (the output folder for memsort.bin and summary.txt)",
-                       out_dir);
+    st = pk_dir_make(ctx, out_dir, "the output folder for memsort.bin and summary.txt", NULL);
+    if (st) return st;
     char *bin_path = join_path(out_dir, "memsort.bin"), *txt_path = join_path(out_dir, "summary.txt");
     if (!bin_path || !txt_path) {
         free(bin_path);

@@ -592,12 +592,9 @@ pk_status pk_memsort_chunk_writer_begin(pk_context *ctx, pk_memsort_chunk_writer
     if (n_chunks < 1 || n_chunks > PK_MEMSORT_MAX_CHUNKS)
         return pk_fail(ctx, PK_ERR_INVALID, "%s: a trace of %u chunks cannot be written (1 to %d)", dir, n_chunks,
                        PK_MEMSORT_MAX_CHUNKS);
-    if (mkdir(dir, 0777) == 0) w->created = 1;
-    else if (errno != EEXIST)
-        return pk_fail(ctx, PK_ERR_IO, "%s: cannot create the directory: %s", dir, strerror(errno));
+    pk_status st_dir = pk_dir_make(ctx, dir, "the folder for the chunk files mem_addr_NNNN.bin", &w->created);
+    if (st_dir) return st_dir;
     struct stat sb;
-    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
-        return pk_fail(ctx, PK_ERR_IO, "%s: not a directory (the folder for the chunk files mem_addr_NNNN.bin)", dir);
     {
         /* a file that pk_memsort_trace_read would refuse (mem_addr_00001.bin)
          * would leave the folder unreadable as a trace: refused first */

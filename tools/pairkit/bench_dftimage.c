@@ -121,6 +121,12 @@ int bench_dftimage(int argc, char **argv) {
     if (vis_path && (n_vis || seed_given))
         return cli_usage_error(cmd, "--vis images the file's visibilities: %s would not be used",
                                n_vis ? "--nvis" : "--seed");
+    cli_input(vis_path);
+    if (npz_out) { /* a folder, a missing folder, an input's name: said before the problem is made */
+        const cli_named output = {npz_out, "--write-npz"};
+        int names_bad = cli_check_names(cmd, &output, 1);
+        if (names_bad) return names_bad == 3 ? 1 : 2;
+    }
     int cuda = backend == PK_BACKEND_CUDA;
     if (n_vis == 0) n_vis = cuda ? 1000000 : 65536;
 
@@ -130,9 +136,11 @@ int bench_dftimage(int argc, char **argv) {
     if (st) return cli_error(cmd, st, &ctx);
     if (npz_out) {
         st = pk_vis_write_npz(&ctx, npz_out, &vis);
+        size_t n_written = vis.n;
         pk_vis_free(&vis);
         if (st) return cli_error(cmd, st, &ctx);
-        printf("wrote %s (%zu visibilities, seed %zu)\n", npz_out, n_vis, seed);
+        if (vis_path) printf("wrote %s (%zu visibilities of %s)\n", npz_out, n_written, vis_path);
+        else printf("wrote %s (%zu visibilities, seed %zu)\n", npz_out, n_vis, seed);
         return 0;
     }
 

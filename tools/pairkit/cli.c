@@ -467,12 +467,21 @@ int cli_check_out_dir(const char *cmd, const char *out_dir, const char *const *f
     char parent[4096];
     cli_parent_dir(out_dir, parent, sizeof parent);
     const char *why = NULL;
+    char dangling[4300];
     if (stat(out_dir, &sb) == 0) {
         why = !S_ISDIR(sb.st_mode)                ? "exists and is not a directory"
               : access(out_dir, W_OK | X_OK) != 0 ? "is not writable"
                                                   : NULL;
     } else if (errno != ENOENT) {
         why = strerror(errno);
+    } else if (lstat(out_dir, &sb) == 0 && S_ISLNK(sb.st_mode)) {
+        /* mkdir does not follow a link: the folder it names is not made */
+        char target[4096];
+        ssize_t len = readlink(out_dir, target, sizeof target - 1);
+        target[len > 0 ? len : 0] = '\0';
+        snprintf(dangling, sizeof dangling,
+                 "a symbolic link to '%s', which does not exist (make that folder, or give another name)", target);
+        why = dangling;
     } else if (stat(parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         why = "cannot be made: its parent folder is missing";
     } else if (access(parent, W_OK | X_OK) != 0) {
