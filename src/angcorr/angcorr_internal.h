@@ -22,15 +22,15 @@
 #include "../common/common.h"
 #include "pairkit/angcorr.h"
 
-/* The reference dot product, evaluated exactly as written: two products
- * added, then the third product added, each rounded to double (this file
- * and its users are compiled with -ffp-contract=off). */
 /* x, with a NaN of either sign as the positive one, so that text outputs
  * print "nan" throughout (0/0 makes a negative NaN on x86, "-nan"). */
 static inline double pk_plain_nan(double x) {
     return x != x ? (double)NAN : x;
 }
 
+/* The reference dot product, evaluated exactly as written: two products
+ * added, then the third product added, each rounded to double (this file
+ * and its users are compiled with -ffp-contract=off). */
 static inline double pk_angcorr_dot_ref(double x1, double y1, double z1, double x2, double y2, double z2) {
     double d = x1 * x2 + y1 * y2;
     return d + z1 * z2;
@@ -122,6 +122,23 @@ uint32_t pk_curve_key(int order, const double lo[3], const double scale[3], doub
  * bins' rule. */
 int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot);
 
+/* Bound on |c2(float32) - c2(exact, from the double unit vectors)| for a
+ * pair whose chord squared is near c, with a factor 4 of headroom over the
+ * derivation in docs/angcorr.md: PK_C2_ERR_SQRT sqrt(c) from rounding the
+ * unit vectors and differences, PK_C2_ERR_LIN c from the three roundings of
+ * the sum, and PK_C2_ERR_ABS for the squared rounding errors and the float64
+ * dot. The edge table evaluates it at PK_C2_ERR_WIDEN c + PK_C2_ERR_ABS, so
+ * that it holds over the whole window; the log path (cpu_log.c) carries the
+ * same constants into log2(c2). */
+#define PK_C2_ERR_SQRT 0x1p-19
+#define PK_C2_ERR_LIN 0x1p-20
+#define PK_C2_ERR_ABS 1e-12
+#define PK_C2_ERR_WIDEN 1.01
+static inline double pk_c2_error_bound(double c) {
+    if (c < 0) c = 0;
+    return sqrt(c) * PK_C2_ERR_SQRT + c * PK_C2_ERR_LIN + PK_C2_ERR_ABS;
+}
+
 /* Chord-squared uncertainty windows and the cell table.
  *
  * dot_threshold[s] (s = 0..n_bins) is the smallest double d whose reference
@@ -130,7 +147,7 @@ int64_t pk_angcorr_slot_ref(const pk_bins *bins, double dot);
  *
  * In chord-squared space, c2 = 2 - 2 d, boundary s sits at C_s = 2 - 2 T_s.
  * A float32 c2 computed from float32 unit vectors is within
- * PK_C2_ERROR(c2) of the exact value (derivation in docs/angcorr.md), so
+ * pk_c2_error_bound(c2) of the exact value (derivation in docs/angcorr.md), so
  * [c2_lo[s], c2_hi[s]) = C_s -/+ that bound, rounded outwards, holds every c2
  * whose side of boundary s float32 cannot decide. Those pairs are settled in
  * float64.

@@ -200,16 +200,6 @@ static double dot_threshold(const pk_bins *bins, int64_t s) {
     return double_from_ordered(hi);
 }
 
-/* Bound on |c2(float32) - c2(exact, from the double unit vectors)| for a
- * pair whose chord squared is near c, with a factor 4 of headroom over the
- * derivation in docs/angcorr.md: 2^-21 sqrt(c) from rounding the unit
- * vectors and differences, 2^-22 c from the three roundings of the sum, and
- * an absolute term for the squared rounding errors and the float64 dot. */
-static double c2_error_bound(double c) {
-    if (c < 0) c = 0;
-    return ldexp(sqrt(c), -19) + ldexp(c, -20) + 1e-12;
-}
-
 /* #{s : c2_hi[s] <= c}: boundaries certainly passed at c. */
 static int32_t bounds_passed(const pk_edge_table *t, float c) {
     int32_t lo = 0, hi = t->n_bounds; /* answer in [lo, hi] */
@@ -280,7 +270,7 @@ pk_status pk_edge_table_build(pk_context *ctx, const pk_bins *bins, pk_edge_tabl
                 t->c2_lo[s] = t->c2_hi[s] = INFINITY;
             } else {
                 double c = 2.0 - 2.0 * T;
-                double m = c2_error_bound(c * 1.01 + 1e-12);
+                double m = pk_c2_error_bound(c * PK_C2_ERR_WIDEN + PK_C2_ERR_ABS);
                 t->c2_lo[s] = pk_float_down(c - m);
                 t->c2_hi[s] = pk_float_up(c + m);
             }

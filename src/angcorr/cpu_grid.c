@@ -516,6 +516,66 @@ pk_status pk_grid_build_pair(pk_context *ctx, const pk_catalog *a, const double 
     return pk_fail(ctx, PK_ERR_INTERNAL, "could not size the grid");
 }
 
+/* A parallel region costs more than 2^20 pairs' work when the machine is
+ * busy and threads wait for each other at its barrier: a count is given one
+ * thread for each 2^20 pairs it visits, up to the context's count. */
+#define GRID_PAIRS_A_THREAD 1048576.0
+
+/* Pruning that skips less than a third of the pairs does not pay for the
+ * shorter rows: past this share of the pairs visited, an unweighted count
+ * runs the full-range kernels. */
+#define GRID_PRUNE_WORTH_SHARE 0.67
+
+pk_status pk_grid_count_prepare(pk_context *ctx, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                                const double *wb, const pk_bins *bins, const pk_edge_table *table, int prune,
+                                int weighted, pk_grid *ga, pk_grid *gb, pk_grid_plan *plan) {
+    int autocorr = b == NULL;
+    memset(ga, 0, sizeof *ga);
+    memset(gb, 0, sizeof *gb);
+    memset(plan, 0, sizeof *plan);
+    double theta_max = bins->edges[bins->n_bins];
+    double chord2 = prune == PK_PRUNE_OFF ? 0.0 : pk_grid_prune_chord2(table);
+    if (prune == PK_PRUNE_AUTO && theta_max >= M_PI / 3) chord2 = 0;
+    if (prune == PK_PRUNE_AUTO && chord2 <= 0 && !weighted) return PK_ERR_UNSUPPORTED;
+    pk_status st;
+    if (chord2 > 0) {
+        st = pk_grid_build_pair(ctx, a, wa, b, wb, theta_max, ga, autocorr ? NULL : gb);
+    } else {
+        st = pk_grid_build(ctx, a, wa, 0, ga);
+        if (st == PK_OK && !autocorr && (st = pk_grid_build(ctx, b, wb, 0, gb)) != PK_OK) pk_grid_free(ga);
+    }
+    if (st) return st;
+    st = pk_grid_plan_build(ctx, ga, autocorr ? NULL : gb, theta_max, chord2, plan);
+    if (st == PK_OK && prune == PK_PRUNE_AUTO && !weighted &&
+        (double)plan->pairs_visited > GRID_PRUNE_WORTH_SHARE * (double)plan->pairs_all) {
+        pk_grid_plan_free(plan);
+        st = PK_ERR_UNSUPPORTED;
+    }
+    if (st) {
+        pk_grid_free(ga);
+        pk_grid_free(gb);
+        return st;
+    }
+    plan->chord2 = chord2;
+    return PK_OK;
+}
+
+void pk_grid_add_self_pairs(const pk_grid *g, const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
+                            double *wslots, double *tslots) {
+    for (size_t i = 0; i < g->n; i++) {
+        double dot = pk_angcorr_dot_ref(g->v.x[i], g->v.y[i], g->v.z[i], g->v.x[i], g->v.y[i], g->v.z[i]);
+        int32_t s = pk_edge_table_slot_fp64(table, dot);
+        slots[s]++;
+        if (!wslots) continue;
+        double w = g->w ? g->w[i] * g->w[i] : 1.0;
+        wslots[s] += w;
+        if (tslots && s >= 1 && s <= (int32_t)bins->n_bins) {
+            dot = dot > 1.0 ? 1.0 : dot < -1.0 ? -1.0 : dot;
+            tslots[s] += w * pk_acos(dot);
+        }
+    }
+}
+
 /* Columns [*j0, *j1) of row i within the cells [cb0, cb1) of gb, trimmed at
  * both ends to the cells the row's point can reach. */
 static inline void row_columns(const pk_grid *ga, size_t i, const pk_grid *gb, uint32_t cb0, uint32_t cb1,
@@ -568,37 +628,12 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     int weighted_path = wslots != NULL;
     if (!mean_theta || !weighted_path) tslots = NULL;
     size_t n_slots = (size_t)table->n_slots;
-    double theta_max = bins->edges[bins->n_bins];
-    double chord2 = prune == PK_PRUNE_OFF ? 0.0 : pk_grid_prune_chord2(table);
-    if (prune == PK_PRUNE_AUTO && theta_max >= M_PI / 3) chord2 = 0;
-    if (prune == PK_PRUNE_AUTO && chord2 <= 0 && !weighted_path) return PK_ERR_UNSUPPORTED;
-
     pk_grid ga, gb;
-    memset(&ga, 0, sizeof ga);
-    memset(&gb, 0, sizeof gb);
-    pk_status st;
-    if (chord2 > 0) {
-        st = pk_grid_build_pair(ctx, a, wa, b, wb, theta_max, &ga, autocorr ? NULL : &gb);
-    } else {
-        st = pk_grid_build(ctx, a, wa, 0, &ga);
-        if (st == PK_OK && !autocorr && (st = pk_grid_build(ctx, b, wb, 0, &gb)) != PK_OK) pk_grid_free(&ga);
-    }
+    pk_grid_plan plan;
+    pk_status st = pk_grid_count_prepare(ctx, a, wa, b, wb, bins, table, prune, weighted_path, &ga, &gb, &plan);
     if (st) return st;
     const pk_grid *gbp = autocorr ? &ga : &gb;
-    pk_grid_plan plan;
-    if ((st = pk_grid_plan_build(ctx, &ga, autocorr ? NULL : &gb, theta_max, chord2, &plan)) != PK_OK) {
-        pk_grid_free(&ga);
-        pk_grid_free(&gb);
-        return st;
-    }
-    /* Pruning that skips less than a third of the pairs does not pay for
-     * the shorter rows. */
-    if (prune == PK_PRUNE_AUTO && !weighted_path && (double)plan.pairs_visited > 0.67 * (double)plan.pairs_all) {
-        pk_grid_plan_free(&plan);
-        pk_grid_free(&ga);
-        pk_grid_free(&gb);
-        return PK_ERR_UNSUPPORTED;
-    }
+    double chord2 = plan.chord2;
     int pruned = chord2 > 0 && ga.h > 0;
 
     pk_linear_fast linear;
@@ -659,11 +694,10 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
 #ifdef _OPENMP
     n_threads = pk_thread_count(ctx);
 #endif
-    /* Small counts (jackknife patch pairs) run on fewer threads: a parallel
-     * region costs more than 2^20 pairs' work when the machine is busy and
-     * threads wait for each other at its barrier. */
-    if ((double)n_threads > 1.0 + (double)plan.pairs_visited / 1048576.0)
-        n_threads = 1 + (int)(plan.pairs_visited / 1048576);
+    /* Small counts (jackknife patch pairs) run on fewer threads: one more
+     * thread for each GRID_PAIRS_A_THREAD pairs visited. */
+    if ((double)n_threads > 1.0 + (double)plan.pairs_visited / GRID_PAIRS_A_THREAD)
+        n_threads = 1 + (int)((double)plan.pairs_visited / GRID_PAIRS_A_THREAD);
     /* Groups of consecutive units, fixed by the plan: the weighted sums are
      * merged group by group, whatever the thread count. */
     size_t units_per_group = 1;
@@ -885,19 +919,7 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
                     wslots[s] *= 2;
                     if (tslots) tslots[s] *= 2;
                 }
-            for (size_t i = 0; i < a->n; i++) {
-                double d = pk_angcorr_dot_ref(ga.v.x[i], ga.v.y[i], ga.v.z[i], ga.v.x[i], ga.v.y[i], ga.v.z[i]);
-                int32_t s = pk_edge_table_slot_fp64(table, d);
-                slots[s]++;
-                if (weighted_path) {
-                    double w = ga.w ? ga.w[i] * ga.w[i] : 1.0;
-                    wslots[s] += w;
-                    if (tslots && s >= 1 && s <= (int32_t)bins->n_bins) {
-                        d = d > 1.0 ? 1.0 : d < -1.0 ? -1.0 : d;
-                        tslots[s] += w * pk_acos(d);
-                    }
-                }
-            }
+            pk_grid_add_self_pairs(&ga, bins, table, slots, weighted_path ? wslots : NULL, tslots);
             n_fp64 += a->n;
         }
         stats->pairs_visited = visited + (autocorr ? a->n : 0);

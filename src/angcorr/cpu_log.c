@@ -86,14 +86,15 @@ int pk_log_fast_init(const pk_bins *bins, const pk_edge_table *t, pk_log_fast *l
     for (int q = 0; q < 5; q++) lf->g[q] = (float)coef[q];
     for (int q = 0; q < 8; q++) lf->lp[q] = log2_poly[q];
     lf->a = (float)a, lf->b = (float)b, lf->c = (float)c;
-    /* c2 error of bins.c (2^-19 sqrt(c) + 2^-20 c + 1e-12 at 1.01 c + 1e-12)
-     * in log2(c2), with 2% for the logarithm's curvature and the rsqrt14
-     * estimate of 1/sqrt(c2) */
+    /* the edge table's c2 error (pk_c2_error_bound at PK_C2_ERR_WIDEN c +
+     * PK_C2_ERR_ABS) in log2(c2), with 2% for the logarithm's curvature and
+     * the rsqrt14 estimate of 1/sqrt(c2); 1e-6 is sqrt(PK_C2_ERR_ABS), 3e-12
+     * the absolute terms with their widening */
     double k_log = 1.02 / M_LN2;
-    lf->m1 = (float)(a * k_log * ldexp(1.0, -19) * sqrt(1.01) * 1.001);
+    lf->m1 = (float)(a * k_log * PK_C2_ERR_SQRT * sqrt(PK_C2_ERR_WIDEN) * 1.001);
     double t_max = fabs(a) * 130 + fabs(b) * 1 + fabs(c); /* |terms| of t: log2(c2) >= -126 */
-    double m0 = a * k_log * (ldexp(1.01, -20) + ldexp(1e-6, -19) / lo0 + 3e-12 / lo0) + a * 2 * LOG2_POLY_ERROR +
-                b * 2 * g_err + 2 * dev + 8 * ldexp(t_max, -24) + 1e-6 +
+    double m0 = a * k_log * (PK_C2_ERR_WIDEN * PK_C2_ERR_LIN + 1e-6 * PK_C2_ERR_SQRT / lo0 + 3e-12 / lo0) +
+                a * 2 * LOG2_POLY_ERROR + b * 2 * g_err + 2 * dev + 8 * ldexp(t_max, -24) + 1e-6 +
                 /* the doubles next to a threshold T_s, seen in t */
                 4.0 * DBL_EPSILON / (e0 * e0) / ln_r;
     if (m0 > 0.02) return 0;

@@ -12,30 +12,9 @@
 
 pk_status pk_feature_job_prepare(pk_context *ctx, pk_feature_job *job, const pk_bins *bins, const pk_edge_table *table,
                                  int prune, int weighted) {
-    int autocorr = job->b == NULL;
-    memset(&job->ga, 0, sizeof job->ga);
-    memset(&job->gb, 0, sizeof job->gb);
-    memset(&job->plan, 0, sizeof job->plan);
     job->n_fp64 = 0;
-    double theta_max = bins->edges[bins->n_bins];
-    double chord2 = prune == PK_PRUNE_OFF ? 0.0 : pk_grid_prune_chord2(table);
-    if (prune == PK_PRUNE_AUTO && theta_max >= M_PI / 3) chord2 = 0;
-    if (prune == PK_PRUNE_AUTO && chord2 <= 0 && !weighted) return PK_ERR_UNSUPPORTED;
-    pk_status st;
-    if (chord2 > 0) {
-        st = pk_grid_build_pair(ctx, job->a, job->wa, job->b, job->wb, theta_max, &job->ga, autocorr ? NULL : &job->gb);
-    } else {
-        st = pk_grid_build(ctx, job->a, job->wa, 0, &job->ga);
-        if (st == PK_OK && !autocorr && (st = pk_grid_build(ctx, job->b, job->wb, 0, &job->gb)) != PK_OK)
-            pk_grid_free(&job->ga);
-    }
-    if (st) return st;
-    st = pk_grid_plan_build(ctx, &job->ga, autocorr ? NULL : &job->gb, theta_max, chord2, &job->plan);
-    if (st == PK_OK && prune == PK_PRUNE_AUTO && !weighted &&
-        (double)job->plan.pairs_visited > 0.67 * (double)job->plan.pairs_all)
-        st = PK_ERR_UNSUPPORTED; /* the full-range kernels do better */
-    if (st) pk_feature_job_free(job);
-    return st;
+    return pk_grid_count_prepare(ctx, job->a, job->wa, job->b, job->wb, bins, table, prune, weighted, &job->ga,
+                                 &job->gb, &job->plan);
 }
 
 void pk_feature_job_finish(pk_feature_job *job, const pk_bins *bins, const pk_edge_table *table) {
@@ -55,16 +34,7 @@ void pk_feature_job_finish(pk_feature_job *job, const pk_bins *bins, const pk_ed
             if (wslots) wslots[s] *= 2;
             if (tslots) tslots[s] *= 2;
         }
-        for (size_t i = 0; i < ga->n; i++) {
-            double dot = pk_angcorr_dot_ref(ga->v.x[i], ga->v.y[i], ga->v.z[i], ga->v.x[i], ga->v.y[i], ga->v.z[i]);
-            int32_t s = pk_edge_table_slot_fp64(table, dot);
-            slots[s]++;
-            if (wslots) {
-                double w = ga->w ? ga->w[i] * ga->w[i] : 1.0;
-                wslots[s] += w;
-                if (tslots && s >= 1 && s <= (int32_t)bins->n_bins) tslots[s] += w * acos(fmin(fmax(dot, -1.0), 1.0));
-            }
-        }
+        pk_grid_add_self_pairs(ga, bins, table, slots, wslots, tslots);
         n_fp64 += ga->n;
     }
     job->stats->pairs_visited = job->plan.pairs_visited + (autocorr ? ga->n : 0);

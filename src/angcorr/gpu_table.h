@@ -13,7 +13,7 @@
  *                       offset and widened by the extra rounding offset adds.
  *   PK_GPU_SPACE_DOT    q = (1 + offset) - p1.p2, three fmas from 1 + offset:
  *                       half the arithmetic of the chord, with an absolute
- *                       error (PK_GPU_DOT_ERROR) in place of the chord's
+ *                       error (PK_GPU_DOT_ERROR_ULPS) in place of the chord's
  *                       relative one, so windows are wider for small
  *                       separations and narrower for large ones.
  *

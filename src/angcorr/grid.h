@@ -2,7 +2,7 @@
  * visit plan that skips cell pairs whose every pair lies beyond theta_max.
  *
  * Objects are sorted into cells: declination bands of height h, each cut in
- * RA into cells about h wide (fewer towards the poles, one at a pole). A
+ * RA into cells about h wide (fewer towards the poles, a few around each). A
  * cell is a contiguous run of the sorted catalog, with a bounding sphere in
  * 3-d: its centre c and a radius r that holds every member's double unit
  * vector. For cells A and B every pair has chord |p_i - p_j| >=
@@ -68,6 +68,7 @@ typedef struct pk_grid_plan {
     size_t n_ranges;
     uint64_t pairs_visited; /* ordered pairs in the units before row trimming (j > i only for autos) */
     uint64_t pairs_all;     /* n_a n_b, or n (n - 1) / 2 for autos */
+    double chord2;          /* the pruning chord squared it was built with (0: every pair visited) */
 } pk_grid_plan;
 
 /* Plan for grids a and b (b == NULL: autocorrelation of a), both built
@@ -79,6 +80,22 @@ void pk_grid_plan_free(pk_grid_plan *plan);
  * every row's columns minus those of its units' ranges (rows of a in no
  * unit: all their columns). */
 double pk_grid_plan_skipped_weight(const pk_grid_plan *plan, const pk_grid *ga, const pk_grid *gb, int autocorr);
+
+/* The grids and the plan of one count (b NULL: the autocorrelation of a),
+ * for the CPU engine and the device's feature jobs alike: pruned at the
+ * last edge's chord (PK_PRUNE_AUTO: unless theta_max >= 60 degrees), every
+ * pair visited with PK_PRUNE_OFF. PK_ERR_UNSUPPORTED without a message when
+ * prune is AUTO, nothing is weighted and pruning would not pay; nothing is
+ * left to free on failure. */
+pk_status pk_grid_count_prepare(pk_context *ctx, const pk_catalog *a, const double *wa, const pk_catalog *b,
+                                const double *wb, const pk_bins *bins, const pk_edge_table *table, int prune,
+                                int weighted, pk_grid *ga, pk_grid *gb, pk_grid_plan *plan);
+/* Each object of an autocorrelation paired with itself, at the separation
+ * the reference's float64 dot product gives it (up to ~3e-6 degree): one
+ * count into slots, and w^2 (and w^2 theta for slots 1..n_bins) into
+ * wslots and tslots where not NULL. */
+void pk_grid_add_self_pairs(const pk_grid *g, const pk_bins *bins, const pk_edge_table *table, uint64_t *slots,
+                            double *wslots, double *tslots);
 
 /* The CPU counting engine behind pk_angcorr_count_ex and the pruned path of
  * pk_angcorr_count: slots[n_slots] += counts; wslots, tslots (n_slots each,
