@@ -1,6 +1,7 @@
 /* check.h - a minimal test harness: CHECK(cond, fmt, ...) records a
  * failure with file and line and goes on; check_finish() prints the
- * summary line and returns the exit code (77 = skipped, for ctest). */
+ * summary line and returns the exit code, check_skip() says why a test
+ * cannot run here and returns 77 (skipped, for ctest). */
 #ifndef PAIRKIT_CHECK_H
 #define PAIRKIT_CHECK_H
 
@@ -34,8 +35,8 @@ static inline int check_skip(const char *name, const char *why) {
 }
 
 /* xorshift64* for reproducible random inputs; seed from the environment
- * (PAIRKIT_TEST_SEED) or the given default, printed so a failure can be
- * replayed. */
+ * (PAIRKIT_TEST_SEED) or the given default, printed by check_rng_make so
+ * that a failure can be replayed. */
 typedef struct check_rng {
     unsigned long long s;
 } check_rng;
@@ -44,6 +45,7 @@ static inline check_rng check_rng_make(unsigned long long fallback) {
     const char *e = getenv("PAIRKIT_TEST_SEED");
     check_rng r = {e ? strtoull(e, NULL, 0) : fallback};
     if (r.s == 0) r.s = 0x9E3779B97F4A7C15ull;
+    printf("seed %llu (PAIRKIT_TEST_SEED=%llu replays it)\n", r.s, r.s);
     return r;
 }
 
@@ -56,7 +58,7 @@ static inline unsigned long long check_next(check_rng *r) {
 
 /* Uniform in [0, 1). */
 static inline double check_uniform(check_rng *r) {
-    return (double)(check_next(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (double)(check_next(r) >> 11) * 0x1p-53;
 }
 
 /* Seconds on the monotonic clock, for deadlines in tests. */

@@ -478,7 +478,6 @@ static void check_cancel(check_rng *rng, const pk_bins *bins) {
 
 int main(int argc, char **argv) {
     check_rng rng = check_rng_make(20261130);
-    printf("seed %llu\n", rng.s);
     if (argc >= 2 && strcmp(argv[1], "bundled") == 0) {
         if (pk_cuda_device_count() == 0) return check_skip("test_angcorr_cuda", "no CUDA device");
         return run_bundled(argc >= 3 ? (size_t)strtoull(argv[2], NULL, 10) : 0);

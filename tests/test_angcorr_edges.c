@@ -114,7 +114,6 @@ static void thresholds(check_rng *rng, const pk_bins *bins, const char *name) {
 
 int main(void) {
     check_rng rng = check_rng_make(777);
-    printf("seed %llu\n", rng.s);
     pk_context ctx;
     pk_context_init(&ctx);
     pk_bins def, fine, offs, logb, wide;

@@ -940,7 +940,6 @@ static void auto_matches_cpu(pk_context *ctx, const pk_catalog *d, const pk_cata
 
 int main(void) {
     check_rng rng = check_rng_make(6060606);
-    printf("seed %llu\n", rng.s);
     pk_context ctx;
     pk_context_init(&ctx);
     pk_bins logb, lin, list;

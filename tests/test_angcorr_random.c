@@ -6,7 +6,6 @@
 
 int main(void) {
     check_rng rng = check_rng_make(20261129);
-    printf("seed %llu\n", rng.s);
     pk_context ctx;
     pk_context_init(&ctx);
     pk_bins def, fine, lin, logb;

@@ -713,12 +713,37 @@ int main(void) {
     CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &regions), &ctx);
     CHECK(ctx.message[0] == '\0', "pk_memsort_regions_preset kept a message: %s", ctx.message);
 
-    /* free functions: NULL, twice, and an emptied struct */
+    /* free functions (pairkit.h: every pk_*_free): NULL, twice, and an
+     * emptied (zeroed) struct */
+    pk_catalog_free(NULL);
     pk_bins_free(NULL);
+    pk_angcorr_result_free(NULL);
+    pk_angcorr_extras_free(NULL);
+    pk_angcorr_rr_cells_free(NULL);
     pk_memsort_result_free(NULL);
     pk_memsort_trace_free(NULL);
+    pk_memsort_chunks_free(NULL, 3);
     pk_vis_free(NULL);
     pk_image_free(NULL);
+    {
+        pk_catalog z_catalog;
+        pk_bins z_bins;
+        pk_angcorr_result z_result;
+        pk_angcorr_extras z_extras;
+        pk_angcorr_rr_cells z_cells;
+        pk_memsort_result z_memsort;
+        pk_memsort_trace z_trace;
+        pk_vis z_vis;
+        memset(&z_catalog, 0, sizeof z_catalog), memset(&z_bins, 0, sizeof z_bins);
+        memset(&z_result, 0, sizeof z_result), memset(&z_extras, 0, sizeof z_extras);
+        memset(&z_cells, 0, sizeof z_cells), memset(&z_memsort, 0, sizeof z_memsort);
+        memset(&z_trace, 0, sizeof z_trace), memset(&z_vis, 0, sizeof z_vis);
+        for (int twice = 0; twice < 2; twice++) {
+            pk_catalog_free(&z_catalog), pk_bins_free(&z_bins), pk_angcorr_result_free(&z_result);
+            pk_angcorr_extras_free(&z_extras), pk_angcorr_rr_cells_free(&z_cells);
+            pk_memsort_result_free(&z_memsort), pk_memsort_trace_free(&z_trace), pk_vis_free(&z_vis);
+        }
+    }
     pk_image image;
     memset(&image, 0, sizeof image);
     image.n = 8;

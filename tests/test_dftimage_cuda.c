@@ -226,7 +226,6 @@ int main(void) {
     pk_context ctx;
     pk_context_init(&ctx);
     check_rng rng = check_rng_make(20261130);
-    printf("seed %llu\n", rng.s);
     const size_t sizes[] = {1, 45, 129};
     const size_t n_vis[] = {5, 1000, 20011};
     for (int s = 0; s < 3; s++) {

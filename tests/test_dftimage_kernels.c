@@ -41,7 +41,6 @@ static int stop_now(void *user, double fraction) {
 
 int main(void) {
     check_rng rng = check_rng_make(20261129);
-    printf("seed %llu\n", rng.s);
     pk_context ctx;
     pk_context_init(&ctx);
     const int kernels[] = {PK_DFTIMAGE_KERNEL_CPU_F64, PK_DFTIMAGE_KERNEL_CPU_SCALAR, PK_DFTIMAGE_KERNEL_CPU_AVX2,

@@ -319,7 +319,6 @@ static void check_beam_fit(void) {
 
 int main(void) {
     check_rng rng = check_rng_make(20261130);
-    printf("seed %llu\n", rng.s);
     pk_context ctx;
     pk_context_init(&ctx);
 

@@ -41,7 +41,6 @@ int main(int argc, char **argv) {
     }
     int big = argc > 2 && strcmp(argv[2], "big") == 0;
     check_rng rng = check_rng_make(20261129);
-    printf("seed %llu\n", rng.s);
     pk_context ctx;
     pk_context_init(&ctx);
     pk_memsort_regions small = test_regions_small();

@@ -326,7 +326,6 @@ int main(void) {
      * one less fails) */
     {
         check_rng rng = check_rng_make(20261201);
-        printf("seed %llu\n", rng.s);
         pk_memsort_gen_options g = {300000, check_next(&rng), 1u << 16, 0};
         pk_memsort_trace big;
         CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &big), &ctx);

@@ -302,8 +302,10 @@ typedef struct pk_catalog_spec {
 pk_status pk_catalog_read_spec(pk_context *ctx, const char *path, const pk_catalog_spec *spec, pk_catalog *out,
                                double **weights);
 
-/* Bins from a text file of increasing edges in degrees, whitespace or one
- * per line, '#' starts a comment. Errors name the file and line. */
+/* Bins from a text file of at least 2 strictly increasing edges in
+ * degrees, each in [0, 180], separated by blanks, commas or line ends; '#'
+ * starts a comment; decimal numbers only (hexadecimal is refused). Errors
+ * name the file and line. Free with pk_bins_free. */
 pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out);
 
 /* ---- counts with weights, mean separation, pruning ----------------------- */
@@ -327,7 +329,8 @@ typedef struct pk_angcorr_features {
  * mean_theta) the sum of w_i w_j theta_ij in radians. Bins are those of the
  * reference, exactly; the sums agree with the reference's to float64
  * rounding (order of summation: docs/angcorr.md). a and bins required;
- * features->prune outside pk_prune is PK_ERR_INVALID. */
+ * features->prune outside pk_prune is PK_ERR_INVALID, and so is an inexact
+ * kernel in opts (the approximate baselines of the benchmark). */
 pk_status pk_angcorr_count_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *a, const pk_catalog *b,
                               const pk_bins *bins, const pk_angcorr_features *features, uint64_t *counts,
                               double *weighted, double *theta_sum, pk_pair_stats *stats);
@@ -377,8 +380,9 @@ typedef struct pk_angcorr_extras {
  * patch k out removes its objects from both catalogs; the normalisation
  * uses the remaining totals. With weights, result->omega is the weighted
  * estimate. data, random, bins, out and extras are required; run NULL: the
- * defaults; run->prune outside pk_prune is PK_ERR_INVALID. Free extras
- * with pk_angcorr_extras_free. */
+ * defaults; run->prune outside pk_prune is PK_ERR_INVALID, as is an
+ * inexact kernel in opts; run->jackknife needs 2 to random->n patches. Free
+ * extras with pk_angcorr_extras_free. */
 pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
                             const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
                             const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras);
@@ -451,7 +455,8 @@ pk_status pk_angcorr_read_rr_cells(pk_context *ctx, const char *path, const pk_c
                                    const pk_angcorr_run_options *run, const pk_bins *bins, pk_angcorr_rr_cells *out);
 
 /* The jackknife patch (0..k-1) of every object of `objects`, patches made
- * from `random` as pk_angcorr_run_ex does. patch[objects->n]. */
+ * from `random` as pk_angcorr_run_ex does: k from 2 to random->n (else
+ * PK_ERR_INVALID). patch[objects->n] is the caller's, written whole. */
 pk_status pk_angcorr_patches(pk_context *ctx, const pk_catalog *random, int k, const pk_catalog *objects,
                              int32_t *patch);
 

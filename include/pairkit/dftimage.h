@@ -88,8 +88,9 @@ pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weigh
  * Atomic: on failure no file is left and an existing one is untouched. */
 pk_status pk_vis_write_npz(pk_context *ctx, const char *path, const pk_vis *vis);
 
-/* The benchmark problem: n visibilities with u, v ~ N(0, 300), w ~ N(0, 30)
- * wavelengths and re, im ~ N(0, 1), deterministic for a given seed on
+/* The benchmark problem: n visibilities with u, v and w normal, of mean 0
+ * and standard deviation 300, 300 and 30 wavelengths, and re and im
+ * standard normal; deterministic for a given seed on
  * every machine. sign = +1. */
 pk_status pk_vis_random(pk_context *ctx, size_t n, uint64_t seed, pk_vis *out);
 

@@ -14,7 +14,8 @@
  * return PK_OK or PK_ERR_INVALID only, PK_ERR_INVALID for an unknown name
  * and for a NULL name or out, leaving *out unchanged then.
  * Functions that return another type say what they return for NULL
- * arguments. The library itself never
+ * arguments. Every pk_*_free function takes NULL and an already freed
+ * (emptied) object without harm. The library itself never
  * prints, never exits and never installs signal handlers. A context may be
  * used by one thread at a time; distinct contexts are independent, also
  * when calls come from inside the caller's own OpenMP parallel region (the

@@ -80,6 +80,9 @@
 /* ... and the row of the entry this far ahead, from its key's cursor now
  * (the line it will write, unless the same key comes again before it). */
 #define PREFETCH_AHEAD 64u
+/* Threads of one run, fewer than PK_MAX_THREADS allows: each thread keeps a
+ * histogram over the whole compact space (384 MB of address space for the
+ * default table), so a larger context's count is capped here. */
 #define MAX_THREADS 256
 /* A page's bit map of needed keys, in 32-bit words; maps beyond this many
  * pages with instance boundaries (65,533) have every key needed. */
@@ -319,6 +322,11 @@ typedef struct row_run {
     uint32_t addr;
     uint64_t start, end;
 } row_run;
+
+/* Bytes a page of keys and an instance take in a run's tables (page_* and
+ * inst_start, inst_runs, plan_runs of cpu_job), for stats.host_bytes. */
+#define PAGE_TABLE_BYTES (4 * sizeof(uint32_t) + 2 * sizeof(uint64_t) + sizeof(uint8_t) + sizeof(uint16_t))
+#define INSTANCE_TABLE_BYTES (2 * sizeof(uint64_t) + 2 * sizeof(row_run))
 
 typedef struct cpu_job {
     const pk_memsort_trace *trace;
@@ -1103,7 +1111,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
         }
         result->stats.host_bytes += touched_bytes +
                                     (uint64_t)n_threads * (state->touched_stride + KEY_BLOCK * sizeof(uint32_t)) +
-                                    np * 37 + (uint64_t)n_inst * 80;
+                                    np * PAGE_TABLE_BYTES + (uint64_t)n_inst * INSTANCE_TABLE_BYTES;
     }
     TMARK("plans");
 done:
