@@ -305,6 +305,11 @@ uint64_t pk_angcorr_block_avx2(const pk_pair_job *job, size_t i0, size_t i1, siz
                                size_t stride);
 uint64_t pk_angcorr_block_avx512(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1, uint32_t *hist4,
                                  size_t stride);
+/* The block function of a CPU kernel (the arithmetic path with linear
+ * set, where the kernel has one), NULL for a kernel without one here: the
+ * reference, CUDA kernels, and x86 kernels on other machines. The
+ * approximate baseline's needs linear bins. */
+pk_block_fn pk_angcorr_block_fn(int kernel, int linear);
 /* The arithmetic path (job->linear must be set). */
 uint64_t pk_angcorr_block_avx2_linear(const pk_pair_job *job, size_t i0, size_t i1, size_t j0, size_t j1,
                                       uint32_t *hist4, size_t stride);

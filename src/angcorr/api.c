@@ -1,5 +1,11 @@
-/* api.c - the public angcorr entry points: kernel choice, the edge table,
- * the sums every run asserts, the estimators and the output formats.
+/* api.c - the public angcorr entry points: kernel names and choice, the
+ * count (pruned through the grid where that pays) with the sums every run
+ * asserts, the rows of a part of a split run (pk_angcorr_part_rows), the
+ * estimators and the output formats. The edge table is bins.c's.
+ *
+ * The invariant: every histogram a kernel returns is checked to hold every
+ * ordered pair of the catalogs it was given (n_a n_b), whichever kernel
+ * made it, before it is used (count_slots).
  */
 #include <math.h>
 #include <stdlib.h>

@@ -78,7 +78,7 @@ static uint64_t block_approx(const pk_pair_job *job, size_t i0, size_t i1, size_
     return 0;
 }
 
-static pk_block_fn block_fn_for(int kernel, int linear) {
+pk_block_fn pk_angcorr_block_fn(int kernel, int linear) {
     switch (kernel) {
     case PK_ANGCORR_KERNEL_CPU_SCALAR: return pk_angcorr_block_scalar;
     case PK_ANGCORR_KERNEL_CPU_APPROX: return linear ? block_approx : NULL;
@@ -136,7 +136,7 @@ pk_status pk_angcorr_count_cpu(pk_context *ctx, int kernel, const pk_catalog *a,
     }
     pk_linear_fast linear;
     int use_linear = pk_linear_fast_init(bins, &linear);
-    pk_block_fn block = block_fn_for(kernel, use_linear);
+    pk_block_fn block = pk_angcorr_block_fn(kernel, use_linear);
     if (!block) {
         pk_unit_vectors_free(&va);
         pk_unit_vectors_free(&vb);

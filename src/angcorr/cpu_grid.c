@@ -384,18 +384,10 @@ pk_status pk_grid_plan_build(pk_context *ctx, const pk_grid *a, const pk_grid *b
 
 /* ---- the engine ----------------------------------------------------------- */
 
+/* The exact kernels' block functions: the approximate baseline is never
+ * pruned. */
 static pk_block_fn grid_block_fn(int kernel, int linear) {
-    (void)linear; /* the linear-bin kernels are x86 ones */
-    switch (kernel) {
-    case PK_ANGCORR_KERNEL_CPU_SCALAR: return pk_angcorr_block_scalar;
-#if defined(__x86_64__)
-    case PK_ANGCORR_KERNEL_CPU_AVX2_TABLE: return pk_angcorr_block_avx2;
-    case PK_ANGCORR_KERNEL_CPU_AVX512_TABLE: return pk_angcorr_block_avx512;
-    case PK_ANGCORR_KERNEL_CPU_AVX2: return linear ? pk_angcorr_block_avx2_linear : pk_angcorr_block_avx2;
-    case PK_ANGCORR_KERNEL_CPU_AVX512: return linear ? pk_angcorr_block_avx512_linear : pk_angcorr_block_avx512;
-#endif
-    default: return NULL;
-    }
+    return kernel == PK_ANGCORR_KERNEL_CPU_APPROX ? NULL : pk_angcorr_block_fn(kernel, linear);
 }
 
 int pk_angcorr_grid_wanted(int kernel, const pk_bins *bins) {
