@@ -1,5 +1,13 @@
-/* platform.c - clocks, CPU features, aligned memory, whole-file reads and
- * atomic file output (temporary file + fsync + rename). */
+/* platform.c - what pairkit needs from the machine: threads, clocks, CPU
+ * features, memory, numbers read in the "C" locale, checked opening and
+ * whole-file reads, and atomic file output (a temporary file beside the
+ * name, written, fsync'ed and renamed over it; several renamed together by
+ * pk_rename_all), with the registry of temporary files a fatal signal's
+ * handler removes (pk_temp_note).
+ *
+ * The invariant: an output's final name only ever holds a whole file, the
+ * old one or the new one; a temporary file is registered from its creation
+ * until it is renamed or removed. */
 
 #define _GNU_SOURCE /* sync_file_range */
 #include <errno.h>

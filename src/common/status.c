@@ -1,4 +1,9 @@
-/* status.c - status names, the caller's context, backend selection. */
+/* status.c - status names, the caller's context and its messages
+ * (pk_fail), backend names and selection (whether CUDA was built and a
+ * device is usable), and exact number formatting.
+ *
+ * The invariant: a failing call leaves its status's message in the
+ * context, a succeeding one leaves it empty (pk_clear at entry). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
