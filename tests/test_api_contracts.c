@@ -677,6 +677,10 @@ static void null_and_invalid_arguments_are_refused(void) {
     pk_image_free(&img);
     EXPECT_INVALID(pk_vis_read(&ctx, NULL, PK_WEIGHTS_DATA, &unsigned_vis), &ctx, "path is NULL");
     EXPECT_INVALID(pk_vis_read(&ctx, "x.uvfits", (pk_weights)5, &unsigned_vis), &ctx, "weights 5");
+    EXPECT_INVALID(pk_vis_read_uvfits(&ctx, "x.uvfits", (pk_weights)5, &unsigned_vis), &ctx,
+                   "pk_vis_read_uvfits: weights 5");
+    EXPECT_INVALID(pk_vis_read_uvfits(&ctx, "x.uvfits", (pk_weights)-1, &unsigned_vis), &ctx,
+                   "pk_vis_read_uvfits: weights -1");
     EXPECT_INVALID(pk_vis_read_npz(&ctx, "x.npz", NULL), &ctx, "out is NULL");
     EXPECT_INVALID(pk_vis_write_npz(&ctx, "/nonexistent-dir/x.npz", NULL), &ctx, "vis is NULL");
     EXPECT_INVALID(pk_vis_alloc(&ctx, 3, NULL), &ctx, "out is NULL");

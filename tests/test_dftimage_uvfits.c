@@ -52,8 +52,14 @@ static void test_mwa(void) {
     pk_context_init(&ctx);
     pk_vis vis;
     /* Every weight is negative: with AIPS's rule all is flagged, said clearly. */
-    CHECK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_DATA, &vis) == PK_ERR_PARSE && strstr(ctx.message, "--weights abs"),
+    CHECK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_DATA, &vis) == PK_ERR_PARSE &&
+              strstr(ctx.message, "flagged (data weights flag every weight <= 0)") &&
+              strstr(ctx.message, "--weights abs"),
           "MWA with data weights: %s", ctx.message);
+    /* a weights value outside pk_weights refused, not read as unit weights */
+    CHECK(pk_vis_read_uvfits(&ctx, MWA, (pk_weights)3, &vis) == PK_ERR_INVALID &&
+              strstr(ctx.message, "pk_vis_read_uvfits: weights 3 is not data (0), abs (1) or unit (2)") && vis.n == 0,
+          "MWA with weights 3: %s", ctx.message);
     CHECK_OK(pk_vis_read(&ctx, MWA, PK_WEIGHTS_ABS, &vis), &ctx);
     CHECK(vis.n_records == 5565 * 11 && vis.n + vis.n_flagged == vis.n_records, "records %zu", vis.n_records);
     CHECK(vis.sign == -1 && vis.has_phase_centre && vis.ra0_deg == 24.75 && vis.dec0_deg == -17.95, "phase centre");
@@ -679,6 +685,7 @@ typedef struct synth {
     const double *freqsel; /* per group */
     int n_fq_rows;
     const int *fq_ids;
+    int zero_weights; /* every weight 0 */
 } synth;
 
 #define SYNTH_GROUPS 5
@@ -743,7 +750,7 @@ static void write_synth(const char *path, const synth *o) {
         if (o->freqsel) params[q++] = o->freqsel[g - 1];
         float data[3 * SYNTH_CHAN * SYNTH_IF];
         for (int k = 0; k < SYNTH_CHAN * SYNTH_IF; k++)
-            data[3 * k] = 1.0f, data[3 * k + 1] = 0.0f, data[3 * k + 2] = 1.0f;
+            data[3 * k] = 1.0f, data[3 * k + 1] = 0.0f, data[3 * k + 2] = o->zero_weights ? 0.0f : 1.0f;
         fits_write_grppar_dbl(f, g, 1, q, params, &status);
         fits_write_img_flt(f, g, 1, 3 * SYNTH_CHAN * SYNTH_IF, data, &status);
     }
@@ -926,6 +933,20 @@ static void test_synthetic(void) {
     synth o_absent2 = {.freqsel = sel_3, .n_fq_rows = 2, .fq_ids = ids_none};
     write_synth(path, &o_absent2);
     expect_error(path, PK_WEIGHTS_DATA, "no 'FRQSEL' column and no row 3 of 2", "no row 3");
+
+    /* every weight 0: all flagged whatever the weights mode, and the
+     * message says what the mode flags (abs and unit: only weight 0) */
+    synth o_zero = {.zero_weights = 1};
+    write_synth(path, &o_zero);
+    expect_error(path, PK_WEIGHTS_DATA, "40 visibilities is flagged (data weights flag every weight <= 0); if the",
+                 "zero weights, data");
+    expect_error(path, PK_WEIGHTS_ABS, "40 visibilities is flagged (abs weights flag only weight 0)",
+                 "zero weights, abs");
+    expect_error(path, PK_WEIGHTS_UNIT, "40 visibilities is flagged (unit weights flag only weight 0)",
+                 "zero weights, unit");
+    CHECK(pk_vis_read(&ctx, path, PK_WEIGHTS_ABS, &vis) == PK_ERR_PARSE && !strstr(ctx.message, "<= 0") &&
+              !strstr(ctx.message, "--weights"),
+          "zero weights, abs: %s", ctx.message);
 
     unlink(path);
     rmdir(dir);

@@ -78,8 +78,9 @@ const char *pk_weights_name(pk_weights weights);
  * hands (XX,YY or RR,LL; either alone when the other is flagged).
  * Errors name the file and the array, parameter, group or keyword. A
  * UVFITS read asks ctx's progress every 1024 groups: a nonzero answer
- * stops it with PK_ERR_CANCELLED, nothing kept. pk_vis_read refuses
- * weights outside pk_weights (PK_ERR_INVALID). */
+ * stops it with PK_ERR_CANCELLED, nothing kept. pk_vis_read and
+ * pk_vis_read_uvfits refuse weights outside pk_weights (PK_ERR_INVALID)
+ * before opening the file; pk_vis_read_npz takes none. */
 pk_status pk_vis_read(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);
 pk_status pk_vis_read_npz(pk_context *ctx, const char *path, pk_vis *out);
 pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out);

@@ -279,12 +279,6 @@ static pk_status read_fq_table(pk_context *ctx, const char *path, fitsfile *f, d
     return st;
 }
 
-/* The frequency (Hz) of channel c (from 0) of IF i (from 0): CRVAL of the
- * FREQ axis, the IF's offset, and its channel width from CRPIX on. */
-static double channel_freq(const uvfits_axes *ax, const double *if_off, const double *ch_width, long i, long c) {
-    return ax->crval[ax->freq_ax] + if_off[i] + ((double)(c + 1) - ax->crpix[ax->freq_ax]) * ch_width[i];
-}
-
 /* The phase centre and name of source `id` from the AIPS SU table, which a
  * file with a SOURCE group parameter carries (its header's RA and Dec may
  * be 0 and its OBJECT 'MULTI'): RAEPO, DECEPO (degrees, at the equinox of
@@ -377,390 +371,495 @@ static void jd_to_iso(double jd, char *out, size_t size) {
     snprintf(out, size, "%.*s", (int)(size - 1), text);
 }
 
-typedef struct hand {
-    long index; /* along the STOKES axis */
-} hand;
-
-pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
-    pk_clear(ctx);
-    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: out is NULL");
-    memset(out, 0, sizeof *out);
-    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: path is NULL");
-    fitsfile *f = NULL;
-    int status = 0;
-    long long file_size = -1;
-    void *mem = NULL;
-    pk_status hst = pk_fits_open(ctx, path, &f, &file_size, &mem);
-    if (hst) return hst;
-    pk_status st = PK_OK;
-    double *params = NULL, *pscal = NULL, *pzero = NULL, *if_off = NULL;
-    double *data = NULL; /* as double: a BITPIX -64 file keeps its precision */
-    int groups = 0;
-    long pcount = 0, gcount = 0;
+/* The file open for reading, its group counts and data axes: what every
+ * step of the read needs. */
+typedef struct uvfits_file {
+    pk_context *ctx;
+    const char *path;
+    fitsfile *f;
+    long pcount, gcount; /* parameters of a group, groups */
     uvfits_axes ax;
-    char key[32];
+} uvfits_file;
 
-    if (fits_read_key(f, TLOGICAL, "GROUPS", &groups, NULL, &status) || !groups) {
-        status = 0;
-        st = pk_fail(ctx, PK_ERR_PARSE, "%s: not a random-groups UVFITS file (GROUPS = T is missing)", path);
-        goto done;
-    }
-    if (fits_read_key(f, TLONG, "PCOUNT", &pcount, NULL, &status) ||
-        fits_read_key(f, TLONG, "GCOUNT", &gcount, NULL, &status)) {
-        st = fits_error(ctx, path, "PCOUNT/GCOUNT", status);
-        goto done;
-    }
-    if (pcount < 3 || gcount < 1) {
-        st = pk_fail(ctx, PK_ERR_PARSE, "%s: PCOUNT = %ld, GCOUNT = %ld: no u, v, w parameters or no groups", path,
-                     pcount, gcount);
-        goto done;
-    }
-    if ((st = read_axes(ctx, path, f, &ax)) != PK_OK) goto done;
-    {
-        /* A cut file: cfitsio would only fail at the first missing group. */
-        LONGLONG head_start, data_start, data_end;
-        if (fits_get_hduaddrll(f, &head_start, &data_start, &data_end, &status)) {
-            st = fits_error(ctx, path, "primary HDU", status);
-            goto done;
-        }
-        if (file_size >= 0 && file_size < (long long)data_end) {
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: truncated: the header announces %lld bytes of groups, the file holds %lld", path,
-                         (long long)(data_end - data_start), file_size - (long long)data_start);
-            goto done;
-        }
-    }
+/* The group parameters: each one's scale and zero (value = raw * PSCALn +
+ * PZEROn), and where u, v, w, the date, SOURCE and FREQSEL are among them
+ * (indices from 0). u, v, w are each the sum of up to four parameters of
+ * one name, as is the date. value holds one group's values, scaled. */
+typedef struct group_params {
+    double *value, *pscal, *pzero; /* [pcount] */
+    int uvw_param[3][4], n_uvw[3];
+    int date_param[4], n_date;
+    int source_param, freqsel_param; /* -1 when absent */
+} group_params;
 
-    /* Group parameters: names, scales, zeros. */
-    /* u, v, w: each the sum of the parameters of one name, as for DATE
-     * (a writer may store a float32 value as a high and a low part) */
-    static const char *const uvw_names[3] = {"UU", "VV", "WW"};
-    int iuvw[3][4], n_uvw[3] = {0, 0, 0}, n_date = 0, idate[4], isource = -1, ifreqsel = -1;
+/* Every channel's frequency: the FREQ axis, with each IF's offset and
+ * signed channel width from the AIPS FQ table row of the file's setup. */
+typedef struct channel_freqs {
+    long n_if, n_chan;
+    double *if_offset, *ch_width; /* [n_if] each, one allocation */
+    double setup_id;              /* group 1's FREQSEL, which every group must share; 1 without one */
+} channel_freqs;
+
+/* The polarisations that make Stokes I: I itself, or the parallel hands
+ * present (RR and LL, or XX and YY); each an index along the STOKES axis. */
+typedef struct stokes_hands {
+    int n;
+    long index[2];
+} stokes_hands;
+
+/* The frequency (Hz) of channel c (from 0) of IF i (from 0): CRVAL of the
+ * FREQ axis, the IF's offset, and its channel width from CRPIX on. */
+static double channel_freq(const uvfits_axes *ax, const channel_freqs *freqs, long i, long c) {
+    return ax->crval[ax->freq_ax] + freqs->if_offset[i] +
+           ((double)(c + 1) - ax->crpix[ax->freq_ax]) * freqs->ch_width[i];
+}
+
+/* The mean frequency of the channels, the band's centre. */
+static double band_centre(const uvfits_axes *ax, const channel_freqs *freqs) {
+    double sum = 0;
+    for (long i = 0; i < freqs->n_if; i++)
+        for (long c = 0; c < freqs->n_chan; c++) sum += channel_freq(ax, freqs, i, c);
+    return sum / (double)(freqs->n_if * freqs->n_chan);
+}
+
+/* GROUPS, PCOUNT, GCOUNT and the data axes; a file shorter than its
+ * header announces refused here. */
+static pk_status read_group_header(uvfits_file *uf, long long file_size) {
+    pk_context *ctx = uf->ctx;
+    const char *path = uf->path;
+    int status = 0, groups = 0;
+    if (fits_read_key(uf->f, TLOGICAL, "GROUPS", &groups, NULL, &status) || !groups)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: not a random-groups UVFITS file (GROUPS = T is missing)", path);
+    if (fits_read_key(uf->f, TLONG, "PCOUNT", &uf->pcount, NULL, &status) ||
+        fits_read_key(uf->f, TLONG, "GCOUNT", &uf->gcount, NULL, &status))
+        return fits_error(ctx, path, "PCOUNT/GCOUNT", status);
+    if (uf->pcount < 3 || uf->gcount < 1)
+        return pk_fail(ctx, PK_ERR_PARSE, "%s: PCOUNT = %ld, GCOUNT = %ld: no u, v, w parameters or no groups", path,
+                       uf->pcount, uf->gcount);
+    pk_status st = read_axes(ctx, path, uf->f, &uf->ax);
+    if (st) return st;
+    /* A cut file: cfitsio would only fail at the first missing group. */
+    LONGLONG head_start, data_start, data_end;
+    if (fits_get_hduaddrll(uf->f, &head_start, &data_start, &data_end, &status))
+        return fits_error(ctx, path, "primary HDU", status);
+    if (file_size >= 0 && file_size < (long long)data_end)
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: truncated: the header announces %lld bytes of groups, the file holds %lld", path,
+                       (long long)(data_end - data_start), file_size - (long long)data_start);
+    return PK_OK;
+}
+
+static void group_params_free(group_params *gp) {
+    free(gp->value);
+    free(gp->pscal);
+    free(gp->pzero);
+    memset(gp, 0, sizeof *gp);
+}
+
+static const char *const uvw_names[3] = {"UU", "VV", "WW"};
+
+/* Group parameters: names, scales, zeros. u, v, w: each the sum of the
+ * parameters of one name, as for DATE (a writer may store a float32 value
+ * as a high and a low part). */
+static pk_status read_group_params(const uvfits_file *uf, group_params *gp) {
+    pk_context *ctx = uf->ctx;
+    const char *path = uf->path;
     char uvw_ptype[3][FLEN_VALUE] = {"", "", ""};
-    params = malloc((size_t)pcount * sizeof(double));
-    pscal = malloc((size_t)pcount * sizeof(double));
-    pzero = malloc((size_t)pcount * sizeof(double));
-    if (!params || !pscal || !pzero) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    for (long p = 0; p < pcount; p++) {
-        char ptype[FLEN_VALUE] = "";
+    gp->source_param = gp->freqsel_param = -1;
+    gp->value = malloc((size_t)uf->pcount * sizeof(double));
+    gp->pscal = malloc((size_t)uf->pcount * sizeof(double));
+    gp->pzero = malloc((size_t)uf->pcount * sizeof(double));
+    if (!gp->value || !gp->pscal || !gp->pzero) return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
+    for (long p = 0; p < uf->pcount; p++) {
+        int status = 0;
+        char key[32], ptype[FLEN_VALUE] = "";
         snprintf(key, sizeof key, "PTYPE%ld", p + 1);
-        if (fits_read_key(f, TSTRING, key, ptype, NULL, &status)) {
-            st = fits_error(ctx, path, key, status);
-            goto done;
-        }
+        if (fits_read_key(uf->f, TSTRING, key, ptype, NULL, &status)) return fits_error(ctx, path, key, status);
         trim(ptype);
-        pscal[p] = 1.0;
-        pzero[p] = 0.0;
+        gp->pscal[p] = 1.0;
+        gp->pzero[p] = 0.0;
+        pk_status st;
         snprintf(key, sizeof key, "PSCAL%ld", p + 1);
-        if ((st = read_real_key(ctx, path, f, key, &pscal[p])) != PK_OK) goto done;
+        if ((st = read_real_key(ctx, path, uf->f, key, &gp->pscal[p])) != PK_OK) return st;
         snprintf(key, sizeof key, "PZERO%ld", p + 1);
-        if ((st = read_real_key(ctx, path, f, key, &pzero[p])) != PK_OK) goto done;
+        if ((st = read_real_key(ctx, path, uf->f, key, &gp->pzero[p])) != PK_OK) return st;
         if (strncmp(ptype, "UU-L", 4) == 0 || strncmp(ptype, "VV-L", 4) == 0 || strncmp(ptype, "WW-L", 4) == 0) {
             /* AIPS's internal form, in wavelengths at the reference
              * frequency: read as seconds it would scale every baseline
              * by that frequency, a wrong image with no error */
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: PTYPE%ld = '%s': u, v, w in wavelengths (AIPS's internal 'UU-L' form); UVFITS gives "
-                         "them in seconds ('UU', 'UU---SIN'), which is what pairkit reads",
-                         path, p + 1, ptype);
-            goto done;
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s: PTYPE%ld = '%s': u, v, w in wavelengths (AIPS's internal 'UU-L' form); UVFITS gives "
+                           "them in seconds ('UU', 'UU---SIN'), which is what pairkit reads",
+                           path, p + 1, ptype);
         }
         int q = param_is(ptype, "UU") ? 0 : param_is(ptype, "VV") ? 1 : param_is(ptype, "WW") ? 2 : -1;
         if (q >= 0) {
-            if (n_uvw[q] > 0 && strcmp(ptype, uvw_ptype[q]) != 0) {
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s: PTYPE%ld = '%s' after PTYPE%d = '%s': two kinds of %s parameter",
-                             path, p + 1, ptype, iuvw[q][0] + 1, uvw_ptype[q], uvw_names[q]);
-                goto done;
-            }
-            if (n_uvw[q] == 4) {
-                st = pk_fail(ctx, PK_ERR_PARSE, "%s: PTYPE%ld: more than four '%s' parameters", path, p + 1, ptype);
-                goto done;
-            }
+            if (gp->n_uvw[q] > 0 && strcmp(ptype, uvw_ptype[q]) != 0)
+                return pk_fail(ctx, PK_ERR_PARSE, "%s: PTYPE%ld = '%s' after PTYPE%d = '%s': two kinds of %s parameter",
+                               path, p + 1, ptype, gp->uvw_param[q][0] + 1, uvw_ptype[q], uvw_names[q]);
+            if (gp->n_uvw[q] == 4)
+                return pk_fail(ctx, PK_ERR_PARSE, "%s: PTYPE%ld: more than four '%s' parameters", path, p + 1, ptype);
             snprintf(uvw_ptype[q], sizeof uvw_ptype[q], "%s", ptype);
-            iuvw[q][n_uvw[q]++] = (int)p;
-            if (n_uvw[q] > 1) continue; /* a second part may hold one value throughout */
-        } else if (strcmp(ptype, "DATE") == 0 && n_date < 4) {
-            idate[n_date++] = (int)p;
+            gp->uvw_param[q][gp->n_uvw[q]++] = (int)p;
+            if (gp->n_uvw[q] > 1) continue; /* a second part may hold one value throughout */
+        } else if (strcmp(ptype, "DATE") == 0 && gp->n_date < 4) {
+            gp->date_param[gp->n_date++] = (int)p;
         } else {
-            if (strcmp(ptype, "SOURCE") == 0 && isource < 0) isource = (int)p;
-            if (strcmp(ptype, "FREQSEL") == 0 && ifreqsel < 0) ifreqsel = (int)p;
+            if (strcmp(ptype, "SOURCE") == 0 && gp->source_param < 0) gp->source_param = (int)p;
+            if (strcmp(ptype, "FREQSEL") == 0 && gp->freqsel_param < 0) gp->freqsel_param = (int)p;
             continue;
         }
-        if (pscal[p] == 0) { /* every value of a parameter read would be PZEROn (every u zero, say) */
-            st = pk_fail(ctx, PK_ERR_PARSE,
-                         "%s: PSCAL%ld = 0: group parameter %ld ('%s') would hold one value "
-                         "throughout",
-                         path, p + 1, p + 1, ptype);
-            goto done;
-        }
+        if (gp->pscal[p] == 0) /* every value of a parameter read would be PZEROn (every u zero, say) */
+            return pk_fail(ctx, PK_ERR_PARSE,
+                           "%s: PSCAL%ld = 0: group parameter %ld ('%s') would hold one value "
+                           "throughout",
+                           path, p + 1, p + 1, ptype);
     }
-    if (!n_uvw[0] || !n_uvw[1] || !n_uvw[2]) {
-        const char *name = uvw_names[!n_uvw[0] ? 0 : !n_uvw[1] ? 1 : 2];
-        st = pk_fail(ctx, PK_ERR_PARSE,
-                     "%s: group parameter %s is missing (looked for PTYPE '%s', '%s--' or '%s---SIN')", path, name,
-                     name, name, name);
-        goto done;
+    if (!gp->n_uvw[0] || !gp->n_uvw[1] || !gp->n_uvw[2]) {
+        const char *name = uvw_names[!gp->n_uvw[0] ? 0 : !gp->n_uvw[1] ? 1 : 2];
+        return pk_fail(ctx, PK_ERR_PARSE,
+                       "%s: group parameter %s is missing (looked for PTYPE '%s', '%s--' or '%s---SIN')", path, name,
+                       name, name, name);
     }
+    return PK_OK;
+}
 
-    /* Frequencies of every (IF, channel). */
-    long n_chan = ax.len[ax.freq_ax], n_if = ax.if_ax >= 0 ? ax.len[ax.if_ax] : 1;
-    if_off = malloc(2 * (size_t)n_if * sizeof(double));
-    double *ch_width = if_off ? if_off + n_if : NULL;
-    if (!if_off) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
-    }
-    /* the frequency setup: group 1's FREQSEL, which every group must share */
-    double fq_id = 1;
-    if (ifreqsel >= 0) {
-        if (fits_read_grppar_dbl(f, 1, 1, pcount, params, &status)) {
-            st = fits_error(ctx, path, "group 1 of the file", status);
-            goto done;
-        }
-        fq_id = params[ifreqsel] * pscal[ifreqsel] + pzero[ifreqsel];
-    }
-    if ((st = read_fq_table(ctx, path, f, fq_id, ifreqsel >= 0, n_if, n_chan, ax.cdelt[ax.freq_ax], if_off,
-                            ch_width)) != PK_OK)
-        goto done;
+/* value = raw * PSCALn + PZEROn for every parameter of the group in gp->value. */
+static void scale_group_params(const uvfits_file *uf, group_params *gp) {
+    for (long p = 0; p < uf->pcount; p++) gp->value[p] = gp->value[p] * gp->pscal[p] + gp->pzero[p];
+}
 
-    /* Stokes: I alone, or the parallel hands. */
-    long n_stokes = ax.stokes_ax >= 0 ? ax.len[ax.stokes_ax] : 1;
-    hand hands[2];
-    int n_hands = 0;
-    if (ax.stokes_ax < 0) {
-        hands[n_hands++].index = 0;
+/* Frequencies of every (IF, channel): the frequency setup is group 1's
+ * FREQSEL, which every group must share. */
+static pk_status read_frequencies(const uvfits_file *uf, group_params *gp, channel_freqs *freqs) {
+    const uvfits_axes *ax = &uf->ax;
+    freqs->n_chan = ax->len[ax->freq_ax];
+    freqs->n_if = ax->if_ax >= 0 ? ax->len[ax->if_ax] : 1;
+    freqs->if_offset = malloc(2 * (size_t)freqs->n_if * sizeof(double));
+    if (!freqs->if_offset) return pk_fail(uf->ctx, PK_ERR_NOMEM, "%s: out of memory", uf->path);
+    freqs->ch_width = freqs->if_offset + freqs->n_if;
+    freqs->setup_id = 1;
+    if (gp->freqsel_param >= 0) {
+        int status = 0;
+        if (fits_read_grppar_dbl(uf->f, 1, 1, uf->pcount, gp->value, &status))
+            return fits_error(uf->ctx, uf->path, "group 1 of the file", status);
+        scale_group_params(uf, gp);
+        freqs->setup_id = gp->value[gp->freqsel_param];
+    }
+    return read_fq_table(uf->ctx, uf->path, uf->f, freqs->setup_id, gp->freqsel_param >= 0, freqs->n_if, freqs->n_chan,
+                         ax->cdelt[ax->freq_ax], freqs->if_offset, freqs->ch_width);
+}
+
+/* Stokes: I alone, or the parallel hands. */
+static pk_status choose_hands(const uvfits_file *uf, stokes_hands *hands) {
+    const uvfits_axes *ax = &uf->ax;
+    hands->n = 0;
+    if (ax->stokes_ax < 0) {
+        hands->index[hands->n++] = 0;
+        return PK_OK;
+    }
+    long ii = -1, rr = -1, ll = -1, xx = -1, yy = -1;
+    for (long s = 0; s < ax->len[ax->stokes_ax]; s++) {
+        double code =
+            ax->crval[ax->stokes_ax] + ((double)(s + 1) - ax->crpix[ax->stokes_ax]) * ax->cdelt[ax->stokes_ax];
+        long c = lround(code);
+        if (c == 1) ii = s;
+        else if (c == -1) rr = s;
+        else if (c == -2) ll = s;
+        else if (c == -5) xx = s;
+        else if (c == -6) yy = s;
+    }
+    if (ii >= 0) hands->index[hands->n++] = ii;
+    else if (rr >= 0 || ll >= 0) {
+        if (rr >= 0) hands->index[hands->n++] = rr;
+        if (ll >= 0) hands->index[hands->n++] = ll;
+    } else if (xx >= 0 || yy >= 0) {
+        if (xx >= 0) hands->index[hands->n++] = xx;
+        if (yy >= 0) hands->index[hands->n++] = yy;
     } else {
-        long ii = -1, rr = -1, ll = -1, xx = -1, yy = -1;
-        for (long s = 0; s < n_stokes; s++) {
-            double code = ax.crval[ax.stokes_ax] + ((double)(s + 1) - ax.crpix[ax.stokes_ax]) * ax.cdelt[ax.stokes_ax];
-            long c = lround(code);
-            if (c == 1) ii = s;
-            else if (c == -1) rr = s;
-            else if (c == -2) ll = s;
-            else if (c == -5) xx = s;
-            else if (c == -6) yy = s;
-        }
-        if (ii >= 0) hands[n_hands++].index = ii;
-        else if (rr >= 0 || ll >= 0) {
-            if (rr >= 0) hands[n_hands++].index = rr;
-            if (ll >= 0) hands[n_hands++].index = ll;
-        } else if (xx >= 0 || yy >= 0) {
-            if (xx >= 0) hands[n_hands++].index = xx;
-            if (yy >= 0) hands[n_hands++].index = yy;
+        return pk_fail(uf->ctx, PK_ERR_PARSE, "%s: the STOKES axis holds neither I nor parallel hands (RR, LL, XX, YY)",
+                       uf->path);
+    }
+    return PK_OK;
+}
+
+/* The hands of one channel summed into Stokes I: re and im weighted, the
+ * weights' sum, and how many hands were not flagged. */
+typedef struct stokes_i_sum {
+    double re, im, weight;
+    int n_used;
+} stokes_i_sum;
+
+/* Stokes I of channel c of IF i of group g: the hands' visibilities summed
+ * with the weights the weights mode gives them, the hands it flags left
+ * out. data is the group's, base the (IF, channel)'s first element. */
+static pk_status sum_hands(const uvfits_file *uf, long g, long i, long c, const double *data, long base,
+                           const stokes_hands *hands, pk_weights weights, stokes_i_sum *sum) {
+    const uvfits_axes *ax = &uf->ax;
+    int has_weight = ax->len[ax->complex_ax] == 3;
+    long s_cplx = ax->stride[ax->complex_ax];
+    long s_stokes = ax->stokes_ax >= 0 ? ax->stride[ax->stokes_ax] : 0;
+    *sum = (stokes_i_sum){0, 0, 0, 0};
+    for (int h = 0; h < hands->n; h++) {
+        long at = base + hands->index[h] * s_stokes;
+        double re = data[at], im = data[at + s_cplx];
+        double wt = has_weight ? data[at + 2 * s_cplx] : 1.0;
+        double use;
+        if (!isfinite(wt))
+            return pk_fail(uf->ctx, PK_ERR_PARSE,
+                           "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: weight is not finite (%g)", uf->path,
+                           g, i + 1, c + 1, hands->index[h] + 1, wt);
+        if (weights == PK_WEIGHTS_DATA) {
+            if (!(wt > 0)) continue;
+            use = wt;
         } else {
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: the STOKES axis holds neither I nor parallel hands (RR, LL, XX, YY)",
-                         path);
-            goto done;
+            if (wt == 0) continue;
+            use = weights == PK_WEIGHTS_ABS ? fabs(wt) : 1.0;
+        }
+        if (!isfinite(re) || !isfinite(im))
+            return pk_fail(uf->ctx, PK_ERR_PARSE,
+                           "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: unflagged visibility is "
+                           "not finite (NaN or inf)",
+                           uf->path, g, i + 1, c + 1, hands->index[h] + 1);
+        sum->re += use * re;
+        sum->im += use * im;
+        sum->weight += use;
+        sum->n_used++;
+    }
+    return PK_OK;
+}
+
+/* Group g's visibilities, one per (IF, channel), appended to out at
+ * out->n (the count so far); u, v, w (seconds) to wavelengths at the
+ * channel's frequency. A channel whose hands are all flagged is counted in
+ * out->n_flagged. */
+static pk_status add_group_visibilities(const uvfits_file *uf, long g, const double *data, const double uvw_s[3],
+                                        const channel_freqs *freqs, const stokes_hands *hands, pk_weights weights,
+                                        pk_vis *out) {
+    const uvfits_axes *ax = &uf->ax;
+    long s_freq = ax->stride[ax->freq_ax], s_if = ax->if_ax >= 0 ? ax->stride[ax->if_ax] : 0;
+    for (long i = 0; i < freqs->n_if; i++) {
+        for (long c = 0; c < freqs->n_chan; c++) {
+            double freq = channel_freq(ax, freqs, i, c);
+            stokes_i_sum sum;
+            pk_status st = sum_hands(uf, g, i, c, data, i * s_if + c * s_freq, hands, weights, &sum);
+            if (st) return st;
+            if (sum.n_used == 0) {
+                out->n_flagged++;
+                continue;
+            }
+            if (!(freq > 0))
+                return pk_fail(uf->ctx, PK_ERR_PARSE, "%s: IF %ld channel %ld has frequency %g Hz", uf->path, i + 1,
+                               c + 1, freq);
+            size_t k = out->n;
+            out->u[k] = uvw_s[0] * freq;
+            out->v[k] = uvw_s[1] * freq;
+            out->w[k] = uvw_s[2] * freq;
+            if (!isfinite(freq) || !isfinite(out->u[k]) || !isfinite(out->v[k]) || !isfinite(out->w[k]) ||
+                !isfinite(sum.re) || !isfinite(sum.im) || !isfinite(sum.weight))
+                return pk_fail(uf->ctx, PK_ERR_PARSE,
+                               "%s: group %ld, IF %ld, channel %ld: u, v, w in wavelengths (frequency %g Hz) or the "
+                               "weighted visibility overflow",
+                               uf->path, g, i + 1, c + 1, freq);
+            if (weights == PK_WEIGHTS_UNIT) {
+                /* Unit weight for the Stokes I visibility: the mean of the hands. */
+                out->re[k] = sum.re / sum.weight;
+                out->im[k] = sum.im / sum.weight;
+                out->weight[k] = 1.0;
+                out->weight_sum += 1.0;
+            } else {
+                /* Weight sum.weight times the weighted mean sum / sum.weight. */
+                out->re[k] = sum.re;
+                out->im[k] = sum.im;
+                out->weight[k] = sum.weight;
+                out->weight_sum += sum.weight;
+            }
+            out->n++;
         }
     }
+    return PK_OK;
+}
 
+/* Group g's scaled parameters checked: SOURCE and FREQSEL as in group 1,
+ * u, v, w (uvw_s, seconds) finite. */
+static pk_status check_group_params(const uvfits_file *uf, long g, const group_params *gp, const channel_freqs *freqs,
+                                    double source_id, const double uvw_s[3]) {
+    /* one phase centre an image: visibilities of several sources
+     * summed would make an image of none of them */
+    if (gp->source_param >= 0 && gp->value[gp->source_param] != source_id)
+        return not_throughout(uf->ctx, uf->path, g, "SOURCE", gp->value[gp->source_param], source_id,
+                              "a multi-source file, whose visibilities are phased to several centres; image one "
+                              "source at a time (split the file by source first: AIPS SPLIT, CASA split, or "
+                              "pyuvdata's select)");
+    /* the channels of another setup lie at other frequencies */
+    if (gp->freqsel_param >= 0 && gp->value[gp->freqsel_param] != freqs->setup_id)
+        return not_throughout(uf->ctx, uf->path, g, "FREQSEL", gp->value[gp->freqsel_param], freqs->setup_id,
+                              "a file of several frequency setups; image one setup at a time (select it first: "
+                              "AIPS UVCOP or SPLIT with FREQID, CASA split with spw, or pyuvdata's select)");
+    for (int q = 0; q < 3; q++)
+        if (!isfinite(uvw_s[q]))
+            return pk_fail(uf->ctx, PK_ERR_PARSE, "%s: group %ld: %s is not finite (%g)", uf->path, g,
+                           q == 0   ? "u"
+                           : q == 1 ? "v"
+                                    : "w",
+                           uvw_s[q]);
+    return PK_OK;
+}
+
+/* Every group: its parameters and data, one visibility per (IF, channel)
+ * with any hand unflagged. *source_id: group 1's SOURCE (0 without one);
+ * out->date_obs from group 1's DATE parameters. */
+static pk_status read_groups(const uvfits_file *uf, group_params *gp, const channel_freqs *freqs,
+                             const stokes_hands *hands, pk_weights weights, pk_vis *out, double *source_id) {
+    pk_context *ctx = uf->ctx;
     long n_elem = 1;
-    for (int k = 1; k < ax.naxis; k++) n_elem *= ax.len[k];
-    data = malloc((size_t)n_elem * sizeof(double));
-    size_t max_vis = (size_t)gcount * (size_t)n_chan * (size_t)n_if;
+    for (int k = 1; k < uf->ax.naxis; k++) n_elem *= uf->ax.len[k];
+    double *data = malloc((size_t)n_elem * sizeof(double)); /* as double: a BITPIX -64 file keeps its precision */
+    size_t max_vis = (size_t)uf->gcount * (size_t)freqs->n_chan * (size_t)freqs->n_if;
+    pk_status st = PK_OK;
     if (!data || (st = pk_vis_alloc(ctx, max_vis, out)) != PK_OK) {
-        if (!st) st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", path);
-        goto done;
+        free(data);
+        return st ? st : pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", uf->path);
     }
     out->sign = -1;
-    size_t n_out = 0;
-    double source_id = 0;
-    int has_weight = ax.len[ax.complex_ax] == 3;
-    long s_cplx = ax.stride[ax.complex_ax];
-    long s_stokes = ax.stokes_ax >= 0 ? ax.stride[ax.stokes_ax] : 0;
-    long s_freq = ax.stride[ax.freq_ax], s_if = ax.if_ax >= 0 ? ax.stride[ax.if_ax] : 0;
-    for (long g = 1; g <= gcount; g++) {
-        int anynul = 0;
+    out->n = 0; /* the visibilities kept so far */
+    *source_id = 0;
+    for (long g = 1; g <= uf->gcount && !st; g++) {
+        int status = 0, anynul = 0;
         /* the caller's progress asked every 1024 groups, so that a long
          * read can be stopped (Python's Ctrl-C) */
-        if ((g & 1023) == 0 && ctx && ctx->progress && ctx->progress(ctx->progress_user, (double)g / (double)gcount)) {
-            st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled while reading (group %ld of %ld)", path, g, gcount);
-            goto done;
+        if ((g & 1023) == 0 && ctx && ctx->progress &&
+            ctx->progress(ctx->progress_user, (double)g / (double)uf->gcount)) {
+            st = pk_fail(ctx, PK_ERR_CANCELLED, "%s: cancelled while reading (group %ld of %ld)", uf->path, g,
+                         uf->gcount);
+            break;
         }
-        if (fits_read_grppar_dbl(f, g, 1, pcount, params, &status) ||
-            fits_read_img_dbl(f, g, 1, n_elem, 0.0, data, &anynul, &status)) {
+        if (fits_read_grppar_dbl(uf->f, g, 1, uf->pcount, gp->value, &status) ||
+            fits_read_img_dbl(uf->f, g, 1, n_elem, 0.0, data, &anynul, &status)) {
             char what[64];
-            snprintf(what, sizeof what, "group %ld of %ld (truncated or corrupt file?)", g, gcount);
-            st = fits_error(ctx, path, what, status);
-            goto done;
+            snprintf(what, sizeof what, "group %ld of %ld (truncated or corrupt file?)", g, uf->gcount);
+            st = fits_error(ctx, uf->path, what, status);
+            break;
         }
-        for (long p = 0; p < pcount; p++) params[p] = params[p] * pscal[p] + pzero[p];
+        scale_group_params(uf, gp);
         double uvw_s[3] = {0, 0, 0};
         for (int q = 0; q < 3; q++)
-            for (int k = 0; k < n_uvw[q]; k++) uvw_s[q] += params[iuvw[q][k]];
-        double u_s = uvw_s[0], v_s = uvw_s[1], w_s = uvw_s[2];
-        if (isource >= 0 && g == 1) source_id = params[isource];
-        /* one phase centre an image: visibilities of several sources
-         * summed would make an image of none of them */
-        if (isource >= 0 && params[isource] != source_id) {
-            st = not_throughout(ctx, path, g, "SOURCE", params[isource], source_id,
-                                "a multi-source file, whose visibilities are phased to several centres; image one "
-                                "source at a time (split the file by source first: AIPS SPLIT, CASA split, or "
-                                "pyuvdata's select)");
-            goto done;
-        }
-        /* the channels of another setup lie at other frequencies */
-        if (ifreqsel >= 0 && params[ifreqsel] != fq_id) {
-            st = not_throughout(ctx, path, g, "FREQSEL", params[ifreqsel], fq_id,
-                                "a file of several frequency setups; image one setup at a time (select it first: "
-                                "AIPS UVCOP or SPLIT with FREQID, CASA split with spw, or pyuvdata's select)");
-            goto done;
-        }
-        if (!isfinite(u_s) || !isfinite(v_s) || !isfinite(w_s)) {
-            const char *name = !isfinite(u_s) ? "u" : !isfinite(v_s) ? "v" : "w";
-            double value = !isfinite(u_s) ? u_s : !isfinite(v_s) ? v_s : w_s;
-            st = pk_fail(ctx, PK_ERR_PARSE, "%s: group %ld: %s is not finite (%g)", path, g, name, value);
-            goto done;
-        }
-        if (g == 1 && n_date > 0) {
+            for (int k = 0; k < gp->n_uvw[q]; k++) uvw_s[q] += gp->value[gp->uvw_param[q][k]];
+        if (gp->source_param >= 0 && g == 1) *source_id = gp->value[gp->source_param];
+        st = check_group_params(uf, g, gp, freqs, *source_id, uvw_s);
+        if (!st && g == 1 && gp->n_date > 0) {
             double jd = 0;
-            for (int d = 0; d < n_date; d++) jd += params[idate[d]];
+            for (int d = 0; d < gp->n_date; d++) jd += gp->value[gp->date_param[d]];
             if (jd > 1e6 && jd < 1e8) jd_to_iso(jd, out->date_obs, sizeof out->date_obs); /* years -1975 to 269000 */
         }
-        for (long i = 0; i < n_if; i++) {
-            for (long c = 0; c < n_chan; c++) {
-                double freq = channel_freq(&ax, if_off, ch_width, i, c);
-                double sum_re = 0, sum_im = 0, sum_w = 0;
-                int n_valid = 0;
-                for (int h = 0; h < n_hands; h++) {
-                    long base = i * s_if + c * s_freq + hands[h].index * s_stokes;
-                    double re = data[base], im = data[base + s_cplx];
-                    double wt = has_weight ? data[base + 2 * s_cplx] : 1.0;
-                    double use;
-                    if (!isfinite(wt)) {
-                        st = pk_fail(ctx, PK_ERR_PARSE,
-                                     "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: weight is not finite (%g)",
-                                     path, g, i + 1, c + 1, hands[h].index + 1, wt);
-                        goto done;
-                    }
-                    if (weights == PK_WEIGHTS_DATA) {
-                        if (!(wt > 0)) continue;
-                        use = wt;
-                    } else {
-                        if (wt == 0) continue;
-                        use = weights == PK_WEIGHTS_ABS ? fabs(wt) : 1.0;
-                    }
-                    if (!isfinite(re) || !isfinite(im)) {
-                        st = pk_fail(ctx, PK_ERR_PARSE,
-                                     "%s: group %ld, IF %ld, channel %ld, Stokes index %ld: unflagged visibility is "
-                                     "not finite (NaN or inf)",
-                                     path, g, i + 1, c + 1, hands[h].index + 1);
-                        goto done;
-                    }
-                    sum_re += use * re;
-                    sum_im += use * im;
-                    sum_w += use;
-                    n_valid++;
-                }
-                if (n_valid == 0) {
-                    out->n_flagged++;
-                    continue;
-                }
-                if (!(freq > 0)) {
-                    st = pk_fail(ctx, PK_ERR_PARSE, "%s: IF %ld channel %ld has frequency %g Hz", path, i + 1, c + 1,
-                                 freq);
-                    goto done;
-                }
-                out->u[n_out] = u_s * freq;
-                out->v[n_out] = v_s * freq;
-                out->w[n_out] = w_s * freq;
-                if (!isfinite(freq) || !isfinite(out->u[n_out]) || !isfinite(out->v[n_out]) ||
-                    !isfinite(out->w[n_out]) || !isfinite(sum_re) || !isfinite(sum_im) || !isfinite(sum_w)) {
-                    st = pk_fail(ctx, PK_ERR_PARSE,
-                                 "%s: group %ld, IF %ld, channel %ld: u, v, w in wavelengths (frequency %g Hz) or the "
-                                 "weighted visibility overflow",
-                                 path, g, i + 1, c + 1, freq);
-                    goto done;
-                }
-                if (weights == PK_WEIGHTS_UNIT) {
-                    /* Unit weight for the Stokes I visibility: the mean of the hands. */
-                    out->re[n_out] = sum_re / sum_w;
-                    out->im[n_out] = sum_im / sum_w;
-                    out->weight[n_out] = 1.0;
-                    out->weight_sum += 1.0;
-                } else {
-                    /* Weight sum_w times the weighted mean sum / sum_w. */
-                    out->re[n_out] = sum_re;
-                    out->im[n_out] = sum_im;
-                    out->weight[n_out] = sum_w;
-                    out->weight_sum += sum_w;
-                }
-                n_out++;
-            }
-        }
+        if (!st) st = add_group_visibilities(uf, g, data, uvw_s, freqs, hands, weights, out);
     }
     out->n_records = max_vis;
-    out->n = n_out;
-    { /* the mean frequency of the channels, the band's centre */
-        double sum = 0;
-        for (long i = 0; i < n_if; i++)
-            for (long c = 0; c < n_chan; c++) sum += channel_freq(&ax, if_off, ch_width, i, c);
-        out->freq_hz = sum / (double)(n_if * n_chan);
-    }
-    if (ax.ra_ax >= 0 && ax.dec_ax >= 0) {
+    free(data);
+    return st;
+}
+
+/* A header keyword's text, trailing blanks trimmed, into out (size
+ * bytes); out untouched when the keyword is absent. */
+static void read_text_key(fitsfile *f, const char *key, char *out, size_t size) {
+    int key_status = 0;
+    char text[FLEN_VALUE] = "";
+    if (fits_read_key(f, TSTRING, key, text, NULL, &key_status)) return;
+    trim(text);
+    snprintf(out, size, "%s", text);
+}
+
+/* The phase centre, from the RA and DEC axes or else OBSRA and OBSDEC,
+ * with its equinox and frame. */
+static void read_phase_centre(const uvfits_file *uf, pk_vis *out) {
+    const uvfits_axes *ax = &uf->ax;
+    if (ax->ra_ax >= 0 && ax->dec_ax >= 0) {
         out->has_phase_centre = 1;
-        out->ra0_deg = ax.crval[ax.ra_ax];
-        out->dec0_deg = ax.crval[ax.dec_ax];
+        out->ra0_deg = ax->crval[ax->ra_ax];
+        out->dec0_deg = ax->crval[ax->dec_ax];
     } else {
         double ra, dec;
-        int s1 = 0;
-        if (!fits_read_key(f, TDOUBLE, "OBSRA", &ra, NULL, &s1) &&
-            !fits_read_key(f, TDOUBLE, "OBSDEC", &dec, NULL, &s1)) {
+        int key_status = 0;
+        if (!fits_read_key(uf->f, TDOUBLE, "OBSRA", &ra, NULL, &key_status) &&
+            !fits_read_key(uf->f, TDOUBLE, "OBSDEC", &dec, NULL, &key_status)) {
             out->has_phase_centre = 1;
             out->ra0_deg = ra;
             out->dec0_deg = dec;
         }
     }
     if (out->has_phase_centre) {
-        out->equinox = read_equinox(f);
-        read_radesys(f, out->radesys, sizeof out->radesys);
+        out->equinox = read_equinox(uf->f);
+        read_radesys(uf->f, out->radesys, sizeof out->radesys);
     }
-    {
-        int s1 = 0;
-        char object[FLEN_VALUE] = "";
-        if (!fits_read_key(f, TSTRING, "OBJECT", object, NULL, &s1)) {
-            trim(object);
-            snprintf(out->object, sizeof out->object, "%s", object);
-        }
-        char bunit[FLEN_VALUE] = "";
-        s1 = 0;
-        if (!fits_read_key(f, TSTRING, "BUNIT", bunit, NULL, &s1)) {
-            trim(bunit);
-            snprintf(out->bunit, sizeof out->bunit, "%s", bunit);
-        }
-        char date[FLEN_VALUE] = "";
-        s1 = 0;
-        if (!out->date_obs[0] && !fits_read_key(f, TSTRING, "DATE-OBS", date, NULL, &s1)) {
-            /* no DATE parameter: the header's date of the observation, in
-             * FITS's form YYYY-MM-DD[Thh:mm:ss[.s]] (not the old dd/mm/yy) */
-            trim(date);
-            int ok = strlen(date) >= 10 && date[4] == '-' && date[7] == '-';
-            for (int k = 0; ok && k < 10; k++) ok = k == 4 || k == 7 || (date[k] >= '0' && date[k] <= '9');
-            if (ok) snprintf(out->date_obs, sizeof out->date_obs, "%.*s", (int)sizeof out->date_obs - 1, date);
-        }
+}
+
+/* No DATE parameter: the header's date of the observation, in FITS's form
+ * YYYY-MM-DD[Thh:mm:ss[.s]] (not the old dd/mm/yy). */
+static void read_header_date(fitsfile *f, pk_vis *out) {
+    int key_status = 0;
+    char date[FLEN_VALUE] = "";
+    if (out->date_obs[0] || fits_read_key(f, TSTRING, "DATE-OBS", date, NULL, &key_status)) return;
+    trim(date);
+    int ok = strlen(date) >= 10 && date[4] == '-' && date[7] == '-';
+    for (int k = 0; ok && k < 10; k++) ok = k == 4 || k == 7 || (date[k] >= '0' && date[k] <= '9');
+    if (ok) snprintf(out->date_obs, sizeof out->date_obs, "%.*s", (int)sizeof out->date_obs - 1, date);
+}
+
+/* What the header tells beside the visibilities: the phase centre, OBJECT,
+ * BUNIT and DATE-OBS; with a SOURCE parameter, the source's position and
+ * name from the AIPS SU table. */
+static pk_status read_header_metadata(const uvfits_file *uf, const group_params *gp, double source_id, pk_vis *out) {
+    read_phase_centre(uf, out);
+    read_text_key(uf->f, "OBJECT", out->object, sizeof out->object);
+    read_text_key(uf->f, "BUNIT", out->bunit, sizeof out->bunit);
+    read_header_date(uf->f, out);
+    if (gp->source_param < 0) return PK_OK;
+    int found = 0;
+    pk_status st = read_su_source(uf->ctx, uf->path, uf->f, source_id, out, &found);
+    if (st) return st;
+    if (found && !out->radesys[0]) read_radesys(uf->f, out->radesys, sizeof out->radesys);
+    if (found && out->equinox == 0) out->equinox = read_equinox(uf->f); /* the SU table gave none */
+    return PK_OK;
+}
+
+/* No visibility left: what the weights mode flags. */
+static pk_status all_flagged(const uvfits_file *uf, size_t n_records, pk_weights weights) {
+    return pk_fail(
+        uf->ctx, PK_ERR_PARSE, "%s: every one of the %zu visibilities is flagged (%s weights flag %s)%s", uf->path,
+        n_records, pk_weights_name(weights), weights == PK_WEIGHTS_DATA ? "every weight <= 0" : "only weight 0",
+        weights == PK_WEIGHTS_DATA ? "; if the writer stored all weights negative, try --weights abs or unit" : "");
+}
+
+pk_status pk_vis_read_uvfits(pk_context *ctx, const char *path, pk_weights weights, pk_vis *out) {
+    pk_clear(ctx);
+    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!path) return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: path is NULL");
+    if ((unsigned)weights > PK_WEIGHTS_UNIT)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_vis_read_uvfits: weights %d is not data (0), abs (1) or unit (2)",
+                       (int)weights);
+    uvfits_file uf = {ctx, path, NULL, 0, 0, {0}};
+    long long file_size = -1;
+    void *mem = NULL;
+    pk_status st = pk_fits_open(ctx, path, &uf.f, &file_size, &mem);
+    if (st) return st;
+    group_params gp = {0};
+    channel_freqs freqs = {0};
+    stokes_hands hands = {0};
+    double source_id = 0;
+    st = read_group_header(&uf, file_size);
+    if (!st) st = read_group_params(&uf, &gp);
+    if (!st) st = read_frequencies(&uf, &gp, &freqs);
+    if (!st) st = choose_hands(&uf, &hands);
+    if (!st) st = read_groups(&uf, &gp, &freqs, &hands, weights, out, &source_id);
+    if (!st) {
+        out->freq_hz = band_centre(&uf.ax, &freqs);
+        st = read_header_metadata(&uf, &gp, source_id, out);
     }
-    if (isource >= 0) {
-        int found = 0;
-        if ((st = read_su_source(ctx, path, f, source_id, out, &found)) != PK_OK) goto done;
-        if (found && !out->radesys[0]) read_radesys(f, out->radesys, sizeof out->radesys);
-        if (found && out->equinox == 0) out->equinox = read_equinox(f); /* the SU table gave none */
-    }
-    if (n_out == 0) {
-        st = pk_fail(
-            ctx, PK_ERR_PARSE, "%s: every one of the %zu visibilities is flagged (weight <= 0 with --weights %s)%s",
-            path, max_vis, pk_weights_name(weights),
-            weights == PK_WEIGHTS_DATA ? "; if the writer stored all weights negative, try --weights abs or unit" : "");
-    }
-done:
+    if (!st && out->n == 0) st = all_flagged(&uf, out->n_records, weights);
     if (st) pk_vis_free(out);
-    free(params);
-    free(pscal);
-    free(pzero);
-    free(if_off);
-    free(data);
-    pk_fits_close(f, mem);
+    group_params_free(&gp);
+    free(freqs.if_offset);
+    pk_fits_close(uf.f, mem);
     return st;
 }
