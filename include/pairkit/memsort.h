@@ -205,7 +205,7 @@ typedef struct pk_memsort_instance {
     uint64_t counts_offset; /* result.chunk_counts[counts_offset + c]: rows from chunk c */
 } pk_memsort_instance;
 
-/* n_rows consecutive rows of one raw address. */
+/* A run: count consecutive rows of one raw address, addr. */
 typedef struct pk_memsort_run_entry {
     uint32_t addr;
     uint32_t count;

@@ -414,12 +414,6 @@ pk_status pk_memsort_compare(pk_context *ctx, const pk_memsort_result *a, const 
 
 /* ---- output files ---------------------------------------------------------- */
 
-#define MEMSORT_MAGIC "PKMSORT1"
-#define MEMSORT_VERSION 2u /* 2: the chunk table after the regions */
-#define HEADER_BYTES 72u
-#define REGION_BYTES 48u
-#define INSTANCE_BYTES 96u
-
 typedef struct out_buf {
     unsigned char *p;
     size_t len, cap;
@@ -468,7 +462,7 @@ static void write_u32s(FILE *fp, const uint32_t *v, size_t n) {
     }
 }
 
-static char *join_path(const char *dir, const char *name) {
+char *pk_memsort_join_path(const char *dir, const char *name) {
     size_t len = strlen(dir) + strlen(name) + 2;
     char *p = malloc(len);
     if (p) snprintf(p, len, "%s/%s", dir, name);
@@ -495,7 +489,8 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     out_dir = pk_dir_name(out_dir, dir_buf, sizeof dir_buf);
     st = pk_dir_make(ctx, out_dir, "the output folder for memsort.bin and summary.txt", NULL);
     if (st) return st;
-    char *bin_path = join_path(out_dir, "memsort.bin"), *txt_path = join_path(out_dir, "summary.txt");
+    char *bin_path = pk_memsort_join_path(out_dir, "memsort.bin"),
+         *txt_path = pk_memsort_join_path(out_dir, "summary.txt");
     if (!bin_path || !txt_path) {
         free(bin_path);
         free(txt_path);
@@ -516,9 +511,9 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
 
     /* the binary file: header, regions, chunk table, instances, chunk counts, runs, values */
     out_buf b = {0};
-    put_bytes(&b, MEMSORT_MAGIC, 8);
-    put_u32(&b, MEMSORT_VERSION);
-    put_u32(&b, HEADER_BYTES);
+    put_bytes(&b, PK_MEMSORT_BIN_MAGIC, 8);
+    put_u32(&b, PK_MEMSORT_BIN_VERSION);
+    put_u32(&b, PK_MEMSORT_BIN_HEADER_BYTES);
     put_u64(&b, res->n_entries);
     put_u32(&b, res->n_chunks);
     put_u32(&b, regions->n_regions);
@@ -528,8 +523,8 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
     put_u32(&b, res->worker);
     put_u64(&b, res->n_runs);
     put_u64(&b, res->n_values);
-    put_u32(&b, REGION_BYTES);
-    put_u32(&b, INSTANCE_BYTES);
+    put_u32(&b, PK_MEMSORT_BIN_REGION_BYTES);
+    put_u32(&b, PK_MEMSORT_BIN_INSTANCE_BYTES);
     for (uint32_t r = 0; r < regions->n_regions; r++) {
         const pk_memsort_region *reg = &regions->region[r];
         char name[PK_MEMSORT_NAME_MAX] = {0};

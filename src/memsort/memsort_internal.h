@@ -19,6 +19,19 @@
  * in L1), 20.1-22.7 with 16384, about the same with 65536. */
 #define PK_MEMSORT_KEY_BLOCK 16384u
 
+/* memsort.bin (layout in docs/memsort.md), as pk_memsort_write writes it
+ * and pk_memsort_read reads it: its magic, its version, and the bytes of
+ * its header, of a region's record and of an instance's record. */
+#define PK_MEMSORT_BIN_MAGIC "PKMSORT1"
+#define PK_MEMSORT_BIN_VERSION 2u /* 2: the chunk table after the regions */
+#define PK_MEMSORT_BIN_HEADER_BYTES 72u
+#define PK_MEMSORT_BIN_REGION_BYTES 48u
+#define PK_MEMSORT_BIN_INSTANCE_BYTES 96u
+
+/* dir, a slash and name in a new string (the caller frees it); NULL when
+ * out of memory. */
+char *pk_memsort_join_path(const char *dir, const char *name);
+
 /* The region table as the loops read it: raw [base, end) and the compact
  * address of each region's first word. */
 typedef struct pk_memsort_layout {
