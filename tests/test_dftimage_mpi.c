@@ -137,6 +137,30 @@ int main(void) {
         free(log);
         CHECK(cli_count_files("fail.") == 0, "no image after a failed rank");
     }
+    /* Rank 1 reads a file that is not there while rank 0 reads a .npz
+     * with --weights, a usage error: both reach the same collectives, so
+     * the job fails at once (rank 0 once returned alone and left rank 1
+     * waiting forever). */
+    {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && printf '#!/bin/sh\\nif [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then f=missing.uvfits; "
+                 "else f=%s/data/vis/lesson_small.npz; fi\\nexec %s dftimage $f --weights abs --size 16 -o npz.fits "
+                 "-q --threads 1\\n' > npz_weights.sh && chmod +x npz_weights.sh && timeout 120 %s -np 2 "
+                 "./npz_weights.sh > npz.log 2>&1",
+                 cli_dir, cwd, cli_binary(), mpirun);
+        int rc = system(cmd);
+        int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+        char *log = cli_read(cli_path("npz.log"));
+        CHECK(code != 0 && code != 124,
+              "--weights with a .npz on one rank, a failed read on another: exit %d "
+              "(124: it hung), %s",
+              code, log ? log : "");
+        CHECK(log && strstr(log, "which has no weights") && strstr(log, "missing.uvfits"), "both ranks say why: %s",
+              log ? log : "");
+        free(log);
+        CHECK(cli_count_files("npz.fits") == 0, "no image after the usage error");
+    }
     cli_scratch_remove();
     return check_finish("test_dftimage_mpi");
 }

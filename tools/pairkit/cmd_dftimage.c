@@ -233,10 +233,14 @@ int cmd_dftimage(int argc, char **argv) {
     pk_vis vis;
     memset(&vis, 0, sizeof vis);
     st = pk_vis_read(&ctx, vis_path, weights, &vis);
-    if (st == PK_OK && weights_given && vis.sign > 0) { /* a .npz: no weights to choose from */
-        pk_vis_free(&vis);
-        return cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)",
-                               vis_path);
+    /* a .npz has no weights to choose from: a usage error, carried as a
+     * status to the collectives below (a rank that returned here would
+     * leave one whose read failed waiting in them) */
+    int rc_usage = 0;
+    if (st == PK_OK && weights_given && vis.sign > 0) {
+        rc_usage =
+            cli_usage_error(cmd, "--weights: %s is a .npz, which has no weights (the option is for UVFITS)", vis_path);
+        st = PK_ERR_INVALID;
     }
     /* under mpirun the ranks compare what they read */
     if (n_ranks > 1 && cli_mpi_all_ok(st == PK_OK)) {
@@ -314,7 +318,7 @@ int cmd_dftimage(int argc, char **argv) {
             snprintf(ctx.message, sizeof ctx.message, "%.200s: visibility %zu%.280s", vis_path, v0 + k_local, rest);
         }
     }
-    int rc_mine = st ? cli_error(cmd, st, &ctx) : 0;
+    int rc_mine = rc_usage ? rc_usage : st ? cli_error(cmd, st, &ctx) : 0;
     if (!cli_mpi_all_ok(st == PK_OK)) {
         pk_image_free(&image);
         pk_image_free(&psf);
