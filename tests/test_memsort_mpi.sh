@@ -87,5 +87,20 @@ rc=$?
 check "[ $rc -eq 1 ] && [ \$(grep -c 'the ranks read different traces' '$dir/copies.log') -eq 1 ] && [ ! -e '$dir/copies' ]" \
   "ranks reading different traces: exit $rc, $(cat "$dir/copies.log")"
 
+# Rank 1 finds no place for the output (on its node the folder's parent is
+# missing) while rank 0 does: every rank stops before the work, nothing is
+# written (rank 1 once returned alone and left rank 0 waiting forever).
+cat > "$dir/one_place.sh" <<EOS
+#!/bin/sh
+if [ "\$OMPI_COMM_WORLD_RANK" = 1 ]; then o="$dir/no-such-parent/out"; else o="$dir/placed"; fi
+exec "$cli" memsort "$dir/trace" -o "\$o" -q --backend cpu --threads 1
+EOS
+chmod +x "$dir/one_place.sh"
+timeout 120 "${mpirun[@]}" -np 2 "$dir/one_place.sh" > "$dir/place.log" 2>&1
+rc=$?
+check "[ $rc -ne 0 ] && [ $rc -ne 124 ]" "one rank without a place for the output: exit $rc (124: it hung), $(cat "$dir/place.log")"
+check "[ ! -e '$dir/placed' ] && [ ! -e '$dir/no-such-parent' ]" "no output after one rank had no place for it"
+check "grep -q 'placed: another rank cannot write there' '$dir/place.log'" "rank 0 says why: $(cat "$dir/place.log")"
+
 echo "test_memsort_mpi: $((n - fail)) passed, $fail failed"
 [ $fail -eq 0 ]

@@ -269,8 +269,14 @@ int cmd_memsort(int argc, char **argv) {
         if (strcmp(regions_name, "default") != 0 && strcmp(regions_name, "zisk") != 0) cli_input(regions_name);
         cli_input_trace(trace_dir);
         const char *const files[2] = {"memsort.bin", "summary.txt"};
+        /* each node's own file system: likewise every rank stops, or none;
+         * rank 0 prints the findings, so it says when only another's failed */
         int bad = cli_check_out_dir(cmd, out_dir, files, n_ranks == 1 ? 2 : 0);
-        if (bad) return bad;
+        if (!cli_mpi_all_ok(!bad)) {
+            if (!bad && rank == 0)
+                fprintf(stderr, "pairkit %s: %s: another rank cannot write there (on its node)\n", cmd, out_dir);
+            return bad ? bad : 1;
+        }
     }
     pk_memsort_regions regions;
     pk_memsort_trace trace;
