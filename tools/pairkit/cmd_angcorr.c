@@ -421,35 +421,47 @@ int cmd_angcorr(int argc, char **argv) {
     } else if (n_ranks > 1) {
         size_t nb = result.n_bins;
         uint64_t *sum = malloc((3 * nb + 12) * sizeof(uint64_t));
-        memcpy(sum, result.dd, nb * sizeof(uint64_t));
-        memcpy(sum + nb, result.dr, nb * sizeof(uint64_t));
-        memcpy(sum + 2 * nb, result.rr, nb * sizeof(uint64_t));
-        const pk_pair_stats *ps[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
-        for (int k = 0; k < 3; k++) {
-            uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
-            q[0] = ps[k]->pairs_total, q[1] = ps[k]->pairs_in_range, q[2] = ps[k]->pairs_visited,
-            q[3] = ps[k]->pairs_fp64;
+        int failed = 0;
+        if (!sum) {
+            snprintf(ctx.message, sizeof ctx.message, "out of memory");
+            rc = cli_error(cmd, PK_ERR_NOMEM, &ctx);
         }
-        int failed = cli_mpi_sum_u64(sum, 3 * nb + 12);
-        double seconds[3] = {cli_mpi_max(result.stats_dd.seconds), cli_mpi_max(result.stats_dr.seconds),
-                             cli_mpi_max(result.stats_rr.seconds)};
-        double kernel_ms[3] = {cli_mpi_max(result.stats_dd.kernel_ms), cli_mpi_max(result.stats_dr.kernel_ms),
-                               cli_mpi_max(result.stats_rr.kernel_ms)};
-        if (rank == 0 && !failed) {
-            memcpy(result.dd, sum, nb * sizeof(uint64_t));
-            memcpy(result.dr, sum + nb, nb * sizeof(uint64_t));
-            memcpy(result.rr, sum + 2 * nb, nb * sizeof(uint64_t));
-            pk_pair_stats *qs[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
-            uint64_t want[3] = {(uint64_t)data.n * data.n, (uint64_t)data.n * random.n, (uint64_t)random.n * random.n};
+        /* the sums below are collective: every rank has its buffer, or none sums */
+        if (!cli_mpi_all_ok(sum != NULL)) {
+            if (rc == 0) rc = 1; /* another rank failed and said why */
+            st = PK_ERR_INTERNAL;
+        } else {
+            memcpy(sum, result.dd, nb * sizeof(uint64_t));
+            memcpy(sum + nb, result.dr, nb * sizeof(uint64_t));
+            memcpy(sum + 2 * nb, result.rr, nb * sizeof(uint64_t));
+            const pk_pair_stats *ps[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
             for (int k = 0; k < 3; k++) {
-                const uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
-                qs[k]->pairs_total = q[0], qs[k]->pairs_in_range = q[1], qs[k]->pairs_visited = q[2];
-                qs[k]->pairs_fp64 = q[3];
-                qs[k]->seconds = seconds[k];
-                qs[k]->kernel_ms = kernel_ms[k];
-                if (qs[k]->pairs_total != (k == 2 && rr_path ? 0 : want[k])) failed = 1;
+                uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
+                q[0] = ps[k]->pairs_total, q[1] = ps[k]->pairs_in_range, q[2] = ps[k]->pairs_visited,
+                q[3] = ps[k]->pairs_fp64;
             }
-            pk_estimate(estimator, data.n, random.n, nb, result.dd, result.dr, result.rr, result.omega);
+            failed = cli_mpi_sum_u64(sum, 3 * nb + 12);
+            double seconds[3] = {cli_mpi_max(result.stats_dd.seconds), cli_mpi_max(result.stats_dr.seconds),
+                                 cli_mpi_max(result.stats_rr.seconds)};
+            double kernel_ms[3] = {cli_mpi_max(result.stats_dd.kernel_ms), cli_mpi_max(result.stats_dr.kernel_ms),
+                                   cli_mpi_max(result.stats_rr.kernel_ms)};
+            if (rank == 0 && !failed) {
+                memcpy(result.dd, sum, nb * sizeof(uint64_t));
+                memcpy(result.dr, sum + nb, nb * sizeof(uint64_t));
+                memcpy(result.rr, sum + 2 * nb, nb * sizeof(uint64_t));
+                pk_pair_stats *qs[3] = {&result.stats_dd, &result.stats_dr, &result.stats_rr};
+                uint64_t want[3] = {(uint64_t)data.n * data.n, (uint64_t)data.n * random.n,
+                                    (uint64_t)random.n * random.n};
+                for (int k = 0; k < 3; k++) {
+                    const uint64_t *q = sum + 3 * nb + 4 * (size_t)k;
+                    qs[k]->pairs_total = q[0], qs[k]->pairs_in_range = q[1], qs[k]->pairs_visited = q[2];
+                    qs[k]->pairs_fp64 = q[3];
+                    qs[k]->seconds = seconds[k];
+                    qs[k]->kernel_ms = kernel_ms[k];
+                    if (qs[k]->pairs_total != (k == 2 && rr_path ? 0 : want[k])) failed = 1;
+                }
+                pk_estimate(estimator, data.n, random.n, nb, result.dd, result.dr, result.rr, result.omega);
+            }
         }
         free(sum);
         if (failed) {
