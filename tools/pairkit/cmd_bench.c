@@ -47,12 +47,166 @@ static const char *const value_options[] = {"--kernels", "--backend", "--runs", 
 /* The options that take none. */
 static const char *const flag_options[] = {"-h", "--help", "--list", NULL};
 
+/* The kernels of --kernels (comma-separated names, in ladder order) into
+ * kernels[0 .. *n), those not available here skipped with a note: 0, or
+ * the exit code after a usage error. */
+static int parse_kernel_list(const char *cmd, const char *list, int *kernels, int max_kernels, int *n) {
+    char *names = strdup(list);
+    if (!names) {
+        fprintf(stderr, "pairkit %s: out of memory\n", cmd);
+        return 1;
+    }
+    int rc = 0;
+    for (char *tok = strtok(names, ","); tok && *n < max_kernels; tok = strtok(NULL, ",")) {
+        int id = pk_angcorr_kernel_from_name(tok);
+        if (id <= 0) {
+            rc = cli_unknown_kernel(cmd, "--kernels", tok);
+            break;
+        }
+        if (!pk_angcorr_kernel_available(id)) {
+            fprintf(stderr, "pairkit %s: kernel '%s' is not available here, skipped\n", cmd, tok);
+            continue;
+        }
+        kernels[(*n)++] = id;
+    }
+    free(names);
+    return rc;
+}
+
+/* What the rounds measure, kernel by kernel (the index into the kernels
+ * run), all freed by bench_tables_free. */
+typedef struct bench_tables {
+    int n_kernels;
+    double *times;      /* the warm runs' seconds, runs a kernel */
+    double *cold;       /* the first run's seconds */
+    double *fp64_share; /* of the separations, those settled in float64 */
+    double *visited;    /* separations computed in a run */
+    int *blocks;        /* resident blocks per SM (CUDA) */
+    uint64_t *n_differ; /* counts in other bins than the first exact kernel's */
+    uint64_t **counts;  /* DD, DR and RR of the first run */
+} bench_tables;
+
+static void bench_tables_free(bench_tables *t) {
+    for (int kk = 0; t->counts && kk < t->n_kernels; kk++) free(t->counts[kk]);
+    free(t->times), free(t->cold), free(t->fp64_share), free(t->visited), free(t->blocks), free(t->n_differ);
+    free(t->counts);
+    memset(t, 0, sizeof *t);
+}
+
+/* 0, or 1 with nothing held when memory is short. */
+static int bench_tables_alloc(bench_tables *t, int n_kernels, int runs) {
+    t->n_kernels = n_kernels;
+    t->times = calloc((size_t)n_kernels * (size_t)runs, sizeof(double));
+    t->cold = calloc((size_t)n_kernels, sizeof(double));
+    t->fp64_share = calloc((size_t)n_kernels, sizeof(double));
+    /* each kernel's own count: the reference and the naive GPU kernel
+     * compute all n m ordered pairs, the others an autocorrelation's once */
+    t->visited = calloc((size_t)n_kernels, sizeof(double));
+    t->blocks = calloc((size_t)n_kernels, sizeof(int));
+    t->n_differ = calloc((size_t)n_kernels, sizeof(uint64_t));
+    t->counts = calloc((size_t)n_kernels, sizeof(uint64_t *));
+    if (t->times && t->cold && t->fp64_share && t->visited && t->blocks && t->n_differ && t->counts) return 0;
+    bench_tables_free(t);
+    return 1;
+}
+
+/* The rounds: each kernel's first run apart as cold, then `runs` warm ones,
+ * the kernels taking turns in an order rotated each round. 0, or the exit
+ * code after an error. */
+static int run_rounds(const char *cmd, pk_context *ctx, const int *kernels, int runs, const pk_catalog *data,
+                      const pk_catalog *random, const pk_bins *bins, bench_tables *t) {
+    for (int round = 0; round <= runs; round++) {
+        for (int q = 0; q < t->n_kernels; q++) {
+            int kk = (q + round) % t->n_kernels; /* rotate the order each round */
+            pk_angcorr_options opts = {PK_BACKEND_AUTO, kernels[kk]};
+            pk_angcorr_result r;
+            pk_status st = pk_angcorr_run(ctx, &opts, data, random, bins, PK_ESTIMATOR_LANDY_SZALAY, &r);
+            if (st != PK_OK) return cli_error(cmd, st, ctx);
+            const pk_pair_stats *s[3] = {&r.stats_dd, &r.stats_dr, &r.stats_rr};
+            double seconds = 0, fp = 0, vis = 0;
+            int on_gpu = kernels[kk] >= 100;
+            for (int c = 0; c < 3; c++) {
+                seconds += on_gpu ? s[c]->kernel_ms * 1e-3 : s[c]->seconds;
+                fp += (double)s[c]->pairs_fp64;
+                vis += (double)s[c]->pairs_visited;
+            }
+            if (round == 0) {
+                t->cold[kk] = seconds;
+                t->fp64_share[kk] = fp / vis;
+                for (int c = 0; c < 3; c++)
+                    t->blocks[kk] = s[c]->blocks_per_sm > t->blocks[kk] ? s[c]->blocks_per_sm : t->blocks[kk];
+                t->visited[kk] = vis;
+                size_t nb = bins->n_bins;
+                t->counts[kk] = malloc(3 * nb * sizeof(uint64_t));
+                if (!t->counts[kk]) {
+                    pk_angcorr_result_free(&r);
+                    fprintf(stderr, "pairkit %s: out of memory\n", cmd);
+                    return 1;
+                }
+                memcpy(t->counts[kk], r.dd, nb * sizeof(uint64_t));
+                memcpy(t->counts[kk] + nb, r.dr, nb * sizeof(uint64_t));
+                memcpy(t->counts[kk] + 2 * nb, r.rr, nb * sizeof(uint64_t));
+            } else {
+                t->times[(size_t)kk * (size_t)runs + (size_t)(round - 1)] = seconds;
+            }
+            pk_angcorr_result_free(&r);
+        }
+    }
+    return 0;
+}
+
+/* The table of the rounds, each kernel's counts against the first exact
+ * kernel's: 1 when an exact kernel's differ, else 0. */
+static int print_table(const int *kernels, int runs, pk_backend backend, size_t n_bins, bench_tables *t) {
+    int n_kernels = t->n_kernels;
+    /* the number of counts that moved is half the sum of |difference| over the bins */
+    int ref_kk = -1;
+    for (int kk = 0; kk < n_kernels && ref_kk < 0; kk++)
+        if (pk_angcorr_kernel_exact(kernels[kk])) ref_kk = kk;
+    for (int kk = 0; kk < n_kernels && ref_kk >= 0; kk++) {
+        uint64_t moved = 0;
+        for (size_t q = 0; q < 3 * n_bins; q++) {
+            uint64_t a = t->counts[kk][q], b = t->counts[ref_kk][q];
+            moved += a > b ? a - b : b - a;
+        }
+        t->n_differ[kk] = moved / 2;
+    }
+    printf("%-16s %10s %10s %10s %12s %10s %9s %s%s\n", "kernel", "cold ms", "median ms", "min ms", "sep/s",
+           "fp64 share", "speed-up", backend == PK_BACKEND_CUDA ? "blk/SM " : "",
+           ref_kk >= 0 ? "counts vs the first exact kernel" : "counts");
+    double first_median = 0;
+    for (int kk = 0; kk < n_kernels; kk++) {
+        double *v = t->times + (size_t)kk * (size_t)runs;
+        double med = median(v, runs), mn = v[0];
+        for (int r = 1; r < runs; r++) mn = v[r] < mn ? v[r] : mn;
+        if (kk == 0) first_median = med;
+        char verdict[96];
+        if (ref_kk < 0) snprintf(verdict, sizeof verdict, "(no exact kernel to compare with)");
+        else if (kk == ref_kk) snprintf(verdict, sizeof verdict, "(the comparison)");
+        else if (t->n_differ[kk] == 0) snprintf(verdict, sizeof verdict, "identical");
+        else
+            snprintf(verdict, sizeof verdict, "%llu counts in other bins%s", (unsigned long long)t->n_differ[kk],
+                     pk_angcorr_kernel_exact(kernels[kk]) ? "  EXACT KERNEL DIFFERS" : " (inexact anchor)");
+        char blk[16] = "";
+        if (backend == PK_BACKEND_CUDA) snprintf(blk, sizeof blk, "%6d ", t->blocks[kk]);
+        printf("%-16s %10.2f %10.2f %10.2f %12.3g %10.5f %8.2fx %s%s\n", pk_angcorr_kernel_name(kernels[kk]),
+               t->cold[kk] * 1e3, med * 1e3, mn * 1e3, t->visited[kk] / med, t->fp64_share[kk], first_median / med, blk,
+               verdict);
+    }
+    printf(
+        "sep/s: pair separations computed a second (an autocorrelation's unordered pairs once); speed-up: the "
+        "first kernel's median over this one's\n");
+    int bad = 0;
+    for (int kk = 0; kk < n_kernels; kk++) bad |= pk_angcorr_kernel_exact(kernels[kk]) && t->n_differ[kk] != 0;
+    return bad;
+}
+
 static int bench_angcorr(int argc, char **argv) {
     const char *cmd = "bench angcorr";
     const char *paths[2] = {"data/galaxy/data_100k_arcmin.txt", "data/galaxy/flat_100k_arcmin.txt"};
     int n_paths = 0, runs = 5;
     size_t n_sub = 0;
-    char *kernel_list = NULL;
+    const char *kernel_list = NULL;
     pk_backend backend = PK_BACKEND_CPU;
     pk_context ctx;
     pk_context_init(&ctx);
@@ -75,7 +229,7 @@ static int bench_angcorr(int argc, char **argv) {
             if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             size_t t;
-            if (strcmp(a, "--kernels") == 0) kernel_list = strdup(v);
+            if (strcmp(a, "--kernels") == 0) kernel_list = v;
             else if (strcmp(a, "--backend") == 0) {
                 if (pk_backend_parse(v, &backend) || backend == PK_BACKEND_AUTO)
                     return cli_usage_error(cmd, "--backend: '%s' is not cpu or cuda", v);
@@ -95,16 +249,8 @@ static int bench_angcorr(int argc, char **argv) {
     if (n_paths == 1) return cli_usage_error(cmd, "give both catalogs, DATA RANDOM, or neither (the bundled ones)");
     int kernels[64], n_kernels = 0;
     if (kernel_list) {
-        for (char *tok = strtok(kernel_list, ","); tok && n_kernels < 64; tok = strtok(NULL, ",")) {
-            int id = pk_angcorr_kernel_from_name(tok);
-            if (id <= 0) return cli_unknown_kernel(cmd, "--kernels", tok);
-            if (!pk_angcorr_kernel_available(id)) {
-                fprintf(stderr, "pairkit %s: kernel '%s' is not available here, skipped\n", cmd, tok);
-                continue;
-            }
-            kernels[n_kernels++] = id;
-        }
-        free(kernel_list);
+        int rc = parse_kernel_list(cmd, kernel_list, kernels, 64, &n_kernels);
+        if (rc) return rc;
     } else {
         int cuda = backend == PK_BACKEND_CUDA;
         for (int id = 2; id < 1000 && n_kernels < 64; id++) {
@@ -137,104 +283,23 @@ static int bench_angcorr(int argc, char **argv) {
     pk_bins bins;
     pk_bins_default(&ctx, &bins);
 
-    double *times = calloc((size_t)n_kernels * (size_t)runs, sizeof(double));
-    double *cold = calloc((size_t)n_kernels, sizeof(double));
-    double *fp64_share = calloc((size_t)n_kernels, sizeof(double));
-    int *blocks = calloc((size_t)n_kernels, sizeof(int));
-    uint64_t *n_differ = calloc((size_t)n_kernels, sizeof(uint64_t));
-    uint64_t **counts = calloc((size_t)n_kernels, sizeof(uint64_t *));
-    /* each kernel's own count: the reference and the naive GPU kernel
-     * compute all n m ordered pairs, the others an autocorrelation's once */
-    double *visited = calloc((size_t)n_kernels, sizeof(double));
-    if (!times || !cold || !fp64_share || !blocks || !n_differ || !counts || !visited) {
-        free(times), free(cold), free(fp64_share), free(blocks), free(n_differ), free(counts), free(visited);
+    bench_tables t;
+    int rc = bench_tables_alloc(&t, n_kernels, runs);
+    if (rc) {
         fprintf(stderr, "pairkit %s: out of memory\n", cmd);
-        return 1;
+    } else {
+        printf("pairkit bench angcorr: DD+DR+RR of %zu x %zu objects, %zu bins, %d warm runs per kernel\n", data.n,
+               random.n, bins.n_bins, runs);
+        cli_print_machine(&ctx, backend == PK_BACKEND_CUDA);
+        fflush(stdout);
+        rc = run_rounds(cmd, &ctx, kernels, runs, &data, &random, &bins, &t);
+        if (!rc) rc = print_table(kernels, runs, backend, bins.n_bins, &t);
     }
-    printf("pairkit bench angcorr: DD+DR+RR of %zu x %zu objects, %zu bins, %d warm runs per kernel\n", data.n,
-           random.n, bins.n_bins, runs);
-    cli_print_machine(&ctx, backend == PK_BACKEND_CUDA);
-    fflush(stdout);
-    for (int round = 0; round <= runs; round++) {
-        for (int q = 0; q < n_kernels; q++) {
-            int kk = (q + round) % n_kernels; /* rotate the order each round */
-            pk_angcorr_options opts = {PK_BACKEND_AUTO, kernels[kk]};
-            pk_angcorr_result r;
-            if ((st = pk_angcorr_run(&ctx, &opts, &data, &random, &bins, PK_ESTIMATOR_LANDY_SZALAY, &r)) != PK_OK)
-                return cli_error(cmd, st, &ctx);
-            const pk_pair_stats *s[3] = {&r.stats_dd, &r.stats_dr, &r.stats_rr};
-            double t = 0, fp = 0, vis = 0;
-            int on_gpu = kernels[kk] >= 100;
-            for (int c = 0; c < 3; c++) {
-                t += on_gpu ? s[c]->kernel_ms * 1e-3 : s[c]->seconds;
-                fp += (double)s[c]->pairs_fp64;
-                vis += (double)s[c]->pairs_visited;
-            }
-            if (round == 0) {
-                cold[kk] = t;
-                fp64_share[kk] = fp / vis;
-                for (int c = 0; c < 3; c++)
-                    blocks[kk] = s[c]->blocks_per_sm > blocks[kk] ? s[c]->blocks_per_sm : blocks[kk];
-                visited[kk] = vis;
-                size_t nb = bins.n_bins;
-                counts[kk] = malloc(3 * nb * sizeof(uint64_t));
-                memcpy(counts[kk], r.dd, nb * sizeof(uint64_t));
-                memcpy(counts[kk] + nb, r.dr, nb * sizeof(uint64_t));
-                memcpy(counts[kk] + 2 * nb, r.rr, nb * sizeof(uint64_t));
-            } else {
-                times[(size_t)kk * (size_t)runs + (size_t)(round - 1)] = t;
-            }
-            pk_angcorr_result_free(&r);
-        }
-    }
-    /* Counts are compared with the first exact kernel's: the number of
-     * counts that moved is half the sum of |difference| over the bins. */
-    int ref_kk = -1;
-    for (int kk = 0; kk < n_kernels && ref_kk < 0; kk++)
-        if (pk_angcorr_kernel_exact(kernels[kk])) ref_kk = kk;
-    for (int kk = 0; kk < n_kernels && ref_kk >= 0; kk++) {
-        uint64_t moved = 0;
-        for (size_t q = 0; q < 3 * bins.n_bins; q++) {
-            uint64_t a = counts[kk][q], b = counts[ref_kk][q];
-            moved += a > b ? a - b : b - a;
-        }
-        n_differ[kk] = moved / 2;
-    }
-    printf("%-16s %10s %10s %10s %12s %10s %9s %s%s\n", "kernel", "cold ms", "median ms", "min ms", "sep/s",
-           "fp64 share", "speed-up", backend == PK_BACKEND_CUDA ? "blk/SM " : "",
-           ref_kk >= 0 ? "counts vs the first exact kernel" : "counts");
-    double first_median = 0;
-    for (int kk = 0; kk < n_kernels; kk++) {
-        double *v = times + (size_t)kk * (size_t)runs;
-        double med = median(v, runs), mn = v[0];
-        for (int r = 1; r < runs; r++) mn = v[r] < mn ? v[r] : mn;
-        if (kk == 0) first_median = med;
-        char verdict[96];
-        if (ref_kk < 0) snprintf(verdict, sizeof verdict, "(no exact kernel to compare with)");
-        else if (kk == ref_kk) snprintf(verdict, sizeof verdict, "(the comparison)");
-        else if (n_differ[kk] == 0) snprintf(verdict, sizeof verdict, "identical");
-        else
-            snprintf(verdict, sizeof verdict, "%llu counts in other bins%s", (unsigned long long)n_differ[kk],
-                     pk_angcorr_kernel_exact(kernels[kk]) ? "  EXACT KERNEL DIFFERS" : " (inexact anchor)");
-        char blk[16] = "";
-        if (backend == PK_BACKEND_CUDA) snprintf(blk, sizeof blk, "%6d ", blocks[kk]);
-        printf("%-16s %10.2f %10.2f %10.2f %12.3g %10.5f %8.2fx %s%s\n", pk_angcorr_kernel_name(kernels[kk]),
-               cold[kk] * 1e3, med * 1e3, mn * 1e3, visited[kk] / med, fp64_share[kk], first_median / med, blk,
-               verdict);
-    }
-    printf(
-        "sep/s: pair separations computed a second (an autocorrelation's unordered pairs once); speed-up: the "
-        "first kernel's median over this one's\n");
-    int bad = 0;
-    for (int kk = 0; kk < n_kernels; kk++) {
-        bad |= pk_angcorr_kernel_exact(kernels[kk]) && n_differ[kk] != 0;
-        free(counts[kk]);
-    }
-    free(times), free(cold), free(fp64_share), free(blocks), free(n_differ), free(counts), free(visited);
+    bench_tables_free(&t);
     pk_catalog_free(&cat[0]);
     pk_catalog_free(&cat[1]);
     pk_bins_free(&bins);
-    return bad ? 1 : 0;
+    return rc;
 }
 
 static void bench_workloads_usage(FILE *out) {
