@@ -219,9 +219,9 @@ int cmd_dftimage(int argc, char **argv) {
                                precision_given);
 
     /* Learn that the image cannot fit, or reaches beyond the sky, before
-     * reading anything. */
+     * reading anything: by each node's memory, so a status carried to the
+     * collectives below, as a failed read is. */
     pk_status st = pk_dftimage_check_grid(&ctx, size, cell, opts.want_imag);
-    if (st) return cli_error(cmd, st, &ctx);
 
     /* Under mpirun each rank images its share of the visibilities (on GPU
      * rank modulo the devices) and rank 0 sums the partial images: the
@@ -229,10 +229,10 @@ int cmd_dftimage(int argc, char **argv) {
      * sums (docs/dftimage.md gives the bound), and only rank 0 writes. */
     int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
     ctx.cuda_device = cli_mpi_cuda_device();
-    cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_DFTIMAGE_KERNEL_BEST, quiet);
+    if (st == PK_OK) cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_DFTIMAGE_KERNEL_BEST, quiet);
     pk_vis vis;
     memset(&vis, 0, sizeof vis);
-    st = pk_vis_read(&ctx, vis_path, weights, &vis);
+    if (st == PK_OK) st = pk_vis_read(&ctx, vis_path, weights, &vis);
     /* a .npz has no weights to choose from: a usage error, carried as a
      * status to the collectives below (a rank that returned here would
      * leave one whose read failed waiting in them) */
