@@ -6,9 +6,10 @@
  * CPU (--backend cpu): one streaming pass that reads the trace and writes
  * an output of the result's size with non-temporal stores (the floor) and
  * the same pass with plain stores, pairkit's plan + fill (all instances,
- * and one worker of 16), the reference sort, and the plain sort (an LSD
- * radix sort of (compact address, index) pairs, the CPU twin of the CUB
- * alternative). CUDA (--backend cuda):
+ * and one worker of 16), the same plan + fill without its hand-written
+ * vector code (cpu-portable: what the AVX-512 paths buy), the reference
+ * sort, and the plain sort (an LSD radix sort of (compact address, index) pairs, the CPU
+ * twin of the CUB alternative). CUDA (--backend cuda):
  * the plain CUB alternative (upload, radix sort of (compact address,
  * index) pairs, download keys and values), pairkit for all instances, and
  * pairkit for one worker of 16, all on a trace pinned once up front, timed

@@ -1,5 +1,11 @@
-/* cli.c - error printing, the progress line, Ctrl-C and option parsing for
- * the pairkit command. */
+/* cli.c - what the pairkit subcommands share: error and usage messages
+ * (under mpirun, said once by rank 0 where every rank holds the same),
+ * option checks and value parsing, the machine line of a benchmark, the
+ * progress line and Ctrl-C, removal of staged and scratch files on a fatal
+ * signal, and the outputs: inputs that no output may replace, the checks
+ * of output names and folders before the work, and staged files moved
+ * into place together, or none. The library never prints; this file and
+ * the commands do. */
 
 #include <ctype.h>
 #include <dirent.h>
