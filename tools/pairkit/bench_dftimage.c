@@ -21,11 +21,6 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void usage(FILE *out) {
     fprintf(out,
             "usage: pairkit bench dftimage [options]\n"
@@ -246,8 +241,7 @@ int bench_dftimage(int argc, char **argv) {
     double first = 0;
     for (int kk = 0; kk < n_kernels; kk++) {
         double *v = times + (size_t)kk * (size_t)runs;
-        qsort(v, (size_t)runs, sizeof *v, cmp_double);
-        double med = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]), mn = v[0];
+        double mn, med = cli_runs_median(v, runs, &mn);
         if (kk == 0) first = med;
         char err_text[32] = "-"; /* --check-pixels 0: no comparison */
         if (n_check) snprintf(err_text, sizeof err_text, "%.3g", err[kk]);

@@ -14,6 +14,7 @@
  * index) pairs, download keys and values), pairkit for all instances, and
  * pairkit for one worker of 16, all on a trace pinned once up front, timed
  * with device events. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,6 @@
 #include "pairkit/memsort.h"
 
 enum { MAX_VARIANTS = 7 };
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static void bench_usage(FILE *out) {
     fprintf(out,
@@ -66,18 +62,20 @@ static double peak_rss_gib(void) {
     return (double)ru.ru_maxrss / (1024.0 * 1024.0);
 }
 
+/* One variant's row of the table (its runs sorted in place). */
 static void summarize(const char *name, double *v, int runs, double cold, double base_median, const char *extra) {
-    qsort(v, (size_t)runs, sizeof *v, cmp_double);
-    double med = runs % 2 ? v[runs / 2] : 0.5 * (v[runs / 2 - 1] + v[runs / 2]);
-    printf("%-16s %10.2f %10.2f %10.2f %9.3fx  %s\n", name, cold, med, v[0], base_median > 0 ? med / base_median : 1.0,
+    double least, med = cli_runs_median(v, runs, &least);
+    printf("%-16s %10.2f %10.2f %10.2f %9.3fx  %s\n", name, cold, med, least, base_median > 0 ? med / base_median : 1.0,
            extra ? extra : "");
 }
 
+/* The median of a variant's runs, leaving them in their order (NaN when
+ * there is no memory for the copy). */
 static double median_of(const double *v, int runs) {
     double *c = malloc((size_t)runs * sizeof *c);
+    if (!c) return (double)NAN;
     memcpy(c, v, (size_t)runs * sizeof *c);
-    qsort(c, (size_t)runs, sizeof *c, cmp_double);
-    double med = runs % 2 ? c[runs / 2] : 0.5 * (c[runs / 2 - 1] + c[runs / 2]);
+    double med = cli_runs_median(c, runs, NULL);
     free(c);
     return med;
 }

@@ -690,3 +690,14 @@ int cli_want_png(const char *cmd, const char *png_path, int warn) {
 #endif
     return 0;
 }
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cli_runs_median(double *times, int n, double *min) {
+    qsort(times, (size_t)n, sizeof *times, cmp_double);
+    if (min) *min = times[0];
+    return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}

@@ -171,6 +171,11 @@ int cmd_bench(int argc, char **argv);
 int cmd_memsort(int argc, char **argv);
 int cmd_memsort_gen(int argc, char **argv);
 int cmd_memsort_fill(int argc, char **argv);
+/* The bench protocol's summary of n > 0 warm run times: sorts them in
+ * place and returns their median (the mean of the middle two for even n);
+ * *min (may be NULL) receives the least. */
+double cli_runs_median(double *times, int n, double *min);
+
 int bench_memsort(int argc, char **argv);
 int cmd_dftimage(int argc, char **argv);
 int bench_dftimage(int argc, char **argv);

@@ -12,16 +12,6 @@
 #include "cli.h"
 #include "pairkit/angcorr.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void bench_usage(FILE *out) {
     fprintf(out,
             "usage: pairkit bench angcorr [DATA RANDOM] [options]\n"
@@ -177,8 +167,7 @@ static int print_table(const int *kernels, int runs, pk_backend backend, size_t 
     double first_median = 0;
     for (int kk = 0; kk < n_kernels; kk++) {
         double *v = t->times + (size_t)kk * (size_t)runs;
-        double med = median(v, runs), mn = v[0];
-        for (int r = 1; r < runs; r++) mn = v[r] < mn ? v[r] : mn;
+        double mn, med = cli_runs_median(v, runs, &mn);
         if (kk == 0) first_median = med;
         char verdict[96];
         if (ref_kk < 0) snprintf(verdict, sizeof verdict, "(no exact kernel to compare with)");
