@@ -172,14 +172,34 @@ static const char *const value_options[] = {"-o",        "--output", "--regions"
 /* The options that take none. */
 static const char *const flag_options[] = {"-h", "--help", "-q", "--quiet", "--verify", NULL};
 
-int cmd_memsort(int argc, char **argv) {
-    const char *cmd = "memsort";
-    const char *trace_dir = NULL, *out_dir = NULL, *regions_name = "default";
-    int quiet = 0, verify = 0;
-    pk_memsort_options opts = {PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
-    int workers_given = 0, worker_given = 0;
+/* The command line, checked; the worker this run is (under mpirun, its
+ * rank's). */
+typedef struct memsort_args {
+    const char *trace_dir, *out_dir, *regions_name;
+    int quiet, verify;
+    int workers_given, worker_given; /* --workers or --worker given; --worker given */
+    pk_memsort_options opts;
+    char out_buf[4096], trace_buf[4096]; /* the folders without trailing slashes */
+    char worker_dir[4096];               /* under mpirun: OUT_DIR/worker-NNNN */
+    const char *write_dir;               /* where this run's memsort.bin and summary.txt go */
+} memsort_args;
+
+/* What the run holds, freed by memsort_job_free whatever step it stopped at. */
+typedef struct memsort_job {
     pk_context ctx;
-    pk_context_init(&ctx);
+    int rank, n_ranks;
+    pk_memsort_regions regions;
+    pk_memsort_trace trace;
+    pk_memsort_result result, reference;
+} memsort_job;
+
+#define MEMSORT_CONTINUE (-1)
+
+/* MEMSORT_CONTINUE, or the exit code: 0 after --help, 2 for a usage error. */
+static int parse_memsort_args(const char *cmd, int argc, char **argv, memsort_args *args, pk_context *ctx) {
+    memset(args, 0, sizeof *args);
+    args->regions_name = "default";
+    args->opts = (pk_memsort_options){PK_BACKEND_AUTO, PK_MEMSORT_KERNEL_BEST, 1, 0};
     if (cli_check_flags(cmd, argc, argv, value_options, flag_options) ||
         cli_check_repeats(cmd, argc, argv, value_options))
         return 2;
@@ -189,192 +209,234 @@ int cmd_memsort(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            quiet = 1;
+            args->quiet = 1;
         } else if (strcmp(a, "--verify") == 0) {
-            verify = 1;
+            args->verify = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             if (k + 1 >= argc) return cli_missing_value(cmd, a, value_options);
             const char *v = argv[++k];
             size_t t;
-            if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) out_dir = v;
-            else if (strcmp(a, "--regions") == 0) regions_name = v;
+            if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) args->out_dir = v;
+            else if (strcmp(a, "--regions") == 0) args->regions_name = v;
             else if (strcmp(a, "--workers") == 0) {
                 if (cli_parse_range(cmd, a, v, 1, UINT32_MAX, &t)) return 2;
-                opts.n_workers = (uint32_t)t;
-                workers_given = 1;
+                args->opts.n_workers = (uint32_t)t;
+                args->workers_given = 1;
             } else if (strcmp(a, "--worker") == 0) {
                 if (cli_parse_range(cmd, a, v, 0, UINT32_MAX, &t)) return 2;
-                opts.worker = (uint32_t)t;
-                workers_given = 1;
-                worker_given = 1;
+                args->opts.worker = (uint32_t)t;
+                args->workers_given = 1;
+                args->worker_given = 1;
             } else if (strcmp(a, "--backend") == 0) {
-                if (pk_backend_parse(v, &opts.backend))
+                if (pk_backend_parse(v, &args->opts.backend))
                     return cli_usage_error(cmd, "--backend: '%s' is not auto, cpu or cuda", v);
             } else if (strcmp(a, "--kernel") == 0) {
-                opts.kernel = pk_memsort_kernel_from_name(v);
-                if (opts.kernel < 0 || (opts.kernel == PK_MEMSORT_KERNEL_CUDA && !pk_cuda_built()))
+                args->opts.kernel = pk_memsort_kernel_from_name(v);
+                if (args->opts.kernel < 0 || (args->opts.kernel == PK_MEMSORT_KERNEL_CUDA && !pk_cuda_built()))
                     return cli_unknown_kernel(cmd, "--kernel", v);
             } else if (strcmp(a, "--threads") == 0) {
-                if (cli_parse_threads(cmd, a, v, &ctx.n_threads)) return 2;
+                if (cli_parse_threads(cmd, a, v, &ctx->n_threads)) return 2;
             } else {
                 return cli_usage_error(cmd, "unknown option '%s'", a);
             }
         } else {
-            if (trace_dir) return cli_usage_error(cmd, "one trace directory, got a second: '%s'", a);
-            trace_dir = a;
+            if (args->trace_dir) return cli_usage_error(cmd, "one trace directory, got a second: '%s'", a);
+            args->trace_dir = a;
         }
     }
-    if (!trace_dir) return cli_usage_error(cmd, "expected a trace directory");
-    if (!out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
-    if (!*trace_dir) return cli_usage_error(cmd, "the trace directory is an empty name");
-    if (!*out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
-    char out_buf[4096], trace_buf[4096]; /* without trailing slashes, for the paths made from them */
-    out_dir = pk_dir_name(out_dir, out_buf, sizeof out_buf);
-    trace_dir = pk_dir_name(trace_dir, trace_buf, sizeof trace_buf);
-    /* Under mpirun each rank is one worker (W = the number of ranks, w = the
-     * rank, on GPU rank modulo the devices) and writes its own instances to
-     * OUT_DIR/worker-NNNN/; rank 0 also writes OUT_DIR/workers.txt. One
-     * failing rank fails the job and no output changes (write_job). */
-    int rank = cli_mpi_rank(), n_ranks = cli_mpi_size();
-    char worker_dir[4096];
-    const char *write_dir = out_dir;
-    if (n_ranks > 1) {
-        /* the same answer on every rank (a rank-dependent one left the others waiting) */
-        if (workers_given)
-            return cli_usage_error(cmd, "under mpirun the workers are the %d ranks: leave out --workers and --worker",
-                                   n_ranks);
-        opts.n_workers = (uint32_t)n_ranks;
-        opts.worker = (uint32_t)rank;
-        ctx.cuda_device = cli_mpi_cuda_device();
-        snprintf(worker_dir, sizeof worker_dir, "%.4000s/worker-%04d", out_dir, rank);
-        write_dir = worker_dir;
-    }
-    if (n_ranks == 1 && opts.n_workers > 1 && !worker_given)
-        return cli_usage_error(cmd, "--workers %u: give --worker w too (which of the %u workers this run is, 0 .. %u)",
-                               opts.n_workers, opts.n_workers, opts.n_workers - 1);
-    if (opts.worker >= opts.n_workers)
-        return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts.worker, opts.n_workers);
-    cli_note_cpu_fallback(cmd, &ctx, opts.backend, opts.kernel == PK_MEMSORT_KERNEL_BEST, quiet);
+    if (!args->trace_dir) return cli_usage_error(cmd, "expected a trace directory");
+    if (!args->out_dir) return cli_usage_error(cmd, "expected -o OUT_DIR");
+    if (!*args->trace_dir) return cli_usage_error(cmd, "the trace directory is an empty name");
+    if (!*args->out_dir) return cli_usage_error(cmd, "-o: the output directory is an empty name");
+    args->out_dir = pk_dir_name(args->out_dir, args->out_buf, sizeof args->out_buf);
+    args->trace_dir = pk_dir_name(args->trace_dir, args->trace_buf, sizeof args->trace_buf);
+    return MEMSORT_CONTINUE;
+}
 
-    /* before the work: the options against this build and machine, and
-     * the output's place (OUT_DIR a folder or to be made in one; the two
-     * files it will hold, or under mpirun a new worker folder's, neither
-     * of them the region table read) */
-    {
-        /* a rank's own device may fail where another's does not: every
-         * rank stops, or none (a lone exit would leave the others waiting) */
-        pk_status st_opts = pk_memsort_options_check(&ctx, &opts);
-        int rc_opts = st_opts ? cli_error(cmd, st_opts, &ctx) : 0;
-        if (!cli_mpi_all_ok(st_opts == PK_OK)) return rc_opts ? rc_opts : 1;
-        if (strcmp(regions_name, "default") != 0 && strcmp(regions_name, "zisk") != 0) cli_input(regions_name);
-        cli_input_trace(trace_dir);
-        const char *const files[2] = {"memsort.bin", "summary.txt"};
-        /* each node's own file system: likewise every rank stops, or none;
-         * rank 0 prints the findings, so it says when only another's failed */
-        int bad = cli_check_out_dir(cmd, out_dir, files, n_ranks == 1 ? 2 : 0);
-        if (!cli_mpi_all_ok(!bad)) {
-            if (!bad && rank == 0)
-                fprintf(stderr, "pairkit %s: %s: another rank cannot write there (on its node)\n", cmd, out_dir);
-            return bad ? bad : 1;
+/* Under mpirun each rank is one worker (W = the number of ranks, w = the
+ * rank, on GPU rank modulo the devices) and writes its own instances to
+ * OUT_DIR/worker-NNNN/; rank 0 also writes OUT_DIR/workers.txt. One
+ * failing rank fails the job and no output changes (write_job). The
+ * answers depend on the arguments and the rank count alone, the same on
+ * every rank (a rank-dependent one left the others waiting). */
+static int assign_worker(const char *cmd, memsort_args *args, memsort_job *job) {
+    args->write_dir = args->out_dir;
+    if (job->n_ranks > 1) {
+        if (args->workers_given)
+            return cli_usage_error(cmd, "under mpirun the workers are the %d ranks: leave out --workers and --worker",
+                                   job->n_ranks);
+        args->opts.n_workers = (uint32_t)job->n_ranks;
+        args->opts.worker = (uint32_t)job->rank;
+        job->ctx.cuda_device = cli_mpi_cuda_device();
+        snprintf(args->worker_dir, sizeof args->worker_dir, "%.4000s/worker-%04d", args->out_dir, job->rank);
+        args->write_dir = args->worker_dir;
+    }
+    const pk_memsort_options *opts = &args->opts;
+    if (job->n_ranks == 1 && opts->n_workers > 1 && !args->worker_given)
+        return cli_usage_error(cmd, "--workers %u: give --worker w too (which of the %u workers this run is, 0 .. %u)",
+                               opts->n_workers, opts->n_workers, opts->n_workers - 1);
+    if (opts->worker >= opts->n_workers)
+        return cli_usage_error(cmd, "--worker %u must be below --workers %u", opts->worker, opts->n_workers);
+    return 0;
+}
+
+/* Before the work: the options against this build and machine, and the
+ * output's place (OUT_DIR a folder or to be made in one; the two files it
+ * will hold, or under mpirun a new worker folder's, neither of them the
+ * region table read). Collective: two cli_mpi_all_ok. */
+static int check_before_work(const char *cmd, const memsort_args *args, memsort_job *job) {
+    /* a rank's own device may fail where another's does not: every rank
+     * stops, or none (a lone exit would leave the others waiting) */
+    pk_status st_opts = pk_memsort_options_check(&job->ctx, &args->opts);
+    int rc_opts = st_opts ? cli_error(cmd, st_opts, &job->ctx) : 0;
+    if (!cli_mpi_all_ok(st_opts == PK_OK)) return rc_opts ? rc_opts : 1;
+    if (strcmp(args->regions_name, "default") != 0 && strcmp(args->regions_name, "zisk") != 0)
+        cli_input(args->regions_name);
+    cli_input_trace(args->trace_dir);
+    const char *const files[2] = {"memsort.bin", "summary.txt"};
+    /* each node's own file system: likewise every rank stops, or none;
+     * rank 0 prints the findings, so it says when only another's failed */
+    int bad = cli_check_out_dir(cmd, args->out_dir, files, job->n_ranks == 1 ? 2 : 0);
+    if (!cli_mpi_all_ok(!bad)) {
+        if (!bad && job->rank == 0)
+            fprintf(stderr, "pairkit %s: %s: another rank cannot write there (on its node)\n", cmd, args->out_dir);
+        return bad ? bad : 1;
+    }
+    return 0;
+}
+
+/* The region table and the trace; under mpirun the ranks compare what they
+ * read (collective: cli_mpi_all_ok, then cli_mpi_same_input where all
+ * read). */
+static pk_status read_trace(const memsort_args *args, memsort_job *job) {
+    pk_status st = pk_memsort_regions_get(&job->ctx, args->regions_name, &job->regions);
+    if (!st) st = pk_memsort_trace_read(&job->ctx, args->trace_dir, &job->regions, &job->trace);
+    if (job->n_ranks > 1 && cli_mpi_all_ok(st == PK_OK)) {
+        const pk_memsort_trace *trace = &job->trace;
+        uint64_t h =
+            cli_hash_bytes(CLI_HASH_START ^ trace->n_entries, trace->addr, trace->n_entries * sizeof(uint32_t));
+        h = cli_hash_bytes(h, trace->chunk_start, ((size_t)trace->n_chunks + 1) * sizeof(uint64_t));
+        st = cli_mpi_same_input(&job->ctx, h, args->trace_dir, "traces");
+    }
+    return st;
+}
+
+/* An empty chunk file is a trace's own (a chunk without memory accesses),
+ * or one cut to nothing: said, even with -q. */
+static void warn_empty_chunks(const char *cmd, const memsort_args *args, const pk_memsort_trace *trace) {
+    uint32_t n_empty = 0, first = 0;
+    for (uint32_t c = 0; c < trace->n_chunks; c++)
+        if (trace->chunk_start[c + 1] == trace->chunk_start[c] && n_empty++ == 0) first = c;
+    if (n_empty)
+        fprintf(stderr,
+                "pairkit %s: warning: %s/mem_addr_%04u.bin is empty (%u empty chunk file%s in all), read as a "
+                "chunk without entries\n",
+                cmd, args->trace_dir, first, n_empty, n_empty == 1 ? "" : "s");
+}
+
+/* The plan and fill; with --verify, the reference sort compared with it and
+ * every owned instance filled again from the chunk files by its plan alone,
+ * as a worker holding them would. Each with its own progress line. */
+static pk_status sort_and_verify(const memsort_args *args, memsort_job *job) {
+    int quiet = args->quiet || job->rank != 0;
+    cli_progress_attach(&job->ctx, "memsort", quiet);
+    pk_status st = pk_memsort_run(&job->ctx, &args->opts, &job->regions, &job->trace, &job->result);
+    if (!st && args->verify) {
+        cli_progress_done(&job->ctx);
+        cli_progress_attach(&job->ctx, "memsort --verify: reference sort", quiet);
+        pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, args->opts.n_workers, args->opts.worker};
+        st = pk_memsort_run(&job->ctx, &ref_opts, &job->regions, &job->trace, &job->reference);
+        if (!st) st = pk_memsort_compare(&job->ctx, &job->reference, &job->result);
+        if (!st) {
+            cli_progress_done(&job->ctx);
+            cli_progress_attach(&job->ctx, "memsort --verify: filling from the plans", quiet);
+            st = pk_memsort_check_plans(&job->ctx, &job->trace, &job->result);
         }
     }
-    pk_memsort_regions regions;
-    pk_memsort_trace trace;
-    memset(&trace, 0, sizeof trace);
-    pk_memsort_result result, reference;
-    pk_memsort_result_init(&result);
-    pk_memsort_result_init(&reference);
-    int have_trace = 0;
-    pk_status st = pk_memsort_regions_get(&ctx, regions_name, &regions);
-    if (!st) {
-        st = pk_memsort_trace_read(&ctx, trace_dir, &regions, &trace);
-        have_trace = st == PK_OK;
+    cli_progress_done(&job->ctx);
+    return st;
+}
+
+/* memsort.bin and summary.txt, when every rank got this far (collective:
+ * cli_mpi_all_ok, then write_job's under mpirun). Sets *wrote. */
+static int write_memsort_output(const char *cmd, const memsort_args *args, memsort_job *job, pk_status st, int *wrote) {
+    int rc = st ? cli_error(cmd, st, &job->ctx) : 0;
+    *wrote = 0;
+    if (!cli_mpi_all_ok(st == PK_OK)) return rc ? rc : 1; /* another rank failed and said why */
+    if (job->n_ranks > 1) {
+        rc = write_job(cmd, &job->ctx, args->out_dir, args->write_dir, &job->regions, &job->result, job->rank,
+                       job->n_ranks, args->quiet);
+        *wrote = rc == 0;
+        return rc;
     }
-    /* under mpirun the ranks compare what they read */
-    if (cli_mpi_size() > 1 && cli_mpi_all_ok(st == PK_OK)) {
-        uint64_t h = cli_hash_bytes(CLI_HASH_START ^ trace.n_entries, trace.addr, trace.n_entries * sizeof(uint32_t));
-        h = cli_hash_bytes(h, trace.chunk_start, ((size_t)trace.n_chunks + 1) * sizeof(uint64_t));
-        st = cli_mpi_same_input(&ctx, h, trace_dir, "traces");
+    struct stat sb;
+    int existed = stat(args->write_dir, &sb) == 0;
+    cli_progress_attach(&job->ctx, "memsort: writing", args->quiet);
+    st = pk_memsort_write(&job->ctx, args->write_dir, &job->regions, &job->result);
+    cli_progress_done(&job->ctx);
+    if (st != PK_OK) {
+        if (!existed) rmdir(args->write_dir); /* the folder it made, empty again: no trace of the run */
+        return cli_error(cmd, st, &job->ctx);
     }
-    if (!st && rank == 0) {
-        /* an empty chunk file is a trace's own (a chunk without memory
-         * accesses), or one cut to nothing: said, even with -q */
-        uint32_t n_empty = 0, first = 0;
-        for (uint32_t c = 0; c < trace.n_chunks; c++)
-            if (trace.chunk_start[c + 1] == trace.chunk_start[c] && n_empty++ == 0) first = c;
-        if (n_empty)
+    *wrote = 1;
+    return 0;
+}
+
+static void print_memsort_summary(const memsort_args *args, const memsort_job *job) {
+    const pk_memsort_result *result = &job->result;
+    const pk_memsort_stats *s = &result->stats;
+    fprintf(stderr, "%llu entries in %u chunk%s, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
+            (unsigned long long)result->n_entries, result->n_chunks, result->n_chunks == 1 ? "" : "s",
+            result->n_instances, result->worker, result->n_workers, result->n_owned,
+            (unsigned long long)result->n_values, (unsigned long long)result->n_runs);
+    if (s->gpu_too_small) {
+        uint64_t host = 0, device = 0;
+        pk_context scratch = job->ctx; /* the query's message, if any, is not the run's */
+        if (pk_memsort_memory_bytes(&scratch, &job->regions, result->n_entries, PK_MEMSORT_KERNEL_CUDA, 0, &host,
+                                    &device) == PK_OK)
             fprintf(stderr,
-                    "pairkit %s: warning: %s/mem_addr_%04u.bin is empty (%u empty chunk file%s in all), read as a "
-                    "chunk without entries\n",
-                    cmd, trace_dir, first, n_empty, n_empty == 1 ? "" : "s");
+                    "the GPU has too little free memory for this trace (about %.2f GiB needed): sorted on the "
+                    "CPU\n",
+                    (double)device / 1073741824.0);
     }
-    if (!st) {
-        cli_progress_attach(&ctx, "memsort", quiet || rank != 0);
-        st = pk_memsort_run(&ctx, &opts, &regions, &trace, &result);
-        if (!st && verify) {
-            /* the reference's own progress line, from 0 */
-            cli_progress_done(&ctx);
-            cli_progress_attach(&ctx, "memsort --verify: reference sort", quiet || rank != 0);
-            pk_memsort_options ref_opts = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, opts.n_workers, opts.worker};
-            st = pk_memsort_run(&ctx, &ref_opts, &regions, &trace, &reference);
-            if (!st) st = pk_memsort_compare(&ctx, &reference, &result);
-            if (!st) {
-                /* and every owned instance filled again from the chunk
-                 * files by its plan alone, as a worker holding them would */
-                cli_progress_done(&ctx);
-                cli_progress_attach(&ctx, "memsort --verify: filling from the plans", quiet || rank != 0);
-                st = pk_memsort_check_plans(&ctx, &trace, &result);
-            }
-        }
-        cli_progress_done(&ctx);
-    }
-    int rc = st ? cli_error(cmd, st, &ctx) : 0;
-    int wrote = 0;
-    if (!cli_mpi_all_ok(st == PK_OK)) {
-        if (!rc) rc = 1; /* another rank failed and said why */
-    } else if (n_ranks == 1) {
-        struct stat sb;
-        int existed = stat(write_dir, &sb) == 0;
-        cli_progress_attach(&ctx, "memsort: writing", quiet);
-        st = pk_memsort_write(&ctx, write_dir, &regions, &result);
-        cli_progress_done(&ctx);
-        if (st != PK_OK) {
-            rc = cli_error(cmd, st, &ctx);
-            if (!existed) rmdir(write_dir); /* the folder it made, empty again: no trace of the run */
-        } else {
-            wrote = 1;
-        }
-    } else {
-        rc = write_job(cmd, &ctx, out_dir, write_dir, &regions, &result, rank, n_ranks, quiet);
-        wrote = rc == 0;
-    }
-    if (wrote && !rc && !quiet) {
-        const pk_memsort_stats *s = &result.stats;
-        fprintf(stderr, "%llu entries in %u chunk%s, %u instances; worker %u of %u owns %u (%llu rows, %llu runs)\n",
-                (unsigned long long)result.n_entries, result.n_chunks, result.n_chunks == 1 ? "" : "s",
-                result.n_instances, result.worker, result.n_workers, result.n_owned,
-                (unsigned long long)result.n_values, (unsigned long long)result.n_runs);
-        if (s->gpu_too_small) {
-            uint64_t host = 0, device = 0;
-            pk_context q = ctx;
-            if (pk_memsort_memory_bytes(&q, &regions, result.n_entries, PK_MEMSORT_KERNEL_CUDA, 0, &host, &device) ==
-                PK_OK)
-                fprintf(stderr,
-                        "the GPU has too little free memory for this trace (about %.2f GiB needed): sorted on the "
-                        "CPU\n",
-                        (double)device / 1073741824.0);
-        }
-        fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
-        if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
-        fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
-                verify ? ", identical to the reference and refilled by its plans" : "", write_dir, write_dir);
-        if (n_ranks > 1)
-            fprintf(stderr, "rank %d of %d: %.3f s in MPI collectives (checks and waiting for the others)\n", rank,
-                    n_ranks, cli_mpi_comm_seconds());
-    }
-    if (have_trace) pk_memsort_trace_free(&trace);
-    pk_memsort_result_free(&result);
-    pk_memsort_result_free(&reference);
+    fprintf(stderr, "kernel %s: %.3f s", pk_memsort_kernel_name(s->kernel), s->seconds);
+    if (s->device_ms > 0) fprintf(stderr, " (device %.2f ms, upload %.2f ms)", s->device_ms, s->upload_ms);
+    fprintf(stderr, "%s; wrote %s/memsort.bin and %s/summary.txt\n",
+            args->verify ? ", identical to the reference and refilled by its plans" : "", args->write_dir,
+            args->write_dir);
+    if (job->n_ranks > 1)
+        fprintf(stderr, "rank %d of %d: %.3f s in MPI collectives (checks and waiting for the others)\n", job->rank,
+                job->n_ranks, cli_mpi_comm_seconds());
+}
+
+static void memsort_job_free(memsort_job *job) {
+    pk_memsort_trace_free(&job->trace);
+    pk_memsort_result_free(&job->result);
+    pk_memsort_result_free(&job->reference);
+}
+
+int cmd_memsort(int argc, char **argv) {
+    const char *cmd = "memsort";
+    memsort_args args;
+    memsort_job job;
+    memset(&job, 0, sizeof job);
+    pk_context_init(&job.ctx);
+    pk_memsort_result_init(&job.result);
+    pk_memsort_result_init(&job.reference);
+    int rc = parse_memsort_args(cmd, argc, argv, &args, &job.ctx);
+    if (rc != MEMSORT_CONTINUE) return rc;
+    job.rank = cli_mpi_rank(), job.n_ranks = cli_mpi_size();
+    if ((rc = assign_worker(cmd, &args, &job)) != 0) return rc;
+    cli_note_cpu_fallback(cmd, &job.ctx, args.opts.backend, args.opts.kernel == PK_MEMSORT_KERNEL_BEST, args.quiet);
+    if ((rc = check_before_work(cmd, &args, &job)) != 0) return rc;
+
+    pk_status st = read_trace(&args, &job);
+    if (!st && job.rank == 0) warn_empty_chunks(cmd, &args, &job.trace);
+    if (!st) st = sort_and_verify(&args, &job);
+    int wrote;
+    rc = write_memsort_output(cmd, &args, &job, st, &wrote);
+    if (wrote && !rc && !args.quiet) print_memsort_summary(&args, &job);
+    memsort_job_free(&job);
     return rc;
 }
 
