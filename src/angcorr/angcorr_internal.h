@@ -28,6 +28,9 @@ static inline double pk_plain_nan(double x) {
     return x != x ? (double)NAN : x;
 }
 
+/* Radians to degrees, for the text outputs of api.c and features.c. */
+double pk_rad_to_deg(double rad);
+
 /* The reference dot product, evaluated exactly as written: two products
  * added, then the third product added, each rounded to double (this file
  * and its users are compiled with -ffp-contract=off). */

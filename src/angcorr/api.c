@@ -460,8 +460,8 @@ pk_status pk_angcorr_run_part_rr(pk_context *ctx, const pk_angcorr_options *opts
 
 /* ---- output -------------------------------------------------------------- */
 
-static double rad_to_deg(double r) {
-    return r * (180.0 / M_PI);
+double pk_rad_to_deg(double rad) {
+    return rad * (180.0 / M_PI);
 }
 
 pk_status pk_angcorr_result_writable(pk_context *ctx, const char *fn, const char *path, const pk_angcorr_result *result,
@@ -498,8 +498,8 @@ pk_status pk_angcorr_write_omega(pk_context *ctx, const char *path, const pk_ang
     fprintf(f.fp, "bin start\t\tomega\t        hist_DD\t        hist_DR\t        hist_RR\n");
     for (size_t k = 0; k < result->n_bins; k++) {
         if (result->rr[k] == 0) continue;
-        fprintf(f.fp, "%6.3f\t%15f\t%15ld\t%15ld\t%15ld\n", rad_to_deg(bins->edges[k]), pk_plain_nan(result->omega[k]),
-                (long)result->dd[k], (long)result->dr[k], (long)result->rr[k]);
+        fprintf(f.fp, "%6.3f\t%15f\t%15ld\t%15ld\t%15ld\n", pk_rad_to_deg(bins->edges[k]),
+                pk_plain_nan(result->omega[k]), (long)result->dd[k], (long)result->dr[k], (long)result->rr[k]);
     }
     return pk_atomic_commit(ctx, &f);
 }

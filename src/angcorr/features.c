@@ -26,8 +26,9 @@
 
 /* Patch pairs of fewer pairs than this a CPU thread go to the CPU when
  * the backend is pairkit's choice (see pk_angcorr_run_ex_part): a device
- * count costs ~1 ms of calls and copies however small, in which a thread
- * counts ~2^19 pairs; at least 2^20. */
+ * count, one pk_angcorr_count_cuda call as it was measured on the H200
+ * machine, costs ~1 ms of calls and copies however small, in which a
+ * thread counts ~2^19 pairs; at least 2^20. */
 #define SMALL_TASK_PAIRS_A_THREAD (1u << 19)
 /* Patch pairs of fewer pairs than this, counted on the CPU, are counted
  * several at once, one thread each. */
@@ -503,7 +504,29 @@ static void free_patches(patch_cat *pcs, int k) {
     free(pcs);
 }
 
-/* Counts of one kind (DD, DR or RR) per patch pair: [k][k][n] each. */
+/* ---- the counts of a run, patch pair by patch pair ------------------------- */
+
+/* The three counts of a correlation. DD and RR pair a catalog with itself
+ * (autocorrelations), DR the data with the randoms. */
+enum count_kind { COUNT_DD, COUNT_DR, COUNT_RR };
+#define N_COUNT_KINDS 3
+
+/* An autocorrelation's cross pair (p, q) stands for (q, p) too. */
+static int is_autocorr(enum count_kind kind) {
+    return kind != COUNT_DR;
+}
+
+/* Whether a count's first catalog is the randoms (RR only), and its second
+ * (DR and RR): also the device's set of each (0 data, 1 random). */
+static int first_is_random(enum count_kind kind) {
+    return kind == COUNT_RR;
+}
+
+static int second_is_random(enum count_kind kind) {
+    return kind != COUNT_DD;
+}
+
+/* Counts of one kind per patch pair: [n_cells_side][n_cells_side][n_bins] each. */
 typedef struct patch_counts {
     uint64_t *c;
     double *w, *t;
@@ -513,36 +536,6 @@ void pk_angcorr_rr_cells_free(pk_angcorr_rr_cells *cells) {
     if (!cells) return;
     free(cells->counts), free(cells->weighted), free(cells->theta_sum);
     memset(cells, 0, sizeof *cells);
-}
-
-static pk_status run_ex_part(const char *fn, pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
-                             pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data, const pk_catalog *random,
-                             const pk_bins *bins, pk_estimator estimator, const pk_angcorr_run_options *run,
-                             const pk_angcorr_rr_cells *rr_in, pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out,
-                             pk_angcorr_extras *extras);
-
-pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
-                            const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
-                            const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras) {
-    return run_ex_part(__func__, ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, NULL, NULL, out,
-                       extras);
-}
-
-pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
-                               const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
-                               const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
-                               pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
-    return run_ex_part(__func__, ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, rr_in, rr_out, out,
-                       extras);
-}
-
-pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
-                                 pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
-                                 const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
-                                 const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
-                                 pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
-    return run_ex_part(__func__, ctx, opts, part, n_parts, sum, sum_user, data, random, bins, estimator, run, rr_in,
-                       rr_out, out, extras);
 }
 
 /* Blocks a catalog is cut into, without jackknife patches, for n_parts > 1
@@ -555,42 +548,68 @@ static int count_blocks(int n_parts) {
     return m;
 }
 
+/* The catalogs a run's counts take their objects from: the whole data and
+ * randoms, and their cells (the jackknife patches, or blocks of objects). */
+typedef struct run_catalogs {
+    const pk_catalog *data, *random;
+    const pk_angcorr_run_options *ro;         /* the weights, prune and mean_theta */
+    int n_cells_side;                         /* cells on each side; 1: the whole catalogs */
+    patch_cat *data_patches, *random_patches; /* [n_cells_side] when above 1 */
+} run_catalogs;
+
 /* One count of the patch-pair loop: which (DD, DR, RR), which patches,
  * its pairs and the part that makes it. */
 typedef struct count_task {
-    int c, p, q;
+    enum count_kind kind;
+    int p, q;
     double work;
     int part;
 } count_task;
 
-/* The catalogs (and weights) of count c (0 DD, 1 DR, 2 RR) for patch pair
- * (p, q); kc == 1: the whole catalogs. */
-static void task_catalogs(int c, int p, int q, int kc, const pk_catalog *data, const pk_catalog *random,
-                          const pk_angcorr_run_options *ro, patch_cat *dp, patch_cat *rp, const pk_catalog **a,
-                          const double **wa, const pk_catalog **b, const double **wb) {
-    if (kc == 1) {
-        *a = c == 2 ? random : data;
-        *wa = c == 2 ? ro->weights_random : ro->weights_data;
-        *b = c == 1 ? random : c == 0 ? data : random;
-        *wb = c == 1 ? ro->weights_random : *wa;
+/* The catalogs (and weights) of task t. */
+static void task_catalogs(const run_catalogs *cats, const count_task *t, const pk_catalog **a, const double **wa,
+                          const pk_catalog **b, const double **wb) {
+    const enum count_kind kind = t->kind;
+    if (cats->n_cells_side == 1) {
+        *a = first_is_random(kind) ? cats->random : cats->data;
+        *wa = first_is_random(kind) ? cats->ro->weights_random : cats->ro->weights_data;
+        *b = second_is_random(kind) ? cats->random : cats->data;
+        *wb = kind == COUNT_DR ? cats->ro->weights_random : *wa;
     } else {
-        patch_cat *A = c == 2 ? &rp[p] : &dp[p];
-        patch_cat *B = c == 0 ? &dp[q] : &rp[q];
+        patch_cat *A = first_is_random(kind) ? &cats->random_patches[t->p] : &cats->data_patches[t->p];
+        patch_cat *B = second_is_random(kind) ? &cats->random_patches[t->q] : &cats->data_patches[t->q];
         *a = &A->cat, *wa = A->w, *b = &B->cat, *wb = B->w;
     }
 }
 
-/* A count's slots into cell (p, q) of pc (and (q, p) for an
+/* A count's slots into cell (p, q) of cells (and (q, p) for an
  * autocorrelation's cross pair, which stands for both orders). */
-static void store_cells(patch_counts *pc, int autocorr, int p, int q, int kc, size_t n, const count_out *co) {
+static void store_cells(patch_counts *cells, int autocorr, int p, int q, int n_cells_side, size_t n_bins,
+                        const count_out *co) {
     for (int mirror = 0; mirror < (autocorr && p != q ? 2 : 1); mirror++) {
-        size_t cell = mirror ? (size_t)q * (size_t)kc + (size_t)p : (size_t)p * (size_t)kc + (size_t)q;
-        for (size_t b_ = 0; b_ < n; b_++) {
-            pc->c[cell * n + b_] = co->slots[b_ + 1];
-            if (co->wslots) pc->w[cell * n + b_] = co->wslots[b_ + 1]; /* else the counts stand for it */
-            if (co->tslots) pc->t[cell * n + b_] = co->tslots[b_ + 1]; /* else left 0 (calloc): no page touched */
+        size_t cell =
+            mirror ? (size_t)q * (size_t)n_cells_side + (size_t)p : (size_t)p * (size_t)n_cells_side + (size_t)q;
+        for (size_t b_ = 0; b_ < n_bins; b_++) {
+            cells->c[cell * n_bins + b_] = co->slots[b_ + 1];
+            if (co->wslots) cells->w[cell * n_bins + b_] = co->wslots[b_ + 1]; /* else the counts stand for it */
+            if (co->tslots)
+                cells->t[cell * n_bins + b_] = co->tslots[b_ + 1]; /* else left 0 (calloc): no page touched */
         }
     }
+}
+
+/* Task i's count, its slots checked already, stored in its cells (cells:
+ * those of every kind) and the task marked counted. A task counted before
+ * (taken by two sides) is an internal error. */
+static pk_status record_count(pk_context *ctx, const count_task *tasks, size_t i, int n_cells_side, size_t n_bins,
+                              const count_out *co, patch_counts *cells, uint8_t *counted) {
+    const count_task *t = &tasks[i];
+    if (counted[i])
+        return pk_fail(ctx, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice", t->p, t->q,
+                       (int)t->kind);
+    store_cells(&cells[t->kind], is_autocorr(t->kind), t->p, t->q, n_cells_side, n_bins, co);
+    counted[i] = 1;
+    return PK_OK;
 }
 
 /* A count's statistics added to its total's. */
@@ -614,17 +633,22 @@ static void judge_pairs(const pk_cuda_pairs *s, int set_a, int set_b, const int3
     for (size_t k = 0; k < n; k++) use8[k] = (unsigned char)pk_angcorr_cuda_pairs_judge(s, set_a, set_b, pp[k], qq[k]);
 }
 
-/* The GPU's patch pairs of count c (0 DD, 1 DR, 2 RR) of this part, all at
- * once through session sess (the data patches set 0, the random ones set
- * 1): the counts are queued without a wait between them (one at a time, a
- * count costs ~0.3 ms of calls and copies however few its pairs). Tasks
- * left to the CPU (on_cpu) are not taken; those taken are marked counted.
- * PK_OK without counting when the kernel takes counts one at a time only. */
-static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kernel, int c, int kc, patch_cat *dp,
-                                 patch_cat *rp, const count_task *tasks, size_t n_tasks, int part,
-                                 const uint8_t *on_cpu, uint8_t *counted, size_t n_slots, size_t n, patch_counts *pc,
-                                 pk_pair_stats *stats_c, int *gpu_counted, double *done, double w_all) {
-    const pk_catalog **acat = malloc((size_t)kc * sizeof(*acat)), **bcat = malloc((size_t)kc * sizeof(*bcat));
+/* The GPU's patch pairs of count `kind` of this part, all at once through
+ * session sess (the data patches set 0, the random ones set 1): the counts
+ * are queued without a wait between them (one at a time, each a
+ * pk_angcorr_count_cuda call with its table and buffers kept from the
+ * last, a count costs ~0.3 ms of calls and copies however few its pairs).
+ * Tasks left to the CPU (on_cpu) are not taken; those taken are marked
+ * counted. PK_OK without counting when the kernel takes counts one at a
+ * time only. */
+static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kernel, enum count_kind kind,
+                                 const run_catalogs *cats, const count_task *tasks, size_t n_tasks, int part,
+                                 const uint8_t *on_cpu, uint8_t *counted, size_t n_slots, size_t n_bins,
+                                 patch_counts *cells, pk_pair_stats *kind_stats, int *gpu_counted, double *done,
+                                 double w_all) {
+    const int n_cells_side = cats->n_cells_side;
+    const pk_catalog **acat = malloc((size_t)n_cells_side * sizeof(*acat)),
+                     **bcat = malloc((size_t)n_cells_side * sizeof(*bcat));
     /* at most 256 MiB of slots a call, so that the host's share stays small
      * beside the cells; a pair beyond one launch is left to the caller */
     size_t chunk = ((size_t)256 << 20) / (n_slots * sizeof(uint64_t));
@@ -637,9 +661,9 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
     pk_status st = PK_OK;
     if (!sel || !pp || !qq || !use8 || !slots || !st_k || !acat || !bcat)
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    for (int p = 0; st == PK_OK && p < kc; p++) {
-        acat[p] = c == 2 ? &rp[p].cat : &dp[p].cat;
-        bcat[p] = &rp[p].cat; /* DR's random patches */
+    for (int p = 0; st == PK_OK && p < n_cells_side; p++) {
+        acat[p] = first_is_random(kind) ? &cats->random_patches[p].cat : &cats->data_patches[p].cat;
+        bcat[p] = &cats->random_patches[p].cat; /* DR's random patches */
     }
     size_t next = 0;
     while (st == PK_OK) {
@@ -647,8 +671,8 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
         double work = 0;
         for (; next < n_tasks && n_sel < chunk; next++) {
             const count_task *t = &tasks[next];
-            if (t->c != c || t->part != part || counted[next] || on_cpu[next]) continue;
-            size_t na = acat[t->p]->n, nb = c == 1 ? bcat[t->q]->n : acat[t->q]->n;
+            if (t->kind != kind || t->part != part || counted[next] || on_cpu[next]) continue;
+            size_t na = acat[t->p]->n, nb = kind == COUNT_DR ? bcat[t->q]->n : acat[t->q]->n;
             if ((double)na * (double)nb > 0.5 * (double)pk_angcorr_cuda_chunk_pairs) continue; /* several launches */
             sel[n_sel] = next, pp[n_sel] = t->p, qq[n_sel] = t->q;
             work += t->work;
@@ -660,8 +684,9 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
         pk_progress_begin(&progress, ctx, work, *done / w_all, work / w_all);
         pk_clear(ctx);
         /* DD: data x data, DR: data x random, RR: random x random */
-        judge_pairs(sess, c == 2, c != 0, pp, qq, n_sel, use8, pk_thread_count(ctx));
-        st = pk_angcorr_cuda_pairs_count(ctx, sess, c == 2, c != 0, pp, qq, n_sel, use8, slots, st_k, &progress);
+        judge_pairs(sess, first_is_random(kind), second_is_random(kind), pp, qq, n_sel, use8, pk_thread_count(ctx));
+        st = pk_angcorr_cuda_pairs_count(ctx, sess, first_is_random(kind), second_is_random(kind), pp, qq, n_sel, use8,
+                                         slots, st_k, &progress);
         if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) {
             st = PK_OK; /* a pair beyond one launch: the caller's loop */
             break;
@@ -670,19 +695,18 @@ static pk_status gpu_patch_pairs(pk_context *ctx, pk_cuda_pairs *sess, int kerne
         *done += work;
         double seconds = pk_now() - t0;
         for (size_t k = 0; k < n_sel; k++) {
-            const int p = pp[k], q = qq[k], autocorr = c != 1, as_auto = autocorr && p == q;
+            const int p = pp[k], q = qq[k], autocorr = is_autocorr(kind), as_auto = autocorr && p == q;
             count_out co = {slots + k * n_slots, NULL, NULL};
             st = check_slots(ctx, kernel, acat[p], NULL,
-                             as_auto  ? NULL
-                             : c == 1 ? bcat[q]
-                                      : acat[q],
+                             as_auto            ? NULL
+                             : kind == COUNT_DR ? bcat[q]
+                                                : acat[q],
                              NULL, n_slots, &co, &st_k[k], seconds / (double)n_sel);
+            if (st == PK_OK) st = record_count(ctx, tasks, sel[k], n_cells_side, n_bins, &co, cells, counted);
             if (st) break;
-            add_stats(stats_c, &st_k[k], autocorr && p != q);
-            stats_c->kernel = kernel;
+            add_stats(kind_stats, &st_k[k], autocorr && p != q);
+            kind_stats->kernel = kernel;
             *gpu_counted = 1;
-            store_cells(pc, autocorr, p, q, kc, n, &co);
-            counted[sel[k]] = 1;
         }
     }
     free(sel);
@@ -825,13 +849,12 @@ static pk_status feature_batch_count(pk_context *ctx, feature_batch *fb, size_t 
  * threads finish the counts (skipped pairs, self-pairs), then each is
  * checked and stored as a count of its own would be. A table too large
  * for the kernel's shared memory leaves every count to the caller's loop. */
-static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const pk_catalog *data,
-                                    const pk_catalog *random, const pk_angcorr_run_options *ro, patch_cat *dp,
-                                    patch_cat *rp, const pk_bins *bins, const pk_edge_table *table,
-                                    const count_task *tasks, size_t n_tasks, int part, const uint8_t *on_cpu,
-                                    uint8_t *counted, size_t n_slots, size_t n, patch_counts *pc,
-                                    pk_pair_stats **stats_of, int *gpu_counted, int weighted, double *done,
-                                    double w_all) {
+static pk_status gpu_feature_counts(pk_context *ctx, int kernel, const run_catalogs *cats, const pk_bins *bins,
+                                    const pk_edge_table *table, const count_task *tasks, size_t n_tasks, int part,
+                                    const uint8_t *on_cpu, uint8_t *counted, size_t n_slots, size_t n_bins,
+                                    patch_counts *cells, pk_pair_stats **stats_of, int *gpu_counted, int weighted,
+                                    double *done, double w_all) {
+    const pk_angcorr_run_options *ro = cats->ro;
     const int n_threads = pk_thread_count(ctx), mean_theta = weighted && ro->mean_theta;
     feature_batch fb;
     memset(&fb, 0, sizeof fb);
@@ -859,10 +882,10 @@ static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const p
         for (; next < n_tasks && m < fb.cap; next++) {
             const count_task *t = &tasks[next];
             if (t->part != part || counted[next] || on_cpu[next]) continue;
-            const int autocorr = t->c != 1, as_auto = autocorr && t->p == t->q;
+            const int as_auto = is_autocorr(t->kind) && t->p == t->q;
             const pk_catalog *a, *b;
             const double *wa, *wb;
-            task_catalogs(t->c, t->p, t->q, kc, data, random, ro, dp, rp, &a, &wa, &b, &wb);
+            task_catalogs(cats, t, &a, &wa, &b, &wb);
             /* the objects of catalogs new to the batch (a first count's own both) */
             int new_a = first_in_batch(set, set_cap, a), new_b = !as_auto && first_in_batch(set, set_cap, b);
             size_t here = (new_a ? a->n : 0) + (new_b ? b->n : 0);
@@ -889,16 +912,15 @@ static pk_status gpu_feature_counts(pk_context *ctx, int kernel, int kc, const p
         for (size_t k = 0; k < m && st == PK_OK; k++) {
             const pk_feature_job *job = &fb.jobs[k];
             const count_task *t = &tasks[fb.sel[k]];
-            const int c = t->c, autocorr = c != 1;
+            const enum count_kind kind = t->kind;
             count_out co = {job->slots, job->wslots, job->tslots};
             st = check_slots(ctx, kernel, job->a, job->wa, job->b, job->wb, n_slots, &co, job->stats,
                              seconds / (double)m);
+            if (st == PK_OK) st = record_count(ctx, tasks, fb.sel[k], cats->n_cells_side, n_bins, &co, cells, counted);
             if (st) break;
-            add_stats(stats_of[c], job->stats, autocorr && t->p != t->q);
-            stats_of[c]->kernel = kernel;
-            gpu_counted[c] = 1;
-            store_cells(&pc[c], autocorr, t->p, t->q, kc, n, &co);
-            counted[fb.sel[k]] = 1;
+            add_stats(stats_of[kind], job->stats, is_autocorr(kind) && t->p != t->q);
+            stats_of[kind]->kernel = kernel;
+            gpu_counted[kind] = 1;
         }
         if (st == PK_OK) *done += work;
     }
@@ -917,15 +939,13 @@ typedef struct shared_counts {
     int cpu_kernel; /* the CPU threads' kernel */
     int gpu_kernel; /* share: the device's */
     double cpu_max; /* without share: the work below which a count is the CPU's */
-    int n_threads, part, kc;
-    const pk_catalog *data, *random;
-    const pk_angcorr_run_options *ro;
-    patch_cat *dp, *rp;
+    int n_threads, part;
+    const run_catalogs *cats;
     const pk_bins *bins;
     const pk_edge_table *table;
-    size_t n_slots, n;
+    size_t n_slots, n_bins;
     int weighted_path;
-    patch_counts *pc;
+    patch_counts *cells;
     const count_task *tasks;
     size_t n_tasks;
     uint8_t *counted;
@@ -1001,6 +1021,344 @@ static int share_stopped(share_failure *f, int *cancelled) {
  * are). */
 #define SHARE_GROUP_WORK 65536.0
 
+/* What count_shared's threads share: the list of counts, the smallest
+ * first, what is left of it, and how the counts went. */
+typedef struct share_state {
+    size_t *list, n_list;      /* tasks */
+    double *prefix;            /* [n_list + 1]: prefix[j], the work of list[0 .. j) */
+    uint8_t *mark;             /* by task: 0 not listed, 1 listed, 2 counted by the GPU */
+    pk_pair_stats *task_stats; /* by task */
+    size_t lo, hi;             /* what is left: list[lo .. hi) */
+    pk_progress progress;
+    int cancelled;
+    share_failure fail;
+#ifdef PK_HAVE_CUDA
+    size_t gpu_cap;            /* the most counts of a GPU batch */
+    size_t first_b0, first_b1; /* the GPU's first batch: list[first_b0 .. first_b1) */
+    pk_cuda_pairs *sess;       /* NULL: no GPU batches */
+    const pk_catalog **dcat, **rcat;
+    unsigned char *judged; /* by task */
+#endif
+} share_state;
+
+static void share_state_free(share_state *s) {
+    free(s->list), free(s->prefix), free(s->mark), free(s->task_stats);
+#ifdef PK_HAVE_CUDA
+    free(s->dcat), free(s->rcat), free(s->judged);
+#endif
+}
+
+/* The counts of this part to share, the smallest first (ties in task
+ * order), and the prefix sums of their work. */
+static pk_status list_shared_tasks(const shared_counts *sc, share_state *s) {
+    pk_context *ctx = sc->ctx;
+    const count_task *tasks = sc->tasks;
+    const size_t n_tasks = sc->n_tasks;
+    s->list = malloc((n_tasks + 1) * sizeof(size_t));
+    s->prefix = malloc((n_tasks + 1) * sizeof(double));
+    s->mark = calloc(n_tasks + 1, 1);
+    s->task_stats = calloc(n_tasks + 1, sizeof(pk_pair_stats));
+    if (!s->list || !s->prefix || !s->mark || !s->task_stats) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    size_t *list = s->list, n_list = 0;
+    for (size_t i = 0; i < n_tasks; i++) {
+        const count_task *t = &tasks[i];
+        if (t->part != sc->part || sc->counted[i]) continue;
+        int take = t->work < PARALLEL_TASK_PAIRS && t->work < sc->cpu_max;
+#ifdef PK_HAVE_CUDA
+        if (sc->share_one) take = 1; /* the device counts any size */
+        else if (sc->share) {
+            const pk_catalog *a, *b;
+            const double *wa, *wb;
+            task_catalogs(sc->cats, t, &a, &wa, &b, &wb);
+            take = (double)a->n * (double)b->n <= 0.5 * (double)pk_angcorr_cuda_chunk_pairs; /* one launch */
+        }
+#endif
+        if (take) list[n_list++] = i;
+    }
+    /* the smallest first (ties in task order) */
+    share_item *order = malloc((n_list + 1) * sizeof(share_item));
+    if (!order) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (size_t j = 0; j < n_list; j++) order[j] = (share_item){tasks[list[j]].work, list[j]};
+    qsort(order, n_list, sizeof *order, share_item_cmp);
+    for (size_t j = 0; j < n_list; j++) list[j] = order[j].i, s->mark[list[j]] = 1;
+    free(order);
+    s->prefix[0] = 0;
+    for (size_t j = 0; j < n_list; j++) s->prefix[j + 1] = s->prefix[j] + tasks[list[j]].work;
+    s->n_list = n_list;
+    return PK_OK;
+}
+
+#ifdef PK_HAVE_CUDA
+/* The GPU's session over the data (set 0) and the random patches (set 1),
+ * opened here, where its setup has the threads, and every listed count's
+ * table judged on the threads (those the CPU takes too: ~26 us of one core
+ * a pair, in the 1M x 1M K = 100 run's profile); then the GPU's first
+ * batch, a sixteenth of the work (its speed unknown yet), taken before the
+ * threads start so that it is the same whatever their timing; later ones a
+ * quarter of what is left. No session (PK_OK) where the kernel counts one
+ * at a time. */
+static pk_status open_gpu_session(const shared_counts *sc, share_state *s) {
+    pk_context *ctx = sc->ctx;
+    const count_task *tasks = sc->tasks;
+    const size_t n_tasks = sc->n_tasks, n_list = s->n_list;
+    const size_t *list = s->list;
+    /* host slots for at most 256 MiB of a GPU batch's counts */
+    s->gpu_cap = ((size_t)256 << 20) / (sc->n_slots * sizeof(uint64_t)), s->first_b0 = s->hi, s->first_b1 = s->hi;
+    if (s->gpu_cap < 1) s->gpu_cap = 1;
+    if (sc->share && !sc->share_one) {
+        const int n_cells_side = sc->cats->n_cells_side;
+        s->dcat = malloc((size_t)n_cells_side * sizeof(*s->dcat));
+        s->rcat = malloc((size_t)n_cells_side * sizeof(*s->rcat));
+        s->judged = malloc(n_tasks + 1);
+        pk_status so = s->dcat && s->rcat && s->judged ? PK_OK : pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+        for (int p = 0; so == PK_OK && p < n_cells_side; p++)
+            s->dcat[p] = &sc->cats->data_patches[p].cat, s->rcat[p] = &sc->cats->random_patches[p].cat;
+        if (so == PK_OK) {
+            pk_clear(ctx);
+            so = pk_angcorr_cuda_pairs_open(ctx, sc->gpu_kernel, s->dcat, n_cells_side, s->rcat, n_cells_side, sc->bins,
+                                            sc->table, &s->sess);
+            if (so == PK_ERR_UNSUPPORTED && !ctx->message[0]) so = PK_OK; /* the CPU's threads alone */
+        }
+        if (so != PK_OK) return so;
+        const pk_cuda_pairs *js = s->sess;
+        unsigned char *judged = s->judged;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(sc->n_threads) if (js != NULL)
+        for (size_t j = 0; j < (js ? n_list : 0); j++) {
+            const count_task *t = &tasks[list[j]];
+            judged[list[j]] = (unsigned char)pk_angcorr_cuda_pairs_judge(js, first_is_random(t->kind),
+                                                                         second_is_random(t->kind), t->p, t->q);
+        }
+    }
+    if (s->sess) /* the first batch: a sixteenth of the work */
+        s->first_b0 = s->hi = take_from_top(list, tasks, s->prefix, s->lo, s->hi, 1.0 / 16, s->gpu_cap);
+    return PK_OK;
+}
+
+/* Thread 0's GPU side for weighted or pruned counts: one at a time, the
+ * largest first. one: the thread's context, mine: its slots. */
+static void gpu_side_one_at_a_time(shared_counts *sc, share_state *s, const pk_context *one, count_out *mine) {
+    pk_context *ctx = sc->ctx;
+    const count_task *tasks = sc->tasks;
+    const pk_angcorr_run_options *ro = sc->cats->ro;
+    pk_context g = *one;
+    g.n_threads = ctx->n_threads;
+    g.progress_user = ctx->progress_user;
+    for (int taken = 0; taken != pk_angcorr_share_gpu_batches; taken++) {
+        if (share_stopped(&s->fail, &s->cancelled)) break;
+        if (s->progress.cancelled) { /* seen by thread 0's own reports */
+#pragma omp atomic write
+            s->cancelled = 1;
+            break;
+        }
+        size_t j = SIZE_MAX;
+#pragma omp critical(pk_share_list)
+        if (s->hi > s->lo) j = --s->hi;
+        if (j == SIZE_MAX) break; /* the two ends met */
+        const size_t i = s->list[j];
+        const count_task *t = &tasks[i];
+        const int as_auto = is_autocorr(t->kind) && t->p == t->q;
+        const pk_catalog *a, *b;
+        const double *wa, *wb;
+        task_catalogs(sc->cats, t, &a, &wa, &b, &wb);
+        /* a large count's own progress (thread 0 reports, and sees
+         * Ctrl-C, within it): its share of the shared line, from
+         * where that stands; a small one reports when it ends */
+        g.progress = t->work >= PARALLEL_TASK_PAIRS ? ctx->progress : NULL;
+        double done_now;
+#pragma omp atomic read
+        done_now = s->progress.done;
+        pk_progress gp;
+        pk_progress_begin(&gp, &g, t->work, s->progress.base + s->progress.span * done_now / s->progress.total,
+                          s->progress.span * t->work / s->progress.total);
+        g.message[0] = '\0';
+        pk_status sg = gp.cancelled ? pk_fail(&g, PK_ERR_CANCELLED, "cancelled")
+                                    : count_slots_ex(&g, PK_BACKEND_CUDA, sc->gpu_kernel, a, wa, as_auto ? NULL : b,
+                                                     as_auto ? NULL : wb, sc->bins, sc->table, ro->prune,
+                                                     ro->mean_theta, mine, &s->task_stats[i], &gp);
+        if (sg == PK_ERR_UNSUPPORTED) {
+            /* the device cannot take it (a table too large for its
+             * shared memory): the count back to the list, the GPU's
+             * side done; what the threads do not take, the
+             * caller's loop counts */
+#pragma omp critical(pk_share_list)
+            if (s->hi == j) s->hi = j + 1;
+            break;
+        }
+        if (sg == PK_OK)
+            sg = record_count(&g, tasks, i, sc->cats->n_cells_side, sc->n_bins, mine, sc->cells, sc->counted);
+        if (sg == PK_ERR_CANCELLED) {
+#pragma omp atomic write
+            s->cancelled = 1;
+            break;
+        }
+        if (sg != PK_OK) {
+            share_fail(&s->fail, i, sg, g.message);
+            break;
+        }
+        s->mark[i] = 2;
+        if (pk_progress_add(&s->progress, t->work, 1)) {
+#pragma omp atomic write
+            s->cancelled = 1;
+        }
+    }
+}
+
+/* Thread 0's GPU side for unweighted, unpruned counts: batches from the
+ * large end, each count type's counts of a batch in one call. */
+static void gpu_side_batches(shared_counts *sc, share_state *s, const pk_context *one) {
+    pk_context *ctx = sc->ctx;
+    const count_task *tasks = sc->tasks;
+    const size_t n_slots = sc->n_slots;
+    const size_t cap = s->gpu_cap;
+    size_t *sel = malloc(cap * sizeof(size_t));
+    int32_t *pp = malloc(cap * sizeof(int32_t)), *qq = malloc(cap * sizeof(int32_t));
+    unsigned char *use8 = malloc(cap);
+    uint64_t *slots = malloc(cap * n_slots * sizeof(uint64_t));
+    pk_pair_stats *st_k = malloc(cap * sizeof(pk_pair_stats));
+    int gpu_ok = sel && pp && qq && use8 && slots && st_k;
+    pk_context g = *one;
+    g.n_threads = ctx->n_threads;
+    if (!gpu_ok) share_fail(&s->fail, 0, pk_fail(&g, PK_ERR_NOMEM, "out of memory"), g.message);
+    for (int batches = 0; gpu_ok && batches != pk_angcorr_share_gpu_batches; batches++) {
+        if (share_stopped(&s->fail, &s->cancelled)) break;
+        size_t b0 = s->first_b0, b1 = s->first_b1; /* the first batch, taken before the threads started */
+        if (batches > 0) {
+#pragma omp critical(pk_share_list)
+            {
+                b1 = s->hi;
+                b0 = s->hi = take_from_top(s->list, tasks, s->prefix, s->lo, s->hi, 0.25, s->gpu_cap);
+            }
+        }
+        if (b0 == b1) break; /* the two ends met */
+        int counted_in_batch = 0;
+        for (int kind = 0; kind < N_COUNT_KINDS && gpu_ok; kind++) {
+            size_t m = 0;
+            for (size_t j = b0; j < b1; j++) {
+                const count_task *t = &tasks[s->list[j]];
+                if ((int)t->kind != kind) continue;
+                sel[m] = s->list[j], pp[m] = t->p, qq[m] = t->q, use8[m] = s->judged[s->list[j]];
+                m++;
+            }
+            if (m == 0) continue;
+            pk_status sg = PK_OK;
+            size_t failed_task = sel[0];
+            g.message[0] = '\0';
+            double t0 = pk_now();
+            /* DD: data x data, DR: data x random, RR: random x random */
+            sg = pk_angcorr_cuda_pairs_count(&g, s->sess, first_is_random(kind), second_is_random(kind), pp, qq, m,
+                                             use8, slots, st_k, &s->progress);
+            if (sg == PK_ERR_UNSUPPORTED && !g.message[0]) {
+                /* counts one at a time: the batch, when none of it
+                 * was counted and nothing was taken below it, back
+                 * to the CPU's threads; the rest to the caller */
+                gpu_ok = 0;
+                if (!counted_in_batch) {
+#pragma omp critical(pk_share_list)
+                    if (s->hi == b0) s->hi = b1;
+                }
+                break;
+            }
+            counted_in_batch = 1;
+            double seconds = pk_now() - t0;
+            for (size_t k = 0; k < m && sg == PK_OK; k++) {
+                const count_task *t = &tasks[sel[k]];
+                const int as_auto = is_autocorr(t->kind) && t->p == t->q;
+                count_out co = {slots + k * n_slots, NULL, NULL};
+                const pk_catalog *a, *b;
+                const double *wa, *wb;
+                task_catalogs(sc->cats, t, &a, &wa, &b, &wb);
+                sg = check_slots(&g, sc->gpu_kernel, a, NULL, as_auto ? NULL : b, NULL, n_slots, &co, &st_k[k],
+                                 seconds / (double)m);
+                if (sg == PK_OK)
+                    sg = record_count(&g, tasks, sel[k], sc->cats->n_cells_side, sc->n_bins, &co, sc->cells,
+                                      sc->counted);
+                if (sg) {
+                    failed_task = sel[k];
+                    break;
+                }
+                s->task_stats[sel[k]] = st_k[k];
+                s->mark[sel[k]] = 2;
+            }
+            if (sg == PK_ERR_CANCELLED) {
+#pragma omp atomic write
+                s->cancelled = 1;
+                gpu_ok = 0;
+            } else if (sg != PK_OK) {
+                share_fail(&s->fail, failed_task, sg, g.message);
+                gpu_ok = 0;
+            }
+        }
+    }
+    free(sel), free(pp), free(qq), free(use8), free(slots), free(st_k);
+}
+#endif
+
+/* A thread's CPU side: groups of counts from the list, from the small end
+ * with share, else the largest first, each count on this thread alone.
+ * one: the thread's context, mine: its slots (ok: allocated). */
+static void cpu_side(shared_counts *sc, share_state *s, pk_context *one, count_out *mine, int ok, int owner) {
+    const count_task *tasks = sc->tasks;
+    const pk_angcorr_run_options *ro = sc->cats->ro;
+    for (;;) {
+        if (share_stopped(&s->fail, &s->cancelled)) break;
+        size_t g0, g1;
+#pragma omp critical(pk_share_list)
+        {
+            if (sc->share) { /* from the small end, a group of tiny counts at once */
+                g0 = s->lo;
+                double w = 0;
+                while (s->lo < s->hi && tasks[s->list[s->lo]].work < PARALLEL_TASK_PAIRS &&
+                       (s->lo == g0 || w < SHARE_GROUP_WORK))
+                    w += tasks[s->list[s->lo++]].work;
+                g1 = s->lo;
+            } else { /* the largest first */
+                g1 = s->hi;
+                double w = 0;
+                while (s->hi > s->lo && (s->hi == g1 || w < SHARE_GROUP_WORK)) w += tasks[s->list[--s->hi]].work;
+                g0 = s->hi;
+            }
+        }
+        if (g0 == g1) break;
+        for (size_t j = g0; j < g1; j++) {
+            const size_t i = s->list[j];
+            const count_task *t = &tasks[i];
+            const int as_auto = is_autocorr(t->kind) && t->p == t->q;
+            const pk_catalog *a, *b;
+            const double *wa, *wb;
+            task_catalogs(sc->cats, t, &a, &wa, &b, &wb);
+            pk_progress quiet;
+            pk_progress_begin(&quiet, one, t->work, 0.0, 1.0);
+            pk_status st_i =
+                ok ? count_slots_ex(one, PK_BACKEND_CPU, sc->cpu_kernel, a, wa, as_auto ? NULL : b, as_auto ? NULL : wb,
+                                    sc->bins, sc->table, ro->prune, ro->mean_theta, mine, &s->task_stats[i], &quiet)
+                   : pk_fail(one, PK_ERR_NOMEM, "out of memory");
+            if (st_i == PK_OK)
+                st_i = record_count(one, tasks, i, sc->cats->n_cells_side, sc->n_bins, mine, sc->cells, sc->counted);
+            if (st_i != PK_OK) {
+                share_fail(&s->fail, i, st_i, one->message);
+                break;
+            }
+            if (pk_progress_add(&s->progress, t->work, owner)) {
+#pragma omp atomic write
+                s->cancelled = 1;
+            }
+        }
+    }
+}
+
+/* The shared counts' statistics added in task order, as the caller's loop
+ * would, whichever side counted each. */
+static void merge_task_stats(shared_counts *sc, const share_state *s) {
+    const count_task *tasks = sc->tasks;
+    for (size_t i = 0; i < sc->n_tasks; i++) {
+        if (!sc->counted[i] || !s->mark[i]) continue; /* not counted here */
+        const enum count_kind kind = tasks[i].kind;
+        add_stats(sc->stats_of[kind], &s->task_stats[i], is_autocorr(kind) && tasks[i].p != tasks[i].q);
+        if (s->mark[i] == 2) sc->gpu_counted[kind] = 1;
+        if (s->mark[i] == 2 || !sc->gpu_counted[kind]) sc->stats_of[kind]->kernel = s->task_stats[i].kernel;
+    }
+}
+
 /* Counts of this part on the CPU's threads, one thread each, as many at
  * once as there are threads, instead of all threads on each in turn, whose
  * parallel regions and barriers cost more than such a count's work. Each
@@ -1023,96 +1381,26 @@ static int share_stopped(share_failure *f, int *cancelled) {
  * neither takes is left uncounted for the caller. */
 static pk_status count_shared(shared_counts *sc) {
     pk_context *ctx = sc->ctx;
-    const count_task *tasks = sc->tasks;
-    const size_t n_tasks = sc->n_tasks;
-    size_t *list = malloc((n_tasks + 1) * sizeof(size_t)), n_list = 0;
-    double *prefix = malloc((n_tasks + 1) * sizeof(double));
-    uint8_t *mark = calloc(n_tasks + 1, 1); /* 0: not listed, 1: listed, 2: counted by the GPU */
-    pk_pair_stats *task_stats = calloc(n_tasks + 1, sizeof(pk_pair_stats));
-    if (!list || !prefix || !mark || !task_stats) {
-        free(list), free(prefix), free(mark), free(task_stats);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    share_state s;
+    memset(&s, 0, sizeof s);
+    pk_status st = list_shared_tasks(sc, &s);
+    if (st != PK_OK || s.n_list < 2) { /* n_list < 2: the caller's loop */
+        share_state_free(&s);
+        return st;
     }
-    for (size_t i = 0; i < n_tasks; i++) {
-        const count_task *t = &tasks[i];
-        if (t->part != sc->part || sc->counted[i]) continue;
-        int take = t->work < PARALLEL_TASK_PAIRS && t->work < sc->cpu_max;
+    const double list_work = s.prefix[s.n_list];
+    pk_progress_begin(&s.progress, ctx, list_work, sc->done / sc->w_all, list_work / sc->w_all);
+    s.lo = 0, s.hi = s.n_list;
+    s.fail = (share_failure){0, sc->n_tasks, PK_OK, ""};
 #ifdef PK_HAVE_CUDA
-        if (sc->share_one) take = 1; /* the device counts any size */
-        else if (sc->share) {
-            const pk_catalog *a, *b;
-            const double *wa, *wb;
-            task_catalogs(t->c, t->p, t->q, sc->kc, sc->data, sc->random, sc->ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
-            take = (double)a->n * (double)b->n <= 0.5 * (double)pk_angcorr_cuda_chunk_pairs; /* one launch */
-        }
+    if ((st = open_gpu_session(sc, &s)) != PK_OK) {
+        share_state_free(&s);
+        return st;
+    }
 #endif
-        if (take) list[n_list++] = i;
-    }
-    /* the smallest first (ties in task order) */
-    share_item *order = malloc((n_list + 1) * sizeof(share_item));
-    if (!order) {
-        free(list), free(prefix), free(mark), free(task_stats);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    }
-    for (size_t j = 0; j < n_list; j++) order[j] = (share_item){tasks[list[j]].work, list[j]};
-    qsort(order, n_list, sizeof *order, share_item_cmp);
-    for (size_t j = 0; j < n_list; j++) list[j] = order[j].i, mark[list[j]] = 1;
-    free(order);
-    prefix[0] = 0;
-    for (size_t j = 0; j < n_list; j++) prefix[j + 1] = prefix[j] + tasks[list[j]].work;
-    const double list_work = prefix[n_list];
-    pk_status st = PK_OK;
-    if (n_list < 2) {
-        free(list), free(prefix), free(mark), free(task_stats);
-        return PK_OK; /* the caller's loop */
-    }
-    pk_progress progress;
-    pk_progress_begin(&progress, ctx, list_work, sc->done / sc->w_all, list_work / sc->w_all);
-    size_t lo = 0, hi = n_list; /* what is left: list[lo .. hi) */
-#ifdef PK_HAVE_CUDA
-    /* host slots for at most 256 MiB of a GPU batch's counts */
-    size_t gpu_cap = ((size_t)256 << 20) / (sc->n_slots * sizeof(uint64_t)), first_b0 = hi, first_b1 = hi;
-    if (gpu_cap < 1) gpu_cap = 1;
-    /* the GPU's session over the data (set 0) and the random patches (set
-     * 1), opened here, where its setup has the threads, and every listed
-     * count's table judged on the threads (those the CPU takes too: ~26 us
-     * of one core a pair, in the 1M x 1M K = 100 run's profile) */
-    pk_cuda_pairs *sess = NULL;
-    const pk_catalog **dcat = NULL, **rcat = NULL;
-    unsigned char *judged = NULL; /* by task */
-    if (sc->share && !sc->share_one) {
-        dcat = malloc((size_t)sc->kc * sizeof(*dcat)), rcat = malloc((size_t)sc->kc * sizeof(*rcat));
-        judged = malloc(n_tasks + 1);
-        pk_status so = dcat && rcat && judged ? PK_OK : pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        for (int p = 0; so == PK_OK && p < sc->kc; p++) dcat[p] = &sc->dp[p].cat, rcat[p] = &sc->rp[p].cat;
-        if (so == PK_OK) {
-            pk_clear(ctx);
-            so =
-                pk_angcorr_cuda_pairs_open(ctx, sc->gpu_kernel, dcat, sc->kc, rcat, sc->kc, sc->bins, sc->table, &sess);
-            if (so == PK_ERR_UNSUPPORTED && !ctx->message[0]) so = PK_OK; /* the CPU's threads alone */
-        }
-        if (so != PK_OK) {
-            free(dcat), free(rcat), free(judged), free(list), free(prefix), free(mark), free(task_stats);
-            return so;
-        }
-        const pk_cuda_pairs *js = sess;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(sc->n_threads) if (js != NULL)
-        for (size_t j = 0; j < (js ? n_list : 0); j++) {
-            const count_task *t = &tasks[list[j]];
-            judged[list[j]] = (unsigned char)pk_angcorr_cuda_pairs_judge(js, t->c == 2, t->c != 0, t->p, t->q);
-        }
-    }
-    /* the GPU's first batch, a sixteenth of the work (its speed unknown
-     * yet), taken before the threads start so that it is the same
-     * whatever their timing; later ones a quarter of what is left */
-    if (sess) first_b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 1.0 / 16, gpu_cap);
-#endif
-    int cancelled = 0;
-    share_failure fail = {0, n_tasks, PK_OK, ""};
 #pragma omp parallel num_threads(sc->n_threads)
     {
-        int tid = pk_thread_num();
-        const int owner = tid == 0;
+        const int owner = pk_thread_num() == 0;
         /* one thread's count: its own slots, a context of one thread whose
          * progress the loop reports */
         pk_context one = *ctx;
@@ -1120,251 +1408,40 @@ static pk_status count_shared(shared_counts *sc) {
         one.progress = NULL;
         one.message[0] = '\0';
         const size_t n_slots = sc->n_slots;
-        const pk_angcorr_run_options *ro = sc->ro;
+        const pk_angcorr_run_options *ro = sc->cats->ro;
         count_out mine = {malloc(n_slots * sizeof(uint64_t)),
                           sc->weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
                           ro->mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
         int ok = mine.slots && (!sc->weighted_path || mine.wslots) && (!ro->mean_theta || mine.tslots);
 #ifdef PK_HAVE_CUDA
-        if (sc->share_one && owner && ok) {
-            /* the GPU's side, weighted or pruned counts: one at a time,
-             * the largest first */
-            pk_context g = one;
-            g.n_threads = ctx->n_threads;
-            g.progress_user = ctx->progress_user;
-            for (int taken = 0; taken != pk_angcorr_share_gpu_batches; taken++) {
-                if (share_stopped(&fail, &cancelled)) break;
-                if (progress.cancelled) { /* seen by thread 0's own reports */
-#pragma omp atomic write
-                    cancelled = 1;
-                    break;
-                }
-                size_t j = SIZE_MAX;
-#pragma omp critical(pk_share_list)
-                if (hi > lo) j = --hi;
-                if (j == SIZE_MAX) break; /* the two ends met */
-                const size_t i = list[j];
-                const count_task *t = &tasks[i];
-                const int c = t->c, autocorr = c != 1, as_auto = autocorr && t->p == t->q;
-                const pk_catalog *a, *b;
-                const double *wa, *wb;
-                task_catalogs(c, t->p, t->q, sc->kc, sc->data, sc->random, ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
-                /* a large count's own progress (thread 0 reports, and sees
-                 * Ctrl-C, within it): its share of the shared line, from
-                 * where that stands; a small one reports when it ends */
-                g.progress = t->work >= PARALLEL_TASK_PAIRS ? ctx->progress : NULL;
-                double done_now;
-#pragma omp atomic read
-                done_now = progress.done;
-                pk_progress gp;
-                pk_progress_begin(&gp, &g, t->work, progress.base + progress.span * done_now / progress.total,
-                                  progress.span * t->work / progress.total);
-                g.message[0] = '\0';
-                pk_status sg = gp.cancelled
-                                   ? pk_fail(&g, PK_ERR_CANCELLED, "cancelled")
-                                   : count_slots_ex(&g, PK_BACKEND_CUDA, sc->gpu_kernel, a, wa, as_auto ? NULL : b,
-                                                    as_auto ? NULL : wb, sc->bins, sc->table, ro->prune, ro->mean_theta,
-                                                    &mine, &task_stats[i], &gp);
-                if (sg == PK_ERR_UNSUPPORTED) {
-                    /* the device cannot take it (a table too large for its
-                     * shared memory): the count back to the list, the GPU's
-                     * side done; what the threads do not take, the
-                     * caller's loop counts */
-#pragma omp critical(pk_share_list)
-                    if (hi == j) hi = j + 1;
-                    break;
-                }
-                if (sg == PK_OK && sc->counted[i])
-                    sg = pk_fail(&g, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice", t->p, t->q,
-                                 c);
-                if (sg == PK_ERR_CANCELLED) {
-#pragma omp atomic write
-                    cancelled = 1;
-                    break;
-                }
-                if (sg != PK_OK) {
-                    share_fail(&fail, i, sg, g.message);
-                    break;
-                }
-                store_cells(&sc->pc[c], autocorr, t->p, t->q, sc->kc, sc->n, &mine);
-                mark[i] = 2;
-                sc->counted[i] = 1;
-                if (pk_progress_add(&progress, t->work, owner)) {
-#pragma omp atomic write
-                    cancelled = 1;
-                }
-            }
-        }
-        if (sess && owner) {
-            /* the GPU's side: batches from the large end */
-            const int kc = sc->kc;
-            const size_t cap = gpu_cap;
-            size_t *sel = malloc(cap * sizeof(size_t));
-            int32_t *pp = malloc(cap * sizeof(int32_t)), *qq = malloc(cap * sizeof(int32_t));
-            unsigned char *use8 = malloc(cap);
-            uint64_t *slots = malloc(cap * n_slots * sizeof(uint64_t));
-            pk_pair_stats *st_k = malloc(cap * sizeof(pk_pair_stats));
-            int gpu_ok = sel && pp && qq && use8 && slots && st_k;
-            pk_context g = one;
-            g.n_threads = ctx->n_threads;
-            if (!gpu_ok) share_fail(&fail, 0, pk_fail(&g, PK_ERR_NOMEM, "out of memory"), g.message);
-            for (int batches = 0; gpu_ok && batches != pk_angcorr_share_gpu_batches; batches++) {
-                if (share_stopped(&fail, &cancelled)) break;
-                size_t b0 = first_b0, b1 = first_b1; /* the first batch, taken before the threads started */
-                if (batches > 0) {
-#pragma omp critical(pk_share_list)
-                    {
-                        b1 = hi;
-                        b0 = hi = take_from_top(list, tasks, prefix, lo, hi, 0.25, gpu_cap);
-                    }
-                }
-                if (b0 == b1) break; /* the two ends met */
-                int counted_in_batch = 0;
-                for (int c = 0; c < 3 && gpu_ok; c++) {
-                    size_t m = 0;
-                    for (size_t j = b0; j < b1; j++) {
-                        const count_task *t = &tasks[list[j]];
-                        if (t->c != c) continue;
-                        sel[m] = list[j], pp[m] = t->p, qq[m] = t->q, use8[m] = judged[list[j]];
-                        m++;
-                    }
-                    if (m == 0) continue;
-                    pk_status sg = PK_OK;
-                    size_t failed_task = sel[0];
-                    g.message[0] = '\0';
-                    double t0 = pk_now();
-                    /* DD: data x data, DR: data x random, RR: random x random */
-                    sg = pk_angcorr_cuda_pairs_count(&g, sess, c == 2, c != 0, pp, qq, m, use8, slots, st_k, &progress);
-                    if (sg == PK_ERR_UNSUPPORTED && !g.message[0]) {
-                        /* counts one at a time: the batch, when none of it
-                         * was counted and nothing was taken below it, back
-                         * to the CPU's threads; the rest to the caller */
-                        gpu_ok = 0;
-                        if (!counted_in_batch) {
-#pragma omp critical(pk_share_list)
-                            if (hi == b0) hi = b1;
-                        }
-                        break;
-                    }
-                    counted_in_batch = 1;
-                    double seconds = pk_now() - t0;
-                    for (size_t k = 0; k < m && sg == PK_OK; k++) {
-                        const count_task *t = &tasks[sel[k]];
-                        const int autocorr = c != 1, as_auto = autocorr && t->p == t->q;
-                        count_out co = {slots + k * n_slots, NULL, NULL};
-                        const pk_catalog *a, *b;
-                        const double *wa, *wb;
-                        task_catalogs(c, t->p, t->q, kc, sc->data, sc->random, sc->ro, sc->dp, sc->rp, &a, &wa, &b,
-                                      &wb);
-                        sg = check_slots(&g, sc->gpu_kernel, a, NULL, as_auto ? NULL : b, NULL, n_slots, &co, &st_k[k],
-                                         seconds / (double)m);
-                        if (sg == PK_OK && sc->counted[sel[k]])
-                            sg = pk_fail(&g, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice",
-                                         t->p, t->q, c);
-                        if (sg) {
-                            failed_task = sel[k];
-                            break;
-                        }
-                        task_stats[sel[k]] = st_k[k];
-                        store_cells(&sc->pc[c], autocorr, t->p, t->q, kc, sc->n, &co);
-                        mark[sel[k]] = 2;
-                        sc->counted[sel[k]] = 1;
-                    }
-                    if (sg == PK_ERR_CANCELLED) {
-#pragma omp atomic write
-                        cancelled = 1;
-                        gpu_ok = 0;
-                    } else if (sg != PK_OK) {
-                        share_fail(&fail, failed_task, sg, g.message);
-                        gpu_ok = 0;
-                    }
-                }
-            }
-            free(sel), free(pp), free(qq), free(use8), free(slots), free(st_k);
-        }
+        if (sc->share_one && owner && ok) gpu_side_one_at_a_time(sc, &s, &one, &mine);
+        if (s.sess && owner) gpu_side_batches(sc, &s, &one);
 #endif
-        /* the CPU's side */
-        for (;;) {
-            if (share_stopped(&fail, &cancelled)) break;
-            size_t g0, g1;
-#pragma omp critical(pk_share_list)
-            {
-                if (sc->share) { /* from the small end, a group of tiny counts at once */
-                    g0 = lo;
-                    double w = 0;
-                    while (lo < hi && tasks[list[lo]].work < PARALLEL_TASK_PAIRS && (lo == g0 || w < SHARE_GROUP_WORK))
-                        w += tasks[list[lo++]].work;
-                    g1 = lo;
-                } else { /* the largest first */
-                    g1 = hi;
-                    double w = 0;
-                    while (hi > lo && (hi == g1 || w < SHARE_GROUP_WORK)) w += tasks[list[--hi]].work;
-                    g0 = hi;
-                }
-            }
-            if (g0 == g1) break;
-            for (size_t j = g0; j < g1; j++) {
-                const size_t i = list[j];
-                const count_task *t = &tasks[i];
-                const int c = t->c, p = t->p, q = t->q, autocorr = c != 1, as_auto = autocorr && p == q;
-                const pk_catalog *a, *b;
-                const double *wa, *wb;
-                task_catalogs(c, p, q, sc->kc, sc->data, sc->random, ro, sc->dp, sc->rp, &a, &wa, &b, &wb);
-                pk_progress quiet;
-                pk_progress_begin(&quiet, &one, t->work, 0.0, 1.0);
-                pk_status st_i = ok ? count_slots_ex(&one, PK_BACKEND_CPU, sc->cpu_kernel, a, wa, as_auto ? NULL : b,
-                                                     as_auto ? NULL : wb, sc->bins, sc->table, ro->prune,
-                                                     ro->mean_theta, &mine, &task_stats[i], &quiet)
-                                    : pk_fail(&one, PK_ERR_NOMEM, "out of memory");
-                if (st_i == PK_OK && sc->counted[i])
-                    st_i =
-                        pk_fail(&one, PK_ERR_INTERNAL, "jackknife patch pair %d, %d of count %d taken twice", p, q, c);
-                if (st_i == PK_OK) {
-                    store_cells(&sc->pc[c], autocorr, p, q, sc->kc, sc->n, &mine);
-                    sc->counted[i] = 1;
-                } else {
-                    share_fail(&fail, i, st_i, one.message);
-                    break;
-                }
-                if (pk_progress_add(&progress, t->work, owner)) {
-#pragma omp atomic write
-                    cancelled = 1;
-                }
-            }
-        }
+        cpu_side(sc, &s, &one, &mine, ok, owner);
         free(mine.slots);
         free(mine.wslots);
         free(mine.tslots);
     }
 #ifdef PK_HAVE_CUDA
-    pk_angcorr_cuda_pairs_close(sess, 0); /* every count ended with its work */
-    free(dcat), free(rcat), free(judged);
+    pk_angcorr_cuda_pairs_close(s.sess, 0); /* every count ended with its work */
 #endif
-    if (fail.failed) {
-        st = fail.st;
-        snprintf(ctx->message, sizeof ctx->message, "%s", fail.msg);
-    } else if (cancelled || progress.cancelled) {
+    if (s.fail.failed) {
+        st = s.fail.st;
+        snprintf(ctx->message, sizeof ctx->message, "%s", s.fail.msg);
+    } else if (s.cancelled || s.progress.cancelled) {
         st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     }
-    /* the statistics added in task order, as the caller's loop would,
-     * whichever side counted each */
-    for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
-        if (!sc->counted[i] || !mark[i]) continue; /* not counted here */
-        const int c = tasks[i].c;
-        add_stats(sc->stats_of[c], &task_stats[i], c != 1 && tasks[i].p != tasks[i].q);
-        if (mark[i] == 2) sc->gpu_counted[c] = 1;
-        if (mark[i] == 2 || !sc->gpu_counted[c]) sc->stats_of[c]->kernel = task_stats[i].kernel;
-    }
-    for (size_t j = 0; j < n_list; j++)
-        if (sc->counted[list[j]]) sc->done += tasks[list[j]].work;
-    free(list), free(prefix), free(mark), free(task_stats);
+    if (st == PK_OK) merge_task_stats(sc, &s);
+    for (size_t j = 0; j < s.n_list; j++)
+        if (sc->counted[s.list[j]]) sc->done += sc->tasks[s.list[j]].work;
+    share_state_free(&s);
     return st;
 }
 
 static int task_by_work(const void *a, const void *b) {
     const count_task *x = a, *y = b;
     if (x->work != y->work) return x->work > y->work ? -1 : 1;
-    return x->c != y->c ? x->c - y->c : x->p != y->p ? x->p - y->p : x->q - y->q;
+    return x->kind != y->kind ? (int)x->kind - (int)y->kind : x->p != y->p ? x->p - y->p : x->q - y->q;
 }
 
 /* Each task to a part, the largest first to the part with the least work
@@ -1389,6 +1466,747 @@ static pk_status assign_parts(pk_context *ctx, count_task *tasks, size_t n_tasks
     return PK_OK;
 }
 
+/* ---- pk_angcorr_run_ex_part, step by step ------------------------------------ */
+
+/* One run of pk_angcorr_run_ex_part: the call, then what its steps make. */
+typedef struct ex_run {
+    const char *fn; /* the public function called, for messages */
+    pk_context *ctx;
+    const pk_angcorr_options *opts;
+    int part, n_parts;
+    pk_angcorr_sum_fn sum;
+    void *sum_user;
+    const pk_catalog *data, *random;
+    const pk_bins *bins;
+    pk_estimator estimator;
+    const pk_angcorr_rr_cells *rr_in;
+    pk_angcorr_rr_cells *rr_out;
+    pk_angcorr_result *out;
+    pk_angcorr_extras *extras;
+    pk_angcorr_run_options ro; /* the run options given, or the defaults */
+
+    pk_backend backend;
+    int kernel;
+    pk_edge_table table;
+    size_t n_bins, n_slots;
+    int weighted;        /* data or random weights */
+    int weighted_path;   /* weighted, or mean separations */
+    int need_wt;         /* the cells' weighted and separation sums are kept */
+    int n_patches;       /* the jackknife patches; 1 without */
+    size_t n_cell_pairs; /* cats.n_cells_side squared */
+    run_catalogs cats;
+    int32_t *patch_d, *patch_r; /* each object's cell */
+    patch_counts cells[N_COUNT_KINDS];
+    uint64_t *all_c; /* the three counts' cells one after another, then 12 pair totals */
+    double *all_wt;  /* their weighted sums, then their separation sums */
+    count_out co;    /* one count's slots */
+    count_task *tasks;
+    size_t n_tasks;
+    uint8_t *counted;   /* by task */
+    double w_all, done; /* this part's work, and what of it is counted */
+    pk_pair_stats *stats_of[N_COUNT_KINDS];
+    int small_kernel;   /* >= 0: the CPU kernel of the small counts */
+    double small_limit; /* the work below which a count is small */
+    int gpu_counted[N_COUNT_KINDS];
+} ex_run;
+
+/* The outputs cleared, then the arguments checked (before any part is
+ * bound to call sum). */
+static pk_status check_run_args(ex_run *r, const pk_angcorr_run_options *run) {
+    pk_context *ctx = r->ctx;
+    const char *fn = r->fn;
+    const pk_catalog *data = r->data, *random = r->random;
+    const pk_angcorr_rr_cells *rr_in = r->rr_in;
+    if (!r->out) return pk_fail(ctx, PK_ERR_INVALID, "%s: out is NULL", fn);
+    if (!r->extras) return pk_fail(ctx, PK_ERR_INVALID, "%s: extras is NULL", fn);
+    memset(r->out, 0, sizeof *r->out);
+    memset(r->extras, 0, sizeof *r->extras);
+    if (r->rr_out) memset(r->rr_out, 0, sizeof *r->rr_out);
+    if (!data || !random) return pk_fail(ctx, PK_ERR_INVALID, "%s: %s is NULL", fn, !data ? "data" : "random");
+    if (!r->bins) return pk_fail(ctx, PK_ERR_INVALID, "%s: bins is NULL", fn);
+    if ((unsigned)r->estimator > PK_ESTIMATOR_DAVIS_PEEBLES)
+        return pk_fail(ctx, PK_ERR_INVALID,
+                       "estimator %d is not a pk_estimator (0 to 3: landy-szalay, natural, hamilton, davis-peebles)",
+                       (int)r->estimator);
+    if (run && (unsigned)run->prune > PK_PRUNE_ON)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_run_options.prune: %d is not auto (0), off (1) or on (2)",
+                       (int)run->prune);
+    if (data->n == 0 || random->n == 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
+    const int part = r->part, n_parts = r->n_parts;
+    if (n_parts < 1 || part < 0 || part >= n_parts || (n_parts > 1 && !r->sum))
+        return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d%s", part, n_parts,
+                       n_parts > 1 && !r->sum ? " needs a function that sums the parts" : " does not exist");
+    pk_angcorr_run_options ro = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
+    if (run) ro = *run;
+    r->ro = ro;
+    pk_status st;
+    if ((st = pk_angcorr_check_sizes(ctx, data, random)) != PK_OK) return st;
+    if ((st = check_weights(ctx, ro.weights_data, data->n, "data weights", 1)) != PK_OK) return st;
+    if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights", 1)) != PK_OK) return st;
+    if (ro.jackknife == 1 || ro.jackknife < 0)
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", ro.jackknife);
+    if (rr_in) {
+        if (rr_in->n_patches != (ro.jackknife >= 2 ? ro.jackknife : 1) || rr_in->n_bins != r->bins->n_bins)
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "the RR given is of %d patch%s and %zu bins; this run has %d patch%s and %zu bins",
+                           rr_in->n_patches, rr_in->n_patches == 1 ? "" : "es", rr_in->n_bins,
+                           ro.jackknife >= 2 ? ro.jackknife : 1, ro.jackknife >= 2 ? "es" : "", r->bins->n_bins);
+        if (!rr_in->counts || !rr_in->weighted || (ro.mean_theta && !rr_in->theta_sum))
+            return pk_fail(ctx, PK_ERR_INVALID, "the RR given lacks %s",
+                           !rr_in->counts     ? "its counts"
+                           : !rr_in->weighted ? "its weighted counts"
+                                              : "the separation sums that mean_theta needs");
+    }
+    return PK_OK;
+}
+
+/* A part that stops before its counts: sum called once all the same. */
+static void sum_nothing(const ex_run *r) {
+    if (r->n_parts > 1) (void)r->sum(r->sum_user, 0, NULL, 0, NULL, 0);
+}
+
+/* The kernel, the edge table and the run's sizes; a run whose patches or
+ * cells cannot be had, refused. */
+static pk_status plan_run(ex_run *r) {
+    pk_context *ctx = r->ctx;
+    pk_status st;
+    if ((st = features_kernel(ctx, r->opts, &r->backend, &r->kernel)) != PK_OK ||
+        (st = pk_edge_table_build(ctx, r->bins, &r->table)) != PK_OK) {
+        sum_nothing(r);
+        return st;
+    }
+    const size_t n_bins = r->n_bins = r->bins->n_bins;
+    r->n_slots = (size_t)r->table.n_slots;
+    r->weighted = r->ro.weights_data || r->ro.weights_random;
+    r->weighted_path = r->weighted || r->ro.mean_theta;
+    const int n_patches = r->n_patches = r->ro.jackknife >= 2 ? r->ro.jackknife : 1;
+    /* cells per side: the jackknife patches; without them, under
+     * n_parts > 1, blocks of objects in file order, so that the parts
+     * have counts to share */
+    const int n_cells_side = r->cats.n_cells_side = n_patches > 1    ? n_patches
+                                                    : r->n_parts > 1 ? count_blocks(r->n_parts)
+                                                                     : 1;
+    r->n_cell_pairs = (size_t)n_cells_side * (size_t)n_cells_side;
+    if (n_patches > 1 && (size_t)n_patches > r->random->n) {
+        pk_edge_table_free(&r->table);
+        sum_nothing(r);
+        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)",
+                       n_patches, n_patches, r->random->n);
+    }
+    /* the cells' weighted and separation sums: for weights, mean
+     * separations or an RR given in (whose weighted cells come with it) */
+    r->need_wt = r->weighted_path || r->rr_in != NULL;
+    if (n_patches > 1) {
+        /* the K^2 patch-pair cells, 24 bytes a bin each for the three
+         * counts, 48 more for six sums where they are kept: refused up
+         * front when they cannot fit */
+        double need = (r->need_wt ? 72.0 : 24.0) * (double)r->n_cell_pairs * (double)n_bins,
+               have = pk_host_memory_bytes();
+        if (have > 0 && need > 0.5 * have) {
+            pk_edge_table_free(&r->table);
+            sum_nothing(r);
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "jackknife K = %d with %zu bins: the K^2 patch-pair cells take %.1f GB, more than half "
+                           "of this machine's %.1f GB of memory; use fewer patches or bins",
+                           n_patches, n_bins, need / 1e9, have / 1e9);
+        }
+    }
+    return PK_OK;
+}
+
+/* The outputs' arrays, one count's slots and the cells of the three counts. */
+static pk_status alloc_cells(ex_run *r) {
+    pk_angcorr_result *out = r->out;
+    pk_angcorr_extras *extras = r->extras;
+    const size_t n_bins = r->n_bins, n_slots = r->n_slots, n_cell_pairs = r->n_cell_pairs;
+    out->n_bins = n_bins;
+    out->n_data = r->data->n;
+    out->n_random = r->random->n;
+    out->estimator = r->estimator;
+    out->dd = calloc(n_bins, sizeof(uint64_t));
+    out->dr = calloc(n_bins, sizeof(uint64_t));
+    out->rr = calloc(n_bins, sizeof(uint64_t));
+    out->omega = calloc(n_bins, sizeof(double));
+    extras->n_bins = n_bins;
+    extras->weighted = r->weighted;
+    extras->sum_w_data = weight_total(r->ro.weights_data, r->data->n);
+    extras->sum_w_random = weight_total(r->ro.weights_random, r->random->n);
+    count_out co = {malloc(n_slots * sizeof(uint64_t)), r->weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
+                    r->ro.mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
+    r->co = co;
+    int failed = !out->dd || !out->dr || !out->rr || !out->omega || !co.slots || (r->weighted_path && !co.wslots) ||
+                 (r->ro.mean_theta && !co.tslots);
+    /* the three counts' cells one after another, so that the parts sum
+     * them in two calls */
+    r->all_c = failed ? NULL : calloc(3 * n_cell_pairs * n_bins + 12, sizeof(uint64_t));
+    r->all_wt = failed || !r->need_wt ? NULL : calloc(6 * n_cell_pairs * n_bins, sizeof(double));
+    failed = failed || !r->all_c || (r->need_wt && !r->all_wt);
+    for (int kind = 0; kind < N_COUNT_KINDS && !failed; kind++) {
+        r->cells[kind].c = r->all_c + (size_t)kind * n_cell_pairs * n_bins;
+        /* NULL: neither written nor read */
+        r->cells[kind].w = r->all_wt ? r->all_wt + (size_t)kind * n_cell_pairs * n_bins : NULL;
+        r->cells[kind].t = r->all_wt ? r->all_wt + (size_t)(3 + kind) * n_cell_pairs * n_bins : NULL;
+    }
+    return failed ? pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory") : PK_OK;
+}
+
+/* The catalogs cut into cells: the jackknife patches, or blocks of objects
+ * in file order; none with one cell a side. */
+static pk_status make_patches(ex_run *r) {
+    pk_context *ctx = r->ctx;
+    const pk_catalog *data = r->data, *random = r->random;
+    const int n_patches = r->n_patches, n_cells_side = r->cats.n_cells_side;
+    if (n_cells_side == 1) return PK_OK;
+    pk_status st = PK_OK;
+    r->patch_d = malloc(data->n * sizeof(int32_t));
+    r->patch_r = malloc(random->n * sizeof(int32_t));
+    r->cats.data_patches = calloc((size_t)n_cells_side, sizeof(patch_cat));
+    r->cats.random_patches = calloc((size_t)n_cells_side, sizeof(patch_cat));
+    if (!r->patch_d || !r->patch_r || !r->cats.data_patches || !r->cats.random_patches)
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    if (st == PK_OK && n_patches > 1) st = patches_of(ctx, random, n_patches, data, r->patch_d, random, r->patch_r);
+    if (st == PK_OK && n_patches == 1) {
+        for (size_t i = 0; i < data->n; i++) r->patch_d[i] = (int32_t)((uint64_t)i * (uint64_t)n_cells_side / data->n);
+        for (size_t i = 0; i < random->n; i++)
+            r->patch_r[i] = (int32_t)((uint64_t)i * (uint64_t)n_cells_side / random->n);
+    }
+    if (st == PK_OK) st = split_patches(ctx, data, r->ro.weights_data, r->patch_d, n_cells_side, r->cats.data_patches);
+    if (st == PK_OK)
+        st = split_patches(ctx, random, r->ro.weights_random, r->patch_r, n_cells_side, r->cats.random_patches);
+    return st;
+}
+
+/* The counts, patch pair by patch pair (one pair of "patches" without
+ * jackknife). Autocorrelations: (p, p) as an autocorrelation, p < q as a
+ * cross count that stands for (q, p) too. Part `part` makes the tasks
+ * assign_parts gives it. */
+static pk_status build_tasks(ex_run *r) {
+    const int n_cells_side = r->cats.n_cells_side;
+    const size_t n_cell_pairs = r->n_cell_pairs;
+    r->tasks = malloc(((r->rr_in ? 1 : 2) * n_cell_pairs + n_cell_pairs + 1) * sizeof(count_task));
+    if (!r->tasks) return pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+    for (int kind = 0; kind < (r->rr_in ? COUNT_RR : N_COUNT_KINDS); kind++) {
+        const int autocorr = is_autocorr(kind);
+        for (int p = 0; p < n_cells_side; p++)
+            for (int q = autocorr ? p : 0; q < n_cells_side; q++) {
+                count_task t = {kind, p, q, 0, 0};
+                const pk_catalog *a, *b;
+                const double *wa, *wb;
+                task_catalogs(&r->cats, &t, &a, &wa, &b, &wb);
+                size_t na = a->n, nb = b->n;
+                if (na == 0 || nb == 0) continue;
+                t.work = autocorr && p == q ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
+                r->tasks[r->n_tasks++] = t;
+            }
+    }
+    pk_status st = r->n_parts > 1 ? assign_parts(r->ctx, r->tasks, r->n_tasks, r->n_parts) : PK_OK;
+    for (size_t i = 0; i < r->n_tasks; i++)
+        if (r->tasks[i].part == r->part) r->w_all += r->tasks[i].work;
+    return st;
+}
+
+/* With the backend left to pairkit and CUDA chosen, a patch pair of few
+ * pairs is counted by the best CPU kernel instead (jackknife K = 300
+ * over 3,000 x 5,000 objects on an H200 machine: 29.6 s all on the GPU,
+ * 1.0 s all on its 16 cores). Counts are exact either way. */
+static void choose_small_kernel(ex_run *r) {
+    const pk_angcorr_options *opts = r->opts;
+    r->small_kernel = -1;
+    r->small_limit = (double)SMALL_TASK_PAIRS_A_THREAD * (double)pk_thread_count(r->ctx);
+    if (r->small_limit < 1048576.0) r->small_limit = 1048576.0;
+    if (r->backend != PK_BACKEND_CPU && r->cats.n_cells_side > 1 &&
+        (!opts || (opts->backend == PK_BACKEND_AUTO && opts->kernel == PK_ANGCORR_KERNEL_BEST))) {
+        pk_angcorr_options cpu_opts = {PK_BACKEND_CPU, PK_ANGCORR_KERNEL_BEST};
+        pk_backend cpu_backend;
+        int cpu_kernel;
+        if (pk_angcorr_choose_kernel(r->ctx, &cpu_opts, &cpu_backend, &cpu_kernel) == PK_OK)
+            r->small_kernel = cpu_kernel;
+    }
+}
+
+/* Whether a count of this work is a small one, for the CPU. */
+static int small_on_cpu(const ex_run *r, double work) {
+    return r->small_kernel >= 0 && work < r->small_limit;
+}
+
+/* With the backend left to pairkit on a GPU, the GPU and the CPU's
+ * threads count the patch pairs at once (unweighted, unpruned counts
+ * many at a time on the GPU, weighted or pruned ones one at a time);
+ * otherwise the small counts on the CPU, one thread each. */
+static pk_status count_on_threads(ex_run *r, int n_threads) {
+    int share = 0, share_one = 0;
+#ifdef PK_HAVE_CUDA
+    share = r->backend == PK_BACKEND_CUDA && r->small_kernel >= 0 && r->cats.n_cells_side > 1 && n_threads > 1;
+    /* the device counts these one at a time */
+    share_one = share && (r->weighted_path || r->ro.prune == PK_PRUNE_ON);
+#endif
+    shared_counts sc = {.ctx = r->ctx,
+                        .share = share,
+                        .share_one = share_one,
+                        .cpu_kernel = r->backend == PK_BACKEND_CPU ? r->kernel : r->small_kernel,
+                        .gpu_kernel = r->kernel,
+                        .cpu_max = r->backend == PK_BACKEND_CPU ? (double)INFINITY : r->small_limit,
+                        .n_threads = n_threads,
+                        .part = r->part,
+                        .cats = &r->cats,
+                        .bins = r->bins,
+                        .table = &r->table,
+                        .n_slots = r->n_slots,
+                        .n_bins = r->n_bins,
+                        .weighted_path = r->weighted_path,
+                        .cells = r->cells,
+                        .tasks = r->tasks,
+                        .n_tasks = r->n_tasks,
+                        .counted = r->counted,
+                        .stats_of = r->stats_of,
+                        .gpu_counted = r->gpu_counted,
+                        .done = r->done,
+                        .w_all = r->w_all};
+    pk_status st = count_shared(&sc);
+    r->done = sc.done;
+    return st;
+}
+
+#ifdef PK_HAVE_CUDA
+/* By task: whether the CPU counts it (a small count), not the GPU. */
+static uint8_t *tasks_on_cpu(const ex_run *r) {
+    uint8_t *on_cpu = calloc(r->n_tasks + 1, 1);
+    for (size_t i = 0; on_cpu && i < r->n_tasks; i++) on_cpu[i] = (uint8_t)small_on_cpu(r, r->tasks[i].work);
+    return on_cpu;
+}
+
+/* Unweighted, unpruned patch pairs on the GPU, each count type's at once
+ * through a session over the patches (gpu_patch_pairs). */
+static pk_status gpu_unweighted_counts(ex_run *r) {
+    pk_context *ctx = r->ctx;
+    const int n_cells_side = r->cats.n_cells_side;
+    pk_status st = PK_OK;
+    uint8_t *on_cpu = tasks_on_cpu(r);
+    const pk_catalog **dcat = malloc((size_t)n_cells_side * sizeof(*dcat)),
+                     **rcat = malloc((size_t)n_cells_side * sizeof(*rcat));
+    if (!on_cpu || !dcat || !rcat) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    size_t left = 0; /* counts the GPU may take at once */
+    for (size_t i = 0; on_cpu && i < r->n_tasks; i++)
+        left += r->tasks[i].part == r->part && !r->counted[i] && !on_cpu[i];
+    pk_cuda_pairs *sess = NULL;
+    for (int p = 0; st == PK_OK && p < n_cells_side; p++)
+        dcat[p] = &r->cats.data_patches[p].cat, rcat[p] = &r->cats.random_patches[p].cat;
+    if (st == PK_OK && left >= 2) {
+        pk_clear(ctx);
+        st = pk_angcorr_cuda_pairs_open(ctx, r->kernel, dcat, n_cells_side, rcat, n_cells_side, r->bins, &r->table,
+                                        &sess);
+        if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) st = PK_OK; /* one at a time: count_one_by_one */
+    }
+    for (int kind = 0; kind < N_COUNT_KINDS && st == PK_OK && sess; kind++)
+        st = gpu_patch_pairs(ctx, sess, r->kernel, kind, &r->cats, r->tasks, r->n_tasks, r->part, on_cpu, r->counted,
+                             r->n_slots, r->n_bins, r->cells, r->stats_of[kind], &r->gpu_counted[kind], &r->done,
+                             r->w_all);
+    pk_angcorr_cuda_pairs_close(sess, st != PK_OK);
+    free(on_cpu), free(dcat), free(rcat);
+    return st;
+}
+
+/* Weighted, pruned or mean-separation patch pairs on the GPU: in batches
+ * (gpu_feature_counts). */
+static pk_status gpu_weighted_counts(ex_run *r) {
+    uint8_t *on_cpu = tasks_on_cpu(r);
+    if (!on_cpu) return pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+    pk_status st = gpu_feature_counts(r->ctx, r->kernel, &r->cats, r->bins, &r->table, r->tasks, r->n_tasks, r->part,
+                                      on_cpu, r->counted, r->n_slots, r->n_bins, r->cells, r->stats_of, r->gpu_counted,
+                                      r->weighted_path, &r->done, r->w_all);
+    free(on_cpu);
+    return st;
+}
+#endif
+
+/* Whatever of this part is left uncounted, one count at a time, each on
+ * all the threads (small counts on the CPU where small_kernel says so). */
+static pk_status count_one_by_one(ex_run *r) {
+    pk_context *ctx = r->ctx;
+    const pk_angcorr_run_options *ro = &r->ro;
+    pk_status st = PK_OK;
+    for (size_t i = 0; i < r->n_tasks && st == PK_OK; i++) {
+        const count_task *t = &r->tasks[i];
+        if (t->part != r->part || r->counted[i]) continue;
+        const enum count_kind kind = t->kind;
+        const int p = t->p, q = t->q, autocorr = is_autocorr(kind), as_auto = autocorr && p == q;
+        const pk_catalog *a, *b;
+        const double *wa, *wb;
+        task_catalogs(&r->cats, t, &a, &wa, &b, &wb);
+        double work = t->work;
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, work, r->done / r->w_all, work / r->w_all);
+        r->done += work;
+        pk_pair_stats s;
+        int on_cpu = small_on_cpu(r, work);
+        st = count_slots_ex(ctx, on_cpu ? PK_BACKEND_CPU : r->backend, on_cpu ? r->small_kernel : r->kernel, a, wa,
+                            as_auto ? NULL : b, as_auto ? NULL : wb, r->bins, &r->table, ro->prune, ro->mean_theta,
+                            &r->co, &s, &progress);
+        if (st) break;
+        pk_pair_stats *kind_stats = r->stats_of[kind];
+        add_stats(kind_stats, &s, autocorr && p != q);
+        if (!on_cpu || !r->gpu_counted[kind]) kind_stats->kernel = s.kernel; /* the device's where it counted */
+        r->gpu_counted[kind] |= !on_cpu;
+        store_cells(&r->cells[kind], autocorr, p, q, r->cats.n_cells_side, r->n_bins, &r->co);
+    }
+    return st;
+}
+
+/* This part's counts: many small ones at once on the threads (and the
+ * GPU), the GPU's many at a time, then the rest one by one. */
+static pk_status count_tasks(ex_run *r) {
+    pk_status st = PK_OK;
+    choose_small_kernel(r);
+    int n_threads = pk_thread_count(r->ctx);
+    r->counted = calloc(r->n_tasks + 1, 1);
+    if (!r->counted) st = pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+    if (st == PK_OK && n_threads > 1 && (r->backend == PK_BACKEND_CPU || r->small_kernel >= 0))
+        st = count_on_threads(r, n_threads);
+#ifdef PK_HAVE_CUDA
+    if (st == PK_OK && r->backend == PK_BACKEND_CUDA && r->cats.n_cells_side > 1) {
+        if (!r->weighted_path && r->ro.prune != PK_PRUNE_ON) st = gpu_unweighted_counts(r);
+        else st = gpu_weighted_counts(r);
+    }
+#endif
+    if (st == PK_OK) st = count_one_by_one(r);
+    return st;
+}
+
+/* The tasks freed, and the kernel's id set where this part made none of a count. */
+static void finish_counts(ex_run *r) {
+    free(r->counted);
+    free(r->tasks);
+    r->counted = NULL, r->tasks = NULL, r->n_tasks = 0;
+    for (int kind = 0; kind < N_COUNT_KINDS; kind++)
+        for (int u = 0; u < N_COUNT_KINDS && !r->stats_of[kind]->kernel; u++)
+            r->stats_of[kind]->kernel = r->stats_of[u]->kernel;
+}
+
+/* The parts' cells and pair totals summed: each cell was made by one part
+ * and is zero in the others, so its sum is exact. Every part calls sum
+ * once, failed (st) or not. */
+static pk_status sum_parts(ex_run *r, pk_status st) {
+    const size_t n_cells = r->n_cell_pairs * r->n_bins;
+    pk_pair_stats **stats_of = r->stats_of;
+    uint64_t *pairs = st == PK_OK ? r->all_c + 3 * n_cells : NULL;
+    for (int kind = 0; kind < N_COUNT_KINDS && pairs; kind++) {
+        pairs[4 * kind] = stats_of[kind]->pairs_total, pairs[4 * kind + 1] = stats_of[kind]->pairs_in_range;
+        pairs[4 * kind + 2] = stats_of[kind]->pairs_visited, pairs[4 * kind + 3] = stats_of[kind]->pairs_fp64;
+    }
+    /* an unweighted run's weighted and separation cells are all zero:
+     * not sent (every part runs alike) */
+    double no_sums = 0;
+    int failed_parts = st == PK_OK ? r->sum(r->sum_user, 1, r->all_c, 3 * n_cells + 12,
+                                            r->weighted_path ? r->all_wt : &no_sums, r->weighted_path ? 6 * n_cells : 0)
+                                   : r->sum(r->sum_user, 0, NULL, 0, NULL, 0);
+    if (failed_parts && st == PK_OK)
+        st = pk_fail(r->ctx, PK_ERR_INTERNAL, "another part of the run failed, or the parts could not be summed");
+    for (int kind = 0; kind < N_COUNT_KINDS && st == PK_OK; kind++) {
+        stats_of[kind]->pairs_total = pairs[4 * kind], stats_of[kind]->pairs_in_range = pairs[4 * kind + 1];
+        stats_of[kind]->pairs_visited = pairs[4 * kind + 2], stats_of[kind]->pairs_fp64 = pairs[4 * kind + 3];
+    }
+    return st;
+}
+
+/* RR given: its cells as they were counted (one cell: into the first block's). */
+static void use_rr_given(ex_run *r) {
+    size_t given = (size_t)r->n_patches * (size_t)r->n_patches * r->n_bins;
+    memcpy(r->cells[COUNT_RR].c, r->rr_in->counts, given * sizeof(uint64_t));
+    memcpy(r->cells[COUNT_RR].w, r->rr_in->weighted, given * sizeof(double));
+    if (r->ro.mean_theta) memcpy(r->cells[COUNT_RR].t, r->rr_in->theta_sum, given * sizeof(double));
+}
+
+/* The cells summed into the totals (counts, weighted sums, mean
+ * separations), and omega from them. */
+static pk_status totals_and_estimate(ex_run *r) {
+    pk_angcorr_result *out = r->out;
+    pk_angcorr_extras *extras = r->extras;
+    const size_t n = r->n_bins, n_cell_pairs = r->n_cell_pairs;
+    const patch_counts *cells = r->cells;
+    pk_status st = PK_OK;
+    uint64_t *dst[3] = {out->dd, out->dr, out->rr};
+    double *wsum[3], *tsum[3];
+    for (int c = 0; c < 3; c++) {
+        wsum[c] = calloc(n, sizeof(double));
+        tsum[c] = calloc(n, sizeof(double));
+    }
+    if (!wsum[0] || !wsum[1] || !wsum[2] || !tsum[0] || !tsum[1] || !tsum[2])
+        st = pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < 3 && st == PK_OK; c++)
+        for (size_t cell = 0; cell < n_cell_pairs; cell++)
+            for (size_t b_ = 0; b_ < n; b_++) {
+                dst[c][b_] += cells[c].c[cell * n + b_];
+                if (r->weighted_path) { /* else neither is read, nor were they written */
+                    wsum[c][b_] += cells[c].w[cell * n + b_];
+                    tsum[c][b_] += cells[c].t[cell * n + b_];
+                }
+            }
+    if (st == PK_OK) {
+        if (r->weighted) {
+            extras->dd_w = wsum[0], extras->dr_w = wsum[1], extras->rr_w = wsum[2];
+            wsum[0] = wsum[1] = wsum[2] = NULL;
+            pk_estimate_weighted(r->estimator, extras->sum_w_data, extras->sum_w_random, n, extras->dd_w, extras->dr_w,
+                                 extras->rr_w, out->omega);
+        } else {
+            pk_estimate(r->estimator, r->data->n, r->random->n, n, out->dd, out->dr, out->rr, out->omega);
+        }
+        if (r->ro.mean_theta) {
+            double **means[3] = {&extras->theta_mean_dd, &extras->theta_mean_dr, &extras->theta_mean_rr};
+            for (int c = 0; c < 3; c++) {
+                const double *ws = r->weighted ? (c == 0   ? extras->dd_w
+                                                  : c == 1 ? extras->dr_w
+                                                           : extras->rr_w)
+                                               : wsum[c];
+                *means[c] = malloc(n * sizeof(double));
+                if (!*means[c]) {
+                    st = pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                for (size_t b_ = 0; b_ < n; b_++) (*means[c])[b_] = ws[b_] != 0 ? tsum[c][b_] / ws[b_] : (double)NAN;
+            }
+        }
+    }
+    for (int c = 0; c < 3; c++) {
+        free(wsum[c]);
+        free(tsum[c]);
+    }
+    return st;
+}
+
+/* The weighted sums of each patch's row and column of cells, and of all
+ * cells, by count kind ([n_patches][n_bins], [n_patches][n_bins], [n_bins]). */
+typedef struct patch_wsums {
+    double *row_wsum[3], *col_wsum[3], *total_wsum[3];
+} patch_wsums;
+
+/* The weighted sums of each patch's row and column of cells, made once
+ * (the counts, exact integers, are subtracted cell by cell): all K
+ * leave-one-out sums cost O(K^2 n), not O(K^3 n). */
+static pk_status sum_patch_weights(ex_run *r, patch_wsums *ws) {
+    const int n_patches = r->n_patches;
+    const size_t n = r->n_bins;
+    pk_status st = PK_OK;
+    for (int c = 0; c < 3 && st == PK_OK; c++) {
+        double *row_wsum = ws->row_wsum[c] = calloc((size_t)n_patches * n, sizeof(double));
+        double *col_wsum = ws->col_wsum[c] = calloc((size_t)n_patches * n, sizeof(double));
+        double *total_wsum = ws->total_wsum[c] = calloc(n, sizeof(double));
+        if (!row_wsum || !col_wsum || !total_wsum) st = pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+        for (int p = 0; p < n_patches && st == PK_OK; p++)
+            for (int q = 0; q < n_patches; q++) {
+                const double *cell = r->cells[c].w + ((size_t)p * (size_t)n_patches + (size_t)q) * n;
+                for (size_t b_ = 0; b_ < n; b_++) {
+                    row_wsum[(size_t)p * n + b_] += cell[b_];
+                    col_wsum[(size_t)q * n + b_] += cell[b_];
+                }
+            }
+        for (int p = 0; p < n_patches && st == PK_OK; p++)
+            for (size_t b_ = 0; b_ < n; b_++) total_wsum[b_] += row_wsum[(size_t)p * n + b_];
+    }
+    return st;
+}
+
+static void patch_wsums_free(patch_wsums *ws) {
+    for (int c = 0; c < 3; c++) {
+        free(ws->row_wsum[c]);
+        free(ws->col_wsum[c]);
+        free(ws->total_wsum[c]);
+    }
+}
+
+/* omega without patch j: total - row j - column j + (j, j), of the counts
+ * (lc) or of the weighted sums (lw, from ws), into omega_jk's row j. */
+static void leave_one_out(ex_run *r, int j, uint64_t **lc, double **lw, const patch_wsums *ws) {
+    pk_angcorr_result *out = r->out;
+    pk_angcorr_extras *extras = r->extras;
+    const int n_patches = r->n_patches;
+    const size_t n = r->n_bins;
+    for (int c = 0; c < 3; c++) {
+        const uint64_t *total = c == 0 ? out->dd : c == 1 ? out->dr : out->rr;
+        /* cell by cell along the bins (the cells' own order):
+         * exact integers, so the order of subtraction is free */
+        memcpy(lc[c], total, n * sizeof(uint64_t));
+        for (int q = 0; q < n_patches; q++) {
+            const uint64_t *row = r->cells[c].c + ((size_t)j * (size_t)n_patches + (size_t)q) * n;
+            const uint64_t *col = r->cells[c].c + ((size_t)q * (size_t)n_patches + (size_t)j) * n;
+            for (size_t b_ = 0; b_ < n; b_++) lc[c][b_] -= row[b_] + (q == j ? 0 : col[b_]);
+        }
+        for (size_t b_ = 0; b_ < n; b_++) {
+            if (r->weighted) {
+                double diag = r->cells[c].w[((size_t)j * (size_t)n_patches + (size_t)j) * n + b_];
+                lw[c][b_] = ws->total_wsum[c][b_] - ws->row_wsum[c][(size_t)j * n + b_] -
+                            ws->col_wsum[c][(size_t)j * n + b_] + diag;
+            }
+        }
+    }
+    const patch_cat *data_patches = r->cats.data_patches, *random_patches = r->cats.random_patches;
+    double *w_j = extras->omega_jk + (size_t)j * n;
+    if (r->weighted)
+        pk_estimate_weighted(r->estimator, extras->sum_w_data - data_patches[j].w_total,
+                             extras->sum_w_random - random_patches[j].w_total, n, lw[0], lw[1], lw[2], w_j);
+    else
+        pk_estimate(r->estimator, r->data->n - data_patches[j].cat.n, r->random->n - random_patches[j].cat.n, n, lc[0],
+                    lc[1], lc[2], w_j);
+}
+
+/* The jackknife covariance of the leave-one-out omegas, (K - 1) / K times
+ * the sum of their deviations' products, and the errors, its diagonal's
+ * roots. */
+static pk_status covariance(ex_run *r, pk_progress *progress) {
+    pk_context *ctx = r->ctx;
+    pk_angcorr_extras *extras = r->extras;
+    const int n_patches = r->n_patches;
+    const size_t n = r->n_bins;
+    pk_status st = PK_OK;
+    double f = (double)(n_patches - 1) / (double)n_patches;
+    double *mean = calloc(n, sizeof(double));
+    if (!mean) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (size_t x = 0; st == PK_OK && x < n; x++) {
+        for (int j = 0; j < n_patches; j++) mean[x] += extras->omega_jk[(size_t)j * n + x];
+        mean[x] /= n_patches;
+    }
+    /* cov(x, y) = f sum_j dev_j(x) dev_j(y), j in order, each
+     * product and sum as written (no contraction): row x from
+     * y = x on, along y so that it vectorises, rows shared among
+     * the threads; the lower triangle copied (cov(y, x) is the
+     * same sum of the same products) */
+    double *dev = st == PK_OK ? malloc((size_t)n_patches * n * sizeof(double)) : NULL;
+    if (st == PK_OK && !dev) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (int j = 0; dev && j < n_patches; j++)
+        for (size_t x = 0; x < n; x++) dev[(size_t)j * n + x] = extras->omega_jk[(size_t)j * n + x] - mean[x];
+    int stop = 0, no_memory = 0;
+    double *cov = extras->omega_cov;
+#pragma omp parallel num_threads(pk_thread_count(ctx)) if (dev && n >= 64)
+    {
+        /* a row summed in the thread's own buffer, then written
+         * once (its pages faulted in by one write each) */
+        double *acc = dev ? malloc(n * sizeof(double)) : NULL;
+        if (dev && !acc) {
+#pragma omp atomic write
+            no_memory = 1;
+        }
+        const int owner = pk_thread_num() == 0;
+#pragma omp for schedule(dynamic, 8)
+        for (size_t x = 0; x < (dev ? n : 0); x++) {
+            int stopped;
+#pragma omp atomic read
+            stopped = stop;
+            if (stopped || !acc) continue;
+            for (size_t y = x; y < n; y++) acc[y] = 0;
+            for (int j = 0; j < n_patches; j++) {
+                const double *dj = dev + (size_t)j * n;
+                const double dx = dj[x];
+                for (size_t y = x; y < n; y++) acc[y] += dx * dj[y];
+            }
+            double *row = cov + x * n;
+            for (size_t y = x; y < n; y++) row[y] = f * acc[y];
+            if (pk_progress_add(progress, 0.0, owner)) {
+#pragma omp atomic write
+                stop = 1;
+            }
+        }
+        free(acc);
+    }
+    if (st == PK_OK && no_memory) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    if (st == PK_OK && stop) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+#pragma omp parallel for schedule(dynamic, 16) num_threads(pk_thread_count(ctx)) if (st == PK_OK && n >= 64)
+    for (size_t x = 0; x < (st == PK_OK ? n : 0); x++) {
+        for (size_t y = 0; y < x; y++) cov[x * n + y] = cov[y * n + x];
+        extras->omega_err[x] = sqrt(cov[x * n + x]);
+    }
+    free(dev);
+    free(mean);
+    return st;
+}
+
+/* The jackknife: omega without each patch in turn, their covariance and
+ * the errors. */
+static pk_status jackknife_errors(ex_run *r) {
+    pk_context *ctx = r->ctx;
+    pk_angcorr_extras *extras = r->extras;
+    const int n_patches = r->n_patches;
+    const size_t n = r->n_bins;
+    pk_status st = PK_OK;
+    extras->n_patches = (size_t)n_patches;
+    extras->omega_jk = malloc((size_t)n_patches * n * sizeof(double));
+    extras->omega_cov = calloc(n * n, sizeof(double));
+    extras->omega_err = malloc(n * sizeof(double));
+    uint64_t *lc[3];
+    double *lw[3];
+    for (int c = 0; c < 3; c++) {
+        lc[c] = malloc(n * sizeof(uint64_t));
+        lw[c] = malloc(n * sizeof(double));
+    }
+    if (!extras->omega_jk || !extras->omega_cov || !extras->omega_err || !lc[0] || !lc[1] || !lc[2] || !lw[0] ||
+        !lw[1] || !lw[2])
+        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    patch_wsums ws;
+    memset(&ws, 0, sizeof ws);
+    if (r->weighted && st == PK_OK) st = sum_patch_weights(r, &ws);
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, (double)n_patches, 1.0, 0.0);
+    for (int j = 0; j < n_patches && st == PK_OK; j++) {
+        leave_one_out(r, j, lc, lw, &ws);
+        if (pk_progress_add(&progress, 1.0, 1)) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    }
+    patch_wsums_free(&ws);
+    if (st == PK_OK) st = covariance(r, &progress);
+    for (int c = 0; c < 3; c++) {
+        free(lc[c]);
+        free(lw[c]);
+    }
+    return st;
+}
+
+/* The RR cells, copied out for a later run to take in. */
+static pk_status rr_cells_out(ex_run *r) {
+    const int n_patches = r->n_patches;
+    const size_t n = r->n_bins;
+    const patch_counts *rr = &r->cells[COUNT_RR];
+    size_t kept = (size_t)n_patches * (size_t)n_patches * n;
+    pk_angcorr_rr_cells cells = {n_patches, n, malloc(kept * sizeof(uint64_t)), malloc(kept * sizeof(double)),
+                                 r->ro.mean_theta ? malloc(kept * sizeof(double)) : NULL};
+    if (!cells.counts || !cells.weighted || (r->ro.mean_theta && !cells.theta_sum)) {
+        pk_angcorr_rr_cells_free(&cells);
+        return pk_fail(r->ctx, PK_ERR_NOMEM, "out of memory");
+    }
+    if (r->cats.n_cells_side == n_patches) {
+        memcpy(cells.counts, rr->c, kept * sizeof(uint64_t));
+        if (r->weighted_path) memcpy(cells.weighted, rr->w, kept * sizeof(double));
+        if (cells.theta_sum) memcpy(cells.theta_sum, rr->t, kept * sizeof(double));
+    } else { /* blocks without patches: one cell, summed in the order of the totals */
+        memset(cells.counts, 0, kept * sizeof(uint64_t));
+        memset(cells.weighted, 0, kept * sizeof(double));
+        if (cells.theta_sum) memset(cells.theta_sum, 0, kept * sizeof(double));
+        for (size_t cell = 0; cell < r->n_cell_pairs; cell++)
+            for (size_t b_ = 0; b_ < n; b_++) {
+                cells.counts[b_] += rr->c[cell * n + b_];
+                if (r->weighted_path) cells.weighted[b_] += rr->w[cell * n + b_];
+                if (cells.theta_sum) cells.theta_sum[b_] += rr->t[cell * n + b_];
+            }
+    }
+    /* unweighted: the cells' weighted sums were not written; they
+     * are the counts (exact in a double below 2^53, as the sums) */
+    if (!r->weighted_path)
+        for (size_t i = 0; i < kept; i++) cells.weighted[i] = (double)cells.counts[i];
+    *r->rr_out = cells;
+    return PK_OK;
+}
+
+static void free_run(ex_run *r) {
+    const int n_cells_side = r->cats.n_cells_side;
+    free(r->all_c);
+    free(r->all_wt);
+    free(r->co.slots);
+    free(r->co.wslots);
+    free(r->co.tslots);
+    free(r->patch_d);
+    free(r->patch_r);
+    free_patches(r->cats.data_patches, n_cells_side > 1 ? n_cells_side : 0);
+    free_patches(r->cats.random_patches, n_cells_side > 1 ? n_cells_side : 0);
+    pk_edge_table_free(&r->table);
+}
+
 /* pk_angcorr_run_ex_part; fn: the public function called, for messages. */
 static pk_status run_ex_part(const char *fn, pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
                              pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data, const pk_catalog *random,
@@ -1401,526 +2219,30 @@ static pk_status run_ex_part(const char *fn, pk_context *ctx, const pk_angcorr_o
         ctx = &none;
     }
     pk_clear(ctx);
-    if (!out) return pk_fail(ctx, PK_ERR_INVALID, "%s: out is NULL", fn);
-    if (!extras) return pk_fail(ctx, PK_ERR_INVALID, "%s: extras is NULL", fn);
-    memset(out, 0, sizeof *out);
-    memset(extras, 0, sizeof *extras);
-    if (rr_out) memset(rr_out, 0, sizeof *rr_out);
-    if (!data || !random) return pk_fail(ctx, PK_ERR_INVALID, "%s: %s is NULL", fn, !data ? "data" : "random");
-    if (!bins) return pk_fail(ctx, PK_ERR_INVALID, "%s: bins is NULL", fn);
-    if ((unsigned)estimator > PK_ESTIMATOR_DAVIS_PEEBLES)
-        return pk_fail(ctx, PK_ERR_INVALID,
-                       "estimator %d is not a pk_estimator (0 to 3: landy-szalay, natural, hamilton, davis-peebles)",
-                       (int)estimator);
-    if (run && (unsigned)run->prune > PK_PRUNE_ON)
-        return pk_fail(ctx, PK_ERR_INVALID, "pk_angcorr_run_options.prune: %d is not auto (0), off (1) or on (2)",
-                       (int)run->prune);
-    if (data->n == 0 || random->n == 0)
-        return pk_fail(ctx, PK_ERR_INVALID, "both catalogs must hold at least one object");
-    if (n_parts < 1 || part < 0 || part >= n_parts || (n_parts > 1 && !sum))
-        return pk_fail(ctx, PK_ERR_INVALID, "part %d of %d%s", part, n_parts,
-                       n_parts > 1 && !sum ? " needs a function that sums the parts" : " does not exist");
-    pk_angcorr_run_options ro = {NULL, NULL, 0, 0, PK_PRUNE_AUTO};
-    if (run) ro = *run;
-    pk_status st;
-    if ((st = pk_angcorr_check_sizes(ctx, data, random)) != PK_OK) return st;
-    if ((st = check_weights(ctx, ro.weights_data, data->n, "data weights", 1)) != PK_OK) return st;
-    if ((st = check_weights(ctx, ro.weights_random, random->n, "random weights", 1)) != PK_OK) return st;
-    if (ro.jackknife == 1 || ro.jackknife < 0)
-        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: at least 2 patches are needed (got %d)", ro.jackknife);
-    if (rr_in) {
-        if (rr_in->n_patches != (ro.jackknife >= 2 ? ro.jackknife : 1) || rr_in->n_bins != bins->n_bins)
-            return pk_fail(ctx, PK_ERR_INVALID,
-                           "the RR given is of %d patch%s and %zu bins; this run has %d patch%s and %zu bins",
-                           rr_in->n_patches, rr_in->n_patches == 1 ? "" : "es", rr_in->n_bins,
-                           ro.jackknife >= 2 ? ro.jackknife : 1, ro.jackknife >= 2 ? "es" : "", bins->n_bins);
-        if (!rr_in->counts || !rr_in->weighted || (ro.mean_theta && !rr_in->theta_sum))
-            return pk_fail(ctx, PK_ERR_INVALID, "the RR given lacks %s",
-                           !rr_in->counts     ? "its counts"
-                           : !rr_in->weighted ? "its weighted counts"
-                                              : "the separation sums that mean_theta needs");
-    }
+    ex_run r;
+    memset(&r, 0, sizeof r);
+    r.fn = fn, r.ctx = ctx, r.opts = opts;
+    r.part = part, r.n_parts = n_parts, r.sum = sum, r.sum_user = sum_user;
+    r.data = data, r.random = random, r.bins = bins, r.estimator = estimator;
+    r.rr_in = rr_in, r.rr_out = rr_out, r.out = out, r.extras = extras;
+    pk_status st = check_run_args(&r, run);
+    if (st) return st;
+    r.cats.data = data, r.cats.random = random, r.cats.ro = &r.ro;
+    r.stats_of[COUNT_DD] = &out->stats_dd, r.stats_of[COUNT_DR] = &out->stats_dr, r.stats_of[COUNT_RR] = &out->stats_rr;
     /* from here on every part calls sum once, failed or not, so that no
      * part waits for one that stopped */
-    pk_backend backend;
-    int kernel;
-    pk_edge_table table;
-    if ((st = features_kernel(ctx, opts, &backend, &kernel)) != PK_OK ||
-        (st = pk_edge_table_build(ctx, bins, &table)) != PK_OK) {
-        if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
-        return st;
-    }
-    size_t n = bins->n_bins, n_slots = (size_t)table.n_slots;
-    int weighted = ro.weights_data || ro.weights_random;
-    int weighted_path = weighted || ro.mean_theta;
-    int k = ro.jackknife >= 2 ? ro.jackknife : 1;
-    /* cells per side: the jackknife patches; without them, under
-     * n_parts > 1, blocks of objects in file order, so that the parts
-     * have counts to share */
-    const int kc = k > 1 ? k : n_parts > 1 ? count_blocks(n_parts) : 1;
-    size_t kk = (size_t)kc * (size_t)kc;
-    if (k > 1 && (size_t)k > random->n) {
-        pk_edge_table_free(&table);
-        if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
-        return pk_fail(ctx, PK_ERR_INVALID, "jackknife: %d patches need at least %d random objects (have %zu)", k, k,
-                       random->n);
-    }
-    /* the cells' weighted and separation sums: for weights, mean
-     * separations or an RR given in (whose weighted cells come with it) */
-    const int need_wt = weighted_path || rr_in != NULL;
-    if (k > 1) {
-        /* the K^2 patch-pair cells, 24 bytes a bin each for the three
-         * counts, 48 more for six sums where they are kept: refused up
-         * front when they cannot fit */
-        double need = (need_wt ? 72.0 : 24.0) * (double)kk * (double)n, have = pk_host_memory_bytes();
-        if (have > 0 && need > 0.5 * have) {
-            pk_edge_table_free(&table);
-            if (n_parts > 1) (void)sum(sum_user, 0, NULL, 0, NULL, 0);
-            return pk_fail(ctx, PK_ERR_INVALID,
-                           "jackknife K = %d with %zu bins: the K^2 patch-pair cells take %.1f GB, more than half "
-                           "of this machine's %.1f GB of memory; use fewer patches or bins",
-                           k, n, need / 1e9, have / 1e9);
-        }
-    }
-
-    out->n_bins = n;
-    out->n_data = data->n;
-    out->n_random = random->n;
-    out->estimator = estimator;
-    out->dd = calloc(n, sizeof(uint64_t));
-    out->dr = calloc(n, sizeof(uint64_t));
-    out->rr = calloc(n, sizeof(uint64_t));
-    out->omega = calloc(n, sizeof(double));
-    extras->n_bins = n;
-    extras->weighted = weighted;
-    extras->sum_w_data = weight_total(ro.weights_data, data->n);
-    extras->sum_w_random = weight_total(ro.weights_random, random->n);
-    patch_counts pc[3];
-    memset(pc, 0, sizeof pc);
-    count_out co = {malloc(n_slots * sizeof(uint64_t)), weighted_path ? malloc(n_slots * sizeof(double)) : NULL,
-                    ro.mean_theta ? malloc(n_slots * sizeof(double)) : NULL};
-    int failed = !out->dd || !out->dr || !out->rr || !out->omega || !co.slots || (weighted_path && !co.wslots) ||
-                 (ro.mean_theta && !co.tslots);
-    /* the three counts' cells one after another, so that the parts sum
-     * them in two calls */
-    uint64_t *all_c = failed ? NULL : calloc(3 * kk * n + 12, sizeof(uint64_t));
-    double *all_wt = failed || !need_wt ? NULL : calloc(6 * kk * n, sizeof(double));
-    failed = failed || !all_c || (need_wt && !all_wt);
-    for (int c = 0; c < 3 && !failed; c++) {
-        pc[c].c = all_c + (size_t)c * kk * n;
-        pc[c].w = all_wt ? all_wt + (size_t)c * kk * n : NULL; /* NULL: neither written nor read */
-        pc[c].t = all_wt ? all_wt + (size_t)(3 + c) * kk * n : NULL;
-    }
-    patch_cat *dp = NULL, *rp = NULL;
-    int32_t *patch_d = NULL, *patch_r = NULL;
-    if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    if (st == PK_OK && kc > 1) {
-        patch_d = malloc(data->n * sizeof(int32_t));
-        patch_r = malloc(random->n * sizeof(int32_t));
-        dp = calloc((size_t)kc, sizeof(patch_cat));
-        rp = calloc((size_t)kc, sizeof(patch_cat));
-        if (!patch_d || !patch_r || !dp || !rp) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        if (st == PK_OK && k > 1) st = patches_of(ctx, random, k, data, patch_d, random, patch_r);
-        if (st == PK_OK && k == 1) {
-            for (size_t i = 0; i < data->n; i++) patch_d[i] = (int32_t)((uint64_t)i * (uint64_t)kc / data->n);
-            for (size_t i = 0; i < random->n; i++) patch_r[i] = (int32_t)((uint64_t)i * (uint64_t)kc / random->n);
-        }
-        if (st == PK_OK) st = split_patches(ctx, data, ro.weights_data, patch_d, kc, dp);
-        if (st == PK_OK) st = split_patches(ctx, random, ro.weights_random, patch_r, kc, rp);
-    }
-    /* The counts, patch pair by patch pair (one pair of "patches" without
-     * jackknife). Autocorrelations: (p, p) as an autocorrelation, p < q as a
-     * cross count that stands for (q, p) too. Part `part` makes the tasks
-     * assign_parts gives it. */
-    size_t n_tasks = 0;
-    count_task *tasks = st == PK_OK ? malloc(((rr_in ? 1 : 2) * kk + kk + 1) * sizeof(count_task)) : NULL;
-    if (st == PK_OK && !tasks) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    for (int c = 0; c < (rr_in ? 2 : 3) && st == PK_OK; c++) {
-        int autocorr = c != 1;
-        for (int p = 0; p < kc; p++)
-            for (int q = autocorr ? p : 0; q < kc; q++) {
-                size_t na = kc == 1 ? (c == 2 ? random->n : data->n) : (c == 2 ? rp[p].cat.n : dp[p].cat.n);
-                size_t nb = kc == 1 ? (c == 0 ? data->n : random->n) : (c == 0 ? dp[q].cat.n : rp[q].cat.n);
-                if (na == 0 || nb == 0) continue;
-                double work = autocorr && p == q ? 0.5 * (double)na * (double)na : (double)na * (double)nb;
-                tasks[n_tasks++] = (count_task){c, p, q, work, 0};
-            }
-    }
-    if (st == PK_OK && n_parts > 1) st = assign_parts(ctx, tasks, n_tasks, n_parts);
-    double w_all = 0, done = 0;
-    for (size_t i = 0; i < n_tasks; i++)
-        if (tasks[i].part == part) w_all += tasks[i].work;
-    pk_pair_stats *stats_of[3] = {&out->stats_dd, &out->stats_dr, &out->stats_rr};
-    /* With the backend left to pairkit and CUDA chosen, a patch pair of few
-     * pairs is counted by the best CPU kernel instead (jackknife K = 300
-     * over 3,000 x 5,000 objects on an H200 machine: 29.6 s all on the GPU,
-     * 1.0 s all on its 16 cores). Counts are exact either way. */
-    int small_kernel = -1, gpu_counted[3] = {0, 0, 0};
-    double small_limit = (double)SMALL_TASK_PAIRS_A_THREAD * (double)pk_thread_count(ctx);
-    if (small_limit < 1048576.0) small_limit = 1048576.0;
-    if (backend != PK_BACKEND_CPU && kc > 1 &&
-        (!opts || (opts->backend == PK_BACKEND_AUTO && opts->kernel == PK_ANGCORR_KERNEL_BEST))) {
-        pk_angcorr_options cpu_opts = {PK_BACKEND_CPU, PK_ANGCORR_KERNEL_BEST};
-        pk_backend cpu_backend;
-        int cpu_kernel;
-        if (pk_angcorr_choose_kernel(ctx, &cpu_opts, &cpu_backend, &cpu_kernel) == PK_OK) small_kernel = cpu_kernel;
-    }
-    /* Many small counts on the CPU (jackknife patch pairs): one thread each,
-     * as many at once as there are threads, instead of all threads on each
-     * in turn, whose parallel regions and barriers cost more than such a
-     * count's work. Each count is the same whatever its thread count (the
-     * weighted sums merge in a fixed order), so the cells are too. */
-    int n_threads = pk_thread_count(ctx);
-    uint8_t *counted = st == PK_OK ? calloc(n_tasks + 1, 1) : NULL;
-    if (st == PK_OK && !counted) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    /* With the backend left to pairkit on a GPU, the GPU and the CPU's
-     * threads count the patch pairs at once (unweighted, unpruned counts
-     * many at a time on the GPU, weighted or pruned ones one at a time);
-     * otherwise the small counts on the CPU, one thread each. */
-    int share = 0, share_one = 0;
-#ifdef PK_HAVE_CUDA
-    share = backend == PK_BACKEND_CUDA && small_kernel >= 0 && kc > 1 && n_threads > 1;
-    share_one = share && (weighted_path || ro.prune == PK_PRUNE_ON); /* the device counts these one at a time */
-#endif
-    if (st == PK_OK && n_threads > 1 && (backend == PK_BACKEND_CPU || small_kernel >= 0)) {
-        shared_counts sc = {.ctx = ctx,
-                            .share = share,
-                            .share_one = share_one,
-                            .cpu_kernel = backend == PK_BACKEND_CPU ? kernel : small_kernel,
-                            .gpu_kernel = kernel,
-                            .cpu_max = backend == PK_BACKEND_CPU ? (double)INFINITY : small_limit,
-                            .n_threads = n_threads,
-                            .part = part,
-                            .kc = kc,
-                            .data = data,
-                            .random = random,
-                            .ro = &ro,
-                            .dp = dp,
-                            .rp = rp,
-                            .bins = bins,
-                            .table = &table,
-                            .n_slots = n_slots,
-                            .n = n,
-                            .weighted_path = weighted_path,
-                            .pc = pc,
-                            .tasks = tasks,
-                            .n_tasks = n_tasks,
-                            .counted = counted,
-                            .stats_of = stats_of,
-                            .gpu_counted = gpu_counted,
-                            .done = done,
-                            .w_all = w_all};
-        st = count_shared(&sc);
-        done = sc.done;
-    }
-#ifdef PK_HAVE_CUDA
-    if (st == PK_OK && backend == PK_BACKEND_CUDA && kc > 1 && !weighted_path && ro.prune != PK_PRUNE_ON) {
-        uint8_t *on_cpu = calloc(n_tasks + 1, 1);
-        const pk_catalog **dcat = malloc((size_t)kc * sizeof(*dcat)), **rcat = malloc((size_t)kc * sizeof(*rcat));
-        if (!on_cpu || !dcat || !rcat) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        size_t left = 0; /* counts the GPU may take at once */
-        for (size_t i = 0; on_cpu && i < n_tasks; i++) {
-            on_cpu[i] = small_kernel >= 0 && tasks[i].work < small_limit;
-            left += tasks[i].part == part && !counted[i] && !on_cpu[i];
-        }
-        pk_cuda_pairs *sess = NULL;
-        for (int p = 0; st == PK_OK && p < kc; p++) dcat[p] = &dp[p].cat, rcat[p] = &rp[p].cat;
-        if (st == PK_OK && left >= 2) {
-            pk_clear(ctx);
-            st = pk_angcorr_cuda_pairs_open(ctx, kernel, dcat, kc, rcat, kc, bins, &table, &sess);
-            if (st == PK_ERR_UNSUPPORTED && !ctx->message[0]) st = PK_OK; /* one at a time: the loop below */
-        }
-        for (int c = 0; c < 3 && st == PK_OK && sess; c++)
-            st = gpu_patch_pairs(ctx, sess, kernel, c, kc, dp, rp, tasks, n_tasks, part, on_cpu, counted, n_slots, n,
-                                 &pc[c], stats_of[c], &gpu_counted[c], &done, w_all);
-        pk_angcorr_cuda_pairs_close(sess, st != PK_OK);
-        free(on_cpu), free(dcat), free(rcat);
-    }
-    if (st == PK_OK && backend == PK_BACKEND_CUDA && kc > 1 && (weighted_path || ro.prune == PK_PRUNE_ON)) {
-        /* weighted, pruned or mean-separation patch pairs: in batches */
-        uint8_t *on_cpu = calloc(n_tasks + 1, 1);
-        if (!on_cpu) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; on_cpu && i < n_tasks; i++) on_cpu[i] = small_kernel >= 0 && tasks[i].work < small_limit;
-        if (st == PK_OK)
-            st =
-                gpu_feature_counts(ctx, kernel, kc, data, random, &ro, dp, rp, bins, &table, tasks, n_tasks, part,
-                                   on_cpu, counted, n_slots, n, pc, stats_of, gpu_counted, weighted_path, &done, w_all);
-        free(on_cpu);
-    }
-#endif
-    for (size_t i = 0; i < n_tasks && st == PK_OK; i++) {
-        if (tasks[i].part != part || counted[i]) continue;
-        const int c = tasks[i].c, p = tasks[i].p, q = tasks[i].q, autocorr = c != 1, as_auto = autocorr && p == q;
-        const pk_catalog *a, *b;
-        const double *wa, *wb;
-        task_catalogs(c, p, q, kc, data, random, &ro, dp, rp, &a, &wa, &b, &wb);
-        double work = tasks[i].work;
-        pk_progress progress;
-        pk_progress_begin(&progress, ctx, work, done / w_all, work / w_all);
-        done += work;
-        pk_pair_stats s;
-        int on_cpu = small_kernel >= 0 && work < small_limit;
-        st = count_slots_ex(ctx, on_cpu ? PK_BACKEND_CPU : backend, on_cpu ? small_kernel : kernel, a, wa,
-                            as_auto ? NULL : b, as_auto ? NULL : wb, bins, &table, ro.prune, ro.mean_theta, &co, &s,
-                            &progress);
-        if (st) break;
-        add_stats(stats_of[c], &s, autocorr && p != q);
-        if (!on_cpu || !gpu_counted[c]) stats_of[c]->kernel = s.kernel; /* the device's where it counted */
-        gpu_counted[c] |= !on_cpu;
-        store_cells(&pc[c], autocorr, p, q, kc, n, &co);
-    }
-    free(counted);
-    free(tasks);
-    for (int c = 0; c < 3; c++) /* the kernel's id where this part made none of a count */
-        for (int u = 0; u < 3 && !stats_of[c]->kernel; u++) stats_of[c]->kernel = stats_of[u]->kernel;
-    if (n_parts > 1) {
-        /* the parts' cells and pair totals summed: each cell was made by
-         * one part and is zero in the others, so its sum is exact */
-        uint64_t *pairs = st == PK_OK ? all_c + 3 * kk * n : NULL;
-        for (int c = 0; c < 3 && pairs; c++) {
-            pairs[4 * c] = stats_of[c]->pairs_total, pairs[4 * c + 1] = stats_of[c]->pairs_in_range;
-            pairs[4 * c + 2] = stats_of[c]->pairs_visited, pairs[4 * c + 3] = stats_of[c]->pairs_fp64;
-        }
-        /* an unweighted run's weighted and separation cells are all zero:
-         * not sent (every part runs alike) */
-        double no_sums = 0;
-        int failed_parts = st == PK_OK ? sum(sum_user, 1, all_c, 3 * kk * n + 12, weighted_path ? all_wt : &no_sums,
-                                             weighted_path ? 6 * kk * n : 0)
-                                       : sum(sum_user, 0, NULL, 0, NULL, 0);
-        if (failed_parts && st == PK_OK)
-            st = pk_fail(ctx, PK_ERR_INTERNAL, "another part of the run failed, or the parts could not be summed");
-        for (int c = 0; c < 3 && st == PK_OK; c++) {
-            stats_of[c]->pairs_total = pairs[4 * c], stats_of[c]->pairs_in_range = pairs[4 * c + 1];
-            stats_of[c]->pairs_visited = pairs[4 * c + 2], stats_of[c]->pairs_fp64 = pairs[4 * c + 3];
-        }
-    }
-    if (st == PK_OK && rr_in) { /* RR given: its cells as they were counted (one cell: into the first block's) */
-        size_t given = (size_t)k * (size_t)k * n;
-        memcpy(pc[2].c, rr_in->counts, given * sizeof(uint64_t));
-        memcpy(pc[2].w, rr_in->weighted, given * sizeof(double));
-        if (ro.mean_theta) memcpy(pc[2].t, rr_in->theta_sum, given * sizeof(double));
-    }
-    if (st == PK_OK) {
-        uint64_t *dst[3] = {out->dd, out->dr, out->rr};
-        double *wsum[3], *tsum[3];
-        for (int c = 0; c < 3; c++) {
-            wsum[c] = calloc(n, sizeof(double));
-            tsum[c] = calloc(n, sizeof(double));
-        }
-        if (!wsum[0] || !wsum[1] || !wsum[2] || !tsum[0] || !tsum[1] || !tsum[2])
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        for (int c = 0; c < 3 && st == PK_OK; c++)
-            for (size_t cell = 0; cell < kk; cell++)
-                for (size_t b_ = 0; b_ < n; b_++) {
-                    dst[c][b_] += pc[c].c[cell * n + b_];
-                    if (weighted_path) { /* else neither is read, nor were they written */
-                        wsum[c][b_] += pc[c].w[cell * n + b_];
-                        tsum[c][b_] += pc[c].t[cell * n + b_];
-                    }
-                }
-        if (st == PK_OK) {
-            if (weighted) {
-                extras->dd_w = wsum[0], extras->dr_w = wsum[1], extras->rr_w = wsum[2];
-                wsum[0] = wsum[1] = wsum[2] = NULL;
-                pk_estimate_weighted(estimator, extras->sum_w_data, extras->sum_w_random, n, extras->dd_w, extras->dr_w,
-                                     extras->rr_w, out->omega);
-            } else {
-                pk_estimate(estimator, data->n, random->n, n, out->dd, out->dr, out->rr, out->omega);
-            }
-            if (ro.mean_theta) {
-                double **means[3] = {&extras->theta_mean_dd, &extras->theta_mean_dr, &extras->theta_mean_rr};
-                for (int c = 0; c < 3; c++) {
-                    const double *ws = weighted ? (c == 0   ? extras->dd_w
-                                                   : c == 1 ? extras->dr_w
-                                                            : extras->rr_w)
-                                                : wsum[c];
-                    *means[c] = malloc(n * sizeof(double));
-                    if (!*means[c]) {
-                        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-                        break;
-                    }
-                    for (size_t b_ = 0; b_ < n; b_++)
-                        (*means[c])[b_] = ws[b_] != 0 ? tsum[c][b_] / ws[b_] : (double)NAN;
-                }
-            }
-        }
-        for (int c = 0; c < 3; c++) {
-            free(wsum[c]);
-            free(tsum[c]);
-        }
-    }
-    if (st == PK_OK && k > 1) {
-        /* leave patch j out: total - row j - column j + (j, j) */
-        extras->n_patches = (size_t)k;
-        extras->omega_jk = malloc((size_t)k * n * sizeof(double));
-        extras->omega_cov = calloc(n * n, sizeof(double));
-        extras->omega_err = malloc(n * sizeof(double));
-        uint64_t *lc[3];
-        double *lw[3];
-        for (int c = 0; c < 3; c++) {
-            lc[c] = malloc(n * sizeof(uint64_t));
-            lw[c] = malloc(n * sizeof(double));
-        }
-        if (!extras->omega_jk || !extras->omega_cov || !extras->omega_err || !lc[0] || !lc[1] || !lc[2] || !lw[0] ||
-            !lw[1] || !lw[2])
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        /* the weighted sums of each patch's row and column of cells, made
-         * once (the counts, exact integers, are subtracted cell by cell):
-         * all K leave-one-out sums cost O(K^2 n), not O(K^3 n) */
-        double *rw[3] = {NULL, NULL, NULL}, *cw[3] = {NULL, NULL, NULL}, *tw[3] = {NULL, NULL, NULL};
-        for (int c = 0; c < 3 && weighted && st == PK_OK; c++) {
-            rw[c] = calloc((size_t)k * n, sizeof(double));
-            cw[c] = calloc((size_t)k * n, sizeof(double));
-            tw[c] = calloc(n, sizeof(double));
-            if (!rw[c] || !cw[c] || !tw[c]) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            for (int p = 0; p < k && st == PK_OK; p++)
-                for (int q = 0; q < k; q++) {
-                    const double *cell = pc[c].w + ((size_t)p * (size_t)k + (size_t)q) * n;
-                    for (size_t b_ = 0; b_ < n; b_++) {
-                        rw[c][(size_t)p * n + b_] += cell[b_];
-                        cw[c][(size_t)q * n + b_] += cell[b_];
-                    }
-                }
-            for (int p = 0; p < k && st == PK_OK; p++)
-                for (size_t b_ = 0; b_ < n; b_++) tw[c][b_] += rw[c][(size_t)p * n + b_];
-        }
-        pk_progress progress;
-        pk_progress_begin(&progress, ctx, (double)k, 1.0, 0.0);
-        for (int j = 0; j < k && st == PK_OK; j++) {
-            for (int c = 0; c < 3; c++) {
-                const uint64_t *total = c == 0 ? out->dd : c == 1 ? out->dr : out->rr;
-                /* cell by cell along the bins (the cells' own order):
-                 * exact integers, so the order of subtraction is free */
-                memcpy(lc[c], total, n * sizeof(uint64_t));
-                for (int q = 0; q < k; q++) {
-                    const uint64_t *row = pc[c].c + ((size_t)j * (size_t)k + (size_t)q) * n;
-                    const uint64_t *col = pc[c].c + ((size_t)q * (size_t)k + (size_t)j) * n;
-                    for (size_t b_ = 0; b_ < n; b_++) lc[c][b_] -= row[b_] + (q == j ? 0 : col[b_]);
-                }
-                for (size_t b_ = 0; b_ < n; b_++) {
-                    if (weighted) {
-                        double diag = pc[c].w[((size_t)j * (size_t)k + (size_t)j) * n + b_];
-                        lw[c][b_] = tw[c][b_] - rw[c][(size_t)j * n + b_] - cw[c][(size_t)j * n + b_] + diag;
-                    }
-                }
-            }
-            double *w_j = extras->omega_jk + (size_t)j * n;
-            if (weighted)
-                pk_estimate_weighted(estimator, extras->sum_w_data - dp[j].w_total,
-                                     extras->sum_w_random - rp[j].w_total, n, lw[0], lw[1], lw[2], w_j);
-            else pk_estimate(estimator, data->n - dp[j].cat.n, random->n - rp[j].cat.n, n, lc[0], lc[1], lc[2], w_j);
-            if (pk_progress_add(&progress, 1.0, 1)) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-        }
-        for (int c = 0; c < 3; c++) {
-            free(rw[c]);
-            free(cw[c]);
-            free(tw[c]);
-        }
-        if (st == PK_OK) {
-            double f = (double)(k - 1) / (double)k;
-            double *mean = calloc(n, sizeof(double));
-            if (!mean) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            for (size_t x = 0; st == PK_OK && x < n; x++) {
-                for (int j = 0; j < k; j++) mean[x] += extras->omega_jk[(size_t)j * n + x];
-                mean[x] /= k;
-            }
-            /* cov(x, y) = f sum_j dev_j(x) dev_j(y), j in order, each
-             * product and sum as written (no contraction): row x from
-             * y = x on, along y so that it vectorises, rows shared among
-             * the threads; the lower triangle copied (cov(y, x) is the
-             * same sum of the same products) */
-            double *dev = st == PK_OK ? malloc((size_t)k * n * sizeof(double)) : NULL;
-            if (st == PK_OK && !dev) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            for (int j = 0; dev && j < k; j++)
-                for (size_t x = 0; x < n; x++) dev[(size_t)j * n + x] = extras->omega_jk[(size_t)j * n + x] - mean[x];
-            int stop = 0, no_memory = 0;
-            double *cov = extras->omega_cov;
-#pragma omp parallel num_threads(pk_thread_count(ctx)) if (dev && n >= 64)
-            {
-                /* a row summed in the thread's own buffer, then written
-                 * once (its pages faulted in by one write each) */
-                double *acc = dev ? malloc(n * sizeof(double)) : NULL;
-                if (dev && !acc) {
-#pragma omp atomic write
-                    no_memory = 1;
-                }
-                const int owner = pk_thread_num() == 0;
-#pragma omp for schedule(dynamic, 8)
-                for (size_t x = 0; x < (dev ? n : 0); x++) {
-                    int stopped;
-#pragma omp atomic read
-                    stopped = stop;
-                    if (stopped || !acc) continue;
-                    for (size_t y = x; y < n; y++) acc[y] = 0;
-                    for (int j = 0; j < k; j++) {
-                        const double *dj = dev + (size_t)j * n;
-                        const double dx = dj[x];
-                        for (size_t y = x; y < n; y++) acc[y] += dx * dj[y];
-                    }
-                    double *row = cov + x * n;
-                    for (size_t y = x; y < n; y++) row[y] = f * acc[y];
-                    if (pk_progress_add(&progress, 0.0, owner)) {
-#pragma omp atomic write
-                        stop = 1;
-                    }
-                }
-                free(acc);
-            }
-            if (st == PK_OK && no_memory) st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            if (st == PK_OK && stop) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-#pragma omp parallel for schedule(dynamic, 16) num_threads(pk_thread_count(ctx)) if (st == PK_OK && n >= 64)
-            for (size_t x = 0; x < (st == PK_OK ? n : 0); x++) {
-                for (size_t y = 0; y < x; y++) cov[x * n + y] = cov[y * n + x];
-                extras->omega_err[x] = sqrt(cov[x * n + x]);
-            }
-            free(dev);
-            free(mean);
-        }
-        for (int c = 0; c < 3; c++) {
-            free(lc[c]);
-            free(lw[c]);
-        }
-    }
-    if (st == PK_OK && rr_out) { /* the RR cells, copied out */
-        size_t kept = (size_t)k * (size_t)k * n;
-        pk_angcorr_rr_cells r = {k, n, malloc(kept * sizeof(uint64_t)), malloc(kept * sizeof(double)),
-                                 ro.mean_theta ? malloc(kept * sizeof(double)) : NULL};
-        if (!r.counts || !r.weighted || (ro.mean_theta && !r.theta_sum)) {
-            pk_angcorr_rr_cells_free(&r);
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        } else {
-            if (kc == k) {
-                memcpy(r.counts, pc[2].c, kept * sizeof(uint64_t));
-                if (weighted_path) memcpy(r.weighted, pc[2].w, kept * sizeof(double));
-                if (r.theta_sum) memcpy(r.theta_sum, pc[2].t, kept * sizeof(double));
-            } else { /* blocks without patches: one cell, summed in the order of the totals */
-                memset(r.counts, 0, kept * sizeof(uint64_t));
-                memset(r.weighted, 0, kept * sizeof(double));
-                if (r.theta_sum) memset(r.theta_sum, 0, kept * sizeof(double));
-                for (size_t cell = 0; cell < kk; cell++)
-                    for (size_t b_ = 0; b_ < n; b_++) {
-                        r.counts[b_] += pc[2].c[cell * n + b_];
-                        if (weighted_path) r.weighted[b_] += pc[2].w[cell * n + b_];
-                        if (r.theta_sum) r.theta_sum[b_] += pc[2].t[cell * n + b_];
-                    }
-            }
-            /* unweighted: the cells' weighted sums were not written; they
-             * are the counts (exact in a double below 2^53, as the sums) */
-            if (!weighted_path)
-                for (size_t i = 0; i < kept; i++) r.weighted[i] = (double)r.counts[i];
-            *rr_out = r;
-        }
-    }
-    free(all_c);
-    free(all_wt);
-    free(co.slots);
-    free(co.wslots);
-    free(co.tslots);
-    free(patch_d);
-    free(patch_r);
-    free_patches(dp, kc > 1 ? kc : 0);
-    free_patches(rp, kc > 1 ? kc : 0);
-    pk_edge_table_free(&table);
+    if ((st = plan_run(&r)) != PK_OK) return st;
+    st = alloc_cells(&r);
+    if (st == PK_OK) st = make_patches(&r);
+    if (st == PK_OK) st = build_tasks(&r);
+    if (st == PK_OK) st = count_tasks(&r);
+    finish_counts(&r);
+    if (n_parts > 1) st = sum_parts(&r, st);
+    if (st == PK_OK && rr_in) use_rr_given(&r);
+    if (st == PK_OK) st = totals_and_estimate(&r);
+    if (st == PK_OK && r.n_patches > 1) st = jackknife_errors(&r);
+    if (st == PK_OK && rr_out) st = rr_cells_out(&r);
+    free_run(&r);
     if (st) {
         pk_angcorr_result_free(out);
         pk_angcorr_extras_free(extras);
@@ -1928,11 +2250,31 @@ static pk_status run_ex_part(const char *fn, pk_context *ctx, const pk_angcorr_o
     return st;
 }
 
-/* ---- outputs ------------------------------------------------------------------ */
-
-static double deg(double rad) {
-    return rad * (180.0 / M_PI);
+pk_status pk_angcorr_run_ex(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                            const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                            const pk_angcorr_run_options *run, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    return run_ex_part(__func__, ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, NULL, NULL, out,
+                       extras);
 }
+
+pk_status pk_angcorr_run_ex_rr(pk_context *ctx, const pk_angcorr_options *opts, const pk_catalog *data,
+                               const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                               const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                               pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    return run_ex_part(__func__, ctx, opts, 0, 1, NULL, NULL, data, random, bins, estimator, run, rr_in, rr_out, out,
+                       extras);
+}
+
+pk_status pk_angcorr_run_ex_part(pk_context *ctx, const pk_angcorr_options *opts, int part, int n_parts,
+                                 pk_angcorr_sum_fn sum, void *sum_user, const pk_catalog *data,
+                                 const pk_catalog *random, const pk_bins *bins, pk_estimator estimator,
+                                 const pk_angcorr_run_options *run, const pk_angcorr_rr_cells *rr_in,
+                                 pk_angcorr_rr_cells *rr_out, pk_angcorr_result *out, pk_angcorr_extras *extras) {
+    return run_ex_part(__func__, ctx, opts, part, n_parts, sum, sum_user, data, random, bins, estimator, run, rr_in,
+                       rr_out, out, extras);
+}
+
+/* ---- outputs ------------------------------------------------------------------ */
 
 static void ecsv_column(FILE *fp, const char *name, const char *unit, const char *type, const char *what) {
     fprintf(fp, "# - {name: %s, %s%s%sdatatype: %s, description: '%s'}\n", name, unit ? "unit: " : "", unit ? unit : "",
@@ -1984,10 +2326,11 @@ static pk_status write_table(pk_context *ctx, const char *path, const pk_angcorr
             means ? ",theta_mean_dd_deg,theta_mean_dr_deg,theta_mean_rr_deg" : "", errs ? ",omega_err" : "",
             wts ? ",dd_weighted,dr_weighted,rr_weighted" : "");
     for (size_t k = 0; k < result->n_bins; k++) {
-        fprintf(f.fp, "%.15g,%.15g", deg(bins->edges[k]), deg(bins->edges[k + 1]));
+        fprintf(f.fp, "%.15g,%.15g", pk_rad_to_deg(bins->edges[k]), pk_rad_to_deg(bins->edges[k + 1]));
         if (means)
-            fprintf(f.fp, ",%.17g,%.17g,%.17g", pk_plain_nan(deg(extras->theta_mean_dd[k])),
-                    pk_plain_nan(deg(extras->theta_mean_dr[k])), pk_plain_nan(deg(extras->theta_mean_rr[k])));
+            fprintf(f.fp, ",%.17g,%.17g,%.17g", pk_plain_nan(pk_rad_to_deg(extras->theta_mean_dd[k])),
+                    pk_plain_nan(pk_rad_to_deg(extras->theta_mean_dr[k])),
+                    pk_plain_nan(pk_rad_to_deg(extras->theta_mean_rr[k])));
         fprintf(f.fp, ",%.17g", pk_plain_nan(result->omega[k]));
         if (errs) fprintf(f.fp, ",%.17g", pk_plain_nan(extras->omega_err[k]));
         fprintf(f.fp, ",%llu,%llu,%llu", (unsigned long long)result->dd[k], (unsigned long long)result->dr[k],
@@ -2044,7 +2387,8 @@ pk_status pk_angcorr_write_covariance(pk_context *ctx, const char *path, const p
         for (size_t r = 0; r < rows; r++) {
             const size_t x = x0 + r;
             char *p = buf + r * row_max, *end = p + row_max;
-            p += snprintf(p, (size_t)(end - p), "%.15g,%.15g", deg(bins->edges[x]), deg(bins->edges[x + 1]));
+            p += snprintf(p, (size_t)(end - p), "%.15g,%.15g", pk_rad_to_deg(bins->edges[x]),
+                          pk_rad_to_deg(bins->edges[x + 1]));
             for (size_t y = 0; y < n; y++)
                 p += snprintf(p, (size_t)(end - p), ",%.17g", pk_plain_nan(extras->omega_cov[x * n + y]));
             *p++ = '\n';
@@ -2122,7 +2466,7 @@ pk_status pk_bins_read_edges(pk_context *ctx, const char *path, pk_bins *out) {
             edges = e2;
             cap *= 2;
         }
-        double rad = v * (M_PI / 180.0);
+        double rad = pk_units_to_rad(v, PK_UNITS_DEG);
         if (n > 0 && !(rad > edges[n - 1])) {
             st = pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: edge %.10g degrees does not increase on the previous one", path,
                          line, v);
