@@ -48,6 +48,12 @@ int main(void) {
     expect_bad("hex.txt", "3\n60 60\n61 0x10\n62 61\n", PK_ERR_PARSE, ":3:", "'0x10' is not a number");
     expect_bad("csv_like.dat", "# a comment\nra,dec\n1,2\n", PK_ERR_PARSE,
                ":1:", "(a CSV catalog? name it .csv or give --format csv)");
+    /* a FITS file under a name the format is not told by (a shell's <(...)
+     * gives /dev/fd/N): read as native text, and said to be FITS */
+    expect_bad("fits_named.dat",
+               "SIMPLE  =                    T / a FITS file's first card                        "
+               "BITPIX  =                    8                                                  ",
+               PK_ERR_PARSE, ":1:", "(a FITS file, read as native text because its name does not end in .fits");
     expect_bad("count_small.txt", "2\n60 60\n61 60\n62 61\n", PK_ERR_PARSE, ":4:", "more rows than the 2 objects");
     expect_bad("text.txt", "3\n60 60\n61 abc\n62 61\n", PK_ERR_PARSE, ":3:", "'abc' is not a number");
     expect_bad("text_suffix.txt", "3\n60 60\n61 60x\n62 61\n", PK_ERR_PARSE, ":3:", "'60x' is not a number");

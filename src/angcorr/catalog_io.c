@@ -211,10 +211,13 @@ static pk_status read_native(pk_context *ctx, const char *path, char *text, size
         show_token(shown, sizeof shown, p, strlen(p));
         return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: expected the object count (a whole number), found '%s'%s", path,
                        count_line, shown,
-                       strchr(p, '\r')               ? " (carriage returns without line feeds: lines must end in LF "
-                                                       "or CRLF)"
-                       : *p == '#' || strchr(p, ',') ? " (a CSV catalog? name it .csv or give --format csv)"
-                                                     : "");
+                       strncmp(p, "SIMPLE  =", 9) == 0 ? " (a FITS file, read as native text because its name "
+                                                         "does not end in .fits: give --format fits, and the file "
+                                                         "itself where this is a pipe)"
+                       : strchr(p, '\r')               ? " (carriage returns without line feeds: lines must end in LF "
+                                                         "or CRLF)"
+                       : *p == '#' || strchr(p, ',')   ? " (a CSV catalog? name it .csv or give --format csv)"
+                                                       : "");
     }
     if (n < 1) return pk_fail(ctx, PK_ERR_PARSE, "%s:%zu: the object count must be at least 1", path, count_line);
     if ((unsigned long long)n > (unsigned long long)(size / 4 + 1)) {
