@@ -520,240 +520,331 @@ static pk_status vis_malloc(pk_context *ctx, void **p, size_t bytes, size_t n_vi
                    cudaGetErrorString(err));
 }
 
+/* One image on its way through pk_dft_run_cuda: the job, the kernel's
+ * shape, how the image is cut into bands and slices, and what the run holds
+ * on the device. */
+struct dft_run {
+    pk_context *ctx;
+    int kernel;
+    const pk_dft_job *job;
+    int n;
+    size_t n_vis, n_pix;
+    int imag_kernel;     /* the kernel makes the imaginary image too */
+    int planes;          /* images made: 2 with the imaginary one, else 1 */
+    tile_fn tile_kernel; /* NULL for the naive and usual kernels */
+    int p_per_thread;
+    int slices, pad_x, tile_rows, band_rows;
+    size_t vis_bytes;
+    device_buffers d;
+    cudaEvent_t ev0, ev1;
+    float ms_total;
+};
+
+/* Rows [y0, y0 + rows) of the image, made in one pass over the
+ * visibilities: pix pixels from p0, rows_pad rows with the tile padding. */
+struct band {
+    int y0, rows, rows_pad;
+    size_t pix, p0;
+};
+
+/* Slices: enough blocks for several full waves of the device, with the
+ * count chosen so that the last wave is nearly full. */
+static pk_status choose_slices(dft_run *r) {
+    pk_context *ctx = r->ctx;
+    int n = r->n;
+    r->tile_rows = 4 * r->p_per_thread;
+    int tiles_x = (n + TILE_COLS - 1) / TILE_COLS, tiles_y = (n + r->tile_rows - 1) / r->tile_rows;
+    r->pad_x = tiles_x * TILE_COLS;
+    int dev = 0, sms = 1, per_sm = 1;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    PK_CUDA(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, r->tile_kernel, TILE_THREADS, 0));
+    if (per_sm < 1) per_sm = 1;
+    long slots = (long)sms * per_sm, tiles = (long)tiles_x * tiles_y;
+    double best_eff = 0;
+    for (int s = 1; s <= 64; s++) {
+        long blocks = tiles * s;
+        if ((size_t)s * TILE_CHUNK > r->n_vis && s > 1) break;
+        double waves = ceil((double)blocks / (double)slots);
+        double eff = (double)blocks / (waves * (double)slots);
+        if (blocks < 2 * slots) eff *= 0.9; /* one wave leaves SMs idle as blocks finish unevenly */
+        if (eff > best_eff + 0.01) best_eff = eff, r->slices = s;
+    }
+    return PK_OK;
+}
+
+/* Device memory: the visibilities, and for each image row its output and
+ * (tile kernels) the slices' partial rows. When the whole image does not
+ * fit in what the device has free (or the caller allows), it is made in
+ * bands of rows, one after another, with one slice. */
+static pk_status plan_bands(dft_run *r) {
+    const pk_dft_job *job = r->job;
+    if (r->kernel == K_NAIVE_F32 || r->kernel == K_USUAL_F32) r->vis_bytes = 5 * r->n_vis * sizeof(float);
+    else r->vis_bytes = (5 + (r->imag_kernel ? 0 : 2)) * r->n_vis * sizeof(double);
+    size_t free_b = 0, budget = device_budget(job->gpu_memory, &free_b);
+    double row_bytes = 0;
+    if (!size_bands(budget, r->vis_bytes, r->n, r->tile_rows, r->planes, r->tile_kernel != NULL, r->pad_x, &r->slices,
+                    &r->band_rows, &row_bytes))
+        return no_room(r->ctx, r->n, r->n_vis, r->vis_bytes, row_bytes, r->tile_rows, job->gpu_memory, free_b);
+    return PK_OK;
+}
+
+/* The naive and usual kernels' float arrays, 2 pi s folded in: naive as u,
+ * v, w, re, im planes; usual as float4 (u, v, w, re) + im. */
+static pk_status upload_vis_f32(dft_run *r) {
+    pk_context *ctx = r->ctx;
+    const pk_vis *vis = r->job->vis;
+    size_t n_vis = r->n_vis;
+    float *host_f32 = (float *)malloc(5 * n_vis * sizeof(float));
+    if (!host_f32) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    double f = PK_DFT_TWO_PI * r->job->sign;
+    for (size_t k = 0; k < n_vis; k++) {
+        float fu = (float)(f * vis->u[k]), fv = (float)(f * vis->v[k]), fw = (float)(f * vis->w[k]);
+        if (r->kernel == K_NAIVE_F32) {
+            host_f32[k] = fu, host_f32[n_vis + k] = fv, host_f32[2 * n_vis + k] = fw;
+            host_f32[3 * n_vis + k] = (float)vis->re[k], host_f32[4 * n_vis + k] = (float)vis->im[k];
+        } else {
+            host_f32[4 * k] = fu, host_f32[4 * k + 1] = fv, host_f32[4 * k + 2] = fw;
+            host_f32[4 * k + 3] = (float)vis->re[k];
+            host_f32[4 * n_vis + k] = (float)vis->im[k];
+        }
+    }
+    pk_status st = PK_OK;
+    if ((st = vis_malloc(ctx, (void **)&r->d.f32, 5 * n_vis * sizeof(float), n_vis, r->vis_bytes)) != PK_OK) goto done;
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(r->d.f32, host_f32, 5 * n_vis * sizeof(float), cudaMemcpyHostToDevice));
+done:
+    free(host_f32);
+    return st;
+}
+
+/* The float64 kernels' u, v, w, re, im, and for a real image from the
+ * final and hybrid kernels each visibility's amplitude and phase
+ * (pk_dft_polar). */
+static pk_status upload_vis_f64(dft_run *r) {
+    pk_context *ctx = r->ctx;
+    const pk_vis *vis = r->job->vis;
+    size_t n_vis = r->n_vis;
+    device_buffers *d = &r->d;
+    pk_status st = PK_OK;
+    double **dst[5] = {&d->u, &d->v, &d->w, &d->re, &d->im};
+    const double *src[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
+    for (int c = 0; c < 5; c++) {
+        if ((st = vis_malloc(ctx, (void **)dst[c], n_vis * sizeof(double), n_vis, r->vis_bytes)) != PK_OK) return st;
+        PK_CUDA(ctx, cudaMemcpy(*dst[c], src[c], n_vis * sizeof(double), cudaMemcpyHostToDevice));
+    }
+    if (r->imag_kernel) return PK_OK;
+    double *host_polar = (double *)malloc(2 * n_vis * sizeof(double));
+    if (!host_polar) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < n_vis; k++) pk_dft_polar(vis->re[k], vis->im[k], &host_polar[k], &host_polar[n_vis + k]);
+    if ((st = vis_malloc(ctx, (void **)&d->amp, 2 * n_vis * sizeof(double), n_vis, r->vis_bytes)) != PK_OK) goto done;
+    d->psi = d->amp + n_vis;
+    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d->amp, host_polar, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
+done:
+    free(host_polar);
+    return st;
+}
+
+static pk_status upload_vis(dft_run *r) {
+    if (r->kernel == K_NAIVE_F32 || r->kernel == K_USUAL_F32) return upload_vis_f32(r);
+    return upload_vis_f64(r);
+}
+
+static void free_band_buffers(device_buffers *d) {
+    double *band_bufs[] = {d->out_re, d->out_im, d->part_re, d->part_im};
+    for (int b = 0; b < 4; b++)
+        if (band_bufs[b]) cudaFree(band_bufs[b]);
+    d->out_re = d->out_im = d->part_re = d->part_im = NULL;
+}
+
+/* The image's buffers. The device's free memory can shrink between the
+ * sizing in plan_bands and here (another process, or another rank on the
+ * same GPU, allocating meanwhile): when an allocation finds it full, the
+ * buffers are sized again from what is free now, at most half of what was
+ * just asked for (fewer slices, then thinner bands), until they fit or a
+ * band of one tile of rows does not. */
+static pk_status alloc_band_buffers(dft_run *r, pk_dft_cuda_report *report) {
+    pk_context *ctx = r->ctx;
+    const pk_dft_job *job = r->job;
+    device_buffers *d = &r->d;
+    int n = r->n, tile_rows = r->tile_rows;
+    for (;;) {
+        size_t band_pix = (size_t)r->band_rows * n;
+        int band_pad = (r->band_rows + tile_rows - 1) / tile_rows * tile_rows;
+        size_t part_pix = r->tile_kernel ? (size_t)r->slices * r->pad_x * band_pad : 0;
+        cudaError_t err = cudaMalloc(&d->out_re, band_pix * sizeof(double));
+        if (err == cudaSuccess && r->imag_kernel) err = cudaMalloc(&d->out_im, band_pix * sizeof(double));
+        if (err == cudaSuccess && r->tile_kernel) err = cudaMalloc(&d->part_re, part_pix * sizeof(double));
+        if (err == cudaSuccess && r->tile_kernel && r->imag_kernel)
+            err = cudaMalloc(&d->part_im, part_pix * sizeof(double));
+        size_t asked = (size_t)r->planes * (band_pix + part_pix) * sizeof(double);
+        if (err == cudaSuccess) {
+            report->gpu_bytes = r->vis_bytes + asked;
+            return PK_OK;
+        }
+        if (err != cudaErrorMemoryAllocation)
+            return pk_fail(ctx, PK_ERR_CUDA, "cudaMalloc of the image's %zu bytes failed: %s", asked,
+                           cudaGetErrorString(err));
+        cudaGetLastError();
+        free_band_buffers(d);
+        size_t free_b = 0, budget = device_budget(job->gpu_memory ? job->gpu_memory - r->vis_bytes : 0, &free_b);
+        if (budget > asked / 2) budget = asked / 2;
+        double row_bytes = 0;
+        if (!size_bands(budget, 0, n, tile_rows, r->planes, r->tile_kernel != NULL, r->pad_x, &r->slices, &r->band_rows,
+                        &row_bytes))
+            return no_room(ctx, n, r->n_vis, r->vis_bytes, row_bytes, tile_rows, job->gpu_memory,
+                           free_b + r->vis_bytes);
+    }
+}
+
+/* Zeroes what the band's launches add to: the slices' partial images for
+ * the tile kernels, the output images for the others. */
+static pk_status clear_band(dft_run *r, const band *b) {
+    pk_context *ctx = r->ctx;
+    if (r->tile_kernel) {
+        size_t bytes = (size_t)r->slices * r->pad_x * b->rows_pad * sizeof(double);
+        PK_CUDA(ctx, cudaMemset(r->d.part_re, 0, bytes));
+        if (r->imag_kernel) PK_CUDA(ctx, cudaMemset(r->d.part_im, 0, bytes));
+    } else {
+        PK_CUDA(ctx, cudaMemset(r->d.out_re, 0, b->pix * sizeof(double)));
+        PK_CUDA(ctx, cudaMemset(r->d.out_im, 0, b->pix * sizeof(double)));
+    }
+    return PK_OK;
+}
+
+/* One launch: visibilities [k0, k1) onto the band's pixels. */
+static void launch_batch(const dft_run *r, const band *b, size_t k0, size_t k1) {
+    const device_buffers *d = &r->d;
+    const pk_dft_job *job = r->job;
+    int n = r->n;
+    size_t n_vis = r->n_vis, pix = b->pix, p0 = b->p0;
+    if (r->kernel == K_NAIVE_F64) {
+        naive_f64<<<(unsigned)((pix + 255) / 256), 256>>>(d->u, d->v, d->w, d->re, d->im, (int)k0, (int)k1, n, (int)p0,
+                                                          (int)pix, job->cell, (double)job->sign, d->out_re, d->out_im);
+    } else if (r->kernel == K_NAIVE_F32) {
+        naive_f32<<<(unsigned)((pix + 255) / 256), 256>>>(d->f32, d->f32 + n_vis, d->f32 + 2 * n_vis,
+                                                          d->f32 + 3 * n_vis, d->f32 + 4 * n_vis, (int)k0, (int)k1, n,
+                                                          (int)p0, (int)pix, (float)job->cell, d->out_re, d->out_im);
+    } else if (r->kernel == K_USUAL_F32) {
+        size_t threads = (pix + USUAL_PIX - 1) / USUAL_PIX;
+        usual_f32<<<(unsigned)((threads + USUAL_THREADS - 1) / USUAL_THREADS), USUAL_THREADS>>>(
+            (const float4 *)d->f32, d->f32 + 4 * n_vis, (int)k0, (int)k1, n, (int)p0, (int)pix, (float)job->cell,
+            d->out_re, d->out_im);
+    } else {
+        tile_args a;
+        a.u = d->u, a.v = d->v, a.w = d->w, a.re = d->re, a.im = d->im, a.amp = d->amp, a.psi = d->psi;
+        a.n_vis = (int)n_vis, a.n = n, a.cell = job->cell, a.sign = (double)job->sign;
+        a.k_begin = (int)k0, a.k_end = (int)k1;
+        int len = (int)((k1 - k0 + (size_t)r->slices - 1) / (size_t)r->slices);
+        a.slice_len = (len + TILE_CHUNK - 1) / TILE_CHUNK * TILE_CHUNK;
+        a.part_re = d->part_re, a.part_im = d->part_im, a.pad_x = r->pad_x, a.pad_y = b->rows_pad;
+        a.row_base = b->y0;
+        dim3 grid((unsigned)(r->pad_x / TILE_COLS), (unsigned)(b->rows_pad / r->tile_rows), (unsigned)r->slices);
+        r->tile_kernel<<<grid, TILE_THREADS>>>(a);
+    }
+}
+
+/* The tile kernels' slices summed into the band's output images, timed. */
+static pk_status sum_band_slices(dft_run *r, const band *b) {
+    pk_context *ctx = r->ctx;
+    size_t pix = b->pix;
+    PK_CUDA(ctx, cudaEventRecord(r->ev0));
+    sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(r->d.part_re, r->slices, r->pad_x, b->rows_pad, r->n, b->rows,
+                                                       r->d.out_re);
+    if (r->imag_kernel)
+        sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(r->d.part_im, r->slices, r->pad_x, b->rows_pad, r->n,
+                                                           b->rows, r->d.out_im);
+    PK_CUDA(ctx, cudaGetLastError());
+    PK_CUDA(ctx, add_elapsed(r->ev0, r->ev1, &r->ms_total));
+    return PK_OK;
+}
+
+/* The band's images into the job's, at its first pixel. */
+static pk_status copy_band_back(dft_run *r, const band *b) {
+    pk_context *ctx = r->ctx;
+    const pk_dft_job *job = r->job;
+    PK_CUDA(ctx, cudaMemcpy(job->re + b->p0, r->d.out_re, b->pix * sizeof(double), cudaMemcpyDeviceToHost));
+    if (job->im) {
+        if (!r->imag_kernel) return pk_fail(ctx, PK_ERR_INTERNAL, "kernel %d computed no imaginary part", r->kernel);
+        PK_CUDA(ctx, cudaMemcpy(job->im + b->p0, r->d.out_im, b->pix * sizeof(double), cudaMemcpyDeviceToHost));
+    }
+    return PK_OK;
+}
+
+/* One band: the visibilities in batches of per_batch, one timed launch
+ * each with progress and cancellation after it, then the slices' sum and
+ * the copy back. */
+static pk_status make_band(dft_run *r, const band *b, size_t per_batch, pk_progress *progress) {
+    pk_context *ctx = r->ctx;
+    pk_status st = clear_band(r, b);
+    if (st != PK_OK) return st;
+    for (size_t k0 = 0; k0 < r->n_vis; k0 += per_batch) {
+        size_t k1 = k0 + per_batch < r->n_vis ? k0 + per_batch : r->n_vis;
+        PK_CUDA(ctx, cudaEventRecord(r->ev0));
+        launch_batch(r, b, k0, k1);
+        PK_CUDA(ctx, cudaGetLastError());
+        PK_CUDA(ctx, add_elapsed(r->ev0, r->ev1, &r->ms_total));
+        if (pk_progress_add(progress, (double)(k1 - k0) * (double)b->pix, 1))
+            return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    }
+    if (r->tile_kernel && (st = sum_band_slices(r, b)) != PK_OK) return st;
+    return copy_band_back(r, b);
+}
+
+/* The image, band after band. */
+static pk_status make_image(dft_run *r, pk_progress *progress) {
+    /* visibilities a launch: from the whole image, so that every pixel
+     * sums the same batches however the image is banded */
+    size_t per_batch = (size_t)(batch_terms(r->kernel) / (double)r->n_pix);
+    if (per_batch < 1024) per_batch = 1024;
+    int n = r->n;
+    for (int y0 = 0; y0 < n; y0 += r->band_rows) {
+        band b;
+        b.y0 = y0;
+        b.rows = n - y0 < r->band_rows ? n - y0 : r->band_rows;
+        b.rows_pad = (b.rows + r->tile_rows - 1) / r->tile_rows * r->tile_rows;
+        b.pix = (size_t)b.rows * n, b.p0 = (size_t)y0 * n;
+        pk_status st = make_band(r, &b, per_batch, progress);
+        if (st != PK_OK) return st;
+    }
+    return PK_OK;
+}
+
 extern "C" pk_status pk_dft_run_cuda(pk_context *ctx, int kernel, const pk_dft_job *job, pk_progress *progress,
                                      pk_dft_cuda_report *report) {
-    const pk_vis *vis = job->vis;
-    int n = (int)job->n;
-    size_t n_vis = vis->n, n_pix = job->n * job->n;
     memset(report, 0, sizeof *report);
     /* 2^30: a slice's end (its start plus up to n_vis) stays within int */
-    if (n_vis > ((size_t)1 << 30) || job->n > 46340)
+    if (job->vis->n > ((size_t)1 << 30) || job->n > 46340)
         return pk_fail(ctx, PK_ERR_INVALID,
                        "the CUDA backend takes at most 2^30 visibilities a run (more: split them over mpirun "
                        "ranks) and 46340 pixels a side");
-    pk_status st = PK_OK;
-    device_buffers d;
-    memset(&d, 0, sizeof d);
-    cudaEvent_t ev0 = NULL, ev1 = NULL;
-    double *host_tmp = NULL;
-    float *host_f32 = NULL;
-    int imag_kernel = kernel != K_FINAL_F32 && kernel != K_HYBRID_F32 ? 1 : job->want_imag;
-    int planes = imag_kernel ? 2 : 1;
-    int p_per_thread = 0;
-    tile_fn tk = tile_kernel_for(kernel, job->want_imag, &p_per_thread);
-    int slices = 1, pad_x = 0, tile_rows = 1, band_rows = n;
-    float ms_total = 0;
-    size_t vis_bytes = 0;
-    void *taken = NULL; /* pk_test_gpu_leave_free's */
-
-    if (!tk && kernel != K_NAIVE_F64 && kernel != K_NAIVE_F32 && kernel != K_USUAL_F32)
+    dft_run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx, r.kernel = kernel, r.job = job;
+    r.n = (int)job->n, r.n_vis = job->vis->n, r.n_pix = job->n * job->n;
+    r.imag_kernel = kernel != K_FINAL_F32 && kernel != K_HYBRID_F32 ? 1 : job->want_imag;
+    r.planes = r.imag_kernel ? 2 : 1;
+    r.tile_kernel = tile_kernel_for(kernel, job->want_imag, &r.p_per_thread);
+    r.slices = 1, r.tile_rows = 1, r.band_rows = r.n;
+    if (!r.tile_kernel && kernel != K_NAIVE_F64 && kernel != K_NAIVE_F32 && kernel != K_USUAL_F32)
         return pk_fail(ctx, PK_ERR_INVALID, "kernel %d is not a CUDA kernel", kernel);
+
+    pk_status st = PK_OK;
+    void *taken = NULL; /* pk_test_gpu_leave_free's */
     PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
-
-    if (tk) {
-        /* Slices: enough blocks for several full waves of the device, with
-         * the count chosen so that the last wave is nearly full. */
-        tile_rows = 4 * p_per_thread;
-        int tiles_x = (n + TILE_COLS - 1) / TILE_COLS, tiles_y = (n + tile_rows - 1) / tile_rows;
-        pad_x = tiles_x * TILE_COLS;
-        int dev = 0, sms = 1, per_sm = 1;
-        cudaGetDevice(&dev);
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-        PK_CUDA_GOTO(ctx, st, done, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tk, TILE_THREADS, 0));
-        if (per_sm < 1) per_sm = 1;
-        long slots = (long)sms * per_sm, tiles = (long)tiles_x * tiles_y;
-        double best_eff = 0;
-        for (int s = 1; s <= 64; s++) {
-            long blocks = tiles * s;
-            if ((size_t)s * TILE_CHUNK > n_vis && s > 1) break;
-            double waves = ceil((double)blocks / (double)slots);
-            double eff = (double)blocks / (waves * (double)slots);
-            if (blocks < 2 * slots) eff *= 0.9; /* one wave leaves SMs idle as blocks finish unevenly */
-            if (eff > best_eff + 0.01) best_eff = eff, slices = s;
-        }
-    }
-
-    /* Device memory: the visibilities, and for each image row its output
-     * and (tile kernels) the slices' partial rows. When the whole image
-     * does not fit in what the device has free (or the caller allows), it
-     * is made in bands of rows, one after another, with one slice. */
-    if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) vis_bytes = 5 * n_vis * sizeof(float);
-    else vis_bytes = (5 + (imag_kernel ? 0 : 2)) * n_vis * sizeof(double);
-    {
-        size_t free_b = 0, budget = device_budget(job->gpu_memory, &free_b);
-        double row_bytes = 0;
-        if (!size_bands(budget, vis_bytes, n, tile_rows, planes, tk != NULL, pad_x, &slices, &band_rows, &row_bytes)) {
-            st = no_room(ctx, n, n_vis, vis_bytes, row_bytes, tile_rows, job->gpu_memory, free_b);
-            goto done;
-        }
-    }
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&r.ev0));
+    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&r.ev1));
+    if (r.tile_kernel && (st = choose_slices(&r)) != PK_OK) goto done;
+    if ((st = plan_bands(&r)) != PK_OK) goto done;
     taken = pk_cuda_test_take();
-
-    if (kernel == K_NAIVE_F32 || kernel == K_USUAL_F32) {
-        /* float arrays, 2 pi s folded in: naive as u, v, w, re, im planes;
-         * usual as float4 (u, v, w, re) + im */
-        host_f32 = (float *)malloc(5 * n_vis * sizeof(float));
-        if (!host_f32) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        double f = PK_DFT_TWO_PI * job->sign;
-        for (size_t k = 0; k < n_vis; k++) {
-            float fu = (float)(f * vis->u[k]), fv = (float)(f * vis->v[k]), fw = (float)(f * vis->w[k]);
-            if (kernel == K_NAIVE_F32) {
-                host_f32[k] = fu, host_f32[n_vis + k] = fv, host_f32[2 * n_vis + k] = fw;
-                host_f32[3 * n_vis + k] = (float)vis->re[k], host_f32[4 * n_vis + k] = (float)vis->im[k];
-            } else {
-                host_f32[4 * k] = fu, host_f32[4 * k + 1] = fv, host_f32[4 * k + 2] = fw;
-                host_f32[4 * k + 3] = (float)vis->re[k];
-                host_f32[4 * n_vis + k] = (float)vis->im[k];
-            }
-        }
-        if ((st = vis_malloc(ctx, (void **)&d.f32, 5 * n_vis * sizeof(float), n_vis, vis_bytes)) != PK_OK) goto done;
-        PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(d.f32, host_f32, 5 * n_vis * sizeof(float), cudaMemcpyHostToDevice));
-    } else {
-        double **dst[5] = {&d.u, &d.v, &d.w, &d.re, &d.im};
-        const double *src[5] = {vis->u, vis->v, vis->w, vis->re, vis->im};
-        for (int c = 0; c < 5; c++) {
-            if ((st = vis_malloc(ctx, (void **)dst[c], n_vis * sizeof(double), n_vis, vis_bytes)) != PK_OK) goto done;
-            PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(*dst[c], src[c], n_vis * sizeof(double), cudaMemcpyHostToDevice));
-        }
-        if (!imag_kernel) {
-            host_tmp = (double *)malloc(2 * n_vis * sizeof(double));
-            if (!host_tmp) {
-                st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            for (size_t k = 0; k < n_vis; k++) pk_dft_polar(vis->re[k], vis->im[k], &host_tmp[k], &host_tmp[n_vis + k]);
-            if ((st = vis_malloc(ctx, (void **)&d.amp, 2 * n_vis * sizeof(double), n_vis, vis_bytes)) != PK_OK)
-                goto done;
-            d.psi = d.amp + n_vis;
-            PK_CUDA_GOTO(ctx, st, done,
-                         cudaMemcpy(d.amp, host_tmp, 2 * n_vis * sizeof(double), cudaMemcpyHostToDevice));
-        }
-    }
-
-    /* The image's buffers. The device's free memory can shrink between the
-     * sizing above and here (another process, or another rank on the same
-     * GPU, allocating meanwhile): when an allocation finds it full, the
-     * buffers are sized again from what is free now, at most half of what
-     * was just asked for (fewer slices, then thinner bands), until they fit
-     * or a band of one tile of rows does not. */
-    for (;;) {
-        size_t band_pix = (size_t)band_rows * n;
-        int band_pad = (band_rows + tile_rows - 1) / tile_rows * tile_rows;
-        size_t part_pix = tk ? (size_t)slices * pad_x * band_pad : 0;
-        cudaError_t err = cudaMalloc(&d.out_re, band_pix * sizeof(double));
-        if (err == cudaSuccess && imag_kernel) err = cudaMalloc(&d.out_im, band_pix * sizeof(double));
-        if (err == cudaSuccess && tk) err = cudaMalloc(&d.part_re, part_pix * sizeof(double));
-        if (err == cudaSuccess && tk && imag_kernel) err = cudaMalloc(&d.part_im, part_pix * sizeof(double));
-        size_t asked = (size_t)planes * (band_pix + part_pix) * sizeof(double);
-        if (err == cudaSuccess) {
-            report->gpu_bytes = vis_bytes + asked;
-            break;
-        }
-        if (err != cudaErrorMemoryAllocation) {
-            st = pk_fail(ctx, PK_ERR_CUDA, "cudaMalloc of the image's %zu bytes failed: %s", asked,
-                         cudaGetErrorString(err));
-            goto done;
-        }
-        cudaGetLastError();
-        double *band_bufs[] = {d.out_re, d.out_im, d.part_re, d.part_im};
-        for (int b = 0; b < 4; b++)
-            if (band_bufs[b]) cudaFree(band_bufs[b]);
-        d.out_re = d.out_im = d.part_re = d.part_im = NULL;
-        size_t free_b = 0, budget = device_budget(job->gpu_memory ? job->gpu_memory - vis_bytes : 0, &free_b);
-        if (budget > asked / 2) budget = asked / 2;
-        double row_bytes = 0;
-        if (!size_bands(budget, 0, n, tile_rows, planes, tk != NULL, pad_x, &slices, &band_rows, &row_bytes)) {
-            st = no_room(ctx, n, n_vis, vis_bytes, row_bytes, tile_rows, job->gpu_memory, free_b + vis_bytes);
-            goto done;
-        }
-    }
-    report->bands = (n + band_rows - 1) / band_rows;
-    {
-        /* visibilities a launch: from the whole image, so that every pixel
-         * sums the same batches however the image is banded */
-        size_t per_batch = (size_t)(batch_terms(kernel) / (double)n_pix);
-        if (per_batch < 1024) per_batch = 1024;
-        for (int y0 = 0; y0 < n; y0 += band_rows) {
-            int rows = n - y0 < band_rows ? n - y0 : band_rows;
-            int rows_pad = (rows + tile_rows - 1) / tile_rows * tile_rows;
-            size_t pix = (size_t)rows * n, p0 = (size_t)y0 * n;
-            if (tk) {
-                size_t bytes = (size_t)slices * pad_x * rows_pad * sizeof(double);
-                PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_re, 0, bytes));
-                if (imag_kernel) PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.part_im, 0, bytes));
-            } else {
-                PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_re, 0, pix * sizeof(double)));
-                PK_CUDA_GOTO(ctx, st, done, cudaMemset(d.out_im, 0, pix * sizeof(double)));
-            }
-            for (size_t k0 = 0; k0 < n_vis; k0 += per_batch) {
-                size_t k1 = k0 + per_batch < n_vis ? k0 + per_batch : n_vis;
-                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
-                if (kernel == K_NAIVE_F64) {
-                    naive_f64<<<(unsigned)((pix + 255) / 256), 256>>>(d.u, d.v, d.w, d.re, d.im, (int)k0, (int)k1, n,
-                                                                      (int)p0, (int)pix, job->cell, (double)job->sign,
-                                                                      d.out_re, d.out_im);
-                } else if (kernel == K_NAIVE_F32) {
-                    naive_f32<<<(unsigned)((pix + 255) / 256), 256>>>(
-                        d.f32, d.f32 + n_vis, d.f32 + 2 * n_vis, d.f32 + 3 * n_vis, d.f32 + 4 * n_vis, (int)k0, (int)k1,
-                        n, (int)p0, (int)pix, (float)job->cell, d.out_re, d.out_im);
-                } else if (kernel == K_USUAL_F32) {
-                    size_t threads = (pix + USUAL_PIX - 1) / USUAL_PIX;
-                    usual_f32<<<(unsigned)((threads + USUAL_THREADS - 1) / USUAL_THREADS), USUAL_THREADS>>>(
-                        (const float4 *)d.f32, d.f32 + 4 * n_vis, (int)k0, (int)k1, n, (int)p0, (int)pix,
-                        (float)job->cell, d.out_re, d.out_im);
-                } else {
-                    tile_args a;
-                    a.u = d.u, a.v = d.v, a.w = d.w, a.re = d.re, a.im = d.im, a.amp = d.amp, a.psi = d.psi;
-                    a.n_vis = (int)n_vis, a.n = n, a.cell = job->cell, a.sign = (double)job->sign;
-                    a.k_begin = (int)k0, a.k_end = (int)k1;
-                    int len = (int)((k1 - k0 + (size_t)slices - 1) / (size_t)slices);
-                    a.slice_len = (len + TILE_CHUNK - 1) / TILE_CHUNK * TILE_CHUNK;
-                    a.part_re = d.part_re, a.part_im = d.part_im, a.pad_x = pad_x, a.pad_y = rows_pad;
-                    a.row_base = y0;
-                    dim3 grid((unsigned)(pad_x / TILE_COLS), (unsigned)(rows_pad / tile_rows), (unsigned)slices);
-                    tk<<<grid, TILE_THREADS>>>(a);
-                }
-                PK_CUDA_LAUNCHED(ctx, st, done);
-                PK_CUDA_GOTO(ctx, st, done, add_elapsed(ev0, ev1, &ms_total));
-                if (pk_progress_add(progress, (double)(k1 - k0) * (double)pix, 1)) {
-                    st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-                    goto done;
-                }
-            }
-            if (tk) {
-                PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
-                sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(d.part_re, slices, pad_x, rows_pad, n, rows,
-                                                                   d.out_re);
-                if (imag_kernel)
-                    sum_slices<<<(unsigned)((pix + 255) / 256), 256>>>(d.part_im, slices, pad_x, rows_pad, n, rows,
-                                                                       d.out_im);
-                PK_CUDA_LAUNCHED(ctx, st, done);
-                PK_CUDA_GOTO(ctx, st, done, add_elapsed(ev0, ev1, &ms_total));
-            }
-            PK_CUDA_GOTO(ctx, st, done,
-                         cudaMemcpy(job->re + p0, d.out_re, pix * sizeof(double), cudaMemcpyDeviceToHost));
-            if (job->im) {
-                if (!imag_kernel) {
-                    st = pk_fail(ctx, PK_ERR_INTERNAL, "kernel %d computed no imaginary part", kernel);
-                    goto done;
-                }
-                PK_CUDA_GOTO(ctx, st, done,
-                             cudaMemcpy(job->im + p0, d.out_im, pix * sizeof(double), cudaMemcpyDeviceToHost));
-            }
-        }
-    }
-    report->kernel_ms = ms_total;
+    if ((st = upload_vis(&r)) != PK_OK) goto done;
+    if ((st = alloc_band_buffers(&r, report)) != PK_OK) goto done;
+    report->bands = (r.n + r.band_rows - 1) / r.band_rows;
+    if ((st = make_image(&r, progress)) != PK_OK) goto done;
+    report->kernel_ms = r.ms_total;
 done:
-    free(host_tmp);
-    free(host_f32);
-    free_buffers(&d);
+    free_buffers(&r.d);
     if (taken) cudaFree(taken);
-    if (ev0) cudaEventDestroy(ev0);
-    if (ev1) cudaEventDestroy(ev1);
+    if (r.ev0) cudaEventDestroy(r.ev0);
+    if (r.ev1) cudaEventDestroy(r.ev1);
     return st;
 }
