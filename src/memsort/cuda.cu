@@ -689,15 +689,58 @@ static uint32_t make_pieces(uint64_t n, uint32_t *piece_start) {
     return p;
 }
 
-static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
-                          uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress) {
+/* The instance tables of reserve_tables, as host or device arrays: ten
+ * arrays of n_inst + 1 words (stride), then the chunk starts. */
+struct instance_table {
+    uint32_t *start, *end, *index, *runs_off;
+    uint32_t *owned_start, *owned_rows, *owned_gid; /* the owned instances */
+    uint32_t *seg_start, *seg_rows, *seg_out;       /* the owned segments */
+    uint32_t *chunk_start;
+};
+
+static instance_table table_arrays(uint32_t *base, uint32_t stride) {
+    instance_table t;
+    t.start = base, t.end = t.start + stride, t.index = t.end + stride;
+    t.runs_off = t.index + stride;
+    uint32_t *owned = t.runs_off + stride;
+    t.owned_start = owned, t.owned_rows = owned + stride, t.owned_gid = owned + 2 * stride;
+    t.seg_start = owned + 3 * stride, t.seg_rows = owned + 4 * stride, t.seg_out = owned + 5 * stride;
+    t.chunk_start = owned + 6 * stride;
+    return t;
+}
+
+/* One call of run_cuda: its inputs, the layout the kernels read, and what
+ * each step hands to the next. The steps run in the order run_cuda calls
+ * them, and each queues its work on the state's streams in the order
+ * written: the overlap of upload, compute and download depends on both. */
+struct memsort_run {
+    pk_context *ctx;
+    const pk_memsort_regions *regions;
+    const pk_memsort_trace *trace;
+    uint32_t n_workers, worker;
+    pk_memsort_result *result;
+    cuda_state *s;
     pk_memsort_layout layout;
-    pk_memsort_layout_make(regions, &layout);
-    const uint64_t n = trace->n_entries;
-    const uint32_t n_chunks = trace->n_chunks;
-    cuda_state *s = NULL;
-    pk_status st = state_get(ctx, result, &s);
-    if (st) return st;
+    dev_layout L;
+    uint64_t n;
+    uint32_t n_chunks;
+    uint32_t n_pieces;
+    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS];
+    uint32_t n_inst, n_owned;
+    uint32_t stride;            /* of the instance tables: n_inst + 1 */
+    instance_table host, dev;   /* s->h_table and s->d_start */
+    uint64_t n_values, n_pairs; /* owned rows; (piece, owned segment) pairs */
+    uint32_t n_seg, max_rows;   /* owned segments; rows of the largest owned instance */
+    uint64_t n_runs;
+};
+
+/* The device buffers for the trace; the run's estimated need and what is
+ * free go into the state for the message of an allocation that fails. */
+static pk_status reserve_for_trace(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const pk_memsort_layout &layout = run->layout;
+    const uint64_t n = run->n;
     s->device_full = 0;
     {
         size_t free_b = 0, total_b = 0;
@@ -708,9 +751,14 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         s->need_bytes = need;
         s->free_bytes = (uint64_t)free_b + s->device_bytes;
     }
-    if ((st = reserve_trace(ctx, s, n, layout.n_compact, layout.key_bits)) != PK_OK) return st;
+    return reserve_trace(ctx, s, n, layout.n_compact, layout.key_bits);
+}
 
-    dev_layout L;
+/* The regions as the kernels read them; inst_base and region_start follow
+ * in build_instances. */
+static void make_dev_layout(memsort_run *run) {
+    const pk_memsort_layout &layout = run->layout;
+    dev_layout &L = run->L;
     memset(&L, 0, sizeof L);
     L.n_regions = layout.n_regions;
     for (uint32_t r = 0; r < layout.n_regions; r++) {
@@ -720,11 +768,19 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
     }
     for (uint32_t r = 0; r <= layout.n_regions; r++) L.compact_base[r] = layout.compact_base[r];
     L.n_compact = layout.n_compact;
-    L.n_workers = n_workers;
-    L.worker = worker;
+    L.n_workers = run->n_workers;
+    L.worker = run->worker;
+}
 
-    /* 1. upload in pieces; each piece is sorted and ranked once it is there */
-    const uint32_t n_pieces = make_pieces(n, s->h_pieces);
+/* 1a. The trace up in pieces on the copy stream, an event after each; the
+ * compute stream starts with the piece table and cleared histogram. */
+static pk_status upload_pieces(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const pk_memsort_layout &layout = run->layout;
+    const pk_memsort_trace *trace = run->trace;
+    pk_status st = PK_OK;
+    const uint32_t n_pieces = run->n_pieces = make_pieces(run->n, s->h_pieces);
     if ((st = piece_events(ctx, s, n_pieces)) != PK_OK) return st;
     PK_CUDA(ctx, cudaEventRecord(s->ev_start, s->s_copy));
     PK_CUDA(ctx, cudaStreamWaitEvent(s->s_comp, s->ev_start, 0));
@@ -738,6 +794,17 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         PK_CUDA(ctx, cudaEventRecord(s->ev_piece[p], s->s_copy));
     }
     PK_CUDA(ctx, cudaEventRecord(s->ev_uploaded, s->s_copy));
+    return PK_OK;
+}
+
+/* 1b. Each piece, once it is there: compact, sort and rank on the compute
+ * stream. */
+static pk_status sort_pieces(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const pk_memsort_layout &layout = run->layout;
+    const dev_layout &L = run->L;
+    const uint32_t n_pieces = run->n_pieces;
     for (uint32_t p = 0; p < n_pieces; p++) {
         uint32_t b = s->h_pieces[p], len = s->h_pieces[p + 1] - b;
         if (len == 0) continue;
@@ -758,32 +825,55 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         rank_kernel<<<grid, THREADS, 0, s->s_comp>>>(s->d_key + b, s->d_run_start, len, s->d_prev, s->d_rel + b);
         PK_CUDA(ctx, cudaGetLastError());
     }
+    return PK_OK;
+}
 
-    /* 2. offsets of every address, run positions; region sizes back to the host */
-    {
-        size_t temp = s->temp_bytes;
-        PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, s->d_hist, s->d_offset, (int)layout.n_compact + 1,
-                                                   s->s_comp));
-        boundaries_kernel<<<1, 32, 0, s->s_comp>>>(s->d_offset, L, s->d_small);
-        PK_CUDA(ctx, cudaGetLastError());
-        PK_CUDA(ctx, cudaMemcpyAsync(s->h_small, s->d_small, 64 * 4, cudaMemcpyDeviceToHost, s->s_comp));
-        PK_CUDA(ctx, cudaEventRecord(s->ev_small, s->s_comp));
-        /* run positions while the host reads the region sizes (hist[n_compact] is 0) */
-        temp = s->temp_bytes;
-        PK_CUDA(ctx,
-                cub::DeviceScan::ExclusiveSum(s->d_temp, temp, thrust::make_transform_iterator(s->d_hist, nonzero_op()),
-                                              s->d_nzpos, (int)layout.n_compact + 1, s->s_comp));
-        PK_CUDA(ctx, cudaEventSynchronize(s->ev_small));
-    }
+/* 2. Offsets of every address, run positions; region sizes back to the
+ * host (waited for here). */
+static pk_status scan_offsets(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const pk_memsort_layout &layout = run->layout;
+    const dev_layout &L = run->L;
+    size_t temp = s->temp_bytes;
+    PK_CUDA(ctx, cub::DeviceScan::ExclusiveSum(s->d_temp, temp, s->d_hist, s->d_offset, (int)layout.n_compact + 1,
+                                               s->s_comp));
+    boundaries_kernel<<<1, 32, 0, s->s_comp>>>(s->d_offset, L, s->d_small);
+    PK_CUDA(ctx, cudaGetLastError());
+    PK_CUDA(ctx, cudaMemcpyAsync(s->h_small, s->d_small, 64 * 4, cudaMemcpyDeviceToHost, s->s_comp));
+    PK_CUDA(ctx, cudaEventRecord(s->ev_small, s->s_comp));
+    /* run positions while the host reads the region sizes (hist[n_compact] is 0) */
+    temp = s->temp_bytes;
+    PK_CUDA(ctx,
+            cub::DeviceScan::ExclusiveSum(s->d_temp, temp, thrust::make_transform_iterator(s->d_hist, nonzero_op()),
+                                          s->d_nzpos, (int)layout.n_compact + 1, s->s_comp));
+    PK_CUDA(ctx, cudaEventSynchronize(s->ev_small));
+    return PK_OK;
+}
+
+/* The instances from the region sizes (an entry the GPU found bad is
+ * reported by the host's check), each region's first instance and row for
+ * the kernels, and the instance tables reserved. */
+static pk_status build_instances(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const pk_memsort_layout &layout = run->layout;
+    dev_layout &L = run->L;
+    const pk_memsort_regions *regions = run->regions;
+    const pk_memsort_trace *trace = run->trace;
+    pk_memsort_result *result = run->result;
+    uint64_t *region_entries = run->region_entries;
+    const uint32_t n_chunks = run->n_chunks;
+    pk_status st = PK_OK;
     if (s->h_small[0] != UINT32_MAX) {
         st = pk_memsort_trace_check(ctx, regions, trace);
         return st ? st : pk_fail(ctx, PK_ERR_INTERNAL, "the GPU found a bad entry the check did not");
     }
-    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS] = {0};
     for (uint32_t r = 0; r < layout.n_regions; r++) region_entries[r] = s->h_small[2 + r] - s->h_small[1 + r];
-    if ((st = pk_memsort_instances_build(ctx, &layout, regions, trace, region_entries, n_workers, worker, result)))
+    if ((st = pk_memsort_instances_build(ctx, &layout, regions, trace, region_entries, run->n_workers, run->worker,
+                                         result)))
         return st;
-    const uint32_t n_inst = result->n_instances, n_owned = result->n_owned;
+    const uint32_t n_inst = run->n_inst = result->n_instances, n_owned = run->n_owned = result->n_owned;
     {
         uint32_t g = 0;
         for (uint32_t r = 0; r < layout.n_regions; r++) {
@@ -792,18 +882,29 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
             g += (uint32_t)((region_entries[r] + layout.instance_entries[r] - 1) / layout.instance_entries[r]);
         }
         L.inst_base[layout.n_regions] = g;
-        L.region_start[layout.n_regions] = (uint32_t)n;
+        L.region_start[layout.n_regions] = (uint32_t)run->n;
     }
-    if ((st = reserve_tables(ctx, s, n_inst, (uint64_t)n_owned * n_chunks, 0)) != PK_OK) return st;
+    return reserve_tables(ctx, s, n_inst, (uint64_t)n_owned * n_chunks, 0);
+}
 
-    /* 3. the instance table: every instance, the owned ones, and the owned
-     * segments (owned neighbours merged) */
-    const uint32_t stride = n_inst + 1;
-    uint32_t *h_start = s->h_table, *h_end = h_start + stride, *h_index = h_end + stride;
-    uint32_t *h_runs_off = h_index + stride, *h_owned = h_runs_off + stride;
-    uint32_t *h_owned_start = h_owned, *h_owned_rows = h_owned + stride, *h_owned_gid = h_owned + 2 * stride;
-    uint32_t *h_seg_start = h_owned + 3 * stride, *h_seg_rows = h_owned + 4 * stride, *h_seg_out = h_owned + 5 * stride;
-    uint32_t *h_chunk_start = h_owned + 6 * stride;
+/* 3. The instance table on the host: every instance, the owned ones, and
+ * the owned segments (owned neighbours merged); the result's values and
+ * counts and the scatter bounds reserved. */
+static pk_status fill_instance_table(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const dev_layout &L = run->L;
+    const pk_memsort_trace *trace = run->trace;
+    pk_memsort_result *result = run->result;
+    const uint32_t n_chunks = run->n_chunks, n_inst = run->n_inst, n_owned = run->n_owned;
+    pk_status st = PK_OK;
+    const uint32_t stride = run->stride = n_inst + 1;
+    run->host = table_arrays(s->h_table, stride);
+    uint32_t *h_start = run->host.start, *h_end = run->host.end, *h_index = run->host.index;
+    uint32_t *h_owned_start = run->host.owned_start, *h_owned_rows = run->host.owned_rows;
+    uint32_t *h_owned_gid = run->host.owned_gid;
+    uint32_t *h_seg_start = run->host.seg_start, *h_seg_rows = run->host.seg_rows, *h_seg_out = run->host.seg_out;
+    uint32_t *h_chunk_start = run->host.chunk_start;
     uint64_t n_values = 0;
     uint32_t n_seg = 0, max_rows = 0;
     for (uint32_t g = 0, o = 0; g < n_inst; g++) {
@@ -829,15 +930,23 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         o++;
     }
     for (uint32_t c = 0; c <= n_chunks; c++) h_chunk_start[c] = (uint32_t)trace->chunk_start[c];
+    run->n_values = n_values, run->n_seg = n_seg, run->max_rows = max_rows;
     if ((st = pk_memsort_result_reserve(ctx, result, 0, n_values, (uint64_t)n_owned * n_chunks, 1)) != PK_OK) return st;
-    const uint64_t n_pairs = (uint64_t)n_pieces * n_seg; /* (piece, owned segment) */
+    const uint64_t n_pairs = run->n_pairs = (uint64_t)run->n_pieces * n_seg; /* (piece, owned segment) */
     if ((st = reserve_bounds(ctx, s, n_pairs)) != PK_OK) return st;
-    uint32_t *d_start = s->d_start, *d_end = d_start + stride, *d_index = d_end + stride;
-    uint32_t *d_runs_off = d_index + stride, *d_owned = d_runs_off + stride;
-    uint32_t *d_owned_start = d_owned, *d_owned_rows = d_owned + stride, *d_owned_gid = d_owned + 2 * stride;
-    uint32_t *d_seg_start = d_owned + 3 * stride, *d_seg_rows = d_owned + 4 * stride, *d_seg_out = d_owned + 5 * stride;
-    uint32_t *d_chunk_start = d_owned + 6 * stride;
-    /* one copy for the whole table (runs_off is filled in later) */
+    run->dev = table_arrays(s->d_start, stride);
+    return PK_OK;
+}
+
+/* The table up in one copy (runs_off is filled in later), then each
+ * instance's addresses and run count; ev_addr marks their copy back. */
+static pk_status plan_addresses(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const dev_layout &L = run->L;
+    const uint32_t n_chunks = run->n_chunks, n_inst = run->n_inst, stride = run->stride;
+    uint32_t *h_start = run->host.start;
+    uint32_t *d_start = run->dev.start, *d_end = run->dev.end;
     PK_CUDA(ctx, cudaMemcpyAsync(d_start, h_start, ((size_t)stride * 10 + n_chunks + 1) * 4, cudaMemcpyHostToDevice,
                                  s->s_comp));
     if (n_inst) {
@@ -848,9 +957,17 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
                                      s->s_comp));
     }
     PK_CUDA(ctx, cudaEventRecord(s->ev_addr, s->s_comp));
+    return PK_OK;
+}
 
-    /* 4. the owned rows only: per (piece, segment) the index range that
-     * lands there, then the scatter */
+/* 4. The owned rows only: per (piece, segment) the index range that lands
+ * there, then the scatter; ev_scattered marks them in place. */
+static pk_status scatter_owned_rows(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const uint32_t n_pieces = run->n_pieces, n_seg = run->n_seg;
+    const uint64_t n_pairs = run->n_pairs, n_values = run->n_values;
+    uint32_t *d_seg_start = run->dev.seg_start, *d_seg_rows = run->dev.seg_rows, *d_seg_out = run->dev.seg_out;
     if (n_pairs) {
         range_bounds_kernel<<<(unsigned)((n_pairs + 127) / 128), 128, 0, s->s_comp>>>(
             s->d_pieces, n_pieces, d_seg_start, d_seg_rows, n_seg, s->d_key, s->d_rel, s->d_offset, s->d_bounds);
@@ -863,8 +980,18 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         PK_CUDA(ctx, cudaGetLastError());
     }
     PK_CUDA(ctx, cudaEventRecord(s->ev_scattered, s->s_comp));
+    return PK_OK;
+}
 
-    /* the plans of all instances on the (now idle) upload stream */
+/* The plans of all instances on the (now idle) upload stream, after
+ * ev_addr; ev_plan marks them done. */
+static pk_status plan_instances(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const dev_layout &L = run->L;
+    const uint32_t n_chunks = run->n_chunks, n_inst = run->n_inst, n_pieces = run->n_pieces;
+    uint32_t *d_start = run->dev.start, *d_end = run->dev.end, *d_index = run->dev.index;
+    uint32_t *d_chunk_start = run->dev.chunk_start;
     if (n_inst) {
         PK_CUDA(ctx, cudaStreamWaitEvent(s->s_copy, s->ev_addr, 0));
         plan_warp_kernel<<<(n_inst + 3) / 4, 128, 0, s->s_copy>>>(d_start, d_end, d_index, n_inst, L, s->d_offset,
@@ -873,14 +1000,31 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         PK_CUDA(ctx, cudaGetLastError());
     }
     PK_CUDA(ctx, cudaEventRecord(s->ev_plan, s->s_copy));
+    return PK_OK;
+}
 
-    /* owned rows down as soon as they are in place */
+/* Owned rows down on the download stream as soon as they are in place;
+ * ev_down marks them arrived. */
+static pk_status download_values(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    pk_memsort_result *result = run->result;
+    const uint64_t n_values = run->n_values;
     PK_CUDA(ctx, cudaStreamWaitEvent(s->s_down, s->ev_scattered, 0));
     if (n_values)
         PK_CUDA(ctx,
                 cudaMemcpyAsync(result->values, s->d_sorted, (size_t)n_values * 4, cudaMemcpyDeviceToHost, s->s_down));
     PK_CUDA(ctx, cudaEventRecord(s->ev_down, s->s_down));
+    return PK_OK;
+}
 
+/* Each owned instance's rows per chunk, on the compute stream. */
+static pk_status count_chunks(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const uint32_t n_chunks = run->n_chunks, n_owned = run->n_owned, max_rows = run->max_rows;
+    uint32_t *d_owned_start = run->dev.owned_start, *d_owned_rows = run->dev.owned_rows;
+    uint32_t *d_chunk_start = run->dev.chunk_start;
     if (n_owned) {
         PK_CUDA(ctx, cudaMemsetAsync(s->d_counts, 0, (size_t)n_owned * n_chunks * 4, s->s_comp));
         dim3 grid((unsigned)(((uint64_t)max_rows + COUNT_TILE - 1) / COUNT_TILE), n_owned < 65535 ? n_owned : 65535);
@@ -889,8 +1033,19 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
                                                                d_chunk_start, n_chunks, s->d_counts);
         PK_CUDA(ctx, cudaGetLastError());
     }
+    return PK_OK;
+}
 
-    /* 5. run counts from the first round trip: the runs of owned instances */
+/* 5. Run counts from the first round trip (waits for ev_addr): the runs of
+ * owned instances, with room for them on the device and in the result. */
+static pk_status count_runs(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    pk_memsort_result *result = run->result;
+    const uint32_t n_chunks = run->n_chunks, n_inst = run->n_inst, n_owned = run->n_owned;
+    const uint64_t n_values = run->n_values;
+    uint32_t *h_runs_off = run->host.runs_off;
+    pk_status st = PK_OK;
     PK_CUDA(ctx, cudaEventSynchronize(s->ev_addr));
     uint64_t n_runs = 0;
     for (uint32_t g = 0; g < n_inst; g++) {
@@ -901,11 +1056,27 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         in->n_runs = s->h_plan[g].n_runs;
         n_runs += in->n_runs;
     }
+    run->n_runs = n_runs;
     if ((st = reserve_tables(ctx, s, n_inst, (uint64_t)n_owned * n_chunks, n_runs)) != PK_OK) return st;
     if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n_values, (uint64_t)n_owned * n_chunks, 1)) != PK_OK)
         return st;
     result->n_runs = n_runs;
     result->n_values = n_values;
+    return PK_OK;
+}
+
+/* The owned runs, then the counts, runs and plans back to the host; waits
+ * for everything, downloads included (ev_end). */
+static pk_status copy_results_back(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    const dev_layout &L = run->L;
+    pk_memsort_result *result = run->result;
+    const uint32_t n_chunks = run->n_chunks, n_inst = run->n_inst, n_owned = run->n_owned;
+    const uint64_t n_runs = run->n_runs;
+    uint32_t *h_runs_off = run->host.runs_off;
+    uint32_t *d_start = run->dev.start, *d_end = run->dev.end, *d_runs_off = run->dev.runs_off;
+    uint32_t *d_owned_gid = run->dev.owned_gid;
     if (n_owned) {
         PK_CUDA(ctx, cudaMemcpyAsync(d_runs_off, h_runs_off, (size_t)n_inst * 4, cudaMemcpyHostToDevice, s->s_comp));
         dim3 grid(2048 / n_owned + 1, n_owned < 65535 ? n_owned : 65535);
@@ -926,8 +1097,14 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
     PK_CUDA(ctx, cudaEventRecord(s->ev_end, s->s_comp));
     PK_CUDA(ctx, cudaEventSynchronize(s->ev_end));
     PK_CUDA(ctx, cudaGetLastError());
+    return PK_OK;
+}
 
-    for (uint32_t g = 0; g < n_inst; g++) {
+/* The plans into the result's instances. */
+static void read_plans(memsort_run *run) {
+    pk_memsort_result *result = run->result;
+    const cuda_state *s = run->s;
+    for (uint32_t g = 0; g < run->n_inst; g++) {
         pk_memsort_instance *in = &result->instances[g];
         const dev_plan *p = &s->h_plan[g];
         in->first_addr = p->first_addr;
@@ -942,6 +1119,15 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
         in->prev_addr = p->prev_addr;
         in->prev_value = p->prev_value;
     }
+}
+
+/* The run's times and traffic into the result's stats. */
+static pk_status record_stats(memsort_run *run) {
+    pk_context *ctx = run->ctx;
+    cuda_state *s = run->s;
+    pk_memsort_result *result = run->result;
+    const uint64_t n = run->n, n_values = run->n_values, n_runs = run->n_runs;
+    const uint32_t n_chunks = run->n_chunks, n_inst = run->n_inst, n_owned = run->n_owned;
     float ms = 0, up = 0;
     PK_CUDA(ctx, cudaEventElapsedTime(&ms, s->ev_start, s->ev_end));
     PK_CUDA(ctx, cudaEventElapsedTime(&up, s->ev_start, s->ev_uploaded));
@@ -950,7 +1136,40 @@ static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, co
     result->stats.device_bytes = s->device_bytes;
     result->stats.pcie_bytes =
         4 * n + 4 * n_values + 8 * n_runs + 4ull * n_owned * n_chunks + (uint64_t)n_inst * sizeof(dev_plan) * 2;
-    if (pk_progress_add(progress, (double)n, 1)) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    return PK_OK;
+}
+
+/* The steps in order (see memsort_run); each returns at its first error,
+ * and the state keeps what it holds for the next run or
+ * pk_memsort_cuda_state_free. */
+static pk_status run_cuda(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
+                          uint32_t n_workers, uint32_t worker, pk_memsort_result *result, pk_progress *progress) {
+    memsort_run run;
+    memset(&run, 0, sizeof run);
+    run.ctx = ctx, run.regions = regions, run.trace = trace;
+    run.n_workers = n_workers, run.worker = worker, run.result = result;
+    pk_memsort_layout_make(regions, &run.layout);
+    run.n = trace->n_entries;
+    run.n_chunks = trace->n_chunks;
+    pk_status st = state_get(ctx, result, &run.s);
+    if (st) return st;
+    if ((st = reserve_for_trace(&run)) != PK_OK) return st;
+    make_dev_layout(&run);
+    if ((st = upload_pieces(&run)) != PK_OK) return st;
+    if ((st = sort_pieces(&run)) != PK_OK) return st;
+    if ((st = scan_offsets(&run)) != PK_OK) return st;
+    if ((st = build_instances(&run)) != PK_OK) return st;
+    if ((st = fill_instance_table(&run)) != PK_OK) return st;
+    if ((st = plan_addresses(&run)) != PK_OK) return st;
+    if ((st = scatter_owned_rows(&run)) != PK_OK) return st;
+    if ((st = plan_instances(&run)) != PK_OK) return st;
+    if ((st = download_values(&run)) != PK_OK) return st;
+    if ((st = count_chunks(&run)) != PK_OK) return st;
+    if ((st = count_runs(&run)) != PK_OK) return st;
+    if ((st = copy_results_back(&run)) != PK_OK) return st;
+    read_plans(&run);
+    if ((st = record_stats(&run)) != PK_OK) return st;
+    if (pk_progress_add(progress, (double)run.n, 1)) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     return PK_OK;
 }
 
