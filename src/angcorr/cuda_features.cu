@@ -311,6 +311,268 @@ static double job_pairs(const pk_feature_job *job) {
     return pairs;
 }
 
+/* One batch on its way through pk_angcorr_cuda_feature_batch: its inputs,
+ * the launch shape, the arena's layout (byte offsets; the inputs end at
+ * in_bytes, the outputs at bytes) and the buffers it owns. */
+struct FeatureBatch {
+    pk_context *ctx;
+    pk_feature_job *jobs;
+    size_t n_jobs;
+    const pk_bins *bins;
+    const pk_edge_table *table;
+    int weighted, mean_theta;
+    size_t n_slots, smem;
+    size_t n_blocks;               /* persistent blocks that fit the device */
+    uint32_t item_cols, item_rows; /* the largest item */
+    double pairs;                  /* of every job's units */
+    size_t n_items;
+    size_t *job_first; /* [n_jobs + 1] each job's first item */
+    FeatureJob *fj;    /* [n_jobs] the jobs as the device reads them */
+    StageTable staged;
+    size_t in_bytes, bytes, at_slots, at_fp64, at_w, at_t;
+    size_t at_thr, at_cells, at_lo, at_hi, at_jobs, at_items, at_item_job;
+    unsigned char *host_io; /* the inputs staged for the device, then the outputs read back */
+    uint4 *items;           /* in host_io */
+    void *arena;
+    cudaEvent_t ev0, ev1;
+    float ms;
+};
+
+/* The kernel's shared memory, and as many persistent blocks as fit the
+ * device with it. */
+static pk_status fit_blocks(FeatureBatch *b) {
+    pk_context *ctx = b->ctx;
+    PK_CUDA(ctx, cudaSetDevice(ctx ? ctx->cuda_device : 0));
+    PK_CUDA(ctx, cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)b->smem));
+    int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
+    PK_CUDA(ctx, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
+    PK_CUDA(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, b->smem));
+    if (per_sm < 1) per_sm = 1;
+    b->n_blocks = (size_t)n_sm * (size_t)per_sm;
+    return PK_OK;
+}
+
+/* An item: some of a unit's rows (at most 256) against a column range of at
+ * most FEATURE_ITEM_COLS, so that it holds at most 2^24 pairs; the ranges
+ * cut in halves (down to 64 columns), then the rows (down to 32), while an
+ * item would still hold an eighth of a block's share of the batch's pairs
+ * or more (four to eight items a block, as cut), so that a small count (a
+ * jackknife patch pair of a few thousand objects) still fills the device. */
+static void size_items(FeatureBatch *b) {
+    for (size_t k = 0; k < b->n_jobs; k++) b->pairs += job_pairs(&b->jobs[k]);
+    double want = b->pairs / (8.0 * (double)b->n_blocks);
+    while (b->item_cols > 64 && 256.0 * b->item_cols / 2 >= want) b->item_cols /= 2;
+    while (b->item_rows > 32 && (double)b->item_rows * b->item_cols / 2 >= want) b->item_rows /= 2;
+}
+
+/* The host tables of the batch, and each job's first item. */
+static pk_status count_items(FeatureBatch *b) {
+    pk_context *ctx = b->ctx;
+    size_t n_jobs = b->n_jobs;
+    b->job_first = (size_t *)malloc((n_jobs + 1) * sizeof(size_t));
+    b->fj = (FeatureJob *)calloc(n_jobs, sizeof(FeatureJob));
+    b->staged.cap = 16;
+    while (b->staged.cap < 4 * n_jobs) b->staged.cap *= 2;
+    b->staged.at = (StagedGrid *)calloc(b->staged.cap, sizeof(StagedGrid));
+    if (!b->job_first || !b->fj || !b->staged.at) return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < n_jobs; k++) {
+        b->job_first[k] = b->n_items;
+        b->n_items += job_items(&b->jobs[k], b->item_rows, b->item_cols, NULL);
+    }
+    b->job_first[n_jobs] = b->n_items;
+    if (b->n_items > (size_t)INT32_MAX)
+        return pk_fail(ctx, PK_ERR_UNSUPPORTED, "a batch of %zu work items is too large for the device", b->n_items);
+    return PK_OK;
+}
+
+/* The arena's layout: inputs (the tables, each staged grid once, the jobs,
+ * the items), then outputs; and each job's place in it. */
+static pk_status lay_out_arena(FeatureBatch *b) {
+    const pk_edge_table *table = b->table;
+    size_t n_jobs = b->n_jobs, n_items = b->n_items, n_slots = b->n_slots;
+    size_t at = 0;
+    b->at_thr = arena_take(&at, (size_t)table->n_bounds * sizeof(double));
+    b->at_cells = arena_take(&at, (size_t)table->n_cells * sizeof(int));
+    b->at_lo = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
+    b->at_hi = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
+    for (size_t k = 0; k < n_jobs; k++) {
+        const pk_feature_job *job = &b->jobs[k];
+        const int autocorr = job->b == NULL;
+        const StagedGrid *sa = stage_find(&b->staged, job->a, job->wa, &job->ga, &at);
+        const StagedGrid *sb = autocorr ? sa : stage_find(&b->staged, job->b, job->wb, &job->gb, &at);
+        if (!sa || !sb) return pk_fail(b->ctx, PK_ERR_INTERNAL, "the batch's table of staged catalogs is full");
+        FeatureJob *d = &b->fj[k];
+        d->pa = sa->p_at / sizeof(float4), d->pb = sb->p_at / sizeof(float4);
+        d->a64 = sa->v_at / sizeof(double), d->b64 = sb->v_at / sizeof(double);
+        d->wa = sa->grid->w ? sa->w_at / sizeof(double) : NO_WEIGHTS;
+        d->wb = sb->grid->w ? sb->w_at / sizeof(double) : NO_WEIGHTS;
+        d->na = (unsigned)sa->grid->n, d->nb = (unsigned)sb->grid->n;
+        d->autocorr = autocorr;
+    }
+    b->at_jobs = arena_take(&at, n_jobs * sizeof(FeatureJob));
+    b->at_items = arena_take(&at, n_items * sizeof(uint4));
+    b->at_item_job = arena_take(&at, n_items * sizeof(unsigned));
+    b->in_bytes = at;
+    b->at_slots = arena_take(&at, n_jobs * n_slots * sizeof(unsigned long long));
+    b->at_fp64 = arena_take(&at, n_jobs * sizeof(unsigned long long));
+    b->at_w = arena_take(&at, b->weighted ? n_jobs * n_slots * sizeof(double) : 0);
+    b->at_t = arena_take(&at, b->mean_theta ? n_jobs * n_slots * sizeof(double) : 0);
+    b->bytes = at;
+    return PK_OK;
+}
+
+/* The inputs into the host staging, laid out as in the arena. */
+static pk_status stage_inputs(FeatureBatch *b) {
+    const pk_edge_table *table = b->table;
+    b->host_io = (unsigned char *)malloc(b->bytes);
+    if (!b->host_io)
+        return pk_fail(b->ctx, PK_ERR_NOMEM, "out of memory for a batch of %zu counts (%zu bytes)", b->n_jobs,
+                       b->bytes);
+    unsigned char *host_io = b->host_io;
+    memcpy(host_io + b->at_thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double));
+    memcpy(host_io + b->at_cells, table->cell_slot, (size_t)table->n_cells * sizeof(int));
+    memcpy(host_io + b->at_lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float));
+    memcpy(host_io + b->at_hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float));
+    uint4 *items = b->items = (uint4 *)(host_io + b->at_items);
+    unsigned *item_job = (unsigned *)(host_io + b->at_item_job);
+    const StageTable *staged = &b->staged;
+    for (size_t e = 0; e < staged->cap; e++)
+        if (staged->at[e].grid)
+            stage_grid(staged->at[e].grid, host_io, staged->at[e].p_at, staged->at[e].v_at, staged->at[e].w_at);
+    for (size_t k = 0; k < b->n_jobs; k++) {
+        const pk_feature_job *job = &b->jobs[k];
+        size_t made = job_items(job, b->item_rows, b->item_cols, items + b->job_first[k]);
+        for (size_t q = 0; q < made; q++) item_job[b->job_first[k] + q] = (unsigned)k;
+    }
+    memcpy(host_io + b->at_jobs, b->fj, b->n_jobs * sizeof(FeatureJob));
+    return PK_OK;
+}
+
+/* The arena on the device: the inputs up in one transfer, the outputs
+ * zeroed in one. */
+static pk_status upload_arena(FeatureBatch *b) {
+    pk_context *ctx = b->ctx;
+    size_t in_bytes = b->in_bytes, bytes = b->bytes;
+    PK_CUDA(ctx, pk_cuda_pool_malloc(&b->arena, bytes));
+    PK_CUDA(ctx, cudaMemcpy(b->arena, b->host_io, in_bytes, cudaMemcpyHostToDevice));
+    PK_CUDA(ctx, cudaMemset((unsigned char *)b->arena + in_bytes, 0, bytes - in_bytes));
+    return PK_OK;
+}
+
+/* The kernel's arguments for the whole batch; the items are set per
+ * launch. */
+static FeatureArgs feature_args(const FeatureBatch *b) {
+    unsigned char *base = (unsigned char *)b->arena;
+    const pk_edge_table *table = b->table;
+    FeatureArgs g;
+    memset(&g, 0, sizeof g);
+    g.p = (const float4 *)base;
+    g.v = (const double *)base;
+    g.jobs = (const FeatureJob *)(base + b->at_jobs);
+    g.thr = (const double *)(base + b->at_thr);
+    g.n_bounds = table->n_bounds;
+    g.n_slots = (int)b->n_slots;
+    g.n_bins = (int)b->bins->n_bins;
+    g.cell_slot = (const int *)(base + b->at_cells);
+    g.c2_lo = (const float *)(base + b->at_lo);
+    g.c2_hi = (const float *)(base + b->at_hi);
+    g.n_cells = table->n_cells;
+    g.cell_shift = table->cell_shift;
+    g.cell_base = table->cell_base;
+    g.weighted = b->weighted;
+    g.mean_theta = b->mean_theta;
+    g.slots = (unsigned long long *)(base + b->at_slots);
+    g.n_fp64 = (unsigned long long *)(base + b->at_fp64);
+    g.wslots = b->weighted ? (double *)(base + b->at_w) : NULL;
+    g.tslots = b->mean_theta ? (double *)(base + b->at_t) : NULL;
+    return g;
+}
+
+/* Launches of at most 2^16 items, with progress and cancellation between
+ * them; fewer where a block's u32 shared counts could pass 2^31 pairs (a
+ * block takes ceil(per_launch / blocks) items of at most 256 rows x the
+ * widest range, FEATURE_ITEM_COLS at most). */
+static size_t items_per_launch(const FeatureBatch *b) {
+    size_t per_launch = 65536, widest = 1, n_blocks = b->n_blocks;
+    for (size_t q = 0; q < b->n_items; q++)
+        if (b->items[q].w - b->items[q].z > widest) widest = b->items[q].w - b->items[q].z;
+    while (per_launch > 1 && (double)((per_launch + n_blocks - 1) / n_blocks) * 256.0 * (double)widest > 2147483648.0)
+        per_launch /= 2;
+    return per_launch;
+}
+
+/* Every item, in launches of items_per_launch, each waited for; the time
+ * from the first launch to the last one's end into b->ms. */
+static pk_status launch_items(FeatureBatch *b, pk_progress *progress) {
+    pk_context *ctx = b->ctx;
+    size_t n_items = b->n_items, n_blocks = b->n_blocks;
+    PK_CUDA(ctx, cudaEventCreate(&b->ev0));
+    PK_CUDA(ctx, cudaEventCreate(&b->ev1));
+    PK_CUDA(ctx, cudaEventRecord(b->ev0));
+    unsigned char *base = (unsigned char *)b->arena;
+    FeatureArgs g = feature_args(b);
+    size_t per_launch = items_per_launch(b);
+    double scale = progress && n_items ? progress->total / (double)n_items : 0;
+    for (size_t first = 0; first < n_items; first += per_launch) {
+        size_t count = n_items - first < per_launch ? n_items - first : per_launch;
+        FeatureArgs gk = g;
+        gk.items = (const uint4 *)(base + b->at_items) + first;
+        gk.item_job = (const unsigned *)(base + b->at_item_job) + first;
+        gk.n_items = (int)count;
+        unsigned grid = (unsigned)(n_blocks < count ? n_blocks : count);
+        features_kernel<<<grid, FEATURE_THREADS, b->smem>>>(gk);
+        PK_CUDA(ctx, cudaGetLastError());
+        PK_CUDA(ctx, cudaDeviceSynchronize());
+        if (progress && pk_progress_add(progress, (double)count * scale, 1))
+            return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    }
+    PK_CUDA(ctx, cudaEventRecord(b->ev1));
+    PK_CUDA(ctx, cudaEventSynchronize(b->ev1));
+    PK_CUDA(ctx, cudaEventElapsedTime(&b->ms, b->ev0, b->ev1));
+    return PK_OK;
+}
+
+/* Every output in one transfer, into the staging's input part (no longer
+ * needed), then added to each job's slots. */
+static pk_status read_outputs(FeatureBatch *b) {
+    pk_context *ctx = b->ctx;
+    unsigned char *host_io = b->host_io;
+    size_t in_bytes = b->in_bytes, n_slots = b->n_slots;
+    PK_CUDA(ctx,
+            cudaMemcpy(host_io, (unsigned char *)b->arena + in_bytes, b->bytes - in_bytes, cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < b->n_jobs; k++) {
+        pk_feature_job *job = &b->jobs[k];
+        const size_t off = k * n_slots;
+        const uint64_t *cnt = (const uint64_t *)(host_io + (b->at_slots - in_bytes)) + off;
+        for (size_t s = 0; s < n_slots; s++) job->slots[s] += cnt[s];
+        job->n_fp64 += ((const uint64_t *)(host_io + (b->at_fp64 - in_bytes)))[k];
+        if (b->weighted && job->wslots) {
+            const double *w = (const double *)(host_io + (b->at_w - in_bytes)) + off;
+            for (size_t s = 0; s < n_slots; s++) job->wslots[s] += w[s];
+        }
+        if (b->mean_theta && job->tslots) {
+            const double *t = (const double *)(host_io + (b->at_t - in_bytes)) + off;
+            for (size_t s = 0; s < n_slots; s++) job->tslots[s] += t[s];
+        }
+        /* the batch's kernel time shared by the jobs' pairs */
+        job->stats->kernel_ms = b->pairs > 0 ? b->ms * job_pairs(job) / b->pairs : b->ms / (double)b->n_jobs;
+    }
+    return PK_OK;
+}
+
+/* What the batch holds; after a failure, the work queued on the arena ends
+ * before the arena goes back to the pool. */
+static void free_batch(FeatureBatch *b, pk_status st) {
+    if (b->ev0) cudaEventDestroy(b->ev0);
+    if (b->ev1) cudaEventDestroy(b->ev1);
+    if (st != PK_OK && b->arena) cudaDeviceSynchronize(); /* queued work first */
+    pk_cuda_pool_free(b->arena);
+    free(b->host_io);
+    free(b->job_first);
+    free(b->fj);
+    free(b->staged.at);
+}
+
 /* A batch's buffers in one arena: the tables, every job's objects, the job
  * list and the items (copied up in one transfer), then the outputs (zeroed
  * and read back in one each): a batch of small jackknife patch pairs costs
@@ -318,212 +580,29 @@ static double job_pairs(const pk_feature_job *job) {
 extern "C" pk_status pk_angcorr_cuda_feature_batch(pk_context *ctx, pk_feature_job *jobs, size_t n_jobs,
                                                    const pk_bins *bins, const pk_edge_table *table, int weighted,
                                                    int mean_theta, pk_progress *progress) {
-    const size_t n_slots = (size_t)table->n_slots;
     if (!weighted) mean_theta = 0;
     size_t smem = feature_smem(table);
     if (smem > FEATURE_SMEM_MAX) return feature_refused(ctx, bins, table, weighted);
     if (n_jobs == 0) return PK_OK;
     if (n_jobs > UINT32_MAX - 1) return pk_fail(ctx, PK_ERR_INVALID, "too many counts in one batch");
+    FeatureBatch b;
+    memset(&b, 0, sizeof b);
+    b.ctx = ctx, b.jobs = jobs, b.n_jobs = n_jobs, b.bins = bins, b.table = table;
+    b.weighted = weighted, b.mean_theta = mean_theta;
+    b.n_slots = (size_t)table->n_slots, b.smem = smem;
+    b.n_blocks = 1;
+    b.item_cols = FEATURE_ITEM_COLS, b.item_rows = 256;
     pk_status st = PK_OK;
-    void *arena = NULL;
-    cudaEvent_t ev0 = NULL, ev1 = NULL;
-    float ms = 0;
-    size_t n_items = 0, n_blocks = 1;
-    uint4 *items = NULL;
-    unsigned *item_job = NULL;
-    size_t *job_first = NULL; /* [n_jobs + 1] each job's first item */
-    FeatureJob *fj = NULL;
-    StageTable staged = {NULL, 0};
-    uint32_t item_cols = FEATURE_ITEM_COLS, item_rows = 256;
-    unsigned char *host_io = NULL; /* the inputs staged for the device, then the outputs read back */
-    size_t in_bytes = 0, bytes = 0, at_slots = 0, at_fp64 = 0, at_w = 0, at_t = 0;
-    size_t at_thr = 0, at_cells = 0, at_lo = 0, at_hi = 0, at_jobs = 0, at_items = 0, at_item_job = 0;
-    double pairs = 0;
-    PK_CUDA_GOTO(ctx, st, done, cudaSetDevice(ctx ? ctx->cuda_device : 0));
-    PK_CUDA_GOTO(ctx, st, done,
-                 cudaFuncSetAttribute(features_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    {
-        int dev = ctx ? ctx->cuda_device : 0, n_sm = 0, per_sm = 0;
-        PK_CUDA_GOTO(ctx, st, done, cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, dev));
-        PK_CUDA_GOTO(ctx, st, done,
-                     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, features_kernel, FEATURE_THREADS, smem));
-        if (per_sm < 1) per_sm = 1;
-        n_blocks = (size_t)n_sm * (size_t)per_sm;
-    }
-    {
-        /* an item: some of a unit's rows (at most 256) against a column
-         * range of at most FEATURE_ITEM_COLS, so that it holds at most 2^24
-         * pairs; the ranges cut in halves (down to 64 columns), then the
-         * rows (down to 32), while an item would still hold an eighth of a
-         * block's share of the batch's pairs or more (four to eight items a
-         * block, as cut), so that a small count (a jackknife patch pair of a
-         * few thousand objects) still fills the device */
-        for (size_t k = 0; k < n_jobs; k++) pairs += job_pairs(&jobs[k]);
-        double want = pairs / (8.0 * (double)n_blocks);
-        while (item_cols > 64 && 256.0 * item_cols / 2 >= want) item_cols /= 2;
-        while (item_rows > 32 && (double)item_rows * item_cols / 2 >= want) item_rows /= 2;
-    }
-    job_first = (size_t *)malloc((n_jobs + 1) * sizeof(size_t));
-    fj = (FeatureJob *)calloc(n_jobs, sizeof(FeatureJob));
-    staged.cap = 16;
-    while (staged.cap < 4 * n_jobs) staged.cap *= 2;
-    staged.at = (StagedGrid *)calloc(staged.cap, sizeof(StagedGrid));
-    if (!job_first || !fj || !staged.at) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t k = 0; k < n_jobs; k++) {
-        job_first[k] = n_items;
-        n_items += job_items(&jobs[k], item_rows, item_cols, NULL);
-    }
-    job_first[n_jobs] = n_items;
-    if (n_items > (size_t)INT32_MAX) {
-        st = pk_fail(ctx, PK_ERR_UNSUPPORTED, "a batch of %zu work items is too large for the device", n_items);
-        goto done;
-    }
-    {
-        /* the layout: inputs, then outputs */
-        size_t at = 0;
-        at_thr = arena_take(&at, (size_t)table->n_bounds * sizeof(double));
-        at_cells = arena_take(&at, (size_t)table->n_cells * sizeof(int));
-        at_lo = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
-        at_hi = arena_take(&at, ((size_t)table->n_bounds + 1) * sizeof(float));
-        for (size_t k = 0; k < n_jobs; k++) {
-            const pk_feature_job *job = &jobs[k];
-            const int autocorr = job->b == NULL;
-            const StagedGrid *sa = stage_find(&staged, job->a, job->wa, &job->ga, &at);
-            const StagedGrid *sb = autocorr ? sa : stage_find(&staged, job->b, job->wb, &job->gb, &at);
-            if (!sa || !sb) {
-                st = pk_fail(ctx, PK_ERR_INTERNAL, "the batch's table of staged catalogs is full");
-                goto done;
-            }
-            FeatureJob *d = &fj[k];
-            d->pa = sa->p_at / sizeof(float4), d->pb = sb->p_at / sizeof(float4);
-            d->a64 = sa->v_at / sizeof(double), d->b64 = sb->v_at / sizeof(double);
-            d->wa = sa->grid->w ? sa->w_at / sizeof(double) : NO_WEIGHTS;
-            d->wb = sb->grid->w ? sb->w_at / sizeof(double) : NO_WEIGHTS;
-            d->na = (unsigned)sa->grid->n, d->nb = (unsigned)sb->grid->n;
-            d->autocorr = autocorr;
-        }
-        at_jobs = arena_take(&at, n_jobs * sizeof(FeatureJob));
-        at_items = arena_take(&at, n_items * sizeof(uint4));
-        at_item_job = arena_take(&at, n_items * sizeof(unsigned));
-        in_bytes = at;
-        at_slots = arena_take(&at, n_jobs * n_slots * sizeof(unsigned long long));
-        at_fp64 = arena_take(&at, n_jobs * sizeof(unsigned long long));
-        at_w = arena_take(&at, weighted ? n_jobs * n_slots * sizeof(double) : 0);
-        at_t = arena_take(&at, mean_theta ? n_jobs * n_slots * sizeof(double) : 0);
-        bytes = at;
-    }
-    host_io = (unsigned char *)malloc(bytes);
-    if (!host_io) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for a batch of %zu counts (%zu bytes)", n_jobs, bytes);
-        goto done;
-    }
-    memcpy(host_io + at_thr, table->dot_threshold, (size_t)table->n_bounds * sizeof(double));
-    memcpy(host_io + at_cells, table->cell_slot, (size_t)table->n_cells * sizeof(int));
-    memcpy(host_io + at_lo, table->c2_lo, ((size_t)table->n_bounds + 1) * sizeof(float));
-    memcpy(host_io + at_hi, table->c2_hi, ((size_t)table->n_bounds + 1) * sizeof(float));
-    items = (uint4 *)(host_io + at_items);
-    item_job = (unsigned *)(host_io + at_item_job);
-    for (size_t e = 0; e < staged.cap; e++)
-        if (staged.at[e].grid)
-            stage_grid(staged.at[e].grid, host_io, staged.at[e].p_at, staged.at[e].v_at, staged.at[e].w_at);
-    for (size_t k = 0; k < n_jobs; k++) {
-        const pk_feature_job *job = &jobs[k];
-        size_t made = job_items(job, item_rows, item_cols, items + job_first[k]);
-        for (size_t q = 0; q < made; q++) item_job[job_first[k] + q] = (unsigned)k;
-    }
-    memcpy(host_io + at_jobs, fj, n_jobs * sizeof(FeatureJob));
-    PK_CUDA_GOTO(ctx, st, done, pk_cuda_pool_malloc(&arena, bytes));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemcpy(arena, host_io, in_bytes, cudaMemcpyHostToDevice));
-    PK_CUDA_GOTO(ctx, st, done, cudaMemset((unsigned char *)arena + in_bytes, 0, bytes - in_bytes));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev0));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventCreate(&ev1));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev0));
-    {
-        unsigned char *base = (unsigned char *)arena;
-        FeatureArgs g;
-        memset(&g, 0, sizeof g);
-        g.p = (const float4 *)base;
-        g.v = (const double *)base;
-        g.jobs = (const FeatureJob *)(base + at_jobs);
-        g.thr = (const double *)(base + at_thr);
-        g.n_bounds = table->n_bounds;
-        g.n_slots = (int)n_slots;
-        g.n_bins = (int)bins->n_bins;
-        g.cell_slot = (const int *)(base + at_cells);
-        g.c2_lo = (const float *)(base + at_lo);
-        g.c2_hi = (const float *)(base + at_hi);
-        g.n_cells = table->n_cells;
-        g.cell_shift = table->cell_shift;
-        g.cell_base = table->cell_base;
-        g.weighted = weighted;
-        g.mean_theta = mean_theta;
-        g.slots = (unsigned long long *)(base + at_slots);
-        g.n_fp64 = (unsigned long long *)(base + at_fp64);
-        g.wslots = weighted ? (double *)(base + at_w) : NULL;
-        g.tslots = mean_theta ? (double *)(base + at_t) : NULL;
-        /* launches of at most 2^16 items, with progress and cancellation
-         * between them; fewer where a block's u32 shared counts could pass
-         * 2^31 pairs (a block takes ceil(per_launch / blocks) items of at
-         * most 256 rows x the widest range, FEATURE_ITEM_COLS at most) */
-        size_t per_launch = 65536, widest = 1;
-        for (size_t q = 0; q < n_items; q++)
-            if (items[q].w - items[q].z > widest) widest = items[q].w - items[q].z;
-        while (per_launch > 1 &&
-               (double)((per_launch + n_blocks - 1) / n_blocks) * 256.0 * (double)widest > 2147483648.0)
-            per_launch /= 2;
-        double scale = progress && n_items ? progress->total / (double)n_items : 0;
-        for (size_t first = 0; first < n_items; first += per_launch) {
-            size_t count = n_items - first < per_launch ? n_items - first : per_launch;
-            FeatureArgs gk = g;
-            gk.items = (const uint4 *)(base + at_items) + first;
-            gk.item_job = (const unsigned *)(base + at_item_job) + first;
-            gk.n_items = (int)count;
-            unsigned grid = (unsigned)(n_blocks < count ? n_blocks : count);
-            features_kernel<<<grid, FEATURE_THREADS, smem>>>(gk);
-            PK_CUDA_LAUNCHED(ctx, st, done);
-            PK_CUDA_GOTO(ctx, st, done, cudaDeviceSynchronize());
-            if (progress && pk_progress_add(progress, (double)count * scale, 1)) {
-                st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-                goto done;
-            }
-        }
-    }
-    PK_CUDA_GOTO(ctx, st, done, cudaEventRecord(ev1));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventSynchronize(ev1));
-    PK_CUDA_GOTO(ctx, st, done, cudaEventElapsedTime(&ms, ev0, ev1));
-    /* every output in one transfer, into the staging's input part (no
-     * longer needed) */
-    PK_CUDA_GOTO(ctx, st, done,
-                 cudaMemcpy(host_io, (unsigned char *)arena + in_bytes, bytes - in_bytes, cudaMemcpyDeviceToHost));
-    for (size_t k = 0; k < n_jobs; k++) {
-        pk_feature_job *job = &jobs[k];
-        const size_t off = k * n_slots;
-        const uint64_t *cnt = (const uint64_t *)(host_io + (at_slots - in_bytes)) + off;
-        for (size_t s = 0; s < n_slots; s++) job->slots[s] += cnt[s];
-        job->n_fp64 += ((const uint64_t *)(host_io + (at_fp64 - in_bytes)))[k];
-        if (weighted && job->wslots) {
-            const double *w = (const double *)(host_io + (at_w - in_bytes)) + off;
-            for (size_t s = 0; s < n_slots; s++) job->wslots[s] += w[s];
-        }
-        if (mean_theta && job->tslots) {
-            const double *t = (const double *)(host_io + (at_t - in_bytes)) + off;
-            for (size_t s = 0; s < n_slots; s++) job->tslots[s] += t[s];
-        }
-        /* the batch's kernel time shared by the jobs' pairs */
-        job->stats->kernel_ms = pairs > 0 ? ms * job_pairs(job) / pairs : ms / (double)n_jobs;
-    }
+    if ((st = fit_blocks(&b)) != PK_OK) goto done;
+    size_items(&b);
+    if ((st = count_items(&b)) != PK_OK) goto done;
+    if ((st = lay_out_arena(&b)) != PK_OK) goto done;
+    if ((st = stage_inputs(&b)) != PK_OK) goto done;
+    if ((st = upload_arena(&b)) != PK_OK) goto done;
+    if ((st = launch_items(&b, progress)) != PK_OK) goto done;
+    st = read_outputs(&b);
 done:
-    if (ev0) cudaEventDestroy(ev0);
-    if (ev1) cudaEventDestroy(ev1);
-    if (st != PK_OK && arena) cudaDeviceSynchronize(); /* queued work first */
-    pk_cuda_pool_free(arena);
-    free(host_io);
-    free(job_first);
-    free(fj);
-    free(staged.at);
+    free_batch(&b, st);
     return st;
 }
 
