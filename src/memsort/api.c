@@ -475,125 +475,117 @@ static int write_cancel_asked(pk_context *ctx) {
     return ctx && ctx->progress && ctx->progress(ctx->progress_user, 1.0);
 }
 
-pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
-                           const pk_memsort_result *res) {
-    pk_clear(ctx);
-    if (!out_dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: out_dir is NULL");
-    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: regions is NULL");
-    if (!res) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: result is NULL");
-    pk_status st = pk_memsort_regions_check(ctx, regions);
-    if (st) return st;
-    if (!res->chunk_start)
-        return pk_fail(ctx, PK_ERR_INVALID, "the result has no chunk table (chunk_start); pk_memsort_run makes one");
-    char dir_buf[4096];
-    out_dir = pk_dir_name(out_dir, dir_buf, sizeof dir_buf);
-    st = pk_dir_make(ctx, out_dir, "the output folder for memsort.bin and summary.txt", NULL);
-    if (st) return st;
-    char *bin_path = pk_memsort_join_path(out_dir, "memsort.bin"),
-         *txt_path = pk_memsort_join_path(out_dir, "summary.txt");
-    if (!bin_path || !txt_path) {
-        free(bin_path);
-        free(txt_path);
-        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
-    }
-    /* progress by bytes, the first half as they are written (cancelled
-     * between instances), the second as they reach the disk (cancelled
-     * between steps of the sync); asked once more before the renames */
-    pk_progress progress;
-    pk_progress_begin(&progress, ctx, 4.0 * (double)(res->n_values + 2 * res->n_runs) + 1, 0, 0.5);
-    pk_atomic_file bin, txt;
-    st = pk_atomic_open(ctx, &bin, bin_path);
-    if (st) goto out;
-    if ((st = pk_atomic_open(ctx, &txt, txt_path)) != PK_OK) {
-        pk_atomic_abort(&bin);
-        goto out;
-    }
-
-    /* the binary file: header, regions, chunk table, instances, chunk counts, runs, values */
-    out_buf b = {0};
-    put_bytes(&b, PK_MEMSORT_BIN_MAGIC, 8);
-    put_u32(&b, PK_MEMSORT_BIN_VERSION);
-    put_u32(&b, PK_MEMSORT_BIN_HEADER_BYTES);
-    put_u64(&b, res->n_entries);
-    put_u32(&b, res->n_chunks);
-    put_u32(&b, regions->n_regions);
-    put_u32(&b, res->n_instances);
-    put_u32(&b, res->n_owned);
-    put_u32(&b, res->n_workers);
-    put_u32(&b, res->worker);
-    put_u64(&b, res->n_runs);
-    put_u64(&b, res->n_values);
-    put_u32(&b, PK_MEMSORT_BIN_REGION_BYTES);
-    put_u32(&b, PK_MEMSORT_BIN_INSTANCE_BYTES);
+/* memsort.bin's header, its region records and its chunk table, into b. */
+static void put_bin_head(out_buf *b, const pk_memsort_regions *regions, const pk_memsort_result *res) {
+    put_bytes(b, PK_MEMSORT_BIN_MAGIC, 8);
+    put_u32(b, PK_MEMSORT_BIN_VERSION);
+    put_u32(b, PK_MEMSORT_BIN_HEADER_BYTES);
+    put_u64(b, res->n_entries);
+    put_u32(b, res->n_chunks);
+    put_u32(b, regions->n_regions);
+    put_u32(b, res->n_instances);
+    put_u32(b, res->n_owned);
+    put_u32(b, res->n_workers);
+    put_u32(b, res->worker);
+    put_u64(b, res->n_runs);
+    put_u64(b, res->n_values);
+    put_u32(b, PK_MEMSORT_BIN_REGION_BYTES);
+    put_u32(b, PK_MEMSORT_BIN_INSTANCE_BYTES);
     for (uint32_t r = 0; r < regions->n_regions; r++) {
         const pk_memsort_region *reg = &regions->region[r];
         char name[PK_MEMSORT_NAME_MAX] = {0};
         memcpy(name, reg->name, strnlen(reg->name, PK_MEMSORT_NAME_MAX - 1));
-        put_bytes(&b, name, PK_MEMSORT_NAME_MAX);
-        put_u32(&b, reg->base);
-        put_u32(&b, reg->max_instances);
-        put_u64(&b, reg->size);
-        put_u64(&b, res->region_entries[r]);
-        put_u32(&b, reg->instance_entries);
-        put_u32(&b, 0);
+        put_bytes(b, name, PK_MEMSORT_NAME_MAX);
+        put_u32(b, reg->base);
+        put_u32(b, reg->max_instances);
+        put_u64(b, reg->size);
+        put_u64(b, res->region_entries[r]);
+        put_u32(b, reg->instance_entries);
+        put_u32(b, 0);
     }
-    for (uint32_t c = 0; c <= res->n_chunks; c++) put_u64(&b, res->chunk_start[c]);
-    fwrite(b.p, 1, b.len, bin.fp);
-    b.len = 0;
+    for (uint32_t c = 0; c <= res->n_chunks; c++) put_u64(b, res->chunk_start[c]);
+}
+
+/* memsort.bin's instance records, into b, each owned one with where its
+ * runs and values lie among the owned instances'; returns the values of
+ * all owned instances. */
+static uint64_t put_bin_instances(out_buf *b, const pk_memsort_result *res) {
     uint64_t run_at = 0, value_at = 0;
     for (uint32_t g = 0; g < res->n_instances; g++) {
         const pk_memsort_instance *in = &res->instances[g];
-        put_u32(&b, in->gid);
-        put_u32(&b, in->region);
-        put_u32(&b, in->index);
-        put_u32(&b, in->owned);
-        put_u64(&b, in->first_row);
-        put_u32(&b, in->n_rows);
-        put_u32(&b, in->first_addr);
-        put_u32(&b, in->last_addr);
-        put_u32(&b, in->first_chunk);
-        put_u32(&b, in->first_skip);
-        put_u32(&b, in->first_skip_total);
-        put_u32(&b, in->last_chunk);
-        put_u32(&b, in->last_include);
-        put_u32(&b, in->last_include_total);
-        put_u32(&b, in->has_prev);
-        put_u32(&b, in->prev_addr);
-        put_u32(&b, in->prev_value);
-        put_u32(&b, in->n_runs);
-        put_u32(&b, 0);
-        put_u64(&b, in->owned ? run_at : 0);
-        put_u64(&b, in->owned ? value_at : 0);
+        put_u32(b, in->gid);
+        put_u32(b, in->region);
+        put_u32(b, in->index);
+        put_u32(b, in->owned);
+        put_u64(b, in->first_row);
+        put_u32(b, in->n_rows);
+        put_u32(b, in->first_addr);
+        put_u32(b, in->last_addr);
+        put_u32(b, in->first_chunk);
+        put_u32(b, in->first_skip);
+        put_u32(b, in->first_skip_total);
+        put_u32(b, in->last_chunk);
+        put_u32(b, in->last_include);
+        put_u32(b, in->last_include_total);
+        put_u32(b, in->has_prev);
+        put_u32(b, in->prev_addr);
+        put_u32(b, in->prev_value);
+        put_u32(b, in->n_runs);
+        put_u32(b, 0);
+        put_u64(b, in->owned ? run_at : 0);
+        put_u64(b, in->owned ? value_at : 0);
         if (in->owned) {
             run_at += in->n_runs;
             value_at += in->n_rows;
         }
     }
-    fwrite(b.p, 1, b.len, bin.fp);
-    int failed = b.failed;
-    free(b.p);
+    return value_at;
+}
+
+/* memsort.bin's arrays after the instance records: the owned instances'
+ * chunk counts, runs and values, each array padded to 8 bytes. Returns
+ * non-zero when cancelled (between instances, as progress reports). */
+static int write_bin_arrays(FILE *fp, const pk_memsort_result *res, uint64_t n_values, pk_progress *progress) {
     for (uint32_t g = 0; g < res->n_instances; g++) {
         const pk_memsort_instance *in = &res->instances[g];
-        if (in->owned) write_u32s(bin.fp, res->chunk_counts + in->counts_offset, res->n_chunks);
+        if (in->owned) write_u32s(fp, res->chunk_counts + in->counts_offset, res->n_chunks);
     }
-    if (((uint64_t)res->n_owned * res->n_chunks) % 2) write_u32s(bin.fp, (const uint32_t[]){0}, 1);
-    int cancelled = progress.cancelled;
+    if (((uint64_t)res->n_owned * res->n_chunks) % 2) write_u32s(fp, (const uint32_t[]){0}, 1);
+    int cancelled = progress->cancelled;
     for (uint32_t g = 0; g < res->n_instances && !cancelled; g++) {
         const pk_memsort_instance *in = &res->instances[g];
         if (!in->owned) continue;
-        write_u32s(bin.fp, (const uint32_t *)(res->runs + in->runs_offset), 2 * (size_t)in->n_runs);
-        cancelled = pk_progress_add(&progress, 8.0 * (double)in->n_runs, 1);
+        write_u32s(fp, (const uint32_t *)(res->runs + in->runs_offset), 2 * (size_t)in->n_runs);
+        cancelled = pk_progress_add(progress, 8.0 * (double)in->n_runs, 1);
     }
     for (uint32_t g = 0; g < res->n_instances && !cancelled; g++) {
         const pk_memsort_instance *in = &res->instances[g];
         if (!in->owned) continue;
-        write_u32s(bin.fp, res->values + in->values_offset, in->n_rows);
-        cancelled = pk_progress_add(&progress, 4.0 * (double)in->n_rows, 1);
+        write_u32s(fp, res->values + in->values_offset, in->n_rows);
+        cancelled = pk_progress_add(progress, 4.0 * (double)in->n_rows, 1);
     }
-    if (value_at % 2) write_u32s(bin.fp, (const uint32_t[]){0}, 1); /* the file ends 8-byte aligned */
+    if (n_values % 2) write_u32s(fp, (const uint32_t[]){0}, 1); /* the file ends 8-byte aligned */
+    return cancelled;
+}
 
-    /* the text summary */
-    FILE *t = txt.fp;
+/* The binary file: header, regions, chunk table, instances, chunk counts,
+ * runs, values. Returns non-zero when cancelled; *out_of_memory when the
+ * records could not be gathered. */
+static int write_bin(FILE *fp, const pk_memsort_regions *regions, const pk_memsort_result *res, pk_progress *progress,
+                     int *out_of_memory) {
+    out_buf b = {0};
+    put_bin_head(&b, regions, res);
+    fwrite(b.p, 1, b.len, fp);
+    b.len = 0;
+    uint64_t n_values = put_bin_instances(&b, res);
+    fwrite(b.p, 1, b.len, fp);
+    *out_of_memory = b.failed;
+    free(b.p);
+    return write_bin_arrays(fp, res, n_values, progress);
+}
+
+/* The text summary: the totals, the regions, a line per instance. */
+static void write_summary(FILE *t, const pk_memsort_regions *regions, const pk_memsort_result *res) {
     fprintf(t, "pairkit memsort %s\n", PK_VERSION_STRING);
     fprintf(t, "entries %llu  chunks %u  instances %u\n", (unsigned long long)res->n_entries, res->n_chunks,
             res->n_instances);
@@ -613,59 +605,141 @@ pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsor
                 in->index, in->n_rows, in->first_addr, in->last_addr, in->first_chunk, in->first_skip, in->last_chunk,
                 in->last_include, in->owned ? "yes" : "no");
     }
-    if (failed && !cancelled) {
-        pk_atomic_abort(&bin);
-        pk_atomic_abort(&txt);
-        st = pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", bin_path);
-        goto out;
-    }
-    /* Both files reach the disk before either is renamed into place, so a
-     * full disk cannot leave a new memsort.bin beside an old summary.txt. */
+}
+
+/* memsort.bin and summary.txt, staged as temporary files beside their
+ * places and moved into place together, or neither. */
+typedef struct output_pair {
+    char *bin_path, *txt_path; /* as the caller named them, for messages */
+    pk_atomic_file bin, txt;
+} output_pair;
+
+static pk_status write_args_check(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
+                                  const pk_memsort_result *res) {
+    if (!out_dir) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: out_dir is NULL");
+    if (!regions) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: regions is NULL");
+    if (!res) return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_write: result is NULL");
+    pk_status st = pk_memsort_regions_check(ctx, regions);
+    if (st) return st;
+    if (!res->chunk_start)
+        return pk_fail(ctx, PK_ERR_INVALID, "the result has no chunk table (chunk_start); pk_memsort_run makes one");
+    return PK_OK;
+}
+
+/* The two paths in out_dir (free with output_pair_free_paths). */
+static pk_status output_pair_name(pk_context *ctx, output_pair *out, const char *out_dir) {
+    out->bin_path = pk_memsort_join_path(out_dir, "memsort.bin");
+    out->txt_path = pk_memsort_join_path(out_dir, "summary.txt");
+    if (out->bin_path && out->txt_path) return PK_OK;
+    free(out->bin_path);
+    free(out->txt_path);
+    return pk_fail(ctx, PK_ERR_NOMEM, "out of memory");
+}
+
+static void output_pair_free_paths(output_pair *out) {
+    free(out->bin_path);
+    free(out->txt_path);
+}
+
+/* Both temporary files opened, or neither. */
+static pk_status output_pair_open(pk_context *ctx, output_pair *out) {
+    pk_status st = pk_atomic_open(ctx, &out->bin, out->bin_path);
+    if (st) return st;
+    if ((st = pk_atomic_open(ctx, &out->txt, out->txt_path)) != PK_OK) pk_atomic_abort(&out->bin);
+    return st;
+}
+
+static void output_pair_abort(output_pair *out) {
+    pk_atomic_abort(&out->bin);
+    pk_atomic_abort(&out->txt);
+}
+
+/* Both files reach the disk before either is renamed into place, so a
+ * full disk cannot leave a new memsort.bin beside an old summary.txt.
+ * Both temporary files removed on a failure or when cancelled. */
+static pk_status output_pair_sync(pk_context *ctx, output_pair *out, int cancelled) {
     pk_progress sync;
     if (!cancelled) {
-        off_t bytes = ftello(bin.fp) + ftello(txt.fp);
+        off_t bytes = ftello(out->bin.fp) + ftello(out->txt.fp);
         pk_progress_begin(&sync, ctx, bytes > 0 ? (double)bytes : 1, 0.5, 0.5);
         cancelled = sync.cancelled;
     }
     for (int k = 0; k < 2 && !cancelled; k++) {
-        pk_atomic_file *f = k ? &txt : &bin;
+        pk_atomic_file *f = k ? &out->txt : &out->bin;
         errno = 0;
         int r = pk_sync_file(f->fp, PK_SYNC_STEP_BYTES, &sync);
         if (r < 0) {
-            st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? txt_path : bin_path,
-                         errno ? strerror(errno) : pk_earlier_write_failure());
-            pk_atomic_abort(&bin);
-            pk_atomic_abort(&txt);
-            goto out;
+            pk_status st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", k ? out->txt_path : out->bin_path,
+                                   errno ? strerror(errno) : pk_earlier_write_failure());
+            output_pair_abort(out);
+            return st;
         }
         cancelled = r > 0;
     }
     if (cancelled) {
-        pk_atomic_abort(&bin);
-        pk_atomic_abort(&txt);
-        st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-        goto out;
+        output_pair_abort(out);
+        return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     }
-    /* then both renamed into place, or neither: an older pair stays whole */
-    int closed = fclose(bin.fp) == 0;
-    bin.fp = NULL;
-    closed &= fclose(txt.fp) == 0;
-    txt.fp = NULL;
+    return PK_OK;
+}
+
+/* Then both renamed into place, or neither: an older pair stays whole. */
+static pk_status output_pair_commit(pk_context *ctx, output_pair *out) {
+    pk_status st = PK_OK;
+    int closed = fclose(out->bin.fp) == 0;
+    out->bin.fp = NULL;
+    closed &= fclose(out->txt.fp) == 0;
+    out->txt.fp = NULL;
     if (write_cancel_asked(ctx)) { /* asked after the last step of the sync */
         st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
     } else if (!closed) {
-        st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", bin_path, strerror(errno));
+        st = pk_fail(ctx, PK_ERR_IO, "%s: write failed: %s", out->bin_path, strerror(errno));
     } else {
-        char *from[2] = {bin.tmp_path, txt.tmp_path}, *to[2] = {bin.path, txt.path}; /* where links lead */
+        char *from[2] = {out->bin.tmp_path, out->txt.tmp_path},
+             *to[2] = {out->bin.path, out->txt.path}; /* where links lead */
         int bad = pk_rename_all(2, from, to);
         if (bad >= 0)
             st = pk_fail(ctx, PK_ERR_IO, "%s: cannot move into place: %s; neither file changed", to[bad],
                          strerror(errno));
     }
-    pk_atomic_abort(&bin); /* the names freed; a temporary file left only after a failure */
-    pk_atomic_abort(&txt);
-out:
-    free(bin_path);
-    free(txt_path);
+    output_pair_abort(out); /* the names freed; a temporary file left only after a failure */
+    return st;
+}
+
+/* After both files are written: out of memory (unless cancelled), or both
+ * synced, then committed. */
+static pk_status output_pair_finish(pk_context *ctx, output_pair *out, int out_of_memory, int cancelled) {
+    if (out_of_memory && !cancelled) {
+        output_pair_abort(out);
+        return pk_fail(ctx, PK_ERR_NOMEM, "%s: out of memory", out->bin_path);
+    }
+    pk_status st = output_pair_sync(ctx, out, cancelled);
+    if (st) return st;
+    return output_pair_commit(ctx, out);
+}
+
+pk_status pk_memsort_write(pk_context *ctx, const char *out_dir, const pk_memsort_regions *regions,
+                           const pk_memsort_result *res) {
+    pk_clear(ctx);
+    pk_status st = write_args_check(ctx, out_dir, regions, res);
+    if (st) return st;
+    char dir_buf[4096];
+    out_dir = pk_dir_name(out_dir, dir_buf, sizeof dir_buf);
+    st = pk_dir_make(ctx, out_dir, "the output folder for memsort.bin and summary.txt", NULL);
+    if (st) return st;
+    output_pair out;
+    if ((st = output_pair_name(ctx, &out, out_dir)) != PK_OK) return st;
+    /* progress by bytes, the first half as they are written (cancelled
+     * between instances), the second as they reach the disk (cancelled
+     * between steps of the sync); asked once more before the renames */
+    pk_progress progress;
+    pk_progress_begin(&progress, ctx, 4.0 * (double)(res->n_values + 2 * res->n_runs) + 1, 0, 0.5);
+    if ((st = output_pair_open(ctx, &out)) == PK_OK) {
+        int out_of_memory = 0;
+        int cancelled = write_bin(out.bin.fp, regions, res, &progress, &out_of_memory);
+        write_summary(out.txt.fp, regions, res);
+        st = output_pair_finish(ctx, &out, out_of_memory, cancelled);
+    }
+    output_pair_free_paths(&out);
     return st;
 }
