@@ -292,13 +292,8 @@ static uint64_t scan_chunk(const fill_index *ix, const pk_memsort_chunk *ch, uin
     return ch->n_entries;
 }
 
-pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
-                                      pk_memsort_fill *fills, uint32_t n_fills) {
-    pk_clear(ctx);
-    if (n_chunks && !chunks)
-        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_fill_from_chunks: chunks is NULL (n_chunks %u)", n_chunks);
-    if (n_fills && !fills)
-        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_fill_from_chunks: fills is NULL (n_fills %u)", n_fills);
+/* The chunks' addresses, bounds and order. */
+static pk_status chunks_check(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks) {
     for (uint32_t c = 0; c < n_chunks; c++) {
         if (chunks[c].n_entries && !chunks[c].addr)
             return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: chunk %u has entries but no addresses", chunks[c].index);
@@ -318,6 +313,12 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
                            (unsigned long long)chunks[c - 1].first_position,
                            (unsigned long long)(chunks[c - 1].first_position + chunks[c - 1].n_entries - 1));
     }
+    return PK_OK;
+}
+
+/* Each fill's plan and buffers checked and its counts cleared, in turn
+ * (the fills before a bad one are cleared). */
+static pk_status fills_check_and_clear(pk_context *ctx, pk_memsort_fill *fills, uint32_t n_fills, uint32_t n_chunks) {
     for (uint32_t f = 0; f < n_fills; f++) {
         const pk_memsort_instance *p = fills[f].plan;
         if (!p) return pk_fail(ctx, PK_ERR_INVALID, "memsort fill: fills[%u] has no plan", f);
@@ -330,198 +331,259 @@ pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *c
         fills[f].n_rows = 0;
         if (fills[f].chunk_rows) memset(fills[f].chunk_rows, 0, (size_t)n_chunks * sizeof(uint32_t));
     }
-    if (!n_fills || !n_chunks) return PK_OK;
+    return PK_OK;
+}
 
+/* What the two passes over the chunks share: the index of the fills'
+ * ranges, each thread's plan states and tally, and the lists of (fill,
+ * rows) each chunk gives. */
+typedef struct fill_scan {
+    int nt;
+    fill_index ix;
+    uint64_t state_stride;
+    fill_state *state;   /* [nt * state_stride] */
+    tally *tallies;      /* [nt] */
+    chunk_store *stores; /* [nt] */
+    chunk_list *lists;   /* [n_chunks] */
+} fill_scan;
+
+/* Everything but the index's buckets, for n_fills fills and n_chunks
+ * chunks on the context's threads. Free with fill_scan_free, whatever it
+ * returns. */
+static pk_status fill_scan_alloc(pk_context *ctx, fill_scan *w, uint32_t n_chunks, uint32_t n_fills) {
     const int nt = pk_thread_count(ctx);
-    fill_index ix = {malloc((size_t)n_fills * sizeof(fill_order)),
-                     malloc((size_t)n_fills * sizeof(uint32_t)),
-                     n_fills,
-                     0,
-                     0,
-                     0,
-                     NULL,
-                     NULL,
-                     0};
+    *w = (fill_scan){0};
+    w->nt = nt;
+    w->ix = (fill_index){malloc((size_t)n_fills * sizeof(fill_order)),
+                         malloc((size_t)n_fills * sizeof(uint32_t)),
+                         n_fills,
+                         0,
+                         0,
+                         0,
+                         NULL,
+                         NULL,
+                         0};
     /* each thread's states, with more than a line between one thread's
      * and the next's */
-    const uint64_t state_stride = (uint64_t)n_fills + 64 / sizeof(fill_state) + 1;
-    fill_state *state = calloc((size_t)(nt * state_stride), sizeof *state);
+    w->state_stride = (uint64_t)n_fills + 64 / sizeof(fill_state) + 1;
+    w->state = calloc((size_t)(nt * w->state_stride), sizeof *w->state);
     /* each thread's tally, and the lists of (fill, rows) each chunk gives
      * (in its thread's store), so that the cost follows the rows taken,
      * not instances x chunks */
-    tally *tallies = calloc((size_t)nt, sizeof *tallies);
-    chunk_store *stores = calloc((size_t)nt, sizeof *stores);
-    chunk_list *lists = calloc(n_chunks, sizeof *lists);
-    pk_status st = PK_OK;
-    int no_memory = !ix.order || !ix.lowest_first || !state || !tallies || !stores || !lists;
+    w->tallies = calloc((size_t)nt, sizeof *w->tallies);
+    w->stores = calloc((size_t)nt, sizeof *w->stores);
+    w->lists = calloc(n_chunks, sizeof *w->lists);
+    int no_memory = !w->ix.order || !w->ix.lowest_first || !w->state || !w->tallies || !w->stores || !w->lists;
     /* each thread's counts on lines of their own (a few fills' counts are
      * incremented for nearly every entry) */
     const size_t tally_bytes = ((size_t)n_fills * sizeof(uint64_t) + 63) / 64 * 64;
     for (int t = 0; t < nt && !no_memory; t++) {
-        tallies[t].n = pk_aligned_alloc(tally_bytes);
-        tallies[t].touched = malloc((size_t)n_fills * sizeof(uint32_t));
-        no_memory = !tallies[t].n || !tallies[t].touched;
-        if (tallies[t].n) memset(tallies[t].n, 0, tally_bytes);
+        w->tallies[t].n = pk_aligned_alloc(tally_bytes);
+        w->tallies[t].touched = malloc((size_t)n_fills * sizeof(uint32_t));
+        no_memory = !w->tallies[t].n || !w->tallies[t].touched;
+        if (w->tallies[t].n) memset(w->tallies[t].n, 0, tally_bytes);
     }
-    if (no_memory) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances on %d threads", n_fills, nt);
-        goto done;
+    if (no_memory)
+        return pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances on %d threads", n_fills, nt);
+    return PK_OK;
+}
+
+static void fill_scan_free(fill_scan *w) {
+    free(w->ix.cand);
+    free(w->ix.meets);
+    free(w->ix.order);
+    free(w->ix.lowest_first);
+    free(w->state);
+    for (int t = 0; t < w->nt && w->tallies; t++) {
+        pk_aligned_free(w->tallies[t].n);
+        free(w->tallies[t].touched);
     }
+    for (int t = 0; t < w->nt && w->stores; t++) free(w->stores[t].p);
+    free(w->tallies);
+    free(w->stores);
+    free(w->lists);
+}
+
+/* The index of the n_fills (> 0) fills' ranges (its order and
+ * lowest_first allocated): the ranges by their end, their bounds, and
+ * per bucket of addresses the ranges that meet it. */
+static pk_status fill_index_build(pk_context *ctx, fill_index *ix, const pk_memsort_fill *fills, uint32_t n_fills) {
     for (uint32_t f = 0; f < n_fills; f++)
-        ix.order[f] = (fill_order){fills[f].plan->first_addr, fills[f].plan->last_addr, f};
-    qsort(ix.order, n_fills, sizeof *ix.order, order_cmp);
+        ix->order[f] = (fill_order){fills[f].plan->first_addr, fills[f].plan->last_addr, f};
+    qsort(ix->order, n_fills, sizeof *ix->order, order_cmp);
     /* a range ends at or after every earlier one's end; the scan from the
      * first range ending at or after a goes on while a later range can
      * still start at or below a */
-    ix.lo = ix.order[0].first;
+    ix->lo = ix->order[0].first;
     for (uint32_t f = 1; f < n_fills; f++)
-        if (ix.order[f].first < ix.lo) ix.lo = ix.order[f].first;
-    ix.span = ix.order[n_fills - 1].last - ix.lo;
-    ix.lowest_first[n_fills - 1] = ix.order[n_fills - 1].first;
+        if (ix->order[f].first < ix->lo) ix->lo = ix->order[f].first;
+    ix->span = ix->order[n_fills - 1].last - ix->lo;
+    ix->lowest_first[n_fills - 1] = ix->order[n_fills - 1].first;
     for (uint32_t i = n_fills - 1; i-- > 0;)
-        ix.lowest_first[i] = ix.order[i].first < ix.lowest_first[i + 1] ? ix.order[i].first : ix.lowest_first[i + 1];
+        ix->lowest_first[i] =
+            ix->order[i].first < ix->lowest_first[i + 1] ? ix->order[i].first : ix->lowest_first[i + 1];
     /* at most 2^16 buckets (512 KB of candidates, in the cache beside the
      * chunk being read) */
-    ix.shift = 3;
-    while ((ix.span >> ix.shift) >= (1u << 16)) ix.shift++;
-    uint64_t n_buckets = ((uint64_t)ix.span >> ix.shift) + 1;
-    ix.cand = malloc((size_t)n_buckets * sizeof *ix.cand);
-    ix.meets = calloc((size_t)(n_buckets + 31) / 32, sizeof(uint32_t));
-    ix.use_avx512 = pk_cpu_has_avx512() && !pk_memsort_fill_scalar;
-    if (!ix.cand || !ix.meets) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
-        goto done;
-    }
+    ix->shift = 3;
+    while ((ix->span >> ix->shift) >= (1u << 16)) ix->shift++;
+    uint64_t n_buckets = ((uint64_t)ix->span >> ix->shift) + 1;
+    ix->cand = malloc((size_t)n_buckets * sizeof *ix->cand);
+    ix->meets = calloc((size_t)(n_buckets + 31) / 32, sizeof(uint32_t));
+    ix->use_avx512 = pk_cpu_has_avx512() && !pk_memsort_fill_scalar;
+    if (!ix->cand || !ix->meets)
+        return pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for %u instances", n_fills);
     for (uint64_t b = 0; b < n_buckets; b++) {
-        uint32_t start = ix.lo + (uint32_t)(b << ix.shift);
-        uint64_t end = (uint64_t)start + (1ull << ix.shift) - 1;
-        uint32_t i = search_ending_at_or_after(&ix, start), j = i;
-        for (uint32_t k = i; k < n_fills && ix.lowest_first[k] <= end; k++)
-            if (ix.order[k].first <= end) j = k + 1;
-        ix.cand[b][0] = i;
-        ix.cand[b][1] = j > i ? j : i;
-        if (j > i) ix.meets[b / 32] |= 1u << (b % 32);
+        uint32_t start = ix->lo + (uint32_t)(b << ix->shift);
+        uint64_t end = (uint64_t)start + (1ull << ix->shift) - 1;
+        uint32_t i = search_ending_at_or_after(ix, start), j = i;
+        for (uint32_t k = i; k < n_fills && ix->lowest_first[k] <= end; k++)
+            if (ix->order[k].first <= end) j = k + 1;
+        ix->cand[b][0] = i;
+        ix->cand[b][1] = j > i ? j : i;
+        if (j > i) ix->meets[b / 32] |= 1u << (b % 32);
     }
+    return PK_OK;
+}
 
-    uint64_t n_entries = 0;
-    for (uint32_t c = 0; c < n_chunks; c++) n_entries += chunks[c].n_entries;
-    pk_progress progress;
-    uint64_t n_rows_all = 0;
-    for (uint32_t f = 0; f < n_fills; f++) n_rows_all += fills[f].plan->n_rows;
-    pk_progress_begin(&progress, ctx, 2.0 * (double)n_entries + (double)n_rows_all + 1, 0, 1);
+/* One pass over the chunks, shared out to the threads: without `write`
+ * each chunk's (fill, rows) list into its thread's store; with it every
+ * row written where the lists say. Stops at a cancellation, a store out
+ * of room, or the first misaligned entry (in chunk order). */
+static pk_status scan_pass(pk_context *ctx, fill_scan *w, const pk_memsort_chunk *chunks, uint32_t n_chunks,
+                           pk_memsort_fill *fills, pk_progress *progress, int write) {
+    const int nt = w->nt;
+    const fill_index *ix = &w->ix;
+    tally *tallies = w->tallies;
+    chunk_store *stores = w->stores;
+    chunk_list *lists = w->lists;
     int cancelled = 0, no_room = 0;
-    for (int write = 0; write < 2 && st == PK_OK; write++) {
-        uint32_t bad_at = n_chunks;
-        uint64_t bad_entry = 0;
-        for (uint64_t j = 0; j < (uint64_t)nt * state_stride; j++) state[j].at = UINT32_MAX;
+    uint32_t bad_at = n_chunks;
+    uint64_t bad_entry = 0;
+    for (uint64_t j = 0; j < (uint64_t)nt * w->state_stride; j++) w->state[j].at = UINT32_MAX;
 #pragma omp parallel num_threads(nt)
-        {
-            int t = pk_thread_num();
-            fill_state *my = state + (uint64_t)t * state_stride;
+    {
+        int t = pk_thread_num();
+        fill_state *my = w->state + (uint64_t)t * w->state_stride;
 #pragma omp for schedule(dynamic, 1) reduction(| : cancelled, no_room)
-            for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
-                if (cancelled || no_room) continue;
-                tally *ty = &tallies[t];
-                chunk_list *li = &lists[c];
-                if (write) /* where each fill's rows of this chunk go */
-                    for (uint32_t i = 0; i < li->len; i++) {
-                        const fill_rows *r = &stores[li->store].p[li->offset + i];
-                        ty->n[r->k] = r->rows;
-                    }
-                uint64_t e = scan_chunk(&ix, &chunks[c], (uint32_t)c, fills, my, ty, write);
-                if (!write) {
-                    /* the chunk's (fill, rows) into this thread's store */
-                    if (store_reserve(&stores[t], ty->n_touched)) {
-                        no_room = 1;
-                    } else {
-                        *li = (chunk_list){t, stores[t].len, ty->n_touched};
-                        for (uint32_t i = 0; i < ty->n_touched; i++) {
-                            uint32_t k = ty->touched[i];
-                            stores[t].p[stores[t].len++] = (fill_rows){ty->n[k], k};
-                            ty->n[k] = 0;
-                        }
-                    }
-                    ty->n_touched = 0;
+        for (int64_t c = 0; c < (int64_t)n_chunks; c++) {
+            if (cancelled || no_room) continue;
+            tally *ty = &tallies[t];
+            chunk_list *li = &lists[c];
+            if (write) /* where each fill's rows of this chunk go */
+                for (uint32_t i = 0; i < li->len; i++) {
+                    const fill_rows *r = &stores[li->store].p[li->offset + i];
+                    ty->n[r->k] = r->rows;
                 }
-                if (pk_progress_add(&progress, (double)chunks[c].n_entries, t == 0)) cancelled = 1;
-                if (e < chunks[c].n_entries) {
+            uint64_t e = scan_chunk(ix, &chunks[c], (uint32_t)c, fills, my, ty, write);
+            if (!write) {
+                /* the chunk's (fill, rows) into this thread's store */
+                if (store_reserve(&stores[t], ty->n_touched)) {
+                    no_room = 1;
+                } else {
+                    *li = (chunk_list){t, stores[t].len, ty->n_touched};
+                    for (uint32_t i = 0; i < ty->n_touched; i++) {
+                        uint32_t k = ty->touched[i];
+                        stores[t].p[stores[t].len++] = (fill_rows){ty->n[k], k};
+                        ty->n[k] = 0;
+                    }
+                }
+                ty->n_touched = 0;
+            }
+            if (pk_progress_add(progress, (double)chunks[c].n_entries, t == 0)) cancelled = 1;
+            if (e < chunks[c].n_entries) {
 #pragma omp critical(pk_memsort_fill_bad)
-                    if ((uint32_t)c < bad_at) {
-                        bad_at = (uint32_t)c;
-                        bad_entry = e;
-                    }
+                if ((uint32_t)c < bad_at) {
+                    bad_at = (uint32_t)c;
+                    bad_entry = e;
                 }
             }
         }
-        if (cancelled) {
-            st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
-            break;
-        }
-        if (no_room) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for the rows each chunk gives");
-            break;
-        }
-        if (bad_at < n_chunks) {
-            const pk_memsort_chunk *ch = &chunks[bad_at];
-            st = pk_fail(ctx, PK_ERR_PARSE, "mem_addr_%04u.bin entry %llu: address 0x%08x is not 8-byte aligned",
-                         ch->index, (unsigned long long)bad_entry, ch->addr[bad_entry]);
-            break;
-        }
-        if (write) break;
-        /* every chunk's rows of each fill placed after the earlier chunks'
-         * (the lists then hold where they go) */
-        for (uint32_t c = 0; c < n_chunks; c++) {
-            const chunk_list *li = &lists[c];
-            for (uint32_t i = 0; i < li->len; i++) {
-                fill_rows *r = &stores[li->store].p[li->offset + i];
-                pk_memsort_fill *fl = &fills[r->k];
-                if (fl->chunk_rows) fl->chunk_rows[c] = (uint32_t)r->rows;
-                uint64_t at = fl->n_rows;
-                fl->n_rows += r->rows;
-                r->rows = at;
-            }
-        }
-        for (uint32_t f = 0; f < n_fills && st == PK_OK; f++)
-            if (fills[f].n_rows > fills[f].capacity)
-                st = pk_fail(ctx, PK_ERR_INVALID,
-                             "memsort fill of instance %u: the chunks give %llu rows, more than the room for %llu "
-                             "(the plan has %u rows)",
-                             fills[f].plan->gid, (unsigned long long)fills[f].n_rows,
-                             (unsigned long long)fills[f].capacity, fills[f].plan->n_rows);
     }
-    if (st == PK_OK) {
-        int failed = 0;
+    if (cancelled) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    if (no_room) return pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory for the rows each chunk gives");
+    if (bad_at < n_chunks) {
+        const pk_memsort_chunk *ch = &chunks[bad_at];
+        return pk_fail(ctx, PK_ERR_PARSE, "mem_addr_%04u.bin entry %llu: address 0x%08x is not 8-byte aligned",
+                       ch->index, (unsigned long long)bad_entry, ch->addr[bad_entry]);
+    }
+    return PK_OK;
+}
+
+/* After the counting pass: every chunk's rows of each fill placed after
+ * the earlier chunks' (the lists then hold where they go), and each
+ * fill's rows checked against its room. */
+static pk_status rows_place(pk_context *ctx, fill_scan *w, uint32_t n_chunks, pk_memsort_fill *fills,
+                            uint32_t n_fills) {
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        const chunk_list *li = &w->lists[c];
+        for (uint32_t i = 0; i < li->len; i++) {
+            fill_rows *r = &w->stores[li->store].p[li->offset + i];
+            pk_memsort_fill *fl = &fills[r->k];
+            if (fl->chunk_rows) fl->chunk_rows[c] = (uint32_t)r->rows;
+            uint64_t at = fl->n_rows;
+            fl->n_rows += r->rows;
+            r->rows = at;
+        }
+    }
+    for (uint32_t f = 0; f < n_fills; f++)
+        if (fills[f].n_rows > fills[f].capacity)
+            return pk_fail(ctx, PK_ERR_INVALID,
+                           "memsort fill of instance %u: the chunks give %llu rows, more than the room for %llu "
+                           "(the plan has %u rows)",
+                           fills[f].plan->gid, (unsigned long long)fills[f].n_rows,
+                           (unsigned long long)fills[f].capacity, fills[f].plan->n_rows);
+    return PK_OK;
+}
+
+/* Each fill's rows, written in trace order, sorted stably by address. */
+static pk_status rows_sort(pk_context *ctx, int nt, pk_memsort_fill *fills, uint32_t n_fills, pk_progress *progress) {
+    int failed = 0, cancelled = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed, cancelled)
-        {
-            int t = pk_thread_num();
-            scratch sc = {NULL, 0};
+    {
+        int t = pk_thread_num();
+        scratch sc = {NULL, 0};
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t f = 0; f < (int64_t)n_fills; f++) {
-                if (cancelled || failed) continue;
-                const pk_memsort_instance *p = fills[f].plan;
-                uint64_t span = ((uint64_t)(p->last_addr - p->first_addr) >> 3) + 1;
-                failed |= sort_rows(fills[f].pairs, fills[f].n_rows, p->first_addr, span, &sc);
-                if (pk_progress_add(&progress, (double)p->n_rows + (f == 0), t == 0)) cancelled = 1;
-            }
-            free(sc.p);
+        for (int64_t f = 0; f < (int64_t)n_fills; f++) {
+            if (cancelled || failed) continue;
+            const pk_memsort_instance *p = fills[f].plan;
+            uint64_t span = ((uint64_t)(p->last_addr - p->first_addr) >> 3) + 1;
+            failed |= sort_rows(fills[f].pairs, fills[f].n_rows, p->first_addr, span, &sc);
+            if (pk_progress_add(progress, (double)p->n_rows + (f == 0), t == 0)) cancelled = 1;
         }
-        if (failed) st = pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory sorting the rows");
-        else if (cancelled) st = pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+        free(sc.p);
     }
-done:
-    free(ix.cand);
-    free(ix.meets);
-    free(ix.order);
-    free(ix.lowest_first);
-    free(state);
-    for (int t = 0; t < nt && tallies; t++) {
-        pk_aligned_free(tallies[t].n);
-        free(tallies[t].touched);
+    if (failed) return pk_fail(ctx, PK_ERR_NOMEM, "memsort fill: out of memory sorting the rows");
+    if (cancelled) return pk_fail(ctx, PK_ERR_CANCELLED, "cancelled");
+    return PK_OK;
+}
+
+pk_status pk_memsort_fill_from_chunks(pk_context *ctx, const pk_memsort_chunk *chunks, uint32_t n_chunks,
+                                      pk_memsort_fill *fills, uint32_t n_fills) {
+    pk_clear(ctx);
+    if (n_chunks && !chunks)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_fill_from_chunks: chunks is NULL (n_chunks %u)", n_chunks);
+    if (n_fills && !fills)
+        return pk_fail(ctx, PK_ERR_INVALID, "pk_memsort_fill_from_chunks: fills is NULL (n_fills %u)", n_fills);
+    pk_status st = chunks_check(ctx, chunks, n_chunks);
+    if (!st) st = fills_check_and_clear(ctx, fills, n_fills, n_chunks);
+    if (st || !n_fills || !n_chunks) return st;
+
+    fill_scan w;
+    st = fill_scan_alloc(ctx, &w, n_chunks, n_fills);
+    if (!st) st = fill_index_build(ctx, &w.ix, fills, n_fills);
+    if (!st) {
+        /* progress: each entry read twice, then each plan row sorted */
+        uint64_t n_entries = 0, n_rows_all = 0;
+        for (uint32_t c = 0; c < n_chunks; c++) n_entries += chunks[c].n_entries;
+        for (uint32_t f = 0; f < n_fills; f++) n_rows_all += fills[f].plan->n_rows;
+        pk_progress progress;
+        pk_progress_begin(&progress, ctx, 2.0 * (double)n_entries + (double)n_rows_all + 1, 0, 1);
+        st = scan_pass(ctx, &w, chunks, n_chunks, fills, &progress, 0);
+        if (!st) st = rows_place(ctx, &w, n_chunks, fills, n_fills);
+        if (!st) st = scan_pass(ctx, &w, chunks, n_chunks, fills, &progress, 1);
+        if (!st) st = rows_sort(ctx, w.nt, fills, n_fills, &progress);
     }
-    for (int t = 0; t < nt && stores; t++) free(stores[t].p);
-    free(tallies);
-    free(stores);
-    free(lists);
+    fill_scan_free(&w);
     return st;
 }
 
