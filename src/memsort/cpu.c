@@ -909,6 +909,215 @@ static void zero_pass(const cpu_job *job, uint8_t *touched) {
 
 /* ---- the run ------------------------------------------------------------ */
 
+/* The job's key map, key-loop flavour and thread count, its tables not yet
+ * allocated. */
+static void job_init(pk_context *ctx, cpu_job *job, const pk_memsort_layout *layout, const pk_memsort_trace *trace,
+                     int portable) {
+    const uint64_t n = trace->n_entries;
+    memset(job, 0, sizeof *job);
+    job->trace = trace;
+    key_map_make(layout, &job->map);
+#ifdef PK_MEMSORT_X86
+    job->use_avx512 = !portable && pk_cpu_has_avx512();
+#else
+    (void)portable;
+#endif
+    const uint64_t n_keys = job->map.first_key[layout->n_regions];
+    job->n_pages = n_keys >> PAGE_BITS;
+    int n_threads = 1;
+#ifdef _OPENMP
+    n_threads = pk_thread_count(ctx);
+#else
+    (void)ctx;
+#endif
+    /* tiny traces: fewer threads (each histogram costs a page per key touched) */
+    if ((uint64_t)n_threads > n / 2048 + 1) n_threads = (int)(n / 2048 + 1);
+    if (n_threads > MAX_THREADS) n_threads = MAX_THREADS;
+    job->n_threads = n_threads;
+}
+
+/* The histograms, page flags and key blocks kept in the result between
+ * runs, for the job's threads and keys (on 2 MB pages where the trace
+ * fills them densely enough). */
+static pk_status job_histograms(pk_context *ctx, cpu_job *job, pk_memsort_result *result, cpu_state **state_out) {
+    const uint64_t n = job->trace->n_entries, n_keys = job->map.first_key[job->map.n_regions];
+    const int n_threads = job->n_threads;
+    cpu_state *state = cpu_state_get(result, n_threads, n_keys, n / (uint64_t)n_threads * HUGE_DENSITY >= n_keys);
+    *state_out = state;
+    if (!state)
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %d histograms of %llu addresses", n_threads,
+                       (unsigned long long)n_keys);
+    job->hist = state->hist;
+    job->touched = state->touched;
+    job->touched_stride = state->touched_stride;
+    job->keys = state->keys;
+    return PK_OK;
+}
+
+/* The per-page tables (one more entry than pages), and each page's raw
+ * address. */
+static pk_status page_tables_make(pk_context *ctx, cpu_job *job, const pk_memsort_layout *layout) {
+    const uint64_t np = job->n_pages;
+    job->page_entries = malloc((np + 1) * sizeof(uint32_t));
+    job->page_keys = malloc((np + 1) * sizeof(uint32_t));
+    job->page_row = malloc((np + 1) * sizeof(uint64_t));
+    job->page_inst = malloc((np + 1) * sizeof(uint32_t));
+    job->page_run0 = malloc((np + 1) * sizeof(uint64_t));
+    job->page_special = malloc(np + 1);
+    job->page_need = malloc((np + 1) * sizeof(uint16_t));
+    job->page_raw = malloc((np + 1) * sizeof(uint32_t));
+    if (!job->page_entries || !job->page_keys || !job->page_row || !job->page_inst || !job->page_run0 ||
+        !job->page_special || !job->page_need || !job->page_raw)
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the page table");
+    for (uint32_t r = 0; r < layout->n_regions; r++)
+        for (uint64_t p = job->map.first_key[r] >> PAGE_BITS; p < job->map.first_key[r + 1] >> PAGE_BITS; p++)
+            job->page_raw[p] = (uint32_t)(layout->base[r] + ((p << PAGE_BITS) - job->map.first_key[r]) * 8);
+    return PK_OK;
+}
+
+/* After the page sums: every page's first row, the regions' sizes, the
+ * instances, and their global first rows. */
+static pk_status instances_make(pk_context *ctx, cpu_job *job, const pk_memsort_layout *layout,
+                                const pk_memsort_regions *regions, const pk_memsort_trace *trace, uint32_t n_workers,
+                                uint32_t worker, pk_memsort_result *result) {
+    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS] = {0}, region_row[PK_MEMSORT_MAX_REGIONS + 1];
+    uint64_t row = 0;
+    for (uint32_t r = 0; r < layout->n_regions; r++) {
+        region_row[r] = row;
+        for (uint64_t p = job->map.first_key[r] >> PAGE_BITS; p < job->map.first_key[r + 1] >> PAGE_BITS; p++) {
+            job->page_row[p] = row;
+            row += job->page_entries[p];
+        }
+        region_entries[r] = row - region_row[r];
+    }
+    region_row[layout->n_regions] = row;
+    pk_status st = pk_memsort_instances_build(ctx, layout, regions, trace, region_entries, n_workers, worker, result);
+    if (st) return st;
+    const uint32_t n_inst = result->n_instances;
+    job->instances = result->instances;
+    job->n_instances = n_inst;
+    job->inst_start = malloc(((size_t)n_inst + 1) * sizeof(uint64_t));
+    job->inst_runs = malloc(((size_t)n_inst + 1) * sizeof(uint64_t));
+    job->plan_runs = malloc((2 * (size_t)n_inst + 1) * sizeof(row_run));
+    if (!job->inst_start || !job->inst_runs || !job->plan_runs)
+        return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %u instances", n_inst);
+    for (uint32_t g = 0; g < n_inst; g++)
+        job->inst_start[g] = region_row[result->instances[g].region] + result->instances[g].first_row;
+    job->inst_start[n_inst] = trace->n_entries;
+    return PK_OK;
+}
+
+/* After page_instances: the maps of the keys this worker writes (where it
+ * does not own every instance), each owned instance's runs, values and
+ * chunk counts placed, and room made for them in the result. */
+static pk_status result_room_make(pk_context *ctx, cpu_job *job, pk_memsort_result *result) {
+    const uint32_t n_inst = job->n_instances, n_chunks = job->trace->n_chunks;
+    if (!job->all_needed) {
+        job->positions = malloc((size_t)job->n_threads * KEY_BLOCK * sizeof(uint32_t));
+        job->need_bits = calloc((size_t)job->n_need_maps * NEED_WORDS, sizeof(uint32_t));
+        if (!job->positions || !job->need_bits)
+            return pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the maps of the rows this worker writes");
+        memset(job->need_bits + NEED_WORDS, 0xff, NEED_WORDS * sizeof(uint32_t)); /* map 1: every key */
+    }
+    uint64_t n_runs = 0;
+    for (uint32_t g = 0; g < n_inst; g++) {
+        pk_memsort_instance *in = &result->instances[g];
+        if (!in->owned) continue;
+        in->n_runs = (uint32_t)job->inst_runs[g];
+        in->runs_offset = n_runs;
+        in->values_offset = job->inst_start[g];
+        n_runs += in->n_runs;
+    }
+    const uint64_t counts_total = (uint64_t)result->n_owned * n_chunks;
+    pk_status st =
+        pk_memsort_result_reserve(ctx, result, n_runs, job->trace->n_entries + PREFETCH_ROWS, counts_total, 0);
+    if (st) return st;
+    uint32_t k = 0;
+    for (uint32_t g = 0; g < n_inst; g++)
+        if (result->instances[g].owned) result->instances[g].counts_offset = (uint64_t)k++ * n_chunks;
+    result->n_runs = n_runs;
+    job->runs = result->runs;
+    job->sorted = result->values;
+    return PK_OK;
+}
+
+/* Each instance's plan, from the runs that hold its first and last row
+ * and the sorted positions. */
+static void plans_make(const cpu_job *job, const pk_memsort_trace *trace, pk_memsort_result *result) {
+    const uint32_t *sorted = job->sorted;
+#pragma omp parallel for num_threads(job->n_threads) schedule(static)
+    for (int64_t gi = 0; gi < (int64_t)job->n_instances; gi++) {
+        pk_memsort_instance *in = &result->instances[gi];
+        uint64_t s = job->inst_start[gi], e = s + in->n_rows;
+        const row_run *f = &job->plan_runs[2 * gi], *l = &job->plan_runs[2 * gi + 1];
+        in->first_addr = f->addr;
+        in->last_addr = l->addr;
+        in->first_chunk = pk_memsort_chunk_of(trace, sorted[s]);
+        in->first_skip_total = (uint32_t)(s - f->start);
+        in->first_skip = (uint32_t)(s - lower_bound_values(sorted, f->start, s, trace->chunk_start[in->first_chunk]));
+        uint64_t last_from = l->start > s ? l->start : s;
+        in->last_chunk = pk_memsort_chunk_of(trace, sorted[e - 1]);
+        in->last_include_total = (uint32_t)(e - last_from);
+        in->last_include = (uint32_t)(e - lower_bound_values(sorted, last_from, e, trace->chunk_start[in->last_chunk]));
+        in->has_prev = in->index > 0;
+        if (in->has_prev) {
+            in->prev_value = sorted[s - 1];
+            in->prev_addr = job->plan_runs[2 * gi - 1].addr;
+        }
+    }
+}
+
+/* The rows of the owned instances. */
+static uint64_t owned_rows(const pk_memsort_result *result) {
+    uint64_t n_values = 0;
+    for (uint32_t g = 0; g < result->n_instances; g++)
+        if (result->instances[g].owned) n_values += result->instances[g].n_rows;
+    return n_values;
+}
+
+/* The host memory the run used: the histograms' touched 16 KB pages (or
+ * the 2 MB pages holding them), the page flags and key blocks, and the
+ * page and instance tables. */
+static uint64_t run_host_bytes(const cpu_job *job, const cpu_state *state) {
+    const uint64_t np = job->n_pages;
+    const uint64_t per_huge = HUGE_BYTES / (PAGE_KEYS * sizeof(uint32_t));
+    uint64_t touched_bytes = 0;
+    for (int t = 0; t < job->n_threads; t++) {
+        const uint8_t *tp = state->touched + (uint64_t)t * state->touched_stride;
+        if (!state->huge) {
+            for (uint64_t p = 0; p < np; p++) touched_bytes += tp[p] * (uint64_t)(PAGE_KEYS * sizeof(uint32_t));
+            continue;
+        }
+        /* pages grouped by the 2 MB of address space they lie in */
+        const uint64_t skew = (uintptr_t)state->hist[t] % HUGE_BYTES / (PAGE_KEYS * sizeof(uint32_t));
+        for (uint64_t p0 = 0; p0 < np;) {
+            uint64_t p1 = (p0 + skew) / per_huge * per_huge + per_huge - skew;
+            int any = 0;
+            for (uint64_t p = p0; p < p1 && p < np; p++) any |= tp[p];
+            touched_bytes += any ? HUGE_BYTES : 0;
+            p0 = p1;
+        }
+    }
+    return touched_bytes + (uint64_t)job->n_threads * (state->touched_stride + KEY_BLOCK * sizeof(uint32_t)) +
+           np * PAGE_TABLE_BYTES + (uint64_t)job->n_instances * INSTANCE_TABLE_BYTES;
+}
+
+static void job_free(cpu_job *job) {
+    free(job->page_entries);
+    free(job->page_keys);
+    free(job->page_row);
+    free(job->page_inst);
+    free(job->page_run0);
+    free(job->page_special);
+    free(job->page_need);
+    free(job->positions);
+    free(job->need_bits);
+    free(job->page_raw);
+    free(job->inst_start);
+    free(job->inst_runs);
+    free(job->plan_runs);
+}
+
 pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions, const pk_memsort_trace *trace,
                              uint32_t n_workers, uint32_t worker, int portable, pk_memsort_result *result,
                              pk_progress *progress) {
@@ -917,57 +1126,14 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
 #endif
     pk_memsort_layout layout;
     pk_memsort_layout_make(regions, &layout);
-    const uint64_t n = trace->n_entries;
-    const uint32_t n_chunks = trace->n_chunks;
     cpu_job job;
-    memset(&job, 0, sizeof job);
-    job.trace = trace;
-    key_map_make(&layout, &job.map);
-#ifdef PK_MEMSORT_X86
-    job.use_avx512 = !portable && pk_cpu_has_avx512();
-#else
-    (void)portable;
-#endif
-    const uint64_t n_keys = job.map.first_key[layout.n_regions];
-    job.n_pages = n_keys >> PAGE_BITS;
-    int n_threads = 1;
-#ifdef _OPENMP
-    n_threads = pk_thread_count(ctx);
-#endif
-    /* tiny traces: fewer threads (each histogram costs a page per key touched) */
-    if ((uint64_t)n_threads > n / 2048 + 1) n_threads = (int)(n / 2048 + 1);
-    if (n_threads > MAX_THREADS) n_threads = MAX_THREADS;
-    job.n_threads = n_threads;
+    job_init(ctx, &job, &layout, trace, portable);
 
-    pk_status st = PK_OK;
     int counted = 0;
-    cpu_state *state = cpu_state_get(result, n_threads, n_keys, n / (uint64_t)n_threads * HUGE_DENSITY >= n_keys);
-    if (!state) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %d histograms of %llu addresses", n_threads,
-                     (unsigned long long)n_keys);
-        goto done;
-    }
-    job.hist = state->hist;
-    job.touched = state->touched;
-    job.touched_stride = state->touched_stride;
-    job.keys = state->keys;
-    const uint64_t np = job.n_pages;
-    job.page_entries = malloc((np + 1) * sizeof(uint32_t));
-    job.page_keys = malloc((np + 1) * sizeof(uint32_t));
-    job.page_row = malloc((np + 1) * sizeof(uint64_t));
-    job.page_inst = malloc((np + 1) * sizeof(uint32_t));
-    job.page_run0 = malloc((np + 1) * sizeof(uint64_t));
-    job.page_special = malloc(np + 1);
-    job.page_need = malloc((np + 1) * sizeof(uint16_t));
-    job.page_raw = malloc((np + 1) * sizeof(uint32_t));
-    if (!job.page_entries || !job.page_keys || !job.page_row || !job.page_inst || !job.page_run0 || !job.page_special ||
-        !job.page_need || !job.page_raw) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the page table");
-        goto done;
-    }
-    for (uint32_t r = 0; r < layout.n_regions; r++)
-        for (uint64_t p = job.map.first_key[r] >> PAGE_BITS; p < job.map.first_key[r + 1] >> PAGE_BITS; p++)
-            job.page_raw[p] = (uint32_t)(layout.base[r] + ((p << PAGE_BITS) - job.map.first_key[r]) * 8);
+    cpu_state *state = NULL;
+    pk_status st = job_histograms(ctx, &job, result, &state);
+    if (!st) st = page_tables_make(ctx, &job, &layout);
+    if (st) goto done;
 
     TMARK("setup");
     /* 1 */
@@ -988,63 +1154,9 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
     /* 2 */
     page_sums(&job);
     TMARK("sums");
-    uint64_t region_entries[PK_MEMSORT_MAX_REGIONS] = {0}, region_row[PK_MEMSORT_MAX_REGIONS + 1];
-    {
-        uint64_t row = 0;
-        for (uint32_t r = 0; r < layout.n_regions; r++) {
-            region_row[r] = row;
-            for (uint64_t p = job.map.first_key[r] >> PAGE_BITS; p < job.map.first_key[r + 1] >> PAGE_BITS; p++) {
-                job.page_row[p] = row;
-                row += job.page_entries[p];
-            }
-            region_entries[r] = row - region_row[r];
-        }
-        region_row[layout.n_regions] = row;
-    }
-    if ((st = pk_memsort_instances_build(ctx, &layout, regions, trace, region_entries, n_workers, worker, result)))
-        goto done;
-    const uint32_t n_inst = result->n_instances;
-    job.instances = result->instances;
-    job.n_instances = n_inst;
-    job.inst_start = malloc(((size_t)n_inst + 1) * sizeof(uint64_t));
-    job.inst_runs = malloc(((size_t)n_inst + 1) * sizeof(uint64_t));
-    job.plan_runs = malloc((2 * (size_t)n_inst + 1) * sizeof(row_run));
-    if (!job.inst_start || !job.inst_runs || !job.plan_runs) {
-        st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for %u instances", n_inst);
-        goto done;
-    }
-    for (uint32_t g = 0; g < n_inst; g++)
-        job.inst_start[g] = region_row[result->instances[g].region] + result->instances[g].first_row;
-    job.inst_start[n_inst] = n;
+    if ((st = instances_make(ctx, &job, &layout, regions, trace, n_workers, worker, result))) goto done;
     page_instances(&job);
-    if (!job.all_needed) {
-        job.positions = malloc((size_t)n_threads * KEY_BLOCK * sizeof(uint32_t));
-        job.need_bits = calloc((size_t)job.n_need_maps * NEED_WORDS, sizeof(uint32_t));
-        if (!job.positions || !job.need_bits) {
-            st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the maps of the rows this worker writes");
-            goto done;
-        }
-        memset(job.need_bits + NEED_WORDS, 0xff, NEED_WORDS * sizeof(uint32_t)); /* map 1: every key */
-    }
-    uint64_t n_runs = 0;
-    for (uint32_t g = 0; g < n_inst; g++) {
-        pk_memsort_instance *in = &result->instances[g];
-        if (!in->owned) continue;
-        in->n_runs = (uint32_t)job.inst_runs[g];
-        in->runs_offset = n_runs;
-        in->values_offset = job.inst_start[g];
-        n_runs += in->n_runs;
-    }
-    const uint64_t counts_total = (uint64_t)result->n_owned * n_chunks;
-    if ((st = pk_memsort_result_reserve(ctx, result, n_runs, n + PREFETCH_ROWS, counts_total, 0))) goto done;
-    {
-        uint32_t k = 0;
-        for (uint32_t g = 0; g < n_inst; g++)
-            if (result->instances[g].owned) result->instances[g].counts_offset = (uint64_t)k++ * n_chunks;
-    }
-    result->n_runs = n_runs;
-    job.runs = result->runs;
-    job.sorted = result->values;
+    if ((st = result_room_make(ctx, &job, result))) goto done;
 
     TMARK("inst");
     /* 3, 4 */
@@ -1057,6 +1169,7 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
 
     TMARK("scatter");
     /* 5 */
+    const uint64_t counts_total = (uint64_t)result->n_owned * trace->n_chunks;
     memset(result->chunk_counts, 0, counts_total * sizeof(uint32_t));
     if (chunk_count_pass(&job, result->chunk_counts)) {
         st = pk_fail(ctx, PK_ERR_NOMEM, "out of memory for the chunk counts");
@@ -1065,54 +1178,9 @@ pk_status pk_memsort_run_cpu(pk_context *ctx, const pk_memsort_regions *regions,
 
     TMARK("chunks");
     /* 6: the plans */
-    const uint32_t *sorted = job.sorted;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (int64_t gi = 0; gi < (int64_t)n_inst; gi++) {
-        pk_memsort_instance *in = &result->instances[gi];
-        uint64_t s = job.inst_start[gi], e = s + in->n_rows;
-        const row_run *f = &job.plan_runs[2 * gi], *l = &job.plan_runs[2 * gi + 1];
-        in->first_addr = f->addr;
-        in->last_addr = l->addr;
-        in->first_chunk = pk_memsort_chunk_of(trace, sorted[s]);
-        in->first_skip_total = (uint32_t)(s - f->start);
-        in->first_skip = (uint32_t)(s - lower_bound_values(sorted, f->start, s, trace->chunk_start[in->first_chunk]));
-        uint64_t last_from = l->start > s ? l->start : s;
-        in->last_chunk = pk_memsort_chunk_of(trace, sorted[e - 1]);
-        in->last_include_total = (uint32_t)(e - last_from);
-        in->last_include = (uint32_t)(e - lower_bound_values(sorted, last_from, e, trace->chunk_start[in->last_chunk]));
-        in->has_prev = in->index > 0;
-        if (in->has_prev) {
-            in->prev_value = sorted[s - 1];
-            in->prev_addr = job.plan_runs[2 * gi - 1].addr;
-        }
-    }
-    result->n_values = 0;
-    for (uint32_t g = 0; g < n_inst; g++)
-        if (result->instances[g].owned) result->n_values += result->instances[g].n_rows;
-    {
-        /* the touched 16 KB pages, or the 2 MB pages holding them */
-        const uint64_t per_huge = HUGE_BYTES / (PAGE_KEYS * sizeof(uint32_t));
-        uint64_t touched_bytes = 0;
-        for (int t = 0; t < n_threads; t++) {
-            const uint8_t *tp = state->touched + (uint64_t)t * state->touched_stride;
-            if (!state->huge) {
-                for (uint64_t p = 0; p < np; p++) touched_bytes += tp[p] * (uint64_t)(PAGE_KEYS * sizeof(uint32_t));
-                continue;
-            }
-            /* pages grouped by the 2 MB of address space they lie in */
-            const uint64_t skew = (uintptr_t)state->hist[t] % HUGE_BYTES / (PAGE_KEYS * sizeof(uint32_t));
-            for (uint64_t p0 = 0; p0 < np;) {
-                uint64_t p1 = (p0 + skew) / per_huge * per_huge + per_huge - skew;
-                int any = 0;
-                for (uint64_t p = p0; p < p1 && p < np; p++) any |= tp[p];
-                touched_bytes += any ? HUGE_BYTES : 0;
-                p0 = p1;
-            }
-        }
-        result->stats.host_bytes += touched_bytes +
-                                    (uint64_t)n_threads * (state->touched_stride + KEY_BLOCK * sizeof(uint32_t)) +
-                                    np * PAGE_TABLE_BYTES + (uint64_t)n_inst * INSTANCE_TABLE_BYTES;
-    }
+    plans_make(&job, trace, result);
+    result->n_values = owned_rows(result);
+    result->stats.host_bytes += run_host_bytes(&job, state);
     TMARK("plans");
 done:
     if (counted) zero_pass(&job, state->touched);
@@ -1120,18 +1188,6 @@ done:
 #ifdef MEMSORT_TIMING
     fprintf(stderr, "\n");
 #endif
-    free(job.page_entries);
-    free(job.page_keys);
-    free(job.page_row);
-    free(job.page_inst);
-    free(job.page_run0);
-    free(job.page_special);
-    free(job.page_need);
-    free(job.positions);
-    free(job.need_bits);
-    free(job.page_raw);
-    free(job.inst_start);
-    free(job.inst_runs);
-    free(job.plan_runs);
+    job_free(&job);
     return st;
 }
