@@ -731,6 +731,35 @@ int main(void) {
         CHECK(rc == 0 && again && again_n == before_n && memcmp(again, before, before_n) == 0,
               "without --regions: exit %d, %s, fill.bin %s", rc, err, again ? "differs" : "missing");
         free(again);
+        /* plans in a folder whose name holds a line end and a tab: fill.txt's
+         * plans line stays one line, the name written with \n and \t */
+        {
+            char odd_dir[700], odd_plans[800], odd_out[700], odd_txt[800];
+            snprintf(odd_dir, sizeof odd_dir, "%s", path_in("odd\nplans\tdir"));
+            snprintf(odd_out, sizeof odd_out, "%s", path_in("fill_odd"));
+            mkdir(odd_dir, 0777);
+            snprintf(odd_plans, sizeof odd_plans, "%s/memsort.bin", odd_dir);
+            char plans_from[800];
+            snprintf(plans_from, sizeof plans_from, "%s/memsort.bin", path_in("out3"));
+            size_t plans_n = 0;
+            unsigned char *plans_bytes = read_all(plans_from, &plans_n);
+            write_all(odd_plans, plans_bytes, plans_n);
+            free(plans_bytes);
+            snprintf(args, sizeof args, "memsort-fill '%s' %s -o %s --instances all -q", odd_dir, held, odd_out);
+            rc = run_cli(args, err, sizeof err);
+            snprintf(odd_txt, sizeof odd_txt, "%s/fill.txt", odd_out);
+            size_t txt_n = 0;
+            unsigned char *txt = read_all(odd_txt, &txt_n);
+            if (txt) txt[txt_n] = '\0';
+            /* line 2 is the plans line, line 3 the chunks given */
+            char *line2 = txt ? strchr((char *)txt, '\n') : NULL;
+            char *line3 = line2 ? strchr(line2 + 1, '\n') : NULL;
+            CHECK(rc == 0 && line3 && strncmp(line2 + 1, "plans ", 6) == 0 &&
+                      strstr(line2 + 1, "odd\\nplans\\tdir: ") && strncmp(line3 + 1, "chunks given:", 13) == 0,
+                  "a plans folder named with a line end: exit %d, %s, fill.txt:\n%s", rc, err,
+                  txt ? (char *)txt : "missing");
+            free(txt);
+        }
         /* a failure into a folder not there before leaves no folder */
         snprintf(args, sizeof args, "memsort-fill %s %s/bad1 -o %s -q", path_in("out1"), tmp_root, path_in("new_out"));
         rc = run_cli(args, err, sizeof err);

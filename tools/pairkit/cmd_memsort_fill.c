@@ -122,12 +122,27 @@ static void write_fill_bin(FILE *fp, const pk_memsort_result *plans, const pk_me
     }
 }
 
+/* A file name in a line of text: a byte below 0x20, 0x7f and the
+ * backslash written as C writes them (\n, \t, \\, else \xNN), so that a
+ * name holding a line end keeps its line one line. */
+static void put_name(FILE *fp, const char *name) {
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (*p == '\\') fputs("\\\\", fp);
+        else if (*p == '\n') fputs("\\n", fp);
+        else if (*p == '\t') fputs("\\t", fp);
+        else if (*p < 0x20 || *p == 0x7f) fprintf(fp, "\\x%02x", *p);
+        else fputc(*p, fp);
+    }
+}
+
 static void write_fill_txt(FILE *fp, const char *plans_path, const pk_memsort_result *plans,
                            const pk_memsort_chunk *chunks, uint32_t n_given, const pk_memsort_fill *fills,
                            uint32_t n_fills) {
     fprintf(fp, "pairkit memsort-fill %s\n", PK_VERSION_STRING);
-    fprintf(fp, "plans %s: %llu entries, %u chunks, %u instances (worker %u of %u)\n", plans_path,
-            (unsigned long long)plans->n_entries, plans->n_chunks, plans->n_instances, plans->worker, plans->n_workers);
+    fputs("plans ", fp);
+    put_name(fp, plans_path);
+    fprintf(fp, ": %llu entries, %u chunks, %u instances (worker %u of %u)\n", (unsigned long long)plans->n_entries,
+            plans->n_chunks, plans->n_instances, plans->worker, plans->n_workers);
     fprintf(fp, "chunks given: %u of %u:", n_given, plans->n_chunks);
     for (uint32_t c = 0; c < n_given;) { /* as ranges */
         uint32_t d = c;
