@@ -964,15 +964,16 @@ static void command_with_weights_and_jackknife(check_rng *rng) {
 }
 
 /* the kept cells damaged: edited_cells.txt with a weighted sum changed
- * in its last digit, cut_cells.txt cut after the header and edges */
+ * in its first digit (by 10% at least: a change in the 17th significant
+ * digit can leave the same double, which the reader rightly takes),
+ * cut_cells.txt cut after the header and edges */
 static void write_damaged_cells(const char *kept) {
     const char *cell = strstr(kept, "\n0 0 3 ");
-    const char *w_end = cell ? strchr(cell + 8, ' ') : NULL;
-    w_end = w_end ? strchr(w_end + 1, ' ') : NULL; /* after the weighted sum */
-    if (w_end) {
+    const char *w_start = cell ? strchr(cell + 8, ' ') : NULL; /* before the weighted sum */
+    if (w_start && w_start[1] >= '0' && w_start[1] <= '9') {
         FILE *fp = fopen(cli_path("edited_cells.txt"), "w");
-        char last = w_end[-1] == '1' ? '2' : '1';
-        fprintf(fp, "%.*s%c%s", (int)(w_end - 1 - kept), kept, last, w_end);
+        char first = w_start[1] == '1' ? '2' : '1';
+        fprintf(fp, "%.*s%c%s", (int)(w_start + 1 - kept), kept, first, w_start + 2);
         fclose(fp);
     }
     const char *first_cell = strstr(kept, "\n0 0 0 ");
