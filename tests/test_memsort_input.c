@@ -278,145 +278,165 @@ static void test_generate_dir(const pk_memsort_regions *def) {
     pk_memsort_trace_free(&newer);
 }
 
-int main(void) {
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/pk_memsort_XXXXXX");
-    if (!mkdtemp(tmp_root)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    pk_context ctx;
-    pk_context_init(&ctx);
-    pk_memsort_regions def;
-    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &def), &ctx);
-    uint32_t good[8] = {0x80000000, 0x90000008, 0xA0000010, 0xA0000010, 0x80000040, 0xA0001000, 0x90000000, 0xA0000000};
+/* A chunk of eight good entries: each in a region of the default table. */
+static const uint32_t good[8] = {0x80000000, 0x90000008, 0xA0000010, 0xA0000010,
+                                 0x80000040, 0xA0001000, 0x90000000, 0xA0000000};
 
-    /* unaligned address */
+/* unaligned address */
+static void unaligned_address_is_refused(const pk_memsort_regions *def) {
     char *d = fresh_dir("unaligned");
     write_chunk(d, 0, good, 8);
     uint32_t bad[8];
     memcpy(bad, good, sizeof bad);
     bad[3] = 0x80000004;
     write_chunk(d, 1, bad, 8);
-    expect_error("unaligned", d, &def, "mem_addr_0001.bin entry 3", "not 8-byte aligned");
+    expect_error("unaligned", d, def, "mem_addr_0001.bin entry 3", "not 8-byte aligned");
+}
 
-    /* an address in no region */
-    d = fresh_dir("noregion");
+/* an address in no region */
+static void address_in_no_region_is_refused(const pk_memsort_regions *def) {
+    char *d = fresh_dir("noregion");
+    uint32_t bad[8];
     memcpy(bad, good, sizeof bad);
     bad[5] = 0x00001000;
     write_chunk(d, 0, bad, 8);
-    expect_error("no region", d, &def, "mem_addr_0000.bin entry 5", "in no region");
+    expect_error("no region", d, def, "mem_addr_0000.bin entry 5", "in no region");
     CHECK(strstr(last_message, "preset") == NULL, "a hint for an address in no preset's region");
-    /* an address of the other preset's layout: the message suggests it */
-    d = fresh_dir("zisk_address");
+}
+
+/* an address of the other preset's layout: the message suggests it */
+static void other_presets_address_names_the_preset(const pk_memsort_regions *def) {
+    char *d = fresh_dir("zisk_address");
+    uint32_t bad[8];
     memcpy(bad, good, sizeof bad);
     bad[2] = 0x40000008; /* INPUT of the zisk layout */
     write_chunk(d, 0, bad, 8);
-    expect_error("zisk address", d, &def, "mem_addr_0000.bin entry 2",
-                 "(it lies in region INPUT of the 'zisk' preset)");
+    expect_error("zisk address", d, def, "mem_addr_0000.bin entry 2", "(it lies in region INPUT of the 'zisk' preset)");
+}
 
-    /* truncated chunk: 10 bytes */
-    d = fresh_dir("truncated");
+/* truncated chunk: 10 bytes */
+static void truncated_chunk_is_refused(const pk_memsort_regions *def) {
+    char *d = fresh_dir("truncated");
     write_chunk(d, 0, good, 8);
     write_file(d, "mem_addr_0001.bin", good, 10);
-    expect_error("truncated", d, &def, "mem_addr_0001.bin", "entry 2 is incomplete");
+    expect_error("truncated", d, def, "mem_addr_0001.bin", "entry 2 is incomplete");
+}
 
-    /* a large trace in memory: the first bad entry wherever it lies (the
-     * check goes a block of entries at a time, each thread its part), and
-     * the regions' entry counts exact (a capacity of the count passes,
-     * one less fails) */
-    {
-        check_rng rng = check_rng_make(20261201);
-        pk_memsort_gen_options g = {300000, check_next(&rng), 1u << 16, 0};
-        pk_memsort_trace big;
-        CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &big), &ctx);
-        const uint64_t n = big.n_entries;
-        uint64_t per_region[PK_MEMSORT_MAX_REGIONS] = {0};
-        for (uint64_t i = 0; i < n; i++)
-            for (uint32_t r = 0; r < def.n_regions; r++)
-                per_region[r] += big.addr[i] - def.region[r].base < def.region[r].size;
-        for (int threads = 0; threads <= 3; threads += 3)
-            for (int k = 0; k < 40; k++) {
-                pk_context c;
-                pk_context_init(&c);
-                c.n_threads = threads;
-                /* one or two bad entries: first at fixed places (the ends, either side of the first
-                 * block's end and of the middle), then at random ones */
-                const uint64_t fixed[] = {0, 4095, 4096, n / 2 - 1, n / 2, n - 1};
-                uint64_t at[2], n_bad = 1 + k % 2;
-                for (uint64_t b = 0; b < n_bad; b++) at[b] = k < 12 && b == 0 ? fixed[k / 2] : check_next(&rng) % n;
-                uint32_t kept[2], value[2];
-                for (uint64_t b = 0; b < n_bad; b++) {
-                    kept[b] = big.addr[at[b]];
-                    value[b] = check_next(&rng) % 2 ? 0x80000004u : 0x00001000u; /* misaligned, or in no region */
-                }
-                for (uint64_t b = 0; b < n_bad; b++) big.addr[at[b]] = value[b];
-                uint64_t first = n_bad == 2 && at[1] < at[0] ? at[1] : at[0];
-                uint32_t chunk = 0;
-                while (big.chunk_start[chunk + 1] <= first) chunk++;
-                char want[64];
-                snprintf(want, sizeof want, "mem_addr_%04u.bin entry %llu", chunk,
-                         (unsigned long long)(first - big.chunk_start[chunk]));
-                pk_status st = pk_memsort_trace_check(&c, &def, &big);
-                CHECK(st == PK_ERR_PARSE && strstr(c.message, want) &&
-                          strstr(c.message, big.addr[first] & 7 ? "not 8-byte aligned" : "in no region"),
-                      "bad entries at %llu and %llu (%d threads): expected '%s', got %d '%s'",
-                      (unsigned long long)at[0], (unsigned long long)(n_bad == 2 ? at[1] : at[0]), threads, want,
-                      (int)st, c.message);
-                for (uint64_t b = n_bad; b-- > 0;) big.addr[at[b]] = kept[b];
-            }
-        CHECK_OK(pk_memsort_trace_check(&ctx, &def, &big), &ctx);
-        for (uint32_t r = 0; r < def.n_regions; r++) {
-            if (!per_region[r]) continue;
-            pk_memsort_regions capped = def;
-            capped.region[r].instance_entries = 1;
-            capped.region[r].max_instances = (uint32_t)per_region[r];
-            CHECK_OK(pk_memsort_trace_check(&ctx, &capped, &big), &ctx);
-            capped.region[r].max_instances = (uint32_t)per_region[r] - 1;
-            CHECK(pk_memsort_trace_check(&ctx, &capped, &big) != PK_OK && strstr(ctx.message, def.region[r].name),
-                  "region %s capped one below its %llu entries: %s", def.region[r].name,
-                  (unsigned long long)per_region[r], ctx.message);
-        }
-        pk_memsort_trace_free(&big);
+/* One or two bad entries put into `big` (the k-th try): first at fixed
+ * places (the ends, either side of the first block's end and of the
+ * middle), then at random ones; the check must name the first. */
+static void first_of_bad_entries_is_named(const pk_memsort_regions *def, pk_memsort_trace *big, check_rng *rng,
+                                          int threads, int k) {
+    const uint64_t n = big->n_entries;
+    pk_context c;
+    pk_context_init(&c);
+    c.n_threads = threads;
+    const uint64_t fixed[] = {0, 4095, 4096, n / 2 - 1, n / 2, n - 1};
+    uint64_t at[2], n_bad = 1 + k % 2;
+    for (uint64_t b = 0; b < n_bad; b++) at[b] = k < 12 && b == 0 ? fixed[k / 2] : check_next(rng) % n;
+    uint32_t kept[2], value[2];
+    for (uint64_t b = 0; b < n_bad; b++) {
+        kept[b] = big->addr[at[b]];
+        value[b] = check_next(rng) % 2 ? 0x80000004u : 0x00001000u; /* misaligned, or in no region */
     }
+    for (uint64_t b = 0; b < n_bad; b++) big->addr[at[b]] = value[b];
+    uint64_t first = n_bad == 2 && at[1] < at[0] ? at[1] : at[0];
+    uint32_t chunk = 0;
+    while (big->chunk_start[chunk + 1] <= first) chunk++;
+    char want[64];
+    snprintf(want, sizeof want, "mem_addr_%04u.bin entry %llu", chunk,
+             (unsigned long long)(first - big->chunk_start[chunk]));
+    pk_status st = pk_memsort_trace_check(&c, def, big);
+    CHECK(st == PK_ERR_PARSE && strstr(c.message, want) &&
+              strstr(c.message, big->addr[first] & 7 ? "not 8-byte aligned" : "in no region"),
+          "bad entries at %llu and %llu (%d threads): expected '%s', got %d '%s'", (unsigned long long)at[0],
+          (unsigned long long)(n_bad == 2 ? at[1] : at[0]), threads, want, (int)st, c.message);
+    for (uint64_t b = n_bad; b-- > 0;) big->addr[at[b]] = kept[b];
+}
 
-    /* missing chunk in the sequence */
-    d = fresh_dir("missing");
+/* the regions' entry counts exact: a capacity of the count passes, one
+ * less fails */
+static void region_capacity_is_exact(pk_context *ctx, const pk_memsort_regions *def, const pk_memsort_trace *big) {
+    uint64_t per_region[PK_MEMSORT_MAX_REGIONS] = {0};
+    for (uint64_t i = 0; i < big->n_entries; i++)
+        for (uint32_t r = 0; r < def->n_regions; r++)
+            per_region[r] += big->addr[i] - def->region[r].base < def->region[r].size;
+    for (uint32_t r = 0; r < def->n_regions; r++) {
+        if (!per_region[r]) continue;
+        pk_memsort_regions capped = *def;
+        capped.region[r].instance_entries = 1;
+        capped.region[r].max_instances = (uint32_t)per_region[r];
+        CHECK_OK(pk_memsort_trace_check(ctx, &capped, big), ctx);
+        capped.region[r].max_instances = (uint32_t)per_region[r] - 1;
+        CHECK(pk_memsort_trace_check(ctx, &capped, big) != PK_OK && strstr(ctx->message, def->region[r].name),
+              "region %s capped one below its %llu entries: %s", def->region[r].name, (unsigned long long)per_region[r],
+              ctx->message);
+    }
+}
+
+/* a large trace in memory: the first bad entry wherever it lies (the
+ * check goes a block of entries at a time, each thread its part), and
+ * the regions' entry counts exact (a capacity of the count passes,
+ * one less fails) */
+static void large_trace_is_checked_exactly(pk_context *ctx, const pk_memsort_regions *def) {
+    check_rng rng = check_rng_make(20261201);
+    pk_memsort_gen_options g = {300000, check_next(&rng), 1u << 16, 0};
+    pk_memsort_trace big;
+    CHECK_OK(pk_memsort_generate(ctx, def, &g, &big), ctx);
+    for (int threads = 0; threads <= 3; threads += 3)
+        for (int k = 0; k < 40; k++) first_of_bad_entries_is_named(def, &big, &rng, threads, k);
+    CHECK_OK(pk_memsort_trace_check(ctx, def, &big), ctx);
+    region_capacity_is_exact(ctx, def, &big);
+    pk_memsort_trace_free(&big);
+}
+
+/* missing chunk in the sequence */
+static void missing_chunk_is_refused(const pk_memsort_regions *def) {
+    char *d = fresh_dir("missing");
     write_chunk(d, 0, good, 8);
     write_chunk(d, 1, good, 8);
     write_chunk(d, 3, good, 8);
-    expect_error("missing chunk", d, &def, "mem_addr_0002.bin", "missing chunk");
+    expect_error("missing chunk", d, def, "mem_addr_0002.bin", "missing chunk");
+}
 
-    /* a chunk-like name of five digits: an error, not a chunk left out */
-    d = fresh_dir("fivedigits");
+/* a chunk-like name of five digits: an error, not a chunk left out */
+static void chunk_names_not_of_four_digits_are_refused(const pk_memsort_regions *def) {
+    char *d = fresh_dir("fivedigits");
     write_chunk(d, 0, good, 8);
     write_file(d, "mem_addr_00001.bin", good, 32);
     write_file(d, "mem_addr_0001_old.bin", good, 32); /* not digits: some other file, ignored */
-    expect_error("five digits", d, &def, "mem_addr_00001.bin", "four digits");
+    expect_error("five digits", d, def, "mem_addr_00001.bin", "four digits");
     d = fresh_dir("elevendigits");
     write_chunk(d, 0, good, 8);
     write_file(d, "mem_addr_12345678901.bin", good, 32);
-    expect_error("eleven digits", d, &def, "mem_addr_12345678901.bin", "four digits");
+    expect_error("eleven digits", d, def, "mem_addr_12345678901.bin", "four digits");
     d = fresh_dir("pastlast");
     write_chunk(d, 0, good, 8);
     write_file(d, "mem_addr_9999.bin", good, 32);
-    expect_error("chunk 9999", d, &def, "mem_addr_9999.bin: chunk numbers end at 4095", "move it out of the folder");
+    expect_error("chunk 9999", d, def, "mem_addr_9999.bin: chunk numbers end at 4095", "move it out of the folder");
+}
 
-    /* no chunk files at all */
-    d = fresh_dir("nochunks");
-    expect_error("no chunks", d, &def, "nochunks", "no chunk files");
+/* no chunk files at all */
+static void folder_without_chunks_is_refused(const pk_memsort_regions *def) {
+    char *d = fresh_dir("nochunks");
+    expect_error("no chunks", d, def, "nochunks", "no chunk files");
+}
 
-    /* more entries than the table allows: ROM of one instance of 4 rows,
-     * the fifth ROM entry (chunk 1, entry 1) is one too many */
-    pk_memsort_regions tiny = def;
+/* more entries than the table allows: ROM of one instance of 4 rows,
+ * the fifth ROM entry (chunk 1, entry 1) is one too many */
+static void entries_past_capacity_are_refused(const pk_memsort_regions *def) {
+    pk_memsort_regions tiny = *def;
     tiny.region[0].max_instances = 1;
     tiny.region[0].instance_entries = 4;
-    d = fresh_dir("capacity");
+    char *d = fresh_dir("capacity");
     uint32_t rom[4] = {0x80000000, 0x80000008, 0xA0000000, 0x80000000};
     write_chunk(d, 0, rom, 4);
     write_chunk(d, 1, rom, 4);
     expect_error("capacity", d, &tiny, "mem_addr_0001.bin entry 1", "region ROM");
+}
 
-    /* region table files */
+/* region table files */
+static void malformed_region_tables_are_refused(void) {
     expect_regions_error("regions: field count", "ROM 0x80000000 128M 32 4M\n# ok\nRAM 0xA0000000 512M 256\n",
                          "table.txt:3", "expected 5 fields");
     expect_regions_error("regions: too many fields, all counted", "ROM 0x80000000 128M 32 2^22 a b c d\n",
@@ -430,30 +450,37 @@ int main(void) {
                          "table.txt:7:", "overlap");
     expect_regions_error("regions: after blank lines", "\n\n\n\nROM 0x80000000 1M 1 bogus\n",
                          "table.txt:5:", "'bogus' is not a number");
-    {
-        const char *text =
-            "# name base size max_instances instance_entries\nROM 0x80000000 128M 32 2^22\n"
-            "INPUT 0x40000000 1G 32 2^21\nRAM 0xA0000000 512M 256 4194304\n";
-        char *rd = fresh_dir("regions_ok");
-        write_file(rd, "zisk.txt", text, strlen(text));
-        char path[600];
-        snprintf(path, sizeof path, "%s/zisk.txt", rd);
-        pk_memsort_regions from_file, zisk;
-        CHECK_OK(pk_memsort_regions_read(&ctx, path, &from_file), &ctx);
-        CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &zisk), &ctx);
-        zisk.region[0].instance_entries = 1u << 22; /* the file gives ROM 2^22 rows */
-        CHECK(memcmp(&from_file, &zisk, sizeof zisk) == 0, "region file differs from the preset it spells out");
-        /* a leading 0 is decimal, not octal; 0X is hex too */
-        const char *zeros = "ROM 0X80000000 0128K 010 0016\n";
-        write_file(rd, "zeros.txt", zeros, strlen(zeros));
-        snprintf(path, sizeof path, "%s/zeros.txt", rd);
-        CHECK_OK(pk_memsort_regions_read(&ctx, path, &from_file), &ctx);
-        CHECK(from_file.region[0].base == 0x80000000u && from_file.region[0].size == 128u << 10 &&
-                  from_file.region[0].max_instances == 10 && from_file.region[0].instance_entries == 16,
-              "leading zeros: base %#x size %llu max_instances %u instance_entries %u", from_file.region[0].base,
-              (unsigned long long)from_file.region[0].size, from_file.region[0].max_instances,
-              from_file.region[0].instance_entries);
-    }
+}
+
+/* a region file that spells out the zisk preset reads as it; a leading
+ * 0 is decimal, not octal; 0X is hex too */
+static void region_file_reads_as_the_preset_it_spells(pk_context *ctx) {
+    const char *text =
+        "# name base size max_instances instance_entries\nROM 0x80000000 128M 32 2^22\n"
+        "INPUT 0x40000000 1G 32 2^21\nRAM 0xA0000000 512M 256 4194304\n";
+    char *rd = fresh_dir("regions_ok");
+    write_file(rd, "zisk.txt", text, strlen(text));
+    char path[600];
+    snprintf(path, sizeof path, "%s/zisk.txt", rd);
+    pk_memsort_regions from_file, zisk;
+    CHECK_OK(pk_memsort_regions_read(ctx, path, &from_file), ctx);
+    CHECK_OK(pk_memsort_regions_preset(ctx, "zisk", &zisk), ctx);
+    zisk.region[0].instance_entries = 1u << 22; /* the file gives ROM 2^22 rows */
+    CHECK(memcmp(&from_file, &zisk, sizeof zisk) == 0, "region file differs from the preset it spells out");
+    /* a leading 0 is decimal, not octal; 0X is hex too */
+    const char *zeros = "ROM 0X80000000 0128K 010 0016\n";
+    write_file(rd, "zeros.txt", zeros, strlen(zeros));
+    snprintf(path, sizeof path, "%s/zeros.txt", rd);
+    CHECK_OK(pk_memsort_regions_read(ctx, path, &from_file), ctx);
+    CHECK(from_file.region[0].base == 0x80000000u && from_file.region[0].size == 128u << 10 &&
+              from_file.region[0].max_instances == 10 && from_file.region[0].instance_entries == 16,
+          "leading zeros: base %#x size %llu max_instances %u instance_entries %u", from_file.region[0].base,
+          (unsigned long long)from_file.region[0].size, from_file.region[0].max_instances,
+          from_file.region[0].instance_entries);
+}
+
+/* numbers in a region file that are not numbers, or out of range */
+static void region_numbers_out_of_range_are_refused(void) {
     expect_regions_error("regions: 0x alone", "ROM 0x 1M 1 16\n", "table.txt:1", "base: '0x' is not a number");
     expect_regions_error("regions: 08", "ROM 0x80000000 1M 1 08x\n", "table.txt:1", "'08x' is not a number");
     expect_regions_error("regions: suffix too large", "ROM 0x8000000g 1M 1 16\n", "table.txt:1",
@@ -466,338 +493,464 @@ int main(void) {
     expect_regions_error("regions: 20 digits", "ROM 0x80000000 1M 99999999999999999999G 16\n", "table.txt:1",
                          "max_instances: 99999999999999999999G is out of range (at most 4294967295; a K, M or G");
     expect_regions_error("regions: 2^ alone", "ROM 0x80000000 2^ 1 16\n", "table.txt:1", "size: '2^' is not a number");
-    {
-        /* a NUL byte: not a text file (it would have cut its line short) */
-        static const char nul[] = "ROM 0x80000000 128M 32 2^22\nRAM 0xA0000000 512M 256 2^22 \0 extra\n";
-        char *rd = fresh_dir("regions_nul");
-        write_file(rd, "nul.txt", nul, sizeof nul - 1);
-        char path[600];
-        snprintf(path, sizeof path, "%s/nul.txt", rd);
-        pk_memsort_regions t;
-        CHECK(pk_memsort_regions_read(&ctx, path, &t) == PK_ERR_PARSE && strstr(ctx.message, "nul.txt:2: a NUL byte"),
-              "a NUL byte in a region file: %s", ctx.message);
+}
+
+/* a NUL byte: not a text file (it would have cut its line short) */
+static void nul_byte_in_region_file_is_refused(pk_context *ctx) {
+    static const char nul[] = "ROM 0x80000000 128M 32 2^22\nRAM 0xA0000000 512M 256 2^22 \0 extra\n";
+    char *rd = fresh_dir("regions_nul");
+    write_file(rd, "nul.txt", nul, sizeof nul - 1);
+    char path[600];
+    snprintf(path, sizeof path, "%s/nul.txt", rd);
+    pk_memsort_regions t;
+    CHECK(pk_memsort_regions_read(ctx, path, &t) == PK_ERR_PARSE && strstr(ctx->message, "nul.txt:2: a NUL byte"),
+          "a NUL byte in a region file: %s", ctx->message);
+}
+
+/* Whether chunk 0 in `dir` still begins with the 100 entries of `older`. */
+static int chunk0_is_older(const char *dir, const pk_memsort_trace *older) {
+    char c0[700];
+    snprintf(c0, sizeof c0, "%s/mem_addr_0000.bin", dir);
+    FILE *f0 = fopen(c0, "rb");
+    uint32_t first[100];
+    int same = f0 && fread(first, 4, 100, f0) == 100 && memcmp(first, older->addr, sizeof first) == 0;
+    if (f0) fclose(f0);
+    return same;
+}
+
+/* An empty file at `path`. */
+static void touch(const char *path) {
+    FILE *fp = fopen(path, "w");
+    if (fp) fclose(fp);
+}
+
+/* a trace that is not one is refused, and the folder's chunk files stay;
+ * `back` is that trace read back */
+static void invalid_trace_is_not_written(pk_context *ctx, const pk_memsort_regions *def, const char *td,
+                                         pk_memsort_trace *trace, pk_memsort_trace *back) {
+    pk_memsort_trace empty;
+    memset(&empty, 0, sizeof empty);
+    snprintf(ctx->message, sizeof ctx->message, "stale");
+    pk_status st = pk_memsort_trace_write(ctx, td, &empty);
+    CHECK(st == PK_ERR_INVALID && strstr(ctx->message, "0 chunks"), "a trace of no chunks: status %d: %s", (int)st,
+          ctx->message);
+    uint64_t kept = trace->chunk_start[3];
+    trace->chunk_start[3] = trace->chunk_start[4] + 1;
+    st = pk_memsort_trace_write(ctx, td, trace);
+    CHECK(st == PK_ERR_INVALID && strstr(ctx->message, "chunk 3"), "chunk starts going back: status %d: %s", (int)st,
+          ctx->message);
+    trace->chunk_start[3] = kept;
+    CHECK_OK(pk_memsort_trace_read(ctx, td, def, back), ctx);
+    CHECK(back->n_chunks == 10 && back->n_entries == 1000, "the written trace survives: %u chunks, %llu entries",
+          back->n_chunks, (unsigned long long)back->n_entries);
+}
+
+/* a rename refused midway (chunk 7's name taken by a folder): the
+ * chunks already renamed get their older files back */
+static void refused_rename_puts_older_chunks_back(pk_context *ctx, const char *td, const pk_memsort_trace *other,
+                                                  const pk_memsort_trace *older) {
+    char c7[700], c7x[720];
+    snprintf(c7, sizeof c7, "%s/mem_addr_0007.bin", td);
+    snprintf(c7x, sizeof c7x, "%s/x", c7);
+    CHECK(unlink(c7) == 0 && mkdir(c7, 0777) == 0, "chunk 7 made a folder");
+    touch(c7x);
+    pk_status st = pk_memsort_trace_write(ctx, td, other);
+    CHECK(st == PK_ERR_IO && strstr(ctx->message, "mem_addr_0007.bin: cannot rename into place"),
+          "rename refused midway: status %d: %s", (int)st, ctx->message);
+    CHECK(chunk0_is_older(td, older), "chunk 0 is not the older trace's after a failed write");
+    unlink(c7x);
+    rmdir(c7);
+}
+
+/* a name that would make the folder unreadable as a trace is
+ * refused before anything is written */
+static void odd_chunk_name_in_the_folder_refuses_a_write(pk_context *ctx, const char *td, const pk_memsort_trace *other,
+                                                         const pk_memsort_trace *older) {
+    char odd[700];
+    snprintf(odd, sizeof odd, "%s/mem_addr_00001.bin", td);
+    touch(odd);
+    pk_status st = pk_memsort_trace_write(ctx, td, other);
+    CHECK(st == PK_ERR_PARSE && strstr(ctx->message, "mem_addr_00001.bin: not a chunk file name"),
+          "an odd chunk name in the folder: status %d: %s", (int)st, ctx->message);
+    CHECK(chunk0_is_older(td, older), "chunk 0 changed although the write was refused");
+    unlink(odd);
+}
+
+/* ... and so is a chunk-like name that is not four digits: read
+ * back, the trace would silently lack it */
+static void chunk_name_of_letters_is_refused(pk_context *ctx, const pk_memsort_regions *def, const char *td,
+                                             const pk_memsort_trace *other) {
+    char odd[700];
+    snprintf(odd, sizeof odd, "%s/mem_addr_000a.bin", td);
+    touch(odd);
+    pk_memsort_trace again;
+    pk_status st = pk_memsort_trace_read(ctx, td, def, &again);
+    CHECK(st == PK_ERR_PARSE && strstr(ctx->message, "mem_addr_000a.bin: not a chunk file name"),
+          "a chunk name of letters, read: status %d: %s", (int)st, ctx->message);
+    if (st == PK_OK) pk_memsort_trace_free(&again);
+    st = pk_memsort_trace_write(ctx, td, other);
+    CHECK(st == PK_ERR_PARSE && strstr(ctx->message, "mem_addr_000a.bin: not a chunk file name"),
+          "a chunk name of letters, written: status %d: %s", (int)st, ctx->message);
+    unlink(odd);
+}
+
+/* a generated trace over the table's capacity names the region, not
+ * chunk files that were never written */
+static void generated_trace_over_capacity_names_the_region(pk_context *ctx, const pk_memsort_regions *def,
+                                                           const pk_memsort_gen_options *g) {
+    pk_memsort_regions small = *def;
+    small.region[2].max_instances = 1;
+    small.region[2].instance_entries = 16;
+    pk_memsort_trace over;
+    pk_status st = pk_memsort_generate(ctx, &small, g, &over);
+    CHECK(st == PK_ERR_INVALID && strstr(ctx->message, "in region RAM, more than its 1 instances of 16 rows") &&
+              !strstr(ctx->message, "mem_addr"),
+          "generated over capacity: status %d: %s", (int)st, ctx->message);
+}
+
+/* a successful call leaves no message; freeing NULL is allowed */
+static void success_clears_the_message(pk_context *ctx) {
+    snprintf(ctx->message, sizeof ctx->message, "stale");
+    pk_memsort_regions z;
+    CHECK_OK(pk_memsort_regions_preset(ctx, "zisk", &z), ctx);
+    CHECK(ctx->message[0] == '\0', "a successful call leaves a message: %s", ctx->message);
+    pk_memsort_trace_free(NULL); /* as free(NULL) */
+    pk_memsort_result_free(NULL);
+}
+
+/* a trace that is not one is refused, and the folder's chunk files stay */
+static void folder_keeps_its_trace_when_a_write_fails(pk_context *ctx, const pk_memsort_regions *def) {
+    pk_memsort_gen_options g = {1000, 5, 100, 0};
+    pk_memsort_trace trace, back;
+    CHECK_OK(pk_memsort_generate(ctx, def, &g, &trace), ctx);
+    char *td = fresh_dir("keep");
+    CHECK_OK(pk_memsort_trace_write(ctx, td, &trace), ctx);
+    invalid_trace_is_not_written(ctx, def, td, &trace, &back);
+    pk_memsort_gen_options g2 = {1000, 6, 100, 0};
+    pk_memsort_trace other;
+    CHECK_OK(pk_memsort_generate(ctx, def, &g2, &other), ctx);
+    refused_rename_puts_older_chunks_back(ctx, td, &other, &back);
+    odd_chunk_name_in_the_folder_refuses_a_write(ctx, td, &other, &back);
+    chunk_name_of_letters_is_refused(ctx, def, td, &other);
+    generated_trace_over_capacity_names_the_region(ctx, def, &g2);
+    pk_memsort_trace_free(&other);
+    success_clears_the_message(ctx);
+    pk_memsort_trace_free(&back);
+    pk_memsort_trace_free(&trace);
+}
+
+/* round trip of chunk files */
+static void chunk_files_round_trip(pk_context *ctx, const pk_memsort_regions *def, const pk_memsort_trace *trace,
+                                   pk_memsort_trace *back) {
+    char *td = fresh_dir("roundtrip");
+    CHECK_OK(pk_memsort_trace_write(ctx, td, trace), ctx);
+    CHECK_OK(pk_memsort_trace_read(ctx, td, def, back), ctx);
+    CHECK(back->n_entries == trace->n_entries && back->n_chunks == trace->n_chunks &&
+              memcmp(back->addr, trace->addr, trace->n_entries * 4) == 0 &&
+              memcmp(back->chunk_start, trace->chunk_start, (trace->n_chunks + 1) * 8) == 0,
+          "chunk files do not round-trip");
+}
+
+/* memsort.bin at `path` has the size the documented layout gives, and its magic */
+static void memsort_bin_has_the_documented_size(const char *path, const pk_memsort_regions *def,
+                                                const pk_memsort_result *res) {
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0, "no memsort.bin");
+    uint64_t counts = (uint64_t)res->n_owned * res->n_chunks;
+    uint64_t expect = 72 + 48ull * def->n_regions + 8ull * (res->n_chunks + 1) + 96ull * res->n_instances +
+                      4 * (counts + counts % 2) + 8 * res->n_runs + 4 * (res->n_values + res->n_values % 2);
+    CHECK((uint64_t)sb.st_size == expect, "memsort.bin has %lld bytes, the layout gives %llu", (long long)sb.st_size,
+          (unsigned long long)expect);
+    FILE *fp = fopen(path, "rb");
+    char magic[9] = {0};
+    CHECK(fp && fread(magic, 1, 8, fp) == 8 && strcmp(magic, "PKMSORT1") == 0, "bad magic");
+    if (fp) fclose(fp);
+}
+
+/* writing into a path that is a file fails and leaves nothing */
+static void writing_into_a_file_path_fails(pk_context *ctx, const pk_memsort_regions *def, const pk_memsort_result *res,
+                                           const char *path) {
+    CHECK(pk_memsort_write(ctx, path, def, res) != PK_OK && strstr(ctx->message, "memsort.bin: not a directory"),
+          "writing into a file path: %s", ctx->message);
+    pk_memsort_trace one_chunk = {4, (uint32_t[]){0x80000000u, 0x80000008u, 0x80000000u, 0x90000000u}, 1,
+                                  (uint64_t[]){0, 4}, 0};
+    CHECK(pk_memsort_trace_write(ctx, path, &one_chunk) != PK_OK &&
+              strstr(ctx->message, "memsort.bin: not a directory (the folder for the chunk files"),
+          "chunk files into a file path: %s", ctx->message);
+}
+
+/* when the second file cannot be moved into place (summary.txt is a
+ * folder), the first is put back: the older memsort.bin stays */
+static void failed_second_rename_keeps_the_older_memsort_bin(pk_context *ctx, const pk_memsort_regions *def,
+                                                             const pk_memsort_result *res, const char *od,
+                                                             const char *path) {
+    char txt[700], inner[720], old[8] = {0};
+    snprintf(txt, sizeof txt, "%s/summary.txt", od);
+    snprintf(inner, sizeof inner, "%s/x", txt);
+    FILE *keep = fopen(path, "r+b");
+    CHECK(keep && fwrite("OLDFILE", 1, 7, keep) == 7, "marking the older memsort.bin");
+    if (keep) fclose(keep);
+    CHECK(unlink(txt) == 0 && mkdir(txt, 0777) == 0, "summary.txt made a folder");
+    touch(inner);
+    pk_status wst = pk_memsort_write(ctx, od, def, res);
+    CHECK(wst == PK_ERR_IO && strstr(ctx->message, "summary.txt: cannot move into place"),
+          "second rename failing: status %d: %s", (int)wst, ctx->message);
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp && fread(old, 1, 7, fp) == 7 && strcmp(old, "OLDFILE") == 0, "the older memsort.bin changed");
+    if (fp) fclose(fp);
+    char ls[800];
+    snprintf(ls, sizeof ls, "test $(ls -a '%s' | wc -l) -eq 4", od); /* . .. memsort.bin summary.txt */
+    CHECK(system(ls) == 0, "files left in %s", od);
+}
+
+/* round trip of chunk files, then memsort.bin's size */
+static void trace_and_memsort_bin_round_trip(pk_context *ctx, const pk_memsort_regions *def) {
+    pk_memsort_gen_options g = {100000, 5, 7777, 0};
+    pk_memsort_trace trace, back;
+    CHECK_OK(pk_memsort_generate(ctx, def, &g, &trace), ctx);
+    chunk_files_round_trip(ctx, def, &trace, &back);
+    pk_memsort_result res;
+    pk_memsort_result_init(&res);
+    pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
+    CHECK_OK(pk_memsort_run(ctx, &o, def, &back, &res), ctx);
+    char od[600];
+    snprintf(od, sizeof od, "%s", fresh_dir("out"));
+    CHECK_OK(pk_memsort_write(ctx, od, def, &res), ctx);
+    char path[700];
+    snprintf(path, sizeof path, "%s/memsort.bin", od);
+    memsort_bin_has_the_documented_size(path, def, &res);
+    writing_into_a_file_path_fails(ctx, def, &res, path);
+    failed_second_rename_keeps_the_older_memsort_bin(ctx, def, &res, od, path);
+    pk_memsort_result_free(&res);
+    pk_memsort_trace_free(&trace);
+    pk_memsort_trace_free(&back);
+}
+
+/* The exit code of a system() status, -1 when it did not exit. */
+static int exit_code(int rc) {
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* the CLI: a bad trace leaves no output behind; a good one writes it
+ * (into cli_out, which later checks read) */
+static void cli_writes_output_only_for_a_good_trace(const char *cli) {
+    char command[2048], out[600];
+    snprintf(out, sizeof out, "%s/cli_out", tmp_root);
+    snprintf(command, sizeof command, "%s memsort %s/unaligned -o %s -q 2>/dev/null", cli, tmp_root, out);
+    int rc = system(command);
+    CHECK(rc != 0, "CLI accepted a bad trace");
+    char bin[700];
+    snprintf(bin, sizeof bin, "%s/memsort.bin", out);
+    CHECK(!exists(bin), "CLI left %s after an error", bin);
+    snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q --verify --workers 3 --worker 2", cli, tmp_root,
+             out);
+    CHECK(system(command) == 0, "CLI failed on a good trace: %s", command);
+    CHECK(exists(bin), "CLI wrote no %s", bin);
+}
+
+/* a pipe where memsort.bin goes: refused before the sort, the pipe
+ * and the older summary.txt kept */
+static void pipe_as_memsort_bin_is_refused(const char *cli) {
+    char command[2048], fifo[200], txt[300], path[300];
+    snprintf(fifo, sizeof fifo, "%s/fifo_out", tmp_root);
+    snprintf(command, sizeof command, "mkdir -p %s && mkfifo %s/memsort.bin && echo older > %s/summary.txt", fifo, fifo,
+             fifo);
+    CHECK(system(command) == 0, "%s", command);
+    snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q 2> %s/fifo_err.txt", cli, tmp_root, fifo,
+             tmp_root);
+    int rc = system(command);
+    snprintf(path, sizeof path, "%s/fifo_err.txt", tmp_root);
+    char *fifo_err = read_text(path);
+    snprintf(path, sizeof path, "%s/memsort.bin", fifo);
+    snprintf(txt, sizeof txt, "%s/summary.txt", fifo);
+    char *older = read_text(txt);
+    struct stat sb;
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && fifo_err &&
+              strstr(fifo_err, "memsort.bin: cannot write: is not a regular"),
+          "a pipe as memsort.bin: exit %d, %s", exit_code(rc), fifo_err ? fifo_err : "");
+    CHECK(lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode) && older && strcmp(older, "older\n") == 0,
+          "a pipe as memsort.bin: the outputs were changed");
+    free(fifo_err);
+    free(older);
+}
+
+/* found before any input is read (the inputs named do not exist):
+ * options this build or machine cannot run, and an output folder
+ * that cannot take the outputs */
+static void unusable_options_are_found_before_the_input(const char *cli) {
+    struct {
+        const char *args, *want;
+        int code;
+    } early[] = {
+        {"memsort %s/nosuch -o %s/early -q --kernel ref --backend cuda", "does not belong to backend 'cuda'", 2},
+        {"memsort %s/nosuch -o %s/early_dir -q", "early_dir/memsort.bin: cannot write: is a directory", 1},
+        {"memsort-fill %s/nosuch.bin %s/nosuch -o %s/early_dir -q", "early_dir/fill.bin: cannot write: is a directory",
+         1},
+    };
+    char command[2048], path[300];
+    snprintf(command, sizeof command, "mkdir -p %s/early_dir/memsort.bin %s/early_dir/fill.bin", tmp_root, tmp_root);
+    CHECK(system(command) == 0, "%s", command);
+    for (size_t k = 0; k < sizeof early / sizeof early[0]; k++) {
+        char args[1200];
+        if (strncmp(early[k].args, "memsort-fill", 12) == 0)
+            snprintf(args, sizeof args, early[k].args, tmp_root, tmp_root, tmp_root);
+        else snprintf(args, sizeof args, early[k].args, tmp_root, tmp_root);
+        snprintf(command, sizeof command, "%s %s 2> %s/early_err.txt", cli, args, tmp_root);
+        int rc = system(command);
+        snprintf(path, sizeof path, "%s/early_err.txt", tmp_root);
+        char *err = read_text(path);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == early[k].code && err && strstr(err, early[k].want) &&
+                  !strstr(err, "nosuch"),
+              "'%s': exit %d, '%s' lacks '%s' (or names the input)", args, exit_code(rc), err ? err : "",
+              early[k].want);
+        free(err);
     }
+}
 
-    /* a trace that is not one is refused, and the folder's chunk files stay */
-    {
-        pk_memsort_gen_options g = {1000, 5, 100, 0};
-        pk_memsort_trace trace, empty;
-        CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &trace), &ctx);
-        char *td = fresh_dir("keep");
-        CHECK_OK(pk_memsort_trace_write(&ctx, td, &trace), &ctx);
-        memset(&empty, 0, sizeof empty);
-        snprintf(ctx.message, sizeof ctx.message, "stale");
-        pk_status st = pk_memsort_trace_write(&ctx, td, &empty);
-        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "0 chunks"), "a trace of no chunks: status %d: %s", (int)st,
-              ctx.message);
-        trace.chunk_start[3] = trace.chunk_start[4] + 1;
-        st = pk_memsort_trace_write(&ctx, td, &trace);
-        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "chunk 3"), "chunk starts going back: status %d: %s", (int)st,
-              ctx.message);
-        pk_memsort_trace back;
-        CHECK_OK(pk_memsort_trace_read(&ctx, td, &def, &back), &ctx);
-        CHECK(back.n_chunks == 10 && back.n_entries == 1000, "the written trace survives: %u chunks, %llu entries",
-              back.n_chunks, (unsigned long long)back.n_entries);
-        /* a rename refused midway (chunk 7's name taken by a folder): the
-         * chunks already renamed get their older files back */
-        trace.chunk_start[3] = 300;
-        pk_memsort_gen_options g2 = {1000, 6, 100, 0};
-        pk_memsort_trace other;
-        CHECK_OK(pk_memsort_generate(&ctx, &def, &g2, &other), &ctx);
-        char c7[700], c7x[720];
-        snprintf(c7, sizeof c7, "%s/mem_addr_0007.bin", td);
-        snprintf(c7x, sizeof c7x, "%s/x", c7);
-        CHECK(unlink(c7) == 0 && mkdir(c7, 0777) == 0, "chunk 7 made a folder");
-        FILE *x = fopen(c7x, "w");
-        if (x) fclose(x);
-        st = pk_memsort_trace_write(&ctx, td, &other);
-        CHECK(st == PK_ERR_IO && strstr(ctx.message, "mem_addr_0007.bin: cannot rename into place"),
-              "rename refused midway: status %d: %s", (int)st, ctx.message);
-        char c0[700];
-        snprintf(c0, sizeof c0, "%s/mem_addr_0000.bin", td);
-        FILE *f0 = fopen(c0, "rb");
-        uint32_t first[100];
-        CHECK(f0 && fread(first, 4, 100, f0) == 100 && memcmp(first, back.addr, sizeof first) == 0,
-              "chunk 0 is not the older trace's after a failed write");
-        if (f0) fclose(f0);
-        unlink(c7x);
-        rmdir(c7);
-        /* a name that would make the folder unreadable as a trace is
-         * refused before anything is written */
-        char odd[700];
-        snprintf(odd, sizeof odd, "%s/mem_addr_00001.bin", td);
-        FILE *fo = fopen(odd, "w");
-        if (fo) fclose(fo);
-        st = pk_memsort_trace_write(&ctx, td, &other);
-        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_00001.bin: not a chunk file name"),
-              "an odd chunk name in the folder: status %d: %s", (int)st, ctx.message);
-        f0 = fopen(c0, "rb");
-        CHECK(f0 && fread(first, 4, 100, f0) == 100 && memcmp(first, back.addr, sizeof first) == 0,
-              "chunk 0 changed although the write was refused");
-        if (f0) fclose(f0);
-        unlink(odd);
-        /* ... and so is a chunk-like name that is not four digits: read
-         * back, the trace would silently lack it */
-        snprintf(odd, sizeof odd, "%s/mem_addr_000a.bin", td);
-        fo = fopen(odd, "w");
-        if (fo) fclose(fo);
-        pk_memsort_trace again;
-        st = pk_memsort_trace_read(&ctx, td, &def, &again);
-        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_000a.bin: not a chunk file name"),
-              "a chunk name of letters, read: status %d: %s", (int)st, ctx.message);
-        if (st == PK_OK) pk_memsort_trace_free(&again);
-        st = pk_memsort_trace_write(&ctx, td, &other);
-        CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_000a.bin: not a chunk file name"),
-              "a chunk name of letters, written: status %d: %s", (int)st, ctx.message);
-        unlink(odd);
-        /* a generated trace over the table's capacity names the region, not
-         * chunk files that were never written */
-        pk_memsort_regions small = def;
-        small.region[2].max_instances = 1;
-        small.region[2].instance_entries = 16;
-        pk_memsort_trace over;
-        st = pk_memsort_generate(&ctx, &small, &g2, &over);
-        CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "in region RAM, more than its 1 instances of 16 rows") &&
-                  !strstr(ctx.message, "mem_addr"),
-              "generated over capacity: status %d: %s", (int)st, ctx.message);
-        pk_memsort_trace_free(&other);
-        snprintf(ctx.message, sizeof ctx.message, "stale");
-        pk_memsort_regions z;
-        CHECK_OK(pk_memsort_regions_preset(&ctx, "zisk", &z), &ctx);
-        CHECK(ctx.message[0] == '\0', "a successful call leaves a message: %s", ctx.message);
-        pk_memsort_trace_free(&back);
-        pk_memsort_trace_free(&trace);
-        pk_memsort_trace_free(NULL); /* as free(NULL) */
-        pk_memsort_result_free(NULL);
-    }
-
-    test_generate_dir(&def);
-
-    /* round trip of chunk files, then memsort.bin's size */
-    {
-        pk_memsort_gen_options g = {100000, 5, 7777, 0};
-        pk_memsort_trace trace, back;
-        CHECK_OK(pk_memsort_generate(&ctx, &def, &g, &trace), &ctx);
-        char *td = fresh_dir("roundtrip");
-        CHECK_OK(pk_memsort_trace_write(&ctx, td, &trace), &ctx);
-        CHECK_OK(pk_memsort_trace_read(&ctx, td, &def, &back), &ctx);
-        CHECK(back.n_entries == trace.n_entries && back.n_chunks == trace.n_chunks &&
-                  memcmp(back.addr, trace.addr, trace.n_entries * 4) == 0 &&
-                  memcmp(back.chunk_start, trace.chunk_start, (trace.n_chunks + 1) * 8) == 0,
-              "chunk files do not round-trip");
-        pk_memsort_result res;
-        pk_memsort_result_init(&res);
-        pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_CPU, 1, 0};
-        CHECK_OK(pk_memsort_run(&ctx, &o, &def, &back, &res), &ctx);
-        char *od = fresh_dir("out");
-        CHECK_OK(pk_memsort_write(&ctx, od, &def, &res), &ctx);
-        char path[600];
-        snprintf(path, sizeof path, "%s/memsort.bin", od);
-        struct stat sb;
-        CHECK(stat(path, &sb) == 0, "no memsort.bin");
-        uint64_t counts = (uint64_t)res.n_owned * res.n_chunks;
-        uint64_t expect = 72 + 48ull * def.n_regions + 8ull * (res.n_chunks + 1) + 96ull * res.n_instances +
-                          4 * (counts + counts % 2) + 8 * res.n_runs + 4 * (res.n_values + res.n_values % 2);
-        CHECK((uint64_t)sb.st_size == expect, "memsort.bin has %lld bytes, the layout gives %llu",
-              (long long)sb.st_size, (unsigned long long)expect);
-        FILE *fp = fopen(path, "rb");
-        char magic[9] = {0};
-        CHECK(fp && fread(magic, 1, 8, fp) == 8 && strcmp(magic, "PKMSORT1") == 0, "bad magic");
-        if (fp) fclose(fp);
-        /* writing into a path that is a file fails and leaves nothing */
-        CHECK(pk_memsort_write(&ctx, path, &def, &res) != PK_OK && strstr(ctx.message, "memsort.bin: not a directory"),
-              "writing into a file path: %s", ctx.message);
-        pk_memsort_trace one_chunk = {4, (uint32_t[]){0x80000000u, 0x80000008u, 0x80000000u, 0x90000000u}, 1,
-                                      (uint64_t[]){0, 4}, 0};
-        CHECK(pk_memsort_trace_write(&ctx, path, &one_chunk) != PK_OK &&
-                  strstr(ctx.message, "memsort.bin: not a directory (the folder for the chunk files"),
-              "chunk files into a file path: %s", ctx.message);
-        /* when the second file cannot be moved into place (summary.txt is a
-         * folder), the first is put back: the older memsort.bin stays */
-        {
-            char txt[700], inner[720], old[8] = {0};
-            snprintf(txt, sizeof txt, "%s/summary.txt", od);
-            snprintf(inner, sizeof inner, "%s/x", txt);
-            FILE *keep = fopen(path, "r+b");
-            CHECK(keep && fwrite("OLDFILE", 1, 7, keep) == 7, "marking the older memsort.bin");
-            if (keep) fclose(keep);
-            CHECK(unlink(txt) == 0 && mkdir(txt, 0777) == 0, "summary.txt made a folder");
-            FILE *x = fopen(inner, "w");
-            if (x) fclose(x);
-            pk_status wst = pk_memsort_write(&ctx, od, &def, &res);
-            CHECK(wst == PK_ERR_IO && strstr(ctx.message, "summary.txt: cannot move into place"),
-                  "second rename failing: status %d: %s", (int)wst, ctx.message);
-            fp = fopen(path, "rb");
-            CHECK(fp && fread(old, 1, 7, fp) == 7 && strcmp(old, "OLDFILE") == 0, "the older memsort.bin changed");
-            if (fp) fclose(fp);
-            char ls[800];
-            snprintf(ls, sizeof ls, "test $(ls -a '%s' | wc -l) -eq 4", od); /* . .. memsort.bin summary.txt */
-            CHECK(system(ls) == 0, "files left in %s", od);
+/* usage errors: exit 2 and a message naming the option */
+static void usage_errors_exit_2_naming_the_option(const char *cli) {
+    struct {
+        const char *args, *want;
+    } usage[] = {
+        {"memsort %s/roundtrip -o %s/w -q --workers 3", "give --worker w too"},
+        {"memsort %s/roundtrip -o '' -q%s", "-o: the output directory is an empty name"},
+        {"memsort-gen ''%.0s%s --entries 100", "the output directory is an empty name"},
+        {"memsort-gen %s/g%s --entries 4096 --seed 18446744073709551616", "--seed: 18446744073709551616 is too large"},
+        {"memsort-gen %s/g%s --entries 17592186044417M", "--entries: '17592186044417M' is not a count"},
+        {"memsort-gen %s/g%s --entries 2^64", "--entries: '2^64' is not a count"},
+        {"bench memsort --backend cpu --entries 2^70%.0s%.0s", "--entries: '2^70' is not a count"},
+    };
+    for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {
+        char args[1200], err_path[700], command[2048];
+        snprintf(args, sizeof args, usage[k].args, tmp_root, strstr(usage[k].args, "-o %s") ? tmp_root : "");
+        snprintf(err_path, sizeof err_path, "%s/usage_err.txt", tmp_root);
+        snprintf(command, sizeof command, "%s %s > /dev/null 2> %s", cli, args, err_path);
+        int rc = system(command);
+        FILE *fp = fopen(err_path, "r");
+        char err[1000] = "";
+        if (fp) {
+            size_t got = fread(err, 1, sizeof err - 1, fp);
+            err[got] = '\0';
+            fclose(fp);
         }
-        pk_memsort_result_free(&res);
-        pk_memsort_trace_free(&trace);
-        pk_memsort_trace_free(&back);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(err, usage[k].want), "'%s': exit %d, '%s' lacks '%s'",
+              args, exit_code(rc), err, usage[k].want);
     }
+}
 
-    /* the CLI: a bad trace leaves no output behind */
+/* no output replaces an input: the region table given as OUT/summary.txt
+ * (it was overwritten, exit 0) */
+static void region_table_as_summary_txt_is_kept(const char *cli, const char *dir) {
+    char command[2400], file[700];
+    snprintf(command, sizeof command,
+             "mkdir -p %s && printf 'ROM 0x80000000 128M 32 2^22\\nINPUT 0x90000000 128M 32 2^22\\nRAM "
+             "0xA0000000 512M 256 2^22\\n' > %s/summary.txt",
+             dir, dir);
+    CHECK(system(command) == 0, "%s", command);
+    snprintf(file, sizeof file, "%s/summary.txt", dir);
+    char *table = read_text(file);
+    snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s --regions %s -q 2>/dev/null", cli, tmp_root, dir,
+             file);
+    int rc = system(command);
+    char *after = read_text(file);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && table && after && strcmp(table, after) == 0,
+          "--regions OUT/summary.txt: exit %d, the table %s", exit_code(rc),
+          after && table && strcmp(table, after) == 0 ? "kept" : "changed");
+    free(table), free(after);
+}
+
+/* ... and the plans given as OUT/fill.bin (it was overwritten, exit 0) */
+static void plans_as_fill_bin_are_kept(const char *cli, const char *dir) {
+    char command[2400];
+    snprintf(command, sizeof command, "cp %s/cli_out/memsort.bin %s/fill.bin", tmp_root, dir);
+    CHECK(system(command) == 0, "%s", command);
+    snprintf(command, sizeof command, "%s memsort-fill %s/fill.bin %s/roundtrip -o %s -q 2>/dev/null", cli, dir,
+             tmp_root, dir);
+    int rc = system(command);
+    snprintf(command, sizeof command, "cmp -s %s/cli_out/memsort.bin %s/fill.bin", tmp_root, dir);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && system(command) == 0, "PLANS as OUT/fill.bin: exit %d, the plans %s",
+          exit_code(rc), system(command) == 0 ? "kept" : "changed");
+}
+
+/* a folder where memsort-gen's chunk would go (it wrote a trace that did
+ * not read back) */
+static void gen_beside_a_folder_named_like_a_chunk_is_refused(const char *cli) {
+    char command[2400], file[700];
+    snprintf(command, sizeof command,
+             "mkdir -p %s/gen/mem_addr_0005.bin && %s memsort-gen %s/gen --entries 1K -q 2> %s/gen_err.txt", tmp_root,
+             cli, tmp_root, tmp_root);
+    int rc = system(command);
+    snprintf(file, sizeof file, "%s/gen_err.txt", tmp_root);
+    char *err = read_text(file);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && err &&
+              strstr(err, "mem_addr_0005.bin: not a regular file (a directory)"),
+          "memsort-gen beside a folder named like a chunk: exit %d, %s", exit_code(rc), err ? err : "");
+    free(err);
+}
+
+/* a chunk number past 4095 (four digits, so the name reads as a
+ * chunk's): refused before writing, the file kept */
+static void gen_beside_chunk_9999_is_refused(const char *cli) {
+    char command[2400], file[700];
+    snprintf(command, sizeof command,
+             "mkdir -p %s/gen9 && echo keep > %s/gen9/mem_addr_9999.bin && %s memsort-gen %s/gen9 --entries 1K "
+             "-q 2> %s/gen_err.txt",
+             tmp_root, tmp_root, cli, tmp_root, tmp_root);
+    int rc = system(command);
+    snprintf(file, sizeof file, "%s/gen_err.txt", tmp_root);
+    char *err = read_text(file);
+    snprintf(command, sizeof command, "test -f %s/gen9/mem_addr_9999.bin && ! test -e %s/gen9/mem_addr_0000.bin",
+             tmp_root, tmp_root);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && err && strstr(err, "mem_addr_9999.bin: chunk numbers end at 4095") &&
+              system(command) == 0,
+          "memsort-gen beside mem_addr_9999.bin: exit %d, %s", exit_code(rc), err ? err : "");
+    free(err);
+}
+
+int main(void) {
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/pk_memsort_XXXXXX");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions def;
+    CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &def), &ctx);
+
+    unaligned_address_is_refused(&def);
+    address_in_no_region_is_refused(&def);
+    other_presets_address_names_the_preset(&def);
+    truncated_chunk_is_refused(&def);
+    large_trace_is_checked_exactly(&ctx, &def);
+    missing_chunk_is_refused(&def);
+    chunk_names_not_of_four_digits_are_refused(&def);
+    folder_without_chunks_is_refused(&def);
+    entries_past_capacity_are_refused(&def);
+
+    malformed_region_tables_are_refused();
+    region_file_reads_as_the_preset_it_spells(&ctx);
+    region_numbers_out_of_range_are_refused();
+    nul_byte_in_region_file_is_refused(&ctx);
+
+    folder_keeps_its_trace_when_a_write_fails(&ctx, &def);
+    test_generate_dir(&def);
+    trace_and_memsort_bin_round_trip(&ctx, &def);
+
+    /* the command; later checks read the outputs of earlier ones
+     * (unaligned, roundtrip, cli_out) */
     const char *cli = getenv("PAIRKIT_CLI");
     if (cli) {
-        char command[2048], out[600];
-        snprintf(out, sizeof out, "%s/cli_out", tmp_root);
-        snprintf(command, sizeof command, "%s memsort %s/unaligned -o %s -q 2>/dev/null", cli, tmp_root, out);
-        int rc = system(command);
-        CHECK(rc != 0, "CLI accepted a bad trace");
-        char bin[700];
-        snprintf(bin, sizeof bin, "%s/memsort.bin", out);
-        CHECK(!exists(bin), "CLI left %s after an error", bin);
-        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q --verify --workers 3 --worker 2", cli,
-                 tmp_root, out);
-        CHECK(system(command) == 0, "CLI failed on a good trace: %s", command);
-        CHECK(exists(bin), "CLI wrote no %s", bin);
-        /* a pipe where memsort.bin goes: refused before the sort, the pipe
-         * and the older summary.txt kept */
-        char fifo[200], txt[300], path[300];
-        snprintf(fifo, sizeof fifo, "%s/fifo_out", tmp_root);
-        snprintf(command, sizeof command, "mkdir -p %s && mkfifo %s/memsort.bin && echo older > %s/summary.txt", fifo,
-                 fifo, fifo);
-        CHECK(system(command) == 0, "%s", command);
-        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s -q 2> %s/fifo_err.txt", cli, tmp_root, fifo,
-                 tmp_root);
-        rc = system(command);
-        snprintf(path, sizeof path, "%s/fifo_err.txt", tmp_root);
-        char *fifo_err = read_text(path);
-        snprintf(path, sizeof path, "%s/memsort.bin", fifo);
-        snprintf(txt, sizeof txt, "%s/summary.txt", fifo);
-        char *older = read_text(txt);
-        struct stat sb;
-        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && fifo_err &&
-                  strstr(fifo_err, "memsort.bin: cannot write: is not a regular"),
-              "a pipe as memsort.bin: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, fifo_err ? fifo_err : "");
-        CHECK(lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode) && older && strcmp(older, "older\n") == 0,
-              "a pipe as memsort.bin: the outputs were changed");
-        free(fifo_err);
-        free(older);
-        /* found before any input is read (the inputs named do not exist):
-         * options this build or machine cannot run, and an output folder
-         * that cannot take the outputs */
-        {
-            struct {
-                const char *args, *want;
-                int code;
-            } early[] = {
-                {"memsort %s/nosuch -o %s/early -q --kernel ref --backend cuda", "does not belong to backend 'cuda'",
-                 2},
-                {"memsort %s/nosuch -o %s/early_dir -q", "early_dir/memsort.bin: cannot write: is a directory", 1},
-                {"memsort-fill %s/nosuch.bin %s/nosuch -o %s/early_dir -q",
-                 "early_dir/fill.bin: cannot write: is a directory", 1},
-            };
-            snprintf(command, sizeof command, "mkdir -p %s/early_dir/memsort.bin %s/early_dir/fill.bin", tmp_root,
-                     tmp_root);
-            CHECK(system(command) == 0, "%s", command);
-            for (size_t k = 0; k < sizeof early / sizeof early[0]; k++) {
-                char args[1200];
-                if (strncmp(early[k].args, "memsort-fill", 12) == 0)
-                    snprintf(args, sizeof args, early[k].args, tmp_root, tmp_root, tmp_root);
-                else snprintf(args, sizeof args, early[k].args, tmp_root, tmp_root);
-                snprintf(command, sizeof command, "%s %s 2> %s/early_err.txt", cli, args, tmp_root);
-                rc = system(command);
-                snprintf(path, sizeof path, "%s/early_err.txt", tmp_root);
-                char *err = read_text(path);
-                CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == early[k].code && err && strstr(err, early[k].want) &&
-                          !strstr(err, "nosuch"),
-                      "'%s': exit %d, '%s' lacks '%s' (or names the input)", args, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-                      err ? err : "", early[k].want);
-                free(err);
-            }
-        }
-        /* usage errors: exit 2 and a message naming the option */
-        struct {
-            const char *args, *want;
-        } usage[] = {
-            {"memsort %s/roundtrip -o %s/w -q --workers 3", "give --worker w too"},
-            {"memsort %s/roundtrip -o '' -q%s", "-o: the output directory is an empty name"},
-            {"memsort-gen ''%.0s%s --entries 100", "the output directory is an empty name"},
-            {"memsort-gen %s/g%s --entries 4096 --seed 18446744073709551616",
-             "--seed: 18446744073709551616 is too large"},
-            {"memsort-gen %s/g%s --entries 17592186044417M", "--entries: '17592186044417M' is not a count"},
-            {"memsort-gen %s/g%s --entries 2^64", "--entries: '2^64' is not a count"},
-            {"bench memsort --backend cpu --entries 2^70%.0s%.0s", "--entries: '2^70' is not a count"},
-        };
-        for (size_t k = 0; k < sizeof usage / sizeof usage[0]; k++) {
-            char args[1200], err_path[700];
-            snprintf(args, sizeof args, usage[k].args, tmp_root, strstr(usage[k].args, "-o %s") ? tmp_root : "");
-            snprintf(err_path, sizeof err_path, "%s/usage_err.txt", tmp_root);
-            snprintf(command, sizeof command, "%s %s > /dev/null 2> %s", cli, args, err_path);
-            rc = system(command);
-            FILE *fp = fopen(err_path, "r");
-            char err[1000] = "";
-            if (fp) {
-                size_t got = fread(err, 1, sizeof err - 1, fp);
-                err[got] = '\0';
-                fclose(fp);
-            }
-            CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(err, usage[k].want), "'%s': exit %d, '%s' lacks '%s'",
-                  args, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, err, usage[k].want);
-        }
-    }
-
-    /* no output replaces an input: the region table given as OUT/summary.txt,
-     * the plans as OUT/fill.bin (both were overwritten, exit 0); a folder
-     * where memsort-gen's chunk would go (it wrote a trace that did not
-     * read back) */
-    if (cli) {
-        char command[2400], dir[600], file[700];
-        snprintf(dir, sizeof dir, "%s/self", tmp_root);
-        snprintf(command, sizeof command,
-                 "mkdir -p %s && printf 'ROM 0x80000000 128M 32 2^22\\nINPUT 0x90000000 128M 32 2^22\\nRAM "
-                 "0xA0000000 512M 256 2^22\\n' > %s/summary.txt",
-                 dir, dir);
-        CHECK(system(command) == 0, "%s", command);
-        snprintf(file, sizeof file, "%s/summary.txt", dir);
-        char *table = read_text(file);
-        snprintf(command, sizeof command, "%s memsort %s/roundtrip -o %s --regions %s -q 2>/dev/null", cli, tmp_root,
-                 dir, file);
-        int rc = system(command);
-        char *after = read_text(file);
-        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && table && after && strcmp(table, after) == 0,
-              "--regions OUT/summary.txt: exit %d, the table %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-              after && table && strcmp(table, after) == 0 ? "kept" : "changed");
-        free(table), free(after);
-        snprintf(command, sizeof command, "cp %s/cli_out/memsort.bin %s/fill.bin", tmp_root, dir);
-        CHECK(system(command) == 0, "%s", command);
-        snprintf(command, sizeof command, "%s memsort-fill %s/fill.bin %s/roundtrip -o %s -q 2>/dev/null", cli, dir,
-                 tmp_root, dir);
-        rc = system(command);
-        snprintf(command, sizeof command, "cmp -s %s/cli_out/memsort.bin %s/fill.bin", tmp_root, dir);
-        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && system(command) == 0,
-              "PLANS as OUT/fill.bin: exit %d, the plans %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-              system(command) == 0 ? "kept" : "changed");
-        snprintf(command, sizeof command,
-                 "mkdir -p %s/gen/mem_addr_0005.bin && %s memsort-gen %s/gen --entries 1K -q 2> %s/gen_err.txt",
-                 tmp_root, cli, tmp_root, tmp_root);
-        rc = system(command);
-        snprintf(file, sizeof file, "%s/gen_err.txt", tmp_root);
-        char *err = read_text(file);
-        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && err &&
-                  strstr(err, "mem_addr_0005.bin: not a regular file (a directory)"),
-              "memsort-gen beside a folder named like a chunk: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-              err ? err : "");
-        free(err);
-        /* a chunk number past 4095 (four digits, so the name reads as a
-         * chunk's): refused before writing, the file kept */
-        snprintf(command, sizeof command,
-                 "mkdir -p %s/gen9 && echo keep > %s/gen9/mem_addr_9999.bin && %s memsort-gen %s/gen9 --entries 1K "
-                 "-q 2> %s/gen_err.txt",
-                 tmp_root, tmp_root, cli, tmp_root, tmp_root);
-        rc = system(command);
-        err = read_text(file);
-        snprintf(command, sizeof command, "test -f %s/gen9/mem_addr_9999.bin && ! test -e %s/gen9/mem_addr_0000.bin",
-                 tmp_root, tmp_root);
-        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && err &&
-                  strstr(err, "mem_addr_9999.bin: chunk numbers end at 4095") && system(command) == 0,
-              "memsort-gen beside mem_addr_9999.bin: exit %d, %s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-              err ? err : "");
-        free(err);
+        cli_writes_output_only_for_a_good_trace(cli);
+        pipe_as_memsort_bin_is_refused(cli);
+        unusable_options_are_found_before_the_input(cli);
+        usage_errors_exit_2_naming_the_option(cli);
+        char self[600];
+        snprintf(self, sizeof self, "%s/self", tmp_root);
+        region_table_as_summary_txt_is_kept(cli, self);
+        plans_as_fill_bin_are_kept(cli, self);
+        gen_beside_a_folder_named_like_a_chunk_is_refused(cli);
+        gen_beside_chunk_9999_is_refused(cli);
     }
 
     char command[128];
