@@ -612,6 +612,56 @@ static void flush_hist(uint32_t *hist, size_t stride, size_t n_slots, uint64_t *
     }
 }
 
+/* How a grid count finds its pairs' slots: the block function (the
+ * arithmetic path for linear bins where the kernel has one), for unweighted
+ * AVX-512 counts the direct table or the log path, and for weighted ones a
+ * row's slots by the log path, or row_slots_w: 1 the AVX-512 linear path, 2
+ * the AVX2 linear path, 3 the AVX2 edge table, 0 the weighted block. */
+typedef struct grid_paths {
+    pk_linear_fast linear;
+    int use_linear;
+    pk_block_fn block;
+    pk_direct_table direct;
+    int use_direct, use_log;
+    pk_log_fast logf;
+    int use_log_w, row_slots_w;
+} grid_paths;
+
+static pk_status choose_grid_paths(pk_context *ctx, int kernel, const pk_bins *bins, const pk_edge_table *table,
+                                   int weighted_path, grid_paths *p) {
+    memset(p, 0, sizeof *p);
+    p->use_linear = pk_linear_fast_init(bins, &p->linear);
+    p->block = grid_block_fn(kernel, p->use_linear);
+    if (!p->block) p->block = pk_angcorr_block_scalar;
+#if defined(__x86_64__)
+    if (!weighted_path && !p->use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
+        table->n_slots <= 32767) {
+        pk_status st = pk_direct_table_build(ctx, table, &p->direct);
+        if (st != PK_OK) return st;
+        p->use_direct = 1;
+    }
+    p->use_log = p->use_direct && pk_log_fast_init(bins, table, &p->logf);
+    /* weighted counts (and separations): slots by the log path, then the
+     * weights added row by row in column order */
+    p->use_log_w = weighted_path && !p->use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
+                   pk_log_fast_init(bins, table, &p->logf);
+    /* and by the arithmetic path for linear bins */
+    if (weighted_path && p->use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512())
+        p->row_slots_w = 1;
+    else if (weighted_path && p->use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX2 && pk_cpu_has_avx2_fma())
+        p->row_slots_w = 2; /* the AVX2 one */
+    /* other bins (and log bins without AVX-512): the edge table's slots, 8 a step */
+    if (weighted_path && !p->use_log_w && !p->row_slots_w &&
+        (kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || kernel == PK_ANGCORR_KERNEL_CPU_AVX512_TABLE ||
+         kernel == PK_ANGCORR_KERNEL_CPU_AVX2) &&
+        pk_cpu_has_avx2_fma())
+        p->row_slots_w = 3;
+#else
+    (void)ctx, (void)table, (void)weighted_path;
+#endif
+    return PK_OK;
+}
+
 pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a, const double *wa, const pk_catalog *b,
                                 const double *wb, const pk_bins *bins, const pk_edge_table *table, int prune,
                                 int mean_theta, uint64_t *slots, double *wslots, double *tslots, pk_pair_stats *stats,
@@ -628,47 +678,21 @@ pk_status pk_angcorr_count_grid(pk_context *ctx, int kernel, const pk_catalog *a
     double chord2 = plan.chord2;
     int pruned = chord2 > 0 && ga.h > 0;
 
-    pk_linear_fast linear;
-    int use_linear = pk_linear_fast_init(bins, &linear);
-    pk_block_fn block = grid_block_fn(kernel, use_linear);
-    if (!block) block = pk_angcorr_block_scalar;
-    pk_direct_table direct;
-    memset(&direct, 0, sizeof direct);
-    int use_direct = 0;
-#if defined(__x86_64__)
-    if (!weighted_path && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
-        table->n_slots <= 32767) {
-        if ((st = pk_direct_table_build(ctx, table, &direct)) != PK_OK) {
-            pk_grid_plan_free(&plan);
-            pk_grid_free(&ga);
-            pk_grid_free(&gb);
-            return st;
-        }
-        use_direct = 1;
+    grid_paths paths;
+    if ((st = choose_grid_paths(ctx, kernel, bins, table, weighted_path, &paths)) != PK_OK) {
+        pk_grid_plan_free(&plan);
+        pk_grid_free(&ga);
+        pk_grid_free(&gb);
+        return st;
     }
-#endif
-    pk_log_fast logf;
-    int use_log = use_direct && pk_log_fast_init(bins, table, &logf);
-    (void)use_log; /* an x86 path: read only there */
-    /* weighted counts (and separations): slots by the log path, then the
-     * weights added row by row in column order */
-    /* row_slots_w: a row's slots by 1 the AVX-512 linear path, 2 the AVX2
-     * linear path, 3 the AVX2 edge table */
-    int use_log_w = 0, row_slots_w = 0;
-#if defined(__x86_64__)
-    use_log_w = weighted_path && !use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512() &&
-                pk_log_fast_init(bins, table, &logf);
-    /* and by the arithmetic path for linear bins */
-    if (weighted_path && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX512 && pk_cpu_has_avx512()) row_slots_w = 1;
-    else if (weighted_path && use_linear && kernel == PK_ANGCORR_KERNEL_CPU_AVX2 && pk_cpu_has_avx2_fma())
-        row_slots_w = 2; /* the AVX2 one */
-    /* other bins (and log bins without AVX-512): the edge table's slots, 8 a step */
-    if (weighted_path && !use_log_w && !row_slots_w &&
-        (kernel == PK_ANGCORR_KERNEL_CPU_AVX512 || kernel == PK_ANGCORR_KERNEL_CPU_AVX512_TABLE ||
-         kernel == PK_ANGCORR_KERNEL_CPU_AVX2) &&
-        pk_cpu_has_avx2_fma())
-        row_slots_w = 3;
-#endif
+    /* copies the parallel region reads as plain locals */
+    const pk_linear_fast linear = paths.linear;
+    const pk_log_fast logf = paths.logf;
+    const pk_block_fn block = paths.block;
+    const int use_linear = paths.use_linear, use_direct = paths.use_direct, use_log = paths.use_log;
+    const int use_log_w = paths.use_log_w, row_slots_w = paths.row_slots_w;
+    pk_direct_table direct = paths.direct;
+    (void)use_log, (void)use_direct, (void)logf, (void)row_slots_w; /* x86 paths: read only there */
 
     pk_pair_job job;
     memset(&job, 0, sizeof job);
