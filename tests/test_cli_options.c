@@ -87,6 +87,12 @@ static void check_command(const char *cmd) {
         if (opts.takes_value[k]) {
             snprintf(msg, sizeof msg, "%s needs a value", o);
             expect(cmd, o, msg, 0);
+            /* followed by one of the command's options: not taken as its
+             * value (`-o -q` wrote a file named -q) */
+            char args[128];
+            snprintf(args, sizeof args, "%s --help", o);
+            snprintf(msg, sizeof msg, "%s needs a value; '--help' is one of this command's options", o);
+            expect(cmd, args, msg, 0);
             n_value++;
         } else if (strncmp(cmd, "bench", 5) != 0) {
             /* a flag given last: whatever else fails, not for want of a value */

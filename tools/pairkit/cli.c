@@ -157,8 +157,15 @@ int cli_check_flags(const char *cmd, int argc, char **argv, const char *const *v
     for (int k = 1; k + 1 < argc; k++) {
         const char *a = argv[k];
         if (a[0] != '-' || a[1] == '\0') continue;
-        if (in_list(a, value_options)) k++; /* its value, whatever it looks like */
-        else if (in_list(a, flag_options) && is_joined(argv[k + 1]))
+        if (in_list(a, value_options)) {
+            /* its value, whatever it looks like, unless it is one of the
+             * command's own options (`-o -q` wrote a file named -q) */
+            const char *v = argv[++k];
+            if (in_list(v, value_options) || in_list(v, flag_options))
+                return cli_usage_error(
+                    cmd, "%s needs a value; '%s' is one of this command's options (to name a file so, write ./%s)", a,
+                    v, v);
+        } else if (in_list(a, flag_options) && is_joined(argv[k + 1]))
             return cli_usage_error(cmd, "%s takes no value", a);
     }
     return 0;
