@@ -941,14 +941,18 @@ static void bad_fill_input_leaves_the_older_fill_bin(const fixture *fx, const ke
 }
 
 /* memsort-gen says when the last region is too small for a stack
- * and a heap (the small table's RAM: 4096 words), and not otherwise */
+ * and a heap (the small table's RAM: 4096 words), with -q too, and not
+ * otherwise */
 static void gen_warns_of_a_small_last_region(void) {
     char args[3000], err[2000];
-    snprintf(args, sizeof args, "memsort-gen %s --entries 1000 --regions %s", path_in("gen_small"),
-             path_in("small.txt"));
-    int rc = run_cli(args, err, sizeof err);
-    CHECK(rc == 0 && strstr(err, "the last region, RAM, holds 4096 words, too few for a stack window"),
-          "memsort-gen with a small last region: exit %d, '%s'", rc, err);
+    for (int quiet = 0; quiet <= 1; quiet++) {
+        snprintf(args, sizeof args, "memsort-gen %s --entries 1000 --regions %s%s", path_in("gen_small"),
+                 path_in("small.txt"), quiet ? " -q" : "");
+        int rc = run_cli(args, err, sizeof err);
+        CHECK(rc == 0 && strstr(err, "the last region, RAM, holds 4096 words, too few for a stack window"),
+              "memsort-gen with a small last region%s: exit %d, '%s'", quiet ? " and -q" : "", rc, err);
+    }
+    int rc;
     snprintf(args, sizeof args, "memsort-gen %s --entries 1000", path_in("gen_default"));
     rc = run_cli(args, err, sizeof err);
     CHECK(rc == 0 && !strstr(err, "too few"), "memsort-gen with the default table: exit %d, '%s'", rc, err);
