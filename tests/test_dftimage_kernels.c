@@ -151,12 +151,39 @@ int main(void) {
         CHECK(pk_dftimage_run(&ctx, &o, &vis, 3000, 0.001, &img, NULL) == PK_ERR_INVALID &&
                   strstr(ctx.message, "beyond"),
               "field beyond the sky: %s", ctx.message);
+        /* the corners reach farthest: 1500 cells of 1e-3 rad put the edges'
+         * midpoints at l = 0.75, on the sky, and the corners at l^2 + m^2 =
+         * 2 (0.75)^2 = 1.125, beyond it; 1400 cells reach 2 (0.7)^2 = 0.98 */
+        CHECK(pk_dftimage_check_grid(&ctx, 1500, 0.001, 0) == PK_ERR_INVALID && strstr(ctx.message, "beyond"),
+              "corners beyond the sky, edges not: %s", ctx.message);
+        CHECK(pk_dftimage_check_grid(&ctx, 1400, 0.001, 0) == PK_OK, "corners at l = m = 0.7 are on the sky: %s",
+              ctx.message);
         CHECK(pk_dftimage_run(&ctx, &o, &vis, (size_t)1 << 40, 1e-9, &img, NULL) == PK_ERR_NOMEM &&
                   strstr(ctx.message, "memory"),
               "huge image: %s", ctx.message);
         vis.re[17] = (double)NAN;
         CHECK(pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL) == PK_ERR_INVALID && strstr(ctx.message, "17"),
               "NaN visibility: %s", ctx.message);
+        /* the imaginary part is checked as the real part is */
+        vis.re[17] = 0.5;
+        const double bad_im[2] = {(double)NAN, (double)INFINITY};
+        for (int b = 0; b < 2; b++) {
+            vis.im[23] = bad_im[b];
+            CHECK(pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL) == PK_ERR_INVALID && img.re == NULL &&
+                      strstr(ctx.message, "visibility 23: the value is not finite"),
+                  "imaginary part %g: %s", bad_im[b], ctx.message);
+        }
+        vis.im[23] = 0.5;
+        /* w is checked as u and v are */
+        const double bad_w[2] = {(double)NAN, (double)INFINITY};
+        double w31 = vis.w[31];
+        for (int b = 0; b < 2; b++) {
+            vis.w[31] = bad_w[b];
+            CHECK(pk_dftimage_run(&ctx, &o, &vis, 16, 0.0005, &img, NULL) == PK_ERR_INVALID && img.re == NULL &&
+                      strstr(ctx.message, "visibility 31: w is not finite"),
+                  "w = %g: %s", bad_w[b], ctx.message);
+        }
+        vis.w[31] = w31;
         pk_vis_free(&vis);
     }
 
