@@ -12,7 +12,10 @@
  *   phase centre. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <fitsio.h>
 
 #include "check.h"
 #include "pairkit/dftimage.h"
@@ -181,6 +184,108 @@ static void test_mojave(void) {
     pk_vis_free(&vis);
 }
 
+/* A point source of flux F at a known (l0, m0), off both axes, in an image
+ * of odd size (the CLI test's images are even): with either sign, every
+ * CPU kernel puts the peak on the source's pixel with the value F N (N
+ * visibilities), pk_image_fits_value finds it where the FITS file has it
+ * (column n - 1 - a: east on the left), and the written WCS maps that FITS
+ * pixel back to (l0, m0), in direction cosines without a phase centre, in
+ * degrees of the SIN projection with one. Expectations from the model
+ * alone. */
+static void test_point_source(void) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    check_rng rng = check_rng_make(20261203);
+    const size_t n = 33, c = n / 2, a0 = c + 7, b0 = c - 4; /* 7 cells east, 4 south */
+    const double cell = 2e-3, flux = 2.5;
+    const double l0 = ((double)a0 - (double)c) * cell, m0 = ((double)b0 - (double)c) * cell;
+    const double n0 = sqrt(1.0 - l0 * l0 - m0 * m0) - 1.0;
+    pk_vis vis;
+    CHECK_OK(pk_vis_alloc(&ctx, 400, &vis), &ctx);
+    const int kernels[] = {PK_DFTIMAGE_KERNEL_REF, PK_DFTIMAGE_KERNEL_CPU_F64, PK_DFTIMAGE_KERNEL_CPU_SCALAR,
+                           PK_DFTIMAGE_KERNEL_CPU_AVX2, PK_DFTIMAGE_KERNEL_CPU_AVX512};
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (size_t k = 0; k < vis.n; k++) {
+            double g1 = sqrt(-2.0 * log(check_uniform(&rng) + 1e-300)), t = 2.0 * M_PI * check_uniform(&rng);
+            vis.u[k] = 150.0 * g1 * cos(t), vis.v[k] = 150.0 * g1 * sin(t);
+            vis.w[k] = 400.0 * (check_uniform(&rng) - 0.5); /* a w term that matters at l0, m0 */
+            /* the image is sum_k V_k exp(s 2 pi i (u l + v m + w n')): V_k
+             * of the opposite phase adds up to F N at the source */
+            double ph = -(double)sign * 2.0 * M_PI * (vis.u[k] * l0 + vis.v[k] * m0 + vis.w[k] * n0);
+            vis.re[k] = flux * cos(ph), vis.im[k] = flux * sin(ph);
+        }
+        vis.sign = sign;
+        vis.weight_sum = (double)vis.n;
+        const double peak_want = flux * (double)vis.n;
+        for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+            if (!pk_dftimage_kernel_available(kernels[ki])) continue;
+            const char *name = pk_dftimage_kernel_name(kernels[ki]);
+            pk_dftimage_options o = {PK_BACKEND_CPU, kernels[ki], PK_PRECISION_SINGLE, 0, 1, 0};
+            pk_image img;
+            pk_status st = pk_dftimage_run(&ctx, &o, &vis, n, cell, &img, NULL);
+            CHECK_OK(st, &ctx);
+            if (st) continue;
+            size_t p = argmax(&img);
+            CHECK(p % n == a0 && p / n == b0, "sign %+d, %s: peak at pixel (%zu, %zu), the source is at (%zu, %zu)",
+                  sign, name, p % n, p / n, a0, b0);
+            CHECK(fabs(img.re[p] - peak_want) < 1e-4 * peak_want && fabs(img.im[p]) < 1e-4 * peak_want,
+                  "sign %+d, %s: peak %.9g%+.9gi, want %.9g", sign, name, img.re[p], img.im[p], peak_want);
+            /* FITS column i holds grid column n - 1 - i */
+            double fv = pk_image_fits_value(&img, n - 1 - a0, b0);
+            CHECK(fv == img.re[b0 * n + a0], "sign %+d, %s: pk_image_fits_value(%zu, %zu) = %g, the source's pixel %g",
+                  sign, name, n - 1 - a0, b0, fv, img.re[b0 * n + a0]);
+            CHECK(pk_image_fits_value(&img, a0, b0) == img.re[b0 * n + (n - 1 - a0)],
+                  "sign %+d, %s: pk_image_fits_value mirrors the columns", sign, name);
+            pk_image_free(&img);
+        }
+    }
+    /* the FITS files: the brightest pixel and its world coordinates */
+    char dir[] = "/tmp/pk_skypoint_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char path[300];
+    snprintf(path, sizeof path, "%s/point.fits", dir);
+    pk_dftimage_options o = {PK_BACKEND_CPU, PK_DFTIMAGE_KERNEL_CPU_F64, PK_PRECISION_DOUBLE, 0, 0, 0};
+    pk_image img;
+    CHECK_OK(pk_dftimage_run(&ctx, &o, &vis, n, cell, &img, NULL), &ctx);
+    for (int centred = 0; centred < 2 && img.re; centred++) {
+        vis.has_phase_centre = centred;
+        vis.ra0_deg = 150.0, vis.dec0_deg = -30.0;
+        CHECK_OK(pk_image_write_fits(&ctx, path, &img, &vis, 0), &ctx);
+        fitsfile *f = NULL;
+        int status = 0, anynul = 0;
+        double pix[33 * 33], crpix1 = 0, crpix2 = 0, cdelt1 = 0, cdelt2 = 0;
+        fits_open_file(&f, path, READONLY, &status);
+        fits_read_img_dbl(f, 0, 1, (LONGLONG)(n * n), 0.0, pix, &anynul, &status);
+        fits_read_key(f, TDOUBLE, "CRPIX1", &crpix1, NULL, &status);
+        fits_read_key(f, TDOUBLE, "CRPIX2", &crpix2, NULL, &status);
+        fits_read_key(f, TDOUBLE, "CDELT1", &cdelt1, NULL, &status);
+        fits_read_key(f, TDOUBLE, "CDELT2", &cdelt2, NULL, &status);
+        if (f) fits_close_file(f, &status);
+        CHECK(status == 0, "reading %s: cfitsio status %d", path, status);
+        size_t best = 0;
+        for (size_t q = 1; q < n * n; q++)
+            if (pix[q] > pix[best]) best = q;
+        size_t i = best % n, j = best / n;
+        CHECK(i == n - 1 - a0 && j == b0, "centred %d: FITS peak at column %zu row %zu, want %zu %zu", centred, i, j,
+              n - 1 - a0, b0);
+        CHECK(pix[best] == pk_image_fits_value(&img, i, j), "centred %d: file and pk_image_fits_value agree", centred);
+        /* world coordinates of the peak (FITS pixels count from 1): l, m in
+         * radians without a phase centre, in degrees with one; east (l > 0)
+         * on the left, CDELT1 < 0 */
+        double to_rad = centred ? M_PI / 180.0 : 1.0;
+        double l = ((double)(i + 1) - crpix1) * cdelt1 * to_rad, m = ((double)(j + 1) - crpix2) * cdelt2 * to_rad;
+        CHECK(fabs(l - l0) < 1e-9 * cell && fabs(m - m0) < 1e-9 * cell,
+              "centred %d: the WCS puts the peak at l %.9g, m %.9g; the source is at %.9g, %.9g", centred, l, m, l0,
+              m0);
+        CHECK(cdelt1 < 0 && fabs(cdelt1 * to_rad + cell) < 1e-12 * cell && fabs(cdelt2 * to_rad - cell) < 1e-12 * cell,
+              "centred %d: CDELT1 %g, CDELT2 %g for cells of %g rad", centred, cdelt1, cdelt2, cell);
+        unlink(path);
+    }
+    pk_image_free(&img);
+    rmdir(dir);
+    pk_vis_free(&vis);
+}
+
 static void test_eht(void) {
     pk_context ctx;
     pk_context_init(&ctx);
@@ -207,5 +312,6 @@ int main(void) {
     test_twin();
     test_mojave();
     test_eht();
+    test_point_source();
     return check_finish("test_dftimage_sky");
 }
