@@ -150,6 +150,36 @@ int main(void) {
     write_zip_shaped(path, six, 4, shape32, fortran);
     expect_error(path, "arrays differ in shape: u is (2, 3), data is (3, 2)", "2-D arrays of other shapes");
 
+    /* float32 u, v, w and complex64 data: each value read exactly, the
+     * imaginary part from the second half of each complex64 item */
+    {
+        const float fu[3] = {0.1f, -1234.567f, 3.0e-3f}, fv[3] = {-0.3f, 77.7f, 1e4f}, fw[3] = {2.5f, -0.01f, 9.9f};
+        const float fd[6] = {1.1f, -2.2f, 3.3f, 4.4f, -5.5f, 6.6f}; /* re, im pairs */
+        member f32[4] = {{"u.npy", "<f4", 3, 4, fu},
+                         {"v.npy", "<f4", 3, 4, fv},
+                         {"w.npy", "<f4", 3, 4, fw},
+                         {"data.npy", "<c8", 3, 8, fd}};
+        snprintf(path, sizeof path, "%s/f32.npz", dir);
+        write_zip(path, f32, 4);
+        pk_status st = pk_vis_read(&ctx, path, PK_WEIGHTS_DATA, &back);
+        CHECK_OK(st, &ctx);
+        int same = st == PK_OK && back.n == 3;
+        for (size_t k = 0; same && k < 3; k++)
+            same = back.u[k] == (double)fu[k] && back.v[k] == (double)fv[k] && back.w[k] == (double)fw[k] &&
+                   back.re[k] == (double)fd[2 * k] && back.im[k] == (double)fd[2 * k + 1];
+        CHECK(same, "float32 u, v, w and complex64 data read exactly (n %zu)", back.n);
+        if (st == PK_OK) pk_vis_free(&back);
+    }
+
+    /* an array whose shape promises more values than it holds */
+    {
+        const char *shape6[4] = {NULL, NULL, NULL, "(6,)"};
+        snprintf(path, sizeof path, "%s/short.npz", dir);
+        write_zip_shaped(path, good, 4, shape6, NULL);
+        expect_error(path, "'data' is truncated: shape says 6 values, the file holds 5",
+                     "array shorter than its shape");
+    }
+
     member mism[4] = {good[0], good[1], {"w.npy", "<f8", 4, 8, d4}, good[3]};
     snprintf(path, sizeof path, "%s/mismatch.npz", dir);
     write_zip(path, mism, 4);
