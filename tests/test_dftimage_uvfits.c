@@ -305,6 +305,9 @@ static void test_broken(void) {
         /* one group fewer: the last group is left in the padding of the
          * same last block (it was dropped without a word) */
         {"GCOUNT", "3149", "is not padding", "GCOUNT one short"},
+        /* groups beyond what the header walk sizes (2^30): the reader's own
+         * check of the groups' extent against the file */
+        {"GCOUNT", "2000000000", "truncated: the header announces", "GCOUNT of 2e9"},
     };
     for (size_t c = 0; c < sizeof cards / sizeof cards[0]; c++) {
         snprintf(path, sizeof path, "%s/card%zu.uvfits", dir, c);
@@ -511,6 +514,23 @@ static void test_frame(void) {
     image_frame(path, out, frame, &e);
     CHECK(strcmp(frame, "FK5") == 0 && e == 2000.0, "no EQUINOX: image RADESYS '%s', EQUINOX %g", frame, e);
 
+    /* RADESYS 'FK4' without an equinox: the frame kept, with FK4's default
+     * equinox, B1950 (FITS WCS paper II), not FK5's J2000 */
+    snprintf(path, sizeof path, "%s/fk4.uvfits", dir);
+    copy_file(MOJAVE, path, -1);
+    status = 0;
+    fits_open_file(&f, path, READWRITE, &status);
+    fits_delete_key(f, "EQUINOX", &status);
+    fits_update_key(f, TSTRING, "RADESYS", "FK4", NULL, &status);
+    fits_close_file(f, &status);
+    CHECK(status == 0, "fk4 copy: cfitsio status %d", status);
+    frame_of(path, &e, frame);
+    CHECK(e == 0 && strcmp(frame, "FK4") == 0, "RADESYS 'FK4', no EQUINOX: read as %g, '%s'", e, frame);
+    snprintf(out, sizeof out, "%s/fk4.fits", dir);
+    image_frame(path, out, frame, &e);
+    CHECK(strcmp(frame, "FK4") == 0 && e == 1950.0, "RADESYS 'FK4', no EQUINOX: image RADESYS '%s', EQUINOX %g", frame,
+          e);
+
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");
@@ -686,6 +706,8 @@ typedef struct synth {
     int n_fq_rows;
     const int *fq_ids;
     int zero_weights; /* every weight 0 */
+    int no_weights;   /* a COMPLEX axis of 2 (re, im): no weights stored */
+    int zero_group;   /* one group, all zeros, and no tables after it */
 } synth;
 
 #define SYNTH_GROUPS 5
@@ -701,11 +723,11 @@ static void write_synth(const char *path, const synth *o) {
     snprintf(name, sizeof name, "!%s", path);
     int status = 0;
     fitsfile *f = NULL;
-    long naxes[7] = {0, 3, 1, SYNTH_CHAN, SYNTH_IF, 1, 1};
+    long naxes[7] = {0, o->no_weights ? 2 : 3, 1, SYNTH_CHAN, SYNTH_IF, 1, 1};
     const int have_date = o->date_obs == NULL;
     const long pcount = 3 + (o->split_u ? 1 : 0) + (have_date ? 2 : 0) + (o->source ? 1 : 0) + (o->freqsel ? 1 : 0);
     fits_create_file(&f, name, &status);
-    fits_write_grphdr(f, TRUE, DOUBLE_IMG, 7, naxes, pcount, SYNTH_GROUPS, TRUE, &status);
+    fits_write_grphdr(f, TRUE, DOUBLE_IMG, 7, naxes, pcount, o->zero_group ? 1 : SYNTH_GROUPS, TRUE, &status);
     const char *ctype[7] = {"", "COMPLEX", "STOKES", "FREQ", "IF", "RA", "DEC"};
     const double crval[7] = {0, 1, 1, 1e9, 1, 0, 0}, cdelt[7] = {0, 1, 1, 1e6, 1, 1, 1};
     for (int k = 1; k < 7; k++) {
@@ -736,7 +758,7 @@ static void write_synth(const char *path, const synth *o) {
     }
     fits_write_key(f, TSTRING, "OBJECT", o->source ? "MULTI" : "SYNTH", NULL, &status);
     if (o->date_obs) fits_write_key(f, TSTRING, "DATE-OBS", (void *)o->date_obs, NULL, &status);
-    for (long g = 1; g <= SYNTH_GROUPS; g++) {
+    for (long g = 1; g <= (o->zero_group ? 0 : SYNTH_GROUPS); g++) {
         double params[8];
         int q = 0;
         /* the split u: a float32-sized high part and the rest */
@@ -749,12 +771,22 @@ static void write_synth(const char *path, const synth *o) {
         if (o->source) params[q++] = o->source[g - 1];
         if (o->freqsel) params[q++] = o->freqsel[g - 1];
         float data[3 * SYNTH_CHAN * SYNTH_IF];
-        for (int k = 0; k < SYNTH_CHAN * SYNTH_IF; k++)
-            data[3 * k] = 1.0f, data[3 * k + 1] = 0.0f, data[3 * k + 2] = o->zero_weights ? 0.0f : 1.0f;
+        const int per = o->no_weights ? 2 : 3;
+        for (int k = 0; k < SYNTH_CHAN * SYNTH_IF; k++) {
+            /* without weights, channel k's visibility is k + 2 - 0.5i: a
+             * weight read from the next value would be wrong */
+            data[per * k] = o->no_weights ? (float)k + 2.0f : 1.0f;
+            data[per * k + 1] = o->no_weights ? -0.5f : 0.0f;
+            if (!o->no_weights) data[per * k + 2] = o->zero_weights ? 0.0f : 1.0f;
+        }
         fits_write_grppar_dbl(f, g, 1, q, params, &status);
-        fits_write_img_flt(f, g, 1, 3 * SYNTH_CHAN * SYNTH_IF, data, &status);
+        fits_write_img_flt(f, g, 1, per * SYNTH_CHAN * SYNTH_IF, data, &status);
     }
-    {
+    if (o->zero_group) {
+        double zeros[8 + 3 * SYNTH_CHAN * SYNTH_IF] = {0};
+        fits_write_grppar_dbl(f, 1, 1, pcount, zeros, &status);
+        fits_write_img_dbl(f, 1, 1, naxes[1] * SYNTH_CHAN * SYNTH_IF, zeros, &status);
+    } else {
         char form_d[8], form_e[8], form_j[8];
         snprintf(form_d, sizeof form_d, "%dD", SYNTH_IF);
         snprintf(form_e, sizeof form_e, "%dE", SYNTH_IF);
@@ -947,6 +979,37 @@ static void test_synthetic(void) {
     CHECK(pk_vis_read(&ctx, path, PK_WEIGHTS_ABS, &vis) == PK_ERR_PARSE && !strstr(ctx.message, "<= 0") &&
               !strstr(ctx.message, "--weights"),
           "zero weights, abs: %s", ctx.message);
+
+    /* no groups at all (GCOUNT = 0, which cfitsio will not write: one
+     * group of zeros, its count edited): refused as such */
+    {
+        synth o_empty = {.zero_group = 1};
+        write_synth(path, &o_empty);
+        char empty[300];
+        snprintf(empty, sizeof empty, "%s/empty.uvfits", dir);
+        copy_with_card(path, empty, "GCOUNT", "0");
+        expect_error(empty, PK_WEIGHTS_DATA, "GCOUNT = 0: no u, v, w parameters or no groups", "GCOUNT 0");
+        unlink(empty);
+    }
+
+    /* a COMPLEX axis of 2: every visibility unflagged, weight 1, the value
+     * as stored, under every weights mode */
+    synth o_nw = {.no_weights = 1};
+    write_synth(path, &o_nw);
+    for (int wm = PK_WEIGHTS_DATA; wm <= PK_WEIGHTS_UNIT; wm++) {
+        pk_status st = pk_vis_read(&ctx, path, (pk_weights)wm, &vis);
+        CHECK_OK(st, &ctx);
+        if (st) continue;
+        size_t bad = 0;
+        for (size_t k = 0; k < vis.n; k++) {
+            double want_re = (double)(k % (SYNTH_CHAN * SYNTH_IF)) + 2.0;
+            bad += vis.weight[k] != 1.0 || vis.re[k] != want_re || vis.im[k] != -0.5;
+        }
+        CHECK(vis.n == SYNTH_GROUPS * SYNTH_CHAN * SYNTH_IF && bad == 0 && vis.weight_sum == (double)vis.n,
+              "no weights stored, %s weights: %zu visibilities, %zu off, weight sum %g",
+              pk_weights_name((pk_weights)wm), vis.n, bad, vis.weight_sum);
+        pk_vis_free(&vis);
+    }
 
     unlink(path);
     rmdir(dir);
