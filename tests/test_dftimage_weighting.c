@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <fitsio.h>
 
 #include "check.h"
 #include "pairkit/dftimage.h"
@@ -271,6 +273,46 @@ static void check_beam_fit(void) {
     st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
     CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "do not resolve"), "a beam within one cell: %s", ctx.message);
     pk_image_free(&im);
+    /* a ridge that rises from the lobe's edge (0.99 from the first pixel
+     * east of the centre below half power, out to the image's edge) is not
+     * part of it: the lobe only falls from the centre */
+    im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, 30);
+    {
+        size_t a = 50;
+        while (a < 100 && im.re[50 * 101 + a] >= 0.5) a++;
+        for (; a < 101; a++) im.re[50 * 101 + a] = 0.99;
+    }
+    st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+    CHECK(st == PK_OK && fabs(bmaj / 2.4e-4 - 1) < 1e-9 && fabs(bmin / 1.1e-4 - 1) < 1e-9 && fabs(bpa - 30) < 1e-7,
+          "beam beside a rising ridge: %.12g x %.12g, PA %.9f (%s)", bmaj, bmin, bpa, ctx.message);
+    pk_image_free(&im);
+    /* the fitted beam in the FITS header: BMAJ and BMIN in degrees, BPA as fitted */
+    {
+        im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, -60);
+        im.sign = 1, im.precision = PK_PRECISION_DOUBLE;
+        st = pk_dftimage_beam_fit(&ctx, &im, &im.bmaj, &im.bmin, &im.bpa);
+        CHECK_OK(st, &ctx);
+        char dir[] = "/tmp/pk_beamfits_XXXXXX", path[64];
+        CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+        snprintf(path, sizeof path, "%s/psf.fits", dir);
+        CHECK_OK(pk_image_write_fits(&ctx, path, &im, NULL, 0), &ctx);
+        fitsfile *f = NULL;
+        int status = 0;
+        double hmaj = 0, hmin = 0, hpa = 0;
+        fits_open_file(&f, path, READONLY, &status);
+        fits_read_key(f, TDOUBLE, "BMAJ", &hmaj, NULL, &status);
+        fits_read_key(f, TDOUBLE, "BMIN", &hmin, NULL, &status);
+        fits_read_key(f, TDOUBLE, "BPA", &hpa, NULL, &status);
+        if (f) fits_close_file(f, &status);
+        const double deg = 180.0 / M_PI;
+        CHECK(status == 0 && fabs(hmaj / (2.4e-4 * deg) - 1) < 1e-9 && fabs(hmin / (1.1e-4 * deg) - 1) < 1e-9 &&
+                  fabs(hpa + 60) < 1e-7,
+              "FITS beam: BMAJ %.12g, BMIN %.12g deg, BPA %.9f (want %.12g, %.12g, -60; status %d)", hmaj, hmin, hpa,
+              2.4e-4 * deg, 1.1e-4 * deg, status);
+        unlink(path);
+        rmdir(dir);
+        pk_image_free(&im);
+    }
     /* a sidelobe ring at 0.8 around the lobe is not part of it */
     im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, 30);
     for (size_t p = 0; p < 101 * 101; p++) {
