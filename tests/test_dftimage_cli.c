@@ -454,10 +454,10 @@ static void test_weighting_psf(void) {
      * (the EHT file's is JY), --check still on the sums */
     {
         const char *eht = "data/vis/SR1_M87_2017_101_lo_hops_netcal_StokesI.uvfits";
-        snprintf(cmd, sizeof cmd, "'%s/%s' -o sum.fits --size 32 --cell 1e-11 --png none -q", root, eht);
+        snprintf(cmd, sizeof cmd, "'%s/%s' -o sum.fits --size 32 --cell 1e-11 --png none -q --imag", root, eht);
         CHECK(run(cmd) == 0, "EHT image");
-        snprintf(cmd, sizeof cmd, "'%s/%s' -o mean.fits --size 32 --cell 1e-11 --png none --normalise --check", root,
-                 eht);
+        snprintf(cmd, sizeof cmd, "'%s/%s' -o mean.fits --size 32 --cell 1e-11 --png none --normalise --check --imag",
+                 root, eht);
         rc = run(cmd);
         err = slurp(in_dir("err.txt"));
         CHECK(rc == 0 && err && strstr(err, "relative L2 error"), "normalised EHT image: rc %d, %s", rc,
@@ -485,6 +485,27 @@ static void test_weighting_psf(void) {
         }
         CHECK(status == 0 && wa == wb && worst < 1e-6, "normalised = sum / WEIGHTS: worst %.3g (status %d)", worst,
               status);
+        /* the imaginary part (extension IMAG) is divided by WEIGHTS too */
+        {
+            float ai[32 * 32], bi[32 * 32];
+            int hdu_status = 0;
+            fits_open_file(&f, in_dir("sum.fits"), READONLY, &hdu_status);
+            fits_movabs_hdu(f, 2, NULL, &hdu_status);
+            fits_read_img_flt(f, 0, 1, 32 * 32, 0.0f, ai, &anynul, &hdu_status);
+            fits_close_file(f, &hdu_status);
+            fits_open_file(&f, in_dir("mean.fits"), READONLY, &hdu_status);
+            fits_movabs_hdu(f, 2, NULL, &hdu_status);
+            fits_read_img_flt(f, 0, 1, 32 * 32, 0.0f, bi, &anynul, &hdu_status);
+            fits_close_file(f, &hdu_status);
+            double worst_im = 0, top_im = 0;
+            for (int p = 0; p < 32 * 32; p++) {
+                worst_im = fmax(worst_im, fabs((double)bi[p] - (double)ai[p] / wa));
+                top_im = fmax(top_im, fabs((double)ai[p] / wa));
+            }
+            CHECK(hdu_status == 0 && top_im > 0 && worst_im <= 1e-6 * top_im,
+                  "normalised imaginary part = sum / WEIGHTS: off by %.3g of %.3g (status %d)", worst_im, top_im,
+                  hdu_status);
+        }
         CHECK(strcmp(da, "JY") == 0 && missing == KEY_NO_EXIST && strcmp(ub, "Jy/beam") == 0,
               "units: data %s, sum's BUNIT %s (%d), normalised %s", da, ua, missing, ub);
         printf("EHT dirty image peak %.3f Jy/beam\n", peak);
@@ -518,6 +539,23 @@ static void test_weighting_psf(void) {
         printf("MWA image mean: %.4g with autocorrelations, %.4g without\n", mean_a, mean_b);
         CHECK(status == 0 && mean_a > 1e9 && fabs(mean_b) < 0.01 * mean_a, "the pedestal: %.4g, then %.4g", mean_a,
               mean_b);
+    }
+    /* only u = v = 0 is an autocorrelation: a north-south baseline (u = 0)
+     * or an east-west one (v = 0) is not counted */
+    {
+        pk_context ctx;
+        pk_context_init(&ctx);
+        pk_vis few;
+        CHECK_OK(pk_vis_random(&ctx, 40, 8, &few), &ctx);
+        few.u[3] = 0;                       /* v != 0 */
+        few.v[5] = 0;                       /* u != 0 */
+        few.u[7] = few.v[7] = few.w[7] = 0; /* the one autocorrelation */
+        write_npz("axes.npz", &few);
+        pk_vis_free(&few);
+        rc = run("axes.npz -o axes.fits --size 16 --cell 0.001 --png none");
+        err = slurp(in_dir("err.txt"));
+        CHECK(rc == 0 && err && strstr(err, "\n1 of them at u = v = 0 (autocorrelations)"),
+              "one autocorrelation among baselines on the axes: rc %d, %s", rc, err ? err : "");
     }
     /* uniform weighting changes the image (and natural is the default) */
     snprintf(cmd, sizeof cmd, "'%s/data/vis/1133866760.uvfits' --weights abs -o nat.fits --size 33 --cell 2e-4 -q",
