@@ -194,6 +194,24 @@ def test_uvfits_weights_message_names_the_argument():
         pairkit.read_vis(os.path.join(ROOT, "data", "vis", "1133866760.uvfits"))
 
 
+def whole_image_seconds(u, v, w, vis):
+    """About how long the 512 x 512 float64 image of these visibilities
+    takes whole on this machine now: a twentieth of them timed, times 20
+    (the work grows with the count)."""
+    import time
+    k = u.size // 20
+    t0 = time.perf_counter()
+    pairkit.dft_image(u[:k], v[:k], w[:k], vis[:k], npix=512, cell=1e-4, precision="double", backend="cpu")
+    return 20 * (time.perf_counter() - t0)
+
+
+def cancelled_within(whole):
+    """The bound on a call cancelled 0.3 s in: 2 s, or a third of the
+    whole call where the machine is slow now (other work beside it), so
+    that a call that ran to the end fails it and one stopped passes."""
+    return max(2.0, whole / 3)
+
+
 def test_ctrl_c_stops_a_long_image(random_vis):
     """SIGINT during a long call ends it within a fraction of a second in
     KeyboardInterrupt (the library's progress callback sees it)."""
@@ -204,6 +222,7 @@ def test_ctrl_c_stops_a_long_image(random_vis):
     n = 60000
     u, v, w = rng.normal(0, 300, n), rng.normal(0, 300, n), rng.normal(0, 30, n)
     vis = np.ones(n, complex)
+    whole = whole_image_seconds(u, v, w, vis)
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     t0 = time.perf_counter()
     timer.start()
@@ -211,7 +230,7 @@ def test_ctrl_c_stops_a_long_image(random_vis):
         pairkit.dft_image(u, v, w, vis, npix=512, cell=1e-4, precision="double", backend="cpu")  # ~10 s
     took = time.perf_counter() - t0
     timer.cancel()
-    assert took < 2.0, took
+    assert took < cancelled_within(whole), (took, whole)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     # and the next call runs as usual
     assert pairkit.dft_image(u[:10], v[:10], w[:10], vis[:10], npix=4, cell=1e-3).shape == (4, 4)
@@ -236,6 +255,7 @@ def test_another_signal_handlers_exception_ends_a_long_image():
     n = 60000
     u, v, w = rng.normal(0, 300, n), rng.normal(0, 300, n), rng.normal(0, 30, n)
     vis = np.ones(n, complex)
+    whole = whole_image_seconds(u, v, w, vis)
     hook = sys.unraisablehook
     old = signal.signal(signal.SIGALRM, on_alarm)
     try:
@@ -243,7 +263,8 @@ def test_another_signal_handlers_exception_ends_a_long_image():
         t0 = time.perf_counter()
         with pytest.raises(Timeout, match="alarm"):
             pairkit.dft_image(u, v, w, vis, npix=512, cell=1e-4, precision="double", backend="cpu")  # ~10 s
-        assert time.perf_counter() - t0 < 2.0
+        took = time.perf_counter() - t0
+        assert took < cancelled_within(whole), (took, whole)
         seen = []
         signal.signal(signal.SIGALRM, lambda signum, frame: seen.append(signum))
         signal.setitimer(signal.ITIMER_REAL, 0.05)
