@@ -726,6 +726,169 @@ static void trace_and_memsort_bin_round_trip(pk_context *ctx, const pk_memsort_r
     pk_memsort_trace_free(&back);
 }
 
+/* A trace small enough to work out by hand. Regions of 16 words: A at
+ * 0x1000 in instances of 4, E at 0x2000 (left empty), B at 0x3000 in
+ * instances of 2. Positions 0..8 hold A+8, A+0, A+8, A+8, B+0, A+16, A+8,
+ * A+8, B+0 in chunks [0, 2) and [2, 9). A's stable order is 0x1000@1,
+ * 0x1008@0, 0x1008@2, 0x1008@3 | 0x1008@6, 0x1008@7, 0x1010@5 (the run of
+ * 0x1008 crosses the boundary, the last instance is partial); E has no
+ * instance; B's one whole instance is 0x3000@4, 0x3000@8. */
+static pk_memsort_regions hand_regions(void) {
+    pk_memsort_regions t;
+    memset(&t, 0, sizeof t);
+    t.n_regions = 3;
+    const char *names[3] = {"A", "E", "B"};
+    const uint32_t rows[3] = {4, 4, 2};
+    for (int r = 0; r < 3; r++) {
+        strcpy(t.region[r].name, names[r]);
+        t.region[r].base = 0x1000u * (uint32_t)(r + 1);
+        t.region[r].size = 8 * 16;
+        t.region[r].max_instances = 8;
+        t.region[r].instance_entries = rows[r];
+    }
+    return t;
+}
+
+static uint32_t hand_addr[9] = {0x1008, 0x1000, 0x1008, 0x1008, 0x3000, 0x1010, 0x1008, 0x1008, 0x3000};
+static uint64_t hand_chunk_start[3] = {0, 2, 9};
+
+/* the plans worked out by hand: gid, region, index, first_row, n_rows,
+ * first_addr, last_addr, first_chunk, first_skip, first_skip_total,
+ * last_chunk, last_include, last_include_total, has_prev, prev_addr,
+ * prev_value, n_runs */
+static const uint32_t hand_plan[3][17] = {
+    {0, 0, 0, 0, 4, 0x1000, 0x1008, 0, 0, 0, 1, 2, 3, 0, 0, 0, 2},
+    {1, 0, 1, 4, 3, 0x1008, 0x1010, 1, 2, 3, 1, 1, 1, 1, 0x1008, 3, 2},
+    {2, 2, 0, 0, 2, 0x3000, 0x3000, 1, 0, 0, 1, 2, 2, 0, 0, 0, 1},
+};
+static const uint32_t hand_values[3][4] = {{1, 0, 2, 3}, {6, 7, 5}, {4, 8}};
+static const uint32_t hand_counts[3][2] = {{2, 2}, {0, 3}, {0, 2}};
+
+static void check_hand_plans(const char *what, const pk_memsort_result *res, uint32_t n_workers, uint32_t worker) {
+    CHECK(res->n_instances == 3 && res->n_entries == 9 && res->n_chunks == 2, "%s: %u instances, %llu entries", what,
+          res->n_instances, (unsigned long long)res->n_entries);
+    if (res->n_instances != 3) return;
+    for (uint32_t g = 0; g < 3; g++) {
+        const pk_memsort_instance *in = &res->instances[g];
+        const uint32_t *e = hand_plan[g];
+        uint32_t got[17] = {in->gid,
+                            in->region,
+                            in->index,
+                            (uint32_t)in->first_row,
+                            in->n_rows,
+                            in->first_addr,
+                            in->last_addr,
+                            in->first_chunk,
+                            in->first_skip,
+                            in->first_skip_total,
+                            in->last_chunk,
+                            in->last_include,
+                            in->last_include_total,
+                            in->has_prev,
+                            in->prev_addr,
+                            in->prev_value,
+                            in->n_runs};
+        uint32_t owned = g % n_workers == worker;
+        int n_fields = owned ? 17 : 16; /* n_runs: owned instances only */
+        for (int f = 0; f < n_fields; f++)
+            CHECK(got[f] == e[f], "%s: instance %u: field %d is %u, by hand %u", what, g, f, got[f], e[f]);
+        CHECK(in->owned == owned, "%s: instance %u owned %u", what, g, in->owned);
+        if (!owned || in->n_rows != e[4]) continue;
+        uint32_t pairs[8];
+        pk_memsort_instance_rows(res, in, pairs);
+        for (uint32_t j = 0; j < in->n_rows; j++) {
+            uint32_t v = hand_values[g][j];
+            CHECK(pairs[2 * j] == hand_addr[v] && pairs[2 * j + 1] == v, "%s: instance %u row %u: (0x%x, %u)", what, g,
+                  j, pairs[2 * j], pairs[2 * j + 1]);
+        }
+        for (uint32_t c = 0; c < 2; c++)
+            CHECK(res->chunk_counts[in->counts_offset + c] == hand_counts[g][c], "%s: instance %u chunk %u: %u rows",
+                  what, g, c, res->chunk_counts[in->counts_offset + c]);
+    }
+}
+
+/* every kernel, 1 and 2 workers, against the plans worked out by hand;
+ * memsort.bin read back and summary.txt's lines against them too */
+static void hand_made_trace_gives_the_hand_made_plans(pk_context *ctx) {
+    pk_memsort_regions t = hand_regions();
+    pk_memsort_trace trace = {.n_entries = 9, .addr = hand_addr, .n_chunks = 2, .chunk_start = hand_chunk_start};
+    const int kernels[3] = {PK_MEMSORT_KERNEL_REF, PK_MEMSORT_KERNEL_CPU, PK_MEMSORT_KERNEL_CPU_PORTABLE};
+    pk_memsort_result res;
+    pk_memsort_result_init(&res);
+    for (int k = 0; k < 3; k++)
+        for (uint32_t w = 0; w < 3; w++) {
+            uint32_t n_workers = w == 0 ? 1 : 2, worker = w == 0 ? 0 : w - 1;
+            pk_memsort_options o = {PK_BACKEND_CPU, kernels[k], n_workers, worker};
+            char what[96];
+            snprintf(what, sizeof what, "hand-made trace, %s, worker %u of %u", pk_memsort_kernel_name(kernels[k]),
+                     worker, n_workers);
+            pk_status st = pk_memsort_run(ctx, &o, &t, &trace, &res);
+            CHECK_OK(st, ctx);
+            if (!st) check_hand_plans(what, &res, n_workers, worker);
+        }
+    pk_memsort_options o = {PK_BACKEND_CPU, PK_MEMSORT_KERNEL_REF, 1, 0};
+    CHECK_OK(pk_memsort_run(ctx, &o, &t, &trace, &res), ctx);
+    /* summary.txt: a line per region and per instance, the plans' numbers */
+    char *od = fresh_dir("hand");
+    CHECK_OK(pk_memsort_write(ctx, od, &t, &res), ctx);
+    pk_memsort_regions back_t;
+    pk_memsort_result back;
+    pk_memsort_result_init(&back);
+    char path[700];
+    snprintf(path, sizeof path, "%s/memsort.bin", od);
+    CHECK_OK(pk_memsort_read(ctx, path, 1, &back_t, &back), ctx);
+    if (back.n_instances == 3) check_hand_plans("hand-made trace, memsort.bin read back", &back, 1, 0);
+    snprintf(path, sizeof path, "%s/summary.txt", od);
+    char *text = read_text(path);
+    CHECK(text != NULL, "%s: not written", path);
+    if (text) {
+        char want[160];
+        snprintf(want, sizeof want, "entries 9  chunks 2  instances 3\n");
+        CHECK(strstr(text, want) != NULL, "summary.txt lacks '%s':\n%s", want, text);
+        snprintf(want, sizeof want, "worker 0 of 1: 3 instances owned, 9 rows, 5 runs\n");
+        CHECK(strstr(text, want) != NULL, "summary.txt lacks '%s':\n%s", want, text);
+        const char *names[3] = {"A", "E", "B"};
+        const unsigned entries[3] = {7, 0, 2}, rows[3] = {4, 4, 2};
+        for (int r = 0; r < 3; r++) {
+            snprintf(want, sizeof want,
+                     "region %-8s base 0x%08x size 0x%09x  %u entries in instances of %u (at most 8 instances)\n",
+                     names[r], 0x1000u * (r + 1), 0x80u, entries[r], rows[r]);
+            CHECK(strstr(text, want) != NULL, "summary.txt lacks '%s':\n%s", want, text);
+        }
+        for (int g = 0; g < 3; g++) {
+            const uint32_t *e = hand_plan[g];
+            /* gid, region, index, rows, first and last address, first chunk and skip, last chunk and include */
+            snprintf(want, sizeof want, "%5u %-8s %5u %8u 0x%08x 0x%08x %6u %8u %6u %8u %5s\n", e[0], names[e[1]], e[2],
+                     e[4], e[5], e[6], e[7], e[8], e[10], e[11], "yes");
+            CHECK(strstr(text, want) != NULL, "summary.txt lacks '%s':\n%s", want, text);
+        }
+    }
+    free(text);
+    pk_memsort_result_free(&back);
+    pk_memsort_result_free(&res);
+}
+
+/* entries at a region's first and last words count towards its
+ * capacity: a capacity of the count passes, one less fails */
+static void capacity_counts_the_regions_edge_words(pk_context *ctx) {
+    pk_memsort_regions t = hand_regions();
+    /* A: its last word three times, its first once; E: its last word twice */
+    uint32_t addr[6] = {0x1078, 0x2078, 0x1000, 0x1078, 0x2078, 0x1078};
+    uint64_t cs[2] = {0, 6};
+    pk_memsort_trace trace = {.n_entries = 6, .addr = addr, .n_chunks = 1, .chunk_start = cs};
+    const uint32_t in_region[2] = {4, 2};
+    for (int r = 0; r < 2; r++) {
+        pk_memsort_regions capped = t;
+        capped.region[r].instance_entries = 1;
+        capped.region[r].max_instances = in_region[r];
+        CHECK_OK(pk_memsort_trace_check(ctx, &capped, &trace), ctx);
+        capped.region[r].max_instances = in_region[r] - 1;
+        CHECK(pk_memsort_trace_check(ctx, &capped, &trace) == PK_ERR_PARSE && strstr(ctx->message, t.region[r].name),
+              "region %s capped one below its %u entries at its edges: %s", t.region[r].name, in_region[r],
+              ctx->message);
+    }
+}
+
 /* The exit code of a system() status, -1 when it did not exit. */
 static int exit_code(int rc) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -936,6 +1099,8 @@ int main(void) {
     folder_keeps_its_trace_when_a_write_fails(&ctx, &def);
     test_generate_dir(&def);
     trace_and_memsort_bin_round_trip(&ctx, &def);
+    hand_made_trace_gives_the_hand_made_plans(&ctx);
+    capacity_counts_the_regions_edge_words(&ctx);
 
     /* the command; later checks read the outputs of earlier ones
      * (unaligned, roundtrip, cli_out) */
