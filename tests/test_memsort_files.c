@@ -534,9 +534,82 @@ static void broken_link_between_instances_is_refused(const worker_file *w) {
     expect_bad_file("first_skip_total", good, n, n, add_u32, &p, "instance 1: field first_skip_total", "out of");
     p = (poke){inst + 96 * 2 + 28, get32(good + inst + 96 + 32) - 8}; /* below instance 1's last address */
     expect_bad_file("first_addr order", good, n, n, poke_u32, &p, "instance 2: field ", "out of place");
+    /* an instance another worker owns, whose first address lies past the
+     * one before's last: its first address moved to below that last one
+     * (aligned, in its region, its rows not in the file), refused */
+    uint32_t n_instances = get32(good + 32), moved = 0;
+    for (uint32_t g = 1; g < n_instances && !moved; g++) {
+        const unsigned char *in = good + inst + 96 * (size_t)g;
+        uint32_t prev_first = get32(in - 96 + 28), prev_last = get32(in - 96 + 32);
+        if (get32(in + 8) == 0 || get32(in + 12) || get32(in + 28) <= prev_last || prev_last - 8 < prev_first) continue;
+        moved = g;
+        char frag[64];
+        snprintf(frag, sizeof frag, "instance %u: field first_addr", g);
+        p = (poke){inst + 96 * (size_t)g + 28, prev_last - 8};
+        expect_bad_file("first_addr below the previous instance's last", good, n, n, poke_u32, &p, frag,
+                        "out of place");
+    }
+    CHECK(moved > 0, "no instance another worker owns starts past the previous one's last address");
+    /* one that starts with the one before's last address: its first row
+     * follows that one's last in the trace, so its first chunk moved to
+     * before that one's last chunk is refused */
+    uint32_t shared = 0;
+    for (uint32_t g = 1; g < n_instances && !shared; g++) {
+        const unsigned char *in = good + inst + 96 * (size_t)g;
+        uint32_t prev_last_chunk = get32(in - 96 + 48);
+        if (get32(in + 8) == 0 || get32(in + 12) || get32(in + 28) != get32(in - 96 + 32) || prev_last_chunk == 0)
+            continue;
+        shared = g;
+        char frag[64];
+        snprintf(frag, sizeof frag, "instance %u: field first_chunk", g);
+        p = (poke){inst + 96 * (size_t)g + 36, prev_last_chunk - 1};
+        expect_bad_file("first_chunk before the previous instance's last chunk", good, n, n, poke_u32, &p, frag,
+                        "out of place");
+    }
+    CHECK(shared > 0, "no instance another worker owns starts with the previous one's last address");
+    /* the last instance of a region, owned by another worker (no rows in
+     * the file, no next instance's prev_addr to disagree), of more than one
+     * address: its last address off the 8-byte grid is refused */
+    uint32_t region_last = 0;
+    for (uint32_t g = 0; g < n_instances && !region_last; g++) {
+        const unsigned char *in = good + inst + 96 * (size_t)g;
+        int last_of_region = g + 1 == n_instances || get32(in + 96 + 8) == 0;
+        if (!last_of_region || get32(in + 12) || get32(in + 28) == get32(in + 32)) continue;
+        region_last = g + 1;
+        char frag[64];
+        snprintf(frag, sizeof frag, "instance %u: field last_addr", g);
+        p = (poke){inst + 96 * (size_t)g + 32, 4};
+        expect_bad_file("last_addr off the grid", good, n, n, add_u32, &p, frag, "out of place");
+    }
+    CHECK(region_last > 0, "no region's last instance of several addresses is owned by another worker");
     p = (poke){inst + 96 + 56, 1};
     /* found through the next instance's count of earlier occurrences */
     expect_bad_file("last_include_total", good, n, n, add_u32, &p, "instance 2: field first_skip_total", "out");
+}
+
+/* an owned instance's chunk counts, their sum kept: last_chunk given
+ * fewer rows than last_include says it holds (one moved to first_chunk)
+ * is refused */
+static void chunk_counts_short_of_last_include_are_refused(const worker_file *w) {
+    const unsigned char *good = w->good;
+    uint32_t n_instances = get32(good + 32), owned = 0, found = 0;
+    for (uint32_t g = 0; g < n_instances && !found; g++) {
+        const unsigned char *in = good + w->inst + 96 * (size_t)g;
+        if (!get32(in + 12)) continue;
+        uint32_t first_chunk = get32(in + 36), last_chunk = get32(in + 48), last_include = get32(in + 52);
+        size_t cc = w->counts + 4 * ((size_t)owned++ * w->n_chunks);
+        if (first_chunk == last_chunk || get32(good + cc + 4 * (size_t)last_chunk) != last_include) continue;
+        found = 1;
+        unsigned char *q = malloc(w->n);
+        memcpy(q, good, w->n);
+        put32(q + cc + 4 * (size_t)last_chunk, last_include - 1);
+        put32(q + cc + 4 * (size_t)first_chunk, get32(q + cc + 4 * (size_t)first_chunk) + 1);
+        char frag[64];
+        snprintf(frag, sizeof frag, "instance %u: field last_include", g);
+        expect_bad_file("last_chunk's count below last_include", q, w->n, w->n, NULL, NULL, frag, "out of place");
+        free(q);
+    }
+    CHECK(found, "no owned instance draws on two chunks, all its last chunk's rows of its last address");
 }
 
 /* fields and padding documented as zero */
@@ -600,6 +673,7 @@ static void corrupt_memsort_bin_is_refused(fixture *fx) {
     bad_region_table_is_refused(&w);
     bad_instance_is_refused(&w);
     broken_link_between_instances_is_refused(&w);
+    chunk_counts_short_of_last_include_are_refused(&w);
     nonzero_reserved_bytes_are_refused(&w);
     free(w.good);
     nonzero_padding_is_refused(fx);
