@@ -316,6 +316,18 @@ int main(int argc, char **argv) {
         CHECK(st == PK_ERR_PARSE && strstr(ctx.message, "mem_addr_0001.bin entry 5") && strstr(ctx.message, "aligned"),
               "fill with a misaligned entry: status %d: %s", (int)st, ctx.message);
         addr[45] = 0x100000;
+        /* impossible plans: addresses the wrong way round, no rows, a last
+         * address off the 8-byte grid */
+        for (int k = 0; k < 3; k++) {
+            pk_memsort_instance bad = *in;
+            if (k == 0) bad.first_addr = in->last_addr, bad.last_addr = in->first_addr;
+            else if (k == 1) bad.n_rows = 0;
+            else bad.last_addr += 4;
+            pk_memsort_fill fb = {&bad, pairs, in->n_rows, 0, NULL};
+            st = pk_memsort_fill_from_chunks(&ctx, ch, n_ch, &fb, 1);
+            CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "not a plan"), "fill with impossible plan %d: %d %s", k,
+                  (int)st, ctx.message);
+        }
         /* the plan check that --verify runs: a plan or a count changed is found */
         CHECK_OK(pk_memsort_check_plans(&ctx, &trace, &res), &ctx);
         pk_memsort_instance *last = &res.instances[res.n_instances - 1];
