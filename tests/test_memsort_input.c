@@ -807,18 +807,22 @@ static void check_hand_plans(const char *what, const pk_memsort_result *res, uin
     }
 }
 
-/* every kernel, 1 and 2 workers, against the plans worked out by hand;
+/* every kernel (CUDA's on a GPU), 1 and 2 workers, against the plans worked out by hand;
  * memsort.bin read back and summary.txt's lines against them too */
 static void hand_made_trace_gives_the_hand_made_plans(pk_context *ctx) {
     pk_memsort_regions t = hand_regions();
     pk_memsort_trace trace = {.n_entries = 9, .addr = hand_addr, .n_chunks = 2, .chunk_start = hand_chunk_start};
-    const int kernels[3] = {PK_MEMSORT_KERNEL_REF, PK_MEMSORT_KERNEL_CPU, PK_MEMSORT_KERNEL_CPU_PORTABLE};
+    /* the CUDA kernel too where a device is present */
+    const int kernels[4] = {PK_MEMSORT_KERNEL_REF, PK_MEMSORT_KERNEL_CPU, PK_MEMSORT_KERNEL_CPU_PORTABLE,
+                            PK_MEMSORT_KERNEL_CUDA};
+    const int n_kernels = pk_cuda_device_count() > 0 ? 4 : 3;
     pk_memsort_result res;
     pk_memsort_result_init(&res);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < n_kernels; k++)
         for (uint32_t w = 0; w < 3; w++) {
             uint32_t n_workers = w == 0 ? 1 : 2, worker = w == 0 ? 0 : w - 1;
-            pk_memsort_options o = {PK_BACKEND_CPU, kernels[k], n_workers, worker};
+            pk_memsort_options o = {kernels[k] == PK_MEMSORT_KERNEL_CUDA ? PK_BACKEND_CUDA : PK_BACKEND_CPU, kernels[k],
+                                    n_workers, worker};
             char what[96];
             snprintf(what, sizeof what, "hand-made trace, %s, worker %u of %u", pk_memsort_kernel_name(kernels[k]),
                      worker, n_workers);
