@@ -2,6 +2,10 @@
 # scales, jackknife, CSV/FITS catalogs and edge files, against the reference.
 pk_test(test_angcorr_features TIMEOUT 900)
 pk_test(test_angcorr_formats)
+# What a run hands the user (counts, weighted counts, mean separations,
+# omega of every estimator, CSV/ECSV columns) against the reference and the
+# formulas; the estimators' zero guards; RR files that must be refused.
+pk_test(test_angcorr_outputs)
 # Corrfunc's binning rule (dot against cos of the edges) against pairkit's on
 # the small-scale configuration: 20,000 objects by default, all with --slow.
 pk_test(test_angcorr_corrfunc_rule ARGS 20000)
