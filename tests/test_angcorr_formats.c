@@ -931,6 +931,17 @@ static void command_reads_fits_in_radians(units_table *u) {
           "--units deg with TUNIT rad: exit %d, %s", rc, err ? err : "");
     CHECK(cli_count_files("u_bad") == 0, "an output written after the units were refused");
     free(err);
+    /* without TUNIT and without --units, FITS columns are in degrees, as
+     * CSV ones are (not the native format's arcminutes) */
+    units_table_fill(u, 1, 1);
+    CHECK(units_table_write(u) == 0, "units.fits in degrees, no TUNIT");
+    int rc_fdeg = cli_run("angcorr units.fits units.fits --nbins 18 --bin-width 10 -o u_fdeg.out --png none -q");
+    char *u_fdeg = cli_read(cli_path("u_fdeg.out"));
+    u_deg = cli_read(cli_path("u_deg.out"));
+    CHECK(rc_fdeg == 0 && u_fdeg && u_deg && strcmp(u_fdeg, u_deg) == 0,
+          "FITS without TUNIT vs CSV, both in degrees: exit %d, outputs %s", rc_fdeg,
+          u_fdeg && u_deg && strcmp(u_fdeg, u_deg) == 0 ? "equal" : "differ");
+    free(u_fdeg), free(u_deg);
 }
 
 /* n lines of "ra,dec,w" under that header: positions within 20 degrees */
