@@ -196,6 +196,17 @@ int main(void) {
           spaced && joined && strcmp(spaced, joined) == 0 ? "equal" : "differ");
     free(spaced), free(joined);
     expect("angcorr", "e.txt e.txt --nbins=", "--nbins expects a whole number, got ''", 0);
+    /* one past a range's largest value is refused, the largest taken (1024
+     * threads: the bound the message states) */
+    expect("angcorr", "e.txt e.txt -q --png none -o t.out --threads 1025", "--threads: 1025 is out of range 1 .. 1024",
+           0);
+    CHECK(cli_run("angcorr e.txt e.txt -q --png none -o t.out --threads 1024") == 0, "--threads 1024 refused");
+    /* a count is digits alone: a sign is not one ('-1' read as 2^64 - 1) */
+    expect("angcorr", "e.txt e.txt --nbins -1", "--nbins expects a whole number, got '-1'", 0);
+    expect("angcorr", "e.txt e.txt --nbins +30", "--nbins expects a whole number, got '+30'", 0);
+    /* a number is finite */
+    expect("angcorr", "e.txt e.txt --bin-width inf", "--bin-width expects a number, got 'inf'", 0);
+    expect("angcorr", "e.txt e.txt --theta-min nan", "--theta-min expects a number, got 'nan'", 0);
     /* a value joined to a flag is not the next argument: not the random
      * catalog (the run went ahead with it), not a third catalog */
     expect("angcorr", "e.txt --quiet=e.txt -o q.out --png none", "pairkit angcorr: --quiet takes no value", 0);
