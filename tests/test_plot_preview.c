@@ -12,7 +12,7 @@
 #include "../tools/pairkit/plot_axes.h"
 #include "../tools/pairkit/plot_image.h"
 
-static void check_size(size_t n, size_t max_cells, check_rng *rng) {
+static void check_size(size_t n, size_t max_cells, check_rng *rng, int ties) {
     double *img = malloc(n * n * sizeof(double));
     size_t side = n < max_cells ? n : max_cells;
     double *cells = malloc(side * side * sizeof(double));
@@ -22,6 +22,10 @@ static void check_size(size_t n, size_t max_cells, check_rng *rng) {
         return;
     }
     for (size_t p = 0; p < n * n; p++) img[p] = (double)(check_next(rng) >> 11) * 0x1p-53 * 2.0 - 1.0;
+    /* ties: values of -2, -1, 1, 2 only, so that a block holds both signs
+     * of its largest magnitude; the first in reading order is its value */
+    if (ties)
+        for (size_t p = 0; p < n * n; p++) img[p] = img[p] < -0.5 ? -2.0 : img[p] < 0 ? -1.0 : img[p] < 0.5 ? 1.0 : 2.0;
     /* two point sources, one negative, and a NaN beside the first */
     size_t pa = n * 2 / 3, pb = n / 5, qa = n - 1, qb = n - 1;
     int sources = n >= 3;
@@ -122,6 +126,8 @@ int main(void) {
     check_rng rng = check_rng_make(20261130);
     const size_t sizes[][2] = {{1, 1024},    {7, 1024},    {1024, 1024}, {1025, 1024},
                                {2500, 1024}, {3000, 1024}, {100, 16},    {97, 10}};
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) check_size(sizes[s][0], sizes[s][1], &rng);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) check_size(sizes[s][0], sizes[s][1], &rng, 0);
+    check_size(100, 16, &rng, 1);
+    check_size(97, 10, &rng, 1);
     return check_finish("test_plot_preview");
 }
