@@ -548,6 +548,18 @@ static void null_and_invalid_arguments_are_refused(void) {
     double ra[3] = {0.1, 0.2, 0.3}, dec[3] = {0.0, 0.1, -0.1};
     pk_catalog cat;
     CHECK_OK(pk_catalog_from_arrays(&ctx, 3, ra, dec, PK_UNITS_RAD, "three", &cat), &ctx);
+    {
+        /* a value refused is said exactly: 5000 + 6 ulp reads back only
+         * from 17 significant digits (16 give 5000.000000000005) */
+        double far_ra = 5000.0000000000055, far_dec = 0.0;
+        pk_catalog far;
+        pk_status st = pk_catalog_from_arrays(&ctx, 1, &far_ra, &far_dec, PK_UNITS_RAD, "far", &far);
+        const char *at = strstr(ctx.message, "ra ");
+        CHECK(st == PK_ERR_PARSE && at && strtod(at + 3, NULL) == far_ra &&
+                  strstr(ctx.message, "ra 5000.0000000000055 "),
+              "an ra beyond 4096 rad: status %d, message '%s'", (int)st, ctx.message);
+        if (st == PK_OK) pk_catalog_free(&far);
+    }
     pk_bins bins, zero;
     memset(&zero, 0, sizeof zero);
     CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.1, 4, &bins), &ctx);
@@ -899,6 +911,14 @@ int main(void) {
                   f ? "omega.csv" : "omega.out", minus, plain, bins.n_bins);
         }
         unlink(csv);
+    }
+    /* a file written over keeps its permission bits, not a new file's */
+    {
+        struct stat kept;
+        CHECK(chmod(path, 0600) == 0, "chmod omega.out");
+        CHECK_OK(pk_angcorr_write_omega(&ctx, path, &result, &bins), &ctx);
+        CHECK(stat(path, &kept) == 0 && (kept.st_mode & 07777) == 0600, "omega.out rewritten has mode %o, not 600",
+              (unsigned)(kept.st_mode & 07777));
     }
     free(result.dd), free(result.dr), free(result.rr), free(result.omega);
     unlink(path);
