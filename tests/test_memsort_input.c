@@ -701,6 +701,15 @@ static void failed_second_rename_keeps_the_older_memsort_bin(pk_context *ctx, co
     char ls[800];
     snprintf(ls, sizeof ls, "test $(ls -a '%s' | wc -l) -eq 4", od); /* . .. memsort.bin summary.txt */
     CHECK(system(ls) == 0, "files left in %s", od);
+    /* and with no older memsort.bin, the new one moved in first is taken
+     * out again: both outputs or neither */
+    CHECK(unlink(path) == 0, "removing memsort.bin");
+    wst = pk_memsort_write(ctx, od, def, res);
+    CHECK(wst == PK_ERR_IO && strstr(ctx->message, "summary.txt: cannot move into place"),
+          "second rename failing, no older file: status %d: %s", (int)wst, ctx->message);
+    CHECK(access(path, F_OK) != 0, "memsort.bin left alone after its group failed");
+    snprintf(ls, sizeof ls, "test $(ls -a '%s' | wc -l) -eq 3", od); /* . .. summary.txt */
+    CHECK(system(ls) == 0, "files left in %s", od);
 }
 
 /* round trip of chunk files, then memsort.bin's size */
