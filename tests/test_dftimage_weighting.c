@@ -286,6 +286,60 @@ static void check_beam_fit(void) {
     CHECK(st == PK_OK && fabs(bmaj / 2.4e-4 - 1) < 1e-9 && fabs(bmin / 1.1e-4 - 1) < 1e-9 && fabs(bpa - 30) < 1e-7,
           "beam beside a rising ridge: %.12g x %.12g, PA %.9f (%s)", bmaj, bmin, bpa, ctx.message);
     pk_image_free(&im);
+    /* the same with a ridge only a little above the lobe's edge (0.7: it
+     * still rises from every lobe pixel next to it) */
+    im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, 30);
+    {
+        size_t a = 50;
+        while (a < 100 && im.re[50 * 101 + a] >= 0.5) a++;
+        for (; a < 101; a++) im.re[50 * 101 + a] = 0.7;
+    }
+    st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+    CHECK(st == PK_OK && fabs(bmaj / 2.4e-4 - 1) < 1e-9 && fabs(bmin / 1.1e-4 - 1) < 1e-9 && fabs(bpa - 30) < 1e-7,
+          "beam beside a ridge at 0.7: %.12g x %.12g, PA %.9f (%s)", bmaj, bmin, bpa, ctx.message);
+    pk_image_free(&im);
+    /* a lobe of 4 pixels (the centre and three neighbours) is too few */
+    im = gaussian_beam(21, 1e-3, 2e-4, 1.8e-4, 10);
+    im.re[10 * 21 + 11] = im.re[10 * 21 + 9] = im.re[11 * 21 + 10] = 0.8;
+    st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+    CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "is 4 pixels") && strstr(ctx.message, "do not resolve"),
+          "a lobe of 4 pixels: %s", ctx.message);
+    pk_image_free(&im);
+    /* a lobe that is no Gaussian, P = 1 / ((1 + (x/a)^2) (1 + (y/b)^2)):
+     * the fit is the least squares of ln P weighted by P (docs/dftimage.md)
+     * over the pixels at half power or more (all of them reached from the
+     * centre without rising), here solved again independently; unweighted
+     * it would come out some percent wider */
+    {
+        const size_t n = 81;
+        const double cell = 1e-5, sa = 9e-5, sb = 4e-5;
+        im = gaussian_beam(n, cell, 1e-4, 1e-4, 0);
+        double m[3][3] = {{0}}, r[3] = {0};
+        for (size_t b = 0; b < n; b++)
+            for (size_t a = 0; a < n; a++) {
+                double x = ((double)a - 40) * cell, y = ((double)b - 40) * cell;
+                double v = 1 / ((1 + x * x / (sa * sa)) * (1 + y * y / (sb * sb)));
+                im.re[b * n + a] = v;
+                if (v < 0.5) continue;
+                double f[3] = {x * x / (cell * cell), x * y / (cell * cell), y * y / (cell * cell)};
+                for (int i = 0; i < 3; i++) {
+                    r[i] += v * f[i] * -log(v);
+                    for (int j = 0; j < 3; j++) m[i][j] += v * f[i] * f[j];
+                }
+            }
+        /* symmetric about both axes: the xy terms vanish, A and C solve a 2 x 2 system */
+        double det = m[0][0] * m[2][2] - m[0][2] * m[2][0];
+        double A = (r[0] * m[2][2] - m[0][2] * r[2]) / det / (cell * cell);
+        double C = (m[0][0] * r[2] - r[0] * m[2][0]) / det / (cell * cell);
+        double want_maj = 2 * sqrt(M_LN2 / (A < C ? A : C)), want_min = 2 * sqrt(M_LN2 / (A < C ? C : A));
+        st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+        double dpa = fmod(bpa + 270.0, 180.0) - 90.0; /* the major axis along x: 90 (east) */
+        CHECK(st == PK_OK && fabs(bmaj / want_maj - 1) < 1e-9 && fabs(bmin / want_min - 1) < 1e-9 &&
+                  fabs(fabs(dpa) - 90) < 1e-7,
+              "a Lorentzian lobe: fitted %.12g x %.12g, PA %.9f; weighted by P %.12g x %.12g, PA 90 (%s)", bmaj, bmin,
+              bpa, want_maj, want_min, ctx.message);
+        pk_image_free(&im);
+    }
     /* the fitted beam in the FITS header: BMAJ and BMIN in degrees, BPA as fitted */
     {
         im = gaussian_beam(101, 1e-5, 2.4e-4, 1.1e-4, -60);
