@@ -269,6 +269,13 @@ static void check_beam_fit(void) {
     pk_status st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
     CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "edge"), "a beam wider than the field: %s", ctx.message);
     pk_image_free(&im);
+    /* ... and one that reaches only the northern edge: an even size puts
+     * the centre at row n / 2, a row nearer the last than the first */
+    im = gaussian_beam(20, 1e-5, 1.9e-4, 0.8e-4, 0);
+    st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
+    CHECK(im.re[19 * 20 + 10] >= 0.5 && im.re[0 * 20 + 10] < 0.5 && st == PK_ERR_INVALID && strstr(ctx.message, "edge"),
+          "a beam reaching the last row only: %s", ctx.message);
+    pk_image_free(&im);
     im = gaussian_beam(21, 1e-3, 2e-4, 1.8e-4, 10);
     st = pk_dftimage_beam_fit(&ctx, &im, &bmaj, &bmin, &bpa);
     CHECK(st == PK_ERR_INVALID && strstr(ctx.message, "do not resolve"), "a beam within one cell: %s", ctx.message);
