@@ -131,6 +131,59 @@ static void expect_trace_in(const char *what, const char *dir, const pk_memsort_
     pk_memsort_trace_free(&back);
 }
 
+/* FNV-1a over a trace's entries. */
+static uint64_t trace_hash(const pk_memsort_trace *t) {
+    uint64_t h = 1469598103934665603ull;
+    for (uint64_t i = 0; i < t->n_entries; i++)
+        for (int k = 0; k < 4; k++) h = (h ^ ((t->addr[i] >> (8 * k)) & 0xff)) * 1099511628211ull;
+    return h;
+}
+
+/* The generator's seed and chunking: the same seed gives the same trace,
+ * bit for bit (pinned here, so that a trace named by its seed stays the
+ * same on every machine and in every version), another seed another
+ * trace; chunks hold exactly the entries asked, the last the rest. */
+static void test_generate_seeds(const pk_memsort_regions *def) {
+    pk_context ctx;
+    pk_context_init(&ctx);
+    pk_memsort_regions small = test_regions_small();
+    for (int awkward = 0; awkward <= 1; awkward++) {
+        const pk_memsort_regions *r = awkward ? &small : def;
+        pk_memsort_gen_options g = {30000, 11, 1000, awkward};
+        pk_memsort_trace a, b, c;
+        CHECK_OK(pk_memsort_generate(&ctx, r, &g, &a), &ctx);
+        CHECK_OK(pk_memsort_generate(&ctx, r, &g, &b), &ctx);
+        g.seed = 12;
+        CHECK_OK(pk_memsort_generate(&ctx, r, &g, &c), &ctx);
+        if (a.addr && b.addr && c.addr) {
+            CHECK(memcmp(a.addr, b.addr, 30000 * 4) == 0, "awkward %d: seed 11 twice, different traces", awkward);
+            uint64_t differ = 0;
+            for (uint64_t i = 0; i < 30000; i++) differ += a.addr[i] != c.addr[i];
+            CHECK(differ > 3000, "awkward %d: seeds 11 and 12 give traces that differ in %llu of 30000 entries",
+                  awkward, (unsigned long long)differ);
+            const uint64_t pinned[2] = {0x315b0426b83be5beull, 0x79b70acf24afa0e3ull};
+            CHECK(trace_hash(&a) == pinned[awkward], "awkward %d: seed 11 gave trace hash 0x%016llx, not 0x%016llx",
+                  awkward, (unsigned long long)trace_hash(&a), (unsigned long long)pinned[awkward]);
+        }
+        pk_memsort_trace_free(&a);
+        pk_memsort_trace_free(&b);
+        pk_memsort_trace_free(&c);
+    }
+    const uint32_t chunkings[] = {1, 2, 999, 1000, 2999, 3000, 5000, 0};
+    for (size_t k = 0; k < sizeof chunkings / sizeof chunkings[0]; k++) {
+        pk_memsort_gen_options g = {3000, 5, chunkings[k], 0};
+        pk_memsort_trace t;
+        pk_status st = pk_memsort_generate(&ctx, def, &g, &t);
+        CHECK_OK(st, &ctx);
+        if (st) continue;
+        uint64_t chunk = chunkings[k] ? chunkings[k] : PK_MEMSORT_GEN_CHUNK;
+        int ok = t.n_chunks == (3000 + chunk - 1) / chunk && t.chunk_start[0] == 0;
+        for (uint32_t c = 1; ok && c <= t.n_chunks; c++) ok = t.chunk_start[c] == (c * chunk < 3000 ? c * chunk : 3000);
+        CHECK(ok, "chunks of %u: %u chunks, not each of the entries asked", chunkings[k], t.n_chunks);
+        pk_memsort_trace_free(&t);
+    }
+}
+
 /* pk_memsort_generate_dir writes the trace pk_memsort_generate makes, a
  * chunk at a time: the same entries and chunk table for chunkings that
  * divide the entries and that do not, one chunk, the path for a last
@@ -1111,6 +1164,7 @@ int main(void) {
 
     folder_keeps_its_trace_when_a_write_fails(&ctx, &def);
     test_generate_dir(&def);
+    test_generate_seeds(&def);
     trace_and_memsort_bin_round_trip(&ctx, &def);
     hand_made_trace_gives_the_hand_made_plans(&ctx);
     capacity_counts_the_regions_edge_words(&ctx);
