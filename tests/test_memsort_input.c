@@ -532,6 +532,38 @@ static void region_file_reads_as_the_preset_it_spells(pk_context *ctx) {
           from_file.region[0].instance_entries);
 }
 
+/* region tables at their limits: the whole 32-bit space in one region of
+ * 4G bytes (2^29 compact addresses, the most a table holds, and the largest
+ * size a file may give), lower-case suffixes, comments after the fields,
+ * regions that touch; a byte past 2^32, a size that is no multiple of 8
+ * are refused */
+static void region_tables_at_their_limits(pk_context *ctx) {
+    const struct {
+        const char *text;
+        uint32_t n, base1;
+        uint64_t size0;
+    } ok[] = {
+        {"ALL 0 4G 1 2^29\n", 1, 0, 1ull << 32},
+        {"ALL 0x0 4g 1 2^29 # the whole space\n", 1, 0, 1ull << 32},
+        {"LO 0 2G 1 8 # low half\nHI 0x80000000 2048m 1 8\n", 2, 0x80000000u, 1ull << 31},
+        {"A 0x1000 0x1000 1 8#touching\nB 0x2000 8k 1 8\n", 2, 0x2000, 0x1000},
+    };
+    char *rd = fresh_dir("regions_limits");
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        write_file(rd, "t.txt", ok[k].text, strlen(ok[k].text));
+        char path[600];
+        snprintf(path, sizeof path, "%s/t.txt", rd);
+        pk_memsort_regions t;
+        pk_status st = pk_memsort_regions_read(ctx, path, &t);
+        CHECK(st == PK_OK && t.n_regions == ok[k].n && t.region[0].size == ok[k].size0 &&
+                  (ok[k].n < 2 || t.region[1].base == ok[k].base1),
+              "region table '%s': status %d, %u regions: %s", ok[k].text, (int)st, t.n_regions, ctx->message);
+    }
+    expect_regions_error("regions: past 2^32", "ALL 8 4G 1 2^29\n", "table.txt:1", "ends beyond 2^32");
+    expect_regions_error("regions: size no multiple of 8", "A 0x1000 0x1004 1 8\n", "table.txt:1", "multiples of 8");
+    expect_regions_error("regions: a word shared", "A 0x1000 0x1008 1 8\nB 0x2000 8 1 8\n", "table.txt:2", "overlap");
+}
+
 /* numbers in a region file that are not numbers, or out of range */
 static void region_numbers_out_of_range_are_refused(void) {
     expect_regions_error("regions: 0x alone", "ROM 0x 1M 1 16\n", "table.txt:1", "base: '0x' is not a number");
@@ -1160,6 +1192,7 @@ int main(void) {
     malformed_region_tables_are_refused();
     region_file_reads_as_the_preset_it_spells(&ctx);
     region_numbers_out_of_range_are_refused();
+    region_tables_at_their_limits(&ctx);
     nul_byte_in_region_file_is_refused(&ctx);
 
     folder_keeps_its_trace_when_a_write_fails(&ctx, &def);
