@@ -194,6 +194,53 @@ int main(int argc, char **argv) {
         test_kernel_against_ref("empty trace", kernel, &small, &empty, 3);
     }
 
+    /* entries alone in their page of 4096 words at the places where the
+     * kernel's loops cut the trace: each thread's first and last entry,
+     * the first entries of its blocks of 16384 keys, the trace's ends;
+     * the rest ties on one hot word that every thread's part holds (its
+     * rows in trace order across threads). 2, 3 and 5 threads, both key
+     * loops, 1 and 3 workers, the same result reused run after run. */
+    {
+        pk_memsort_regions one;
+        memset(&one, 0, sizeof one);
+        one.n_regions = 1;
+        one.region[0] = (pk_memsort_region){"RAM", 0x100000, 8 * 4096 * 64, 64, 1024};
+        const uint64_t n = 2 * 16384 + 77;
+        uint32_t *addr = malloc(n * sizeof(uint32_t));
+        uint64_t starts[4] = {0, 1000, 20000, n};
+        pk_memsort_trace trace = {n, addr, 3, starts, 0};
+        const uint32_t threads[] = {0, 3, 5};
+        for (size_t ti = 0; addr && ti < 3; ti++) {
+            uint32_t nt = threads[ti] ? threads[ti] : 2;
+            for (uint64_t i = 0; i < n; i++) addr[i] = 0x100000 + 8 * (uint32_t)(i % 3);
+            uint32_t page = 1;
+            for (uint32_t t = 0; t <= nt; t++) {
+                uint64_t b = n * t / nt; /* thread t's first entry (t = nt: past the end) */
+                const uint64_t at[5] = {b, b + 1, b + 16383, b + 16384, b + 16385};
+                for (int k = 0; k < 5; k++) {
+                    if (at[k] >= n) continue;
+                    addr[at[k]] = 0x100000 + 8 * 4096 * page + 8 * (page % 7);
+                    page = page % 63 + 1;
+                }
+                if (b > 0) addr[b - 1] = 0x100000 + 8 * 4096 * page + 8 * 3, page = page % 63 + 1;
+            }
+            /* a word of a page inside one instance that every thread's part holds */
+            for (uint32_t t = 0; t < nt; t++) addr[n * t / nt + 7] = 0x100000 + 8 * 4096 * 50 + 8 * 9;
+            addr[n - 7] = 0x100000 + 8 * 4096 * 50 + 8 * 9;
+            addr[n / 3 + 11] = 0x100000 + 8 * 4096 * 63; /* the region's last page with entries */
+            test_memsort_threads = threads[ti];
+            for (int portable = 0; portable <= 1; portable++)
+                for (uint32_t w = 1; w <= 3; w += 2) {
+                    char what[96];
+                    snprintf(what, sizeof what, "lone pages at the cuts, %u threads, %s, W=%u", nt,
+                             portable ? "portable" : "cpu", w);
+                    test_kernel_against_ref(what, portable ? PK_MEMSORT_KERNEL_CPU_PORTABLE : kernel, &one, &trace, w);
+                }
+            test_memsort_threads = 0;
+        }
+        free(addr);
+    }
+
     /* two regions that touch (the first ends at the second's base): the
      * first's last word and the second's first word, alternating, each
      * sorted in its own region (20 entries each, instances of 8: 3 + 3) */
