@@ -241,6 +241,34 @@ int main(int argc, char **argv) {
         free(addr);
     }
 
+    /* a run that reuses a result reports the memory of the pages it
+     * touched itself: the run before zeroed its pages and cleared their
+     * flags (1000 entries on 1000 pages, then 10 on one page, on the
+     * default table, where histograms are too sparse for 2 MB pages) */
+    if (kernel == PK_MEMSORT_KERNEL_CPU) {
+        pk_memsort_regions def;
+        CHECK_OK(pk_memsort_regions_preset(&ctx, "default", &def), &ctx);
+        uint32_t spread[1000], one[10];
+        for (uint32_t i = 0; i < 1000; i++) spread[i] = 0xA0000000u + 8 * 4096 * i;
+        for (uint32_t i = 0; i < 10; i++) one[i] = 0xA0000000u + 8 * i;
+        uint64_t starts_a[2] = {0, 1000}, starts_b[2] = {0, 10};
+        pk_memsort_trace a = {1000, spread, 1, starts_a, 0}, b = {10, one, 1, starts_b, 0};
+        pk_memsort_options o = {PK_BACKEND_AUTO, kernel, 1, 0};
+        pk_memsort_result reused, fresh;
+        pk_memsort_result_init(&reused);
+        pk_memsort_result_init(&fresh);
+        CHECK_OK(pk_memsort_run(&ctx, &o, &def, &a, &reused), &ctx);
+        uint64_t after_a = reused.stats.host_bytes;
+        CHECK_OK(pk_memsort_run(&ctx, &o, &def, &b, &reused), &ctx);
+        CHECK_OK(pk_memsort_run(&ctx, &o, &def, &b, &fresh), &ctx);
+        CHECK(reused.stats.host_bytes == fresh.stats.host_bytes && fresh.stats.host_bytes < after_a,
+              "10 entries on one page after 1000 on 1000 pages: %llu bytes, %llu in a fresh result (%llu before)",
+              (unsigned long long)reused.stats.host_bytes, (unsigned long long)fresh.stats.host_bytes,
+              (unsigned long long)after_a);
+        pk_memsort_result_free(&reused);
+        pk_memsort_result_free(&fresh);
+    }
+
     /* two regions that touch (the first ends at the second's base): the
      * first's last word and the second's first word, alternating, each
      * sorted in its own region (20 entries each, instances of 8: 3 + 3) */
