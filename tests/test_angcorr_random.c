@@ -51,6 +51,33 @@ int main(void) {
         pk_catalog_free(&s_pole);
     }
 
+    /* Few bins from theta_min > 0, in a patch where the grid prunes: the
+     * AVX-512 direct and log paths count the top slot and the three below
+     * it apart (pk_hot16), and with 1, 2 or 3 bins slot 0 (below
+     * theta_min) is one of the slots that must not be taken as hot. Edges
+     * geometric (log path) and not (direct table). */
+    {
+        pk_catalog p = test_catalog(&rng, 3001, 0, 20 * M_PI / 180, 0, 20 * M_PI / 180);
+        pk_catalog q = test_catalog(&rng, 1499, 0, 20 * M_PI / 180, 0, 20 * M_PI / 180);
+        const double deg = M_PI / 180;
+        const double geo[4] = {0.5 * deg, 1.0 * deg, 2.0 * deg, 4.0 * deg};
+        const double odd[4] = {0.5 * deg, 0.9 * deg, 1.7 * deg, 2.2 * deg};
+        for (size_t nb = 1; nb <= 3; nb++) {
+            for (int kind = 0; kind < 2; kind++) {
+                pk_bins few;
+                CHECK_OK(pk_bins_from_edges(&ctx, kind ? odd : geo, nb + 1, &few), &ctx);
+                char what[128];
+                snprintf(what, sizeof what, "%zu %s bins from 0.5 deg, patch auto", nb, kind ? "uneven" : "geometric");
+                test_against_ref(what, &p, NULL, &few, table_kernels, 2);
+                snprintf(what, sizeof what, "%zu %s bins from 0.5 deg, patch cross", nb, kind ? "uneven" : "geometric");
+                test_against_ref(what, &p, &q, &few, table_kernels, 2);
+                pk_bins_free(&few);
+            }
+        }
+        pk_catalog_free(&p);
+        pk_catalog_free(&q);
+    }
+
     /* Duplicate points: every point three times, and a catalog of one
      * point repeated. */
     {
