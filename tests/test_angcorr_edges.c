@@ -80,6 +80,42 @@ static void dense_edges(check_rng *rng, const pk_bins *bins, const char *name, d
     }
 }
 
+/* Pairs just inside and just outside the last edge where the grid prunes,
+ * with tight cells: one point against clusters of 16 copies of one
+ * point (a cell each, of radius ~0), placed at theta_max (1 +- delta)
+ * in all directions, and far clusters that make pruning pay. The plan's
+ * and the rows' reach tests then see the exact pair distance, so a
+ * pruning chord even 1e-8 too short drops pairs of the last bin. */
+static void last_edge_pruned(check_rng *rng, const pk_bins *bins, const char *name) {
+    const double deltas[] = {-1e-9, -1e-8, -1e-7, -1e-6, -1e-5, -1e-4, 1e-9, 1e-8, 1e-7, 1e-6};
+    const size_t n_delta = sizeof deltas / sizeof deltas[0];
+    const size_t n_near = 24, copies = 16, n_far = 2000;
+    double theta_max = bins->edges[bins->n_bins];
+    pk_catalog a = test_catalog(rng, 1, 0.2, 0.2, 0.2, 0.2);
+    pk_catalog b = test_catalog(rng, n_near * copies + n_far, 0.5, 0.9, 0.3, 0.6); /* far: 14 degrees and more */
+    for (size_t k = 0; k < n_near; k++) {
+        double ra, dec;
+        offset_point(a.ra[0], a.dec[0], theta_max * (1 + deltas[k % n_delta]),
+                     2 * M_PI * ((double)k + 0.3 * check_uniform(rng)) / (double)n_near, &ra, &dec);
+        for (size_t c = 0; c < copies; c++) b.ra[k * copies + c] = ra, b.dec[k * copies + c] = dec;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "last edge, pruned, %s bins, cross", name);
+    test_against_ref(what, &a, &b, bins, NULL, 0);
+    pk_catalog both = b;
+    both.n = b.n + 1;
+    both.ra = malloc(both.n * sizeof(double));
+    both.dec = malloc(both.n * sizeof(double));
+    both.ra[0] = a.ra[0], both.dec[0] = a.dec[0];
+    memcpy(both.ra + 1, b.ra, b.n * sizeof(double));
+    memcpy(both.dec + 1, b.dec, b.n * sizeof(double));
+    snprintf(what, sizeof what, "last edge, pruned, %s bins, auto", name);
+    test_against_ref(what, &both, NULL, bins, NULL, 0);
+    pk_catalog_free(&a);
+    pk_catalog_free(&b);
+    pk_catalog_free(&both);
+}
+
 /* Every threshold of the edge table against the reference rule, for
  * doubles within a few hundred ulps of it and random doubles. */
 static void thresholds(check_rng *rng, const pk_bins *bins, const char *name) {
@@ -131,6 +167,15 @@ int main(void) {
         dense_edges(&rng, all[k], names[k], 8e-6);
         dense_edges(&rng, all[k], names[k], 1e-7);
     }
+    /* pruned counts: log bins to 2 degrees, linear ones to 3 */
+    pk_bins log2d, lin3d;
+    CHECK_OK(pk_bins_log(&ctx, 0.01 * M_PI / 180, 2 * M_PI / 180, 20, &log2d), &ctx);
+    CHECK_OK(pk_bins_linear(&ctx, 0.0, 0.1 * M_PI / 180, 30, &lin3d), &ctx);
+    last_edge_pruned(&rng, &log2d, "log to 2 deg");
+    last_edge_pruned(&rng, &lin3d, "linear to 3 deg");
+    last_edge_pruned(&rng, &logb, "log to 10 deg");
+    pk_bins_free(&log2d);
+    pk_bins_free(&lin3d);
     for (int k = 0; k < 5; k++) pk_bins_free((pk_bins *)all[k]);
     return check_finish("test_angcorr_edges");
 }
