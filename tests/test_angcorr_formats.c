@@ -278,6 +278,17 @@ static void fits_columns_by_number(pk_context *ctx) {
     CHECK_OK(pk_catalog_read_spec(ctx, cli_path("cat.fits"), &by_name, &a2, NULL), ctx);
     same_catalog(&a1, &a2, "FITS columns 1 and 2 vs RA and DEC");
     pk_catalog_free(&a1), pk_catalog_free(&a2);
+    /* the last column by its number: the weights, column 3 of 3 */
+    pk_catalog_spec all_by_number = {PK_FORMAT_AUTO, PK_UNITS_DEG, "1", "2", "3", 0},
+                    w_by_name = {PK_FORMAT_AUTO, PK_UNITS_DEG, NULL, NULL, "weight", 0};
+    double *w1 = NULL, *w2 = NULL;
+    CHECK_OK(pk_catalog_read_spec(ctx, cli_path("cat.fits"), &all_by_number, &a1, &w1), ctx);
+    CHECK_OK(pk_catalog_read_spec(ctx, cli_path("cat.fits"), &w_by_name, &a2, &w2), ctx);
+    same_catalog(&a1, &a2, "FITS columns 1, 2 and 3 vs RA, DEC and weight");
+    CHECK(w1 && w2 && a1.n == a2.n && memcmp(w1, w2, a1.n * sizeof(double)) == 0,
+          "FITS column 3 by number: not the weights");
+    free(w1), free(w2);
+    pk_catalog_free(&a1), pk_catalog_free(&a2);
     by_number.ra_column = "4";
     check_error(pk_catalog_read_spec(ctx, cli_path("cat.fits"), &by_number, &a1, NULL), ctx,
                 "cat.fits: no RA column '4'", "FITS column 4 of 3");
