@@ -116,6 +116,31 @@ static void last_edge_pruned(check_rng *rng, const pk_bins *bins, const char *na
     pk_catalog_free(&both);
 }
 
+/* dense_edges where the grid prunes: as many far points as near-edge
+ * ones (beyond theta_max, in a patch of their own), so that the pruned
+ * grid count runs, and with it the AVX-512 log path (log bins) and the
+ * direct table (other edges), whose margins dense_edges alone does not
+ * reach (its counts visit every pair and take the block kernels). */
+static void dense_edges_pruned(check_rng *rng, const pk_bins *bins, const char *name, double spread) {
+    size_t n = 20000;
+    double max_edge = bins->edges[bins->n_bins];
+    for (int rep = 0; rep < 4; rep++) {
+        pk_catalog a = test_catalog(rng, 1, 0.1, 0.2, 0.1, 0.2);
+        pk_catalog b = test_catalog(rng, 2 * n, 2.0, 2.5, -0.5, 0.5); /* the far half: 100 degrees away */
+        for (size_t i = 0; i < n; i++) {
+            size_t k = (size_t)(check_uniform(rng) * (double)(bins->n_bins + 1));
+            double theta = fabs(bins->edges[k] + spread * (2 * check_uniform(rng) - 1));
+            if (theta > max_edge) theta = max_edge - spread * check_uniform(rng);
+            offset_point(a.ra[0], a.dec[0], theta, 2 * M_PI * check_uniform(rng), &b.ra[i], &b.dec[i]);
+        }
+        char what[160];
+        snprintf(what, sizeof what, "dense edges pruned +-%.1e rad, %s bins, rep %d", spread, name, rep);
+        test_against_ref(what, &a, &b, bins, NULL, 0);
+        pk_catalog_free(&a);
+        pk_catalog_free(&b);
+    }
+}
+
 /* Every threshold of the edge table against the reference rule, for
  * doubles within a few hundred ulps of it and random doubles. */
 static void thresholds(check_rng *rng, const pk_bins *bins, const char *name) {
@@ -174,6 +199,17 @@ int main(void) {
     last_edge_pruned(&rng, &log2d, "log to 2 deg");
     last_edge_pruned(&rng, &lin3d, "linear to 3 deg");
     last_edge_pruned(&rng, &logb, "log to 10 deg");
+    const double uneven[6] = {0.02 * M_PI / 180, 0.05 * M_PI / 180, 0.3 * M_PI / 180,
+                              0.31 * M_PI / 180, 2.0 * M_PI / 180,  7.5 * M_PI / 180};
+    pk_bins unev;
+    CHECK_OK(pk_bins_from_edges(&ctx, uneven, 6, &unev), &ctx);
+    const pk_bins *pruned_bins[4] = {&logb, &log2d, &unev, &lin3d};
+    const char *pruned_names[4] = {"log to 10 deg", "log to 2 deg", "uneven", "linear to 3 deg"};
+    for (int k = 0; k < 4; k++) {
+        dense_edges_pruned(&rng, pruned_bins[k], pruned_names[k], 8e-6);
+        dense_edges_pruned(&rng, pruned_bins[k], pruned_names[k], 1e-7);
+    }
+    pk_bins_free(&unev);
     pk_bins_free(&log2d);
     pk_bins_free(&lin3d);
     for (int k = 0; k < 5; k++) pk_bins_free((pk_bins *)all[k]);
