@@ -191,6 +191,14 @@ static void csv_quoted_fields_are_read(pk_context *ctx) {
     CHECK(c.n == 2 && fabs(c.ra[0] - 10 * M_PI / 180) < 1e-15 && fabs(c.dec[1] - 21 * M_PI / 180) < 1e-15,
           "quoted CSV fields: %zu objects", c.n);
     pk_catalog_free(&c);
+    /* a quoted last field in a file with CRLF line ends (spreadsheets
+     * write both): the \r after the closing quote is the line's end */
+    cli_write("quoted_crlf.csv", "\"ra\",\"dec\"\r\n10,\"20\"\r\n\"11\",\"21\" \r\n");
+    CHECK_OK(pk_catalog_read_spec(ctx, cli_path("quoted_crlf.csv"), &qs, &c, NULL), ctx);
+    CHECK(c.n == 2 && fabs(c.dec[0] - 20 * M_PI / 180) < 1e-15 && fabs(c.ra[1] - 11 * M_PI / 180) < 1e-15 &&
+              fabs(c.dec[1] - 21 * M_PI / 180) < 1e-15,
+          "quoted CSV fields with CRLF: %zu objects", c.n);
+    pk_catalog_free(&c);
 }
 
 /* a right ascension within 4096 rad of 0 is read (unwrapped angles
