@@ -11,7 +11,8 @@
  * - an output written again keeps its permission bits;
  * - a pipe where a FITS file or an .npz is read: refused;
  * - a crash in a library while the PNG is drawn (a memory limit): no
- *   staged or scratch file left. */
+ *   staged or scratch file left;
+ * - a folder the user cannot write: refused before the work. */
 #include <errno.h>
 #include <sys/stat.h>
 
@@ -38,6 +39,48 @@ static int entries_in(const char *dir) {
     while (d && (e = readdir(d)) != NULL) n += e->d_name[0] != '.' || e->d_name[1] > '.';
     if (d) closedir(d);
     return n;
+}
+
+/* A folder this user cannot write (0555; as root, the commands run as
+ * nobody through setpriv, since root may write anywhere): every command
+ * refuses it before the work, naming the folder, exit 1, nothing left. */
+static void unwritable_folders(void) {
+    char prefix[128] = "";
+    if (geteuid() == 0) {
+        snprintf(prefix, sizeof prefix, "setpriv --reuid=65534 --regid=65534 --clear-groups ");
+        char probe[1200];
+        snprintf(probe, sizeof probe, "chmod 755 '%s' && %s'%s' version > /dev/null 2>&1", cli_dir, prefix,
+                 cli_binary());
+        if (system(probe) != 0) {
+            printf(
+                "unwritable folders: cannot run the command as nobody here (setpriv, or the binary's folders); "
+                "not checked\n");
+            return;
+        }
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "mkdir '%s' && chmod 555 '%s'", cli_path("ro"), cli_path("ro"));
+    CHECK(system(cmd) == 0, "%s", cmd);
+    const char *const cases[][2] = {
+        {"angcorr d.txt r.txt -o ro/w.out -q", "ro/w.out: cannot write: the folder ro is not writable"},
+        {"dftimage v.npz --size 16 -o ro/i.fits -q", "ro/i.fits: cannot write: the folder ro is not writable"},
+        {"memsort trace -o ro -q", "ro: is not writable"},
+        {"memsort trace -o ro/new -q", "ro/new: cannot be made: its parent folder is not writable"},
+        {"memsort-fill plans/memsort.bin trace -o ro/fill -q", "ro/fill: cannot be made"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && %s'%s' %s > out.txt 2> err.txt", cli_dir, prefix, cli_binary(),
+                 cases[k][0]);
+        int rc = system(cmd);
+        rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
+        char *err = cli_stderr();
+        CHECK(rc == 1 && err && strstr(err, cases[k][1]) && entries_in("ro") == 0,
+              "'%s' into a folder it cannot write: exit %d, %d files there, '%s'", cases[k][0], rc, entries_in("ro"),
+              err ? err : "");
+        free(err);
+    }
+    snprintf(cmd, sizeof cmd, "chmod 755 '%s'", cli_path("ro"));
+    if (system(cmd) != 0) printf("could not chmod %s\n", cli_path("ro"));
 }
 
 int main(void) {
@@ -170,6 +213,7 @@ int main(void) {
         CHECK(0, "mkfifo: %s", strerror(errno));
     }
 
+    unwritable_folders();
     cli_scratch_remove();
     return check_finish("test_fault_limits");
 }
