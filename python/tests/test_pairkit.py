@@ -354,3 +354,55 @@ def test_choices_of_the_wrong_type_are_named(cats):
     np.testing.assert_array_equal(pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES, estimator="LS")["omega"],
                                   pairkit.w_theta(ra[:50], dec[:50], ra[:60], dec[:60], EDGES)["omega"])
 
+
+
+def test_float32_strided_and_integer_inputs_are_converted(cats):
+    """Coordinates of another dtype, or a strided view, count as their
+    float64 values (not reinterpreted as a float64 buffer)."""
+    ra1, dec1, ra2, dec2 = (np.asarray(c[:300]) for c in cats[:4])
+    ra32, dec32 = ra1.astype(np.float32), dec1.astype(np.float32)
+    counts, _, _ = brute(ra32.astype(np.float64), dec32.astype(np.float64), ra2, dec2, EDGES)
+    res = pairkit.DDtheta_mocks(0, 1, EDGES, ra32, dec32, RA2=ra2, DEC2=dec2)
+    np.testing.assert_array_equal(res["npairs"], counts)
+    both = np.stack([ra2, dec2], axis=1)  # columns: strided views
+    strided = pairkit.DDtheta_mocks(0, 1, EDGES, ra32, dec32, RA2=both[:, 0], DEC2=both[:, 1])
+    np.testing.assert_array_equal(strided["npairs"], counts)
+    ira, idec = np.round(ra1).astype(np.int64), np.round(dec1).astype(np.int32)
+    counts_i, _, _ = brute(ira.astype(np.float64), idec.astype(np.float64), ra2, dec2, EDGES)
+    np.testing.assert_array_equal(pairkit.DDtheta_mocks(0, 1, EDGES, ira, idec, RA2=ra2, DEC2=dec2)["npairs"],
+                                  counts_i)
+
+
+def test_units_arcmin_match_brute_force(cats):
+    ra1, dec1 = cats[0][:300], cats[1][:300]
+    counts, _, tsum = brute(ra1, dec1, ra1, dec1, EDGES)
+    res = pairkit.DDtheta_mocks(1, 1, EDGES * 60, ra1 * 60, dec1 * 60, output_thetaavg=True, units="arcmin")
+    np.testing.assert_array_equal(res["npairs"], counts)
+    np.testing.assert_allclose(res["thetaavg"], tsum / counts * 60, rtol=1e-9)
+
+
+def test_pairkit_error_is_a_value_error(cats):
+    assert issubclass(pairkit.PairkitError, ValueError)
+    with pytest.raises(ValueError):
+        pairkit.DDtheta_mocks(0, 1, EDGES, cats[0], cats[1][:-1], RA2=cats[2], DEC2=cats[3])
+
+
+def test_w_theta_mean_theta_and_jackknife_values(cats):
+    """theta_mean_* are the mean separations in the bins' units (numpy's
+    brute force); omega_err and cov follow from the K leave-one-out
+    values as the jackknife's (K - 1) / K sum of products."""
+    ra1, dec1, ra2, dec2 = (c[:400] for c in cats[:4])
+    for units, scale in (("deg", 1.0), ("arcmin", 60.0)):
+        w = pairkit.w_theta(ra1 * scale, dec1 * scale, ra2 * scale, dec2 * scale, EDGES * scale, jackknife=5,
+                            mean_theta=True, units=units)
+        for name, (a, b, c, d) in (("dd", (ra1, dec1, ra1, dec1)), ("dr", (ra1, dec1, ra2, dec2)),
+                                   ("rr", (ra2, dec2, ra2, dec2))):
+            counts, _, tsum = brute(a, b, c, d, EDGES)
+            np.testing.assert_array_equal(w[name], counts)
+            np.testing.assert_allclose(w["theta_mean_" + name], tsum / counts * scale, rtol=1e-9)
+    jk = w["omega_jk"]
+    k = jk.shape[0]
+    dev = jk - jk.mean(axis=0)
+    cov = (k - 1) / k * dev.T @ dev
+    np.testing.assert_allclose(w["cov"], cov, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(w["omega_err"], np.sqrt(np.diag(cov)), rtol=1e-9)
