@@ -377,3 +377,24 @@ def test_weighting_leaves_the_callers_arrays():
         pairkit.dft_image(u, v, w, vis, npix=8, cell=1e-3, weight=weight, weighting="uniform")
         pairkit.dft_image(u, v, w, vis.real, npix=8, cell=1e-3, weight=weight, weighting="briggs")
         assert np.all(vis == 3 + 1j) and np.all(weight == 2.0)
+
+
+def test_a_point_on_the_horizon_is_refused(random_vis):
+    u, v, w, vis = random_vis
+    for l, m in ((1.0, 0.0), (0.0, -1.0), (0.6, 0.8)):
+        with pytest.raises(pairkit.PairkitError, match="beyond the sky"):
+            pairkit.dft_points(u, v, w, vis, [0.0, l], [0.0, m])
+
+
+def test_sigint_after_the_last_look_still_interrupts():
+    """A SIGINT that comes while the block runs but after the library's
+    last progress call drops the result all the same: KeyboardInterrupt."""
+    import signal
+    from pairkit import _core
+    ctx = _core.new_context(0)
+    with pytest.raises(KeyboardInterrupt):
+        with _core.interruptible(ctx):
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler runs between bytecodes
+                pass
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
