@@ -647,3 +647,16 @@ def test_chunk_start_going_back_is_refused_whatever_its_dtype():
     for dtype in (np.int64, np.uint64, np.uint32):
         with pytest.raises(pairkit.PairkitError, match="without going back"):
             pairkit.memsort(addr, chunk_start=np.array([0, 600, 400, 1000], dtype=dtype))
+
+
+def test_addresses_of_another_integer_dtype_and_the_default_chunks(table):
+    """addr as int64 (or a list) means the same uint32 addresses; without
+    chunk_entries or chunk_start the trace is cut every 2^18 entries."""
+    addr, _ = pairkit.memsort_generate(300000, seed=8, regions=table)
+    ref = pairkit.memsort(addr, chunk_entries=1 << 18, regions=table, backend="cpu")
+    np.testing.assert_array_equal(ref["chunk_start"], [0, 1 << 18, 300000])
+    got = pairkit.memsort(addr.astype(np.int64), regions=table, backend="cpu")
+    np.testing.assert_array_equal(got["chunk_start"], [0, 1 << 18, 300000])
+    for name in ("instances", "runs", "values", "chunk_counts", "region_entries"):
+        assert np.array_equal(got[name], ref[name]), name
+    assert got["values"].size == addr.size and np.array_equal(np.sort(got["values"]), np.arange(addr.size))
